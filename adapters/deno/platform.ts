@@ -1,0 +1,30 @@
+/** The Deno primitives the shared boot code needs. */
+import type { Platform } from "../boot.ts";
+
+function resolvePath(path: string, baseDir: string): string {
+  if (path.startsWith("/")) return path;
+  const base = baseDir.startsWith("/") ? baseDir : `${Deno.cwd()}/${baseDir}`;
+  return new URL(path, `file://${base}/`).pathname;
+}
+
+export const denoPlatform: Platform = {
+  env: Deno.env.toObject(),
+  exists(path) {
+    try {
+      Deno.statSync(path);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  readTextFile: (path) => Deno.readTextFile(path),
+  importModule: (path, baseDir) => import(`file://${resolvePath(path, baseDir)}`),
+  dirname: (path) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) || "/" : "."),
+  writeError: (text) => {
+    Deno.stderr.writeSync(new TextEncoder().encode(text));
+  },
+  exit: (code) => Deno.exit(code),
+  onSignals(signals, handler) {
+    for (const signal of signals) Deno.addSignalListener(signal as Deno.Signal, () => handler(signal));
+  },
+};

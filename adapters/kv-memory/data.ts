@@ -1,0 +1,426 @@
+/**
+ * The memory store's data: strings, hashes, lists and sorted sets with optional
+ * per-key expiry, following the Redis command semantics (including its error
+ * messages) so code tested on the memory store behaves the same on Redis.
+ *
+ * Everything here is synchronous: an atomic operation's JS twin runs start to finish
+ * without another caller interleaving, which is the memory store's whole atomicity story.
+ */
+import type { Clock } from "../../core/clock.ts";
+import type { KvData, ListEnd, ScanPage } from "../../core/stores/kv.ts";
+import { ExpiryHeap } from "./expiry-heap.ts";
+import { SortedSet } from "./sorted-set.ts";
+
+interface Values {
+  string: string;
+  hash: Map<string, string>;
+  list: string[];
+  zset: SortedSet;
+}
+type TypeName = keyof Values;
+type ValueOf<T extends TypeName> = Values[T];
+type Value = { [T in TypeName]: { type: T; value: Values[T] } }[TypeName];
+type Entry = Value & { expiresAt?: number };
+
+const WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const NOT_INTEGER = "ERR value is not an integer or out of range";
+const NOT_FLOAT = "ERR value is not a valid float";
+const OVERFLOW = "ERR increment or decrement would overflow";
+const NAN_OR_INF = "ERR increment would produce NaN or Infinity";
+
+/** Unfinished scans whose snapshots are kept; older ones fall back to a slower resume. */
+const MAX_OPEN_SCANS = 16;
+
+/** Expired keys reclaimed per operation, so one burst of expiries never stalls a caller. */
+const SWEEP_BUDGET = 32;
+
+/** Redis's string2ll: optional minus, no leading zeros, no spaces, no plus sign. */
+const INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
+
+function parseInteger(text: string, message: string): number {
+  const n = Number(text);
+  if (!INTEGER.test(text) || !Number.isSafeInteger(n)) throw new Error(message);
+  return n;
+}
+
+function parseFloatValue(text: string, message: string): number {
+  const n = Number(text);
+  if (text.trim() !== text || text === "" || Number.isNaN(n)) throw new Error(message);
+  return n;
+}
+
+function requireInteger(n: number): void {
+  if (!Number.isSafeInteger(n)) throw new Error(NOT_INTEGER);
+}
+
+function addIntegers(current: number, by: number): number {
+  requireInteger(by);
+  const result = current + by;
+  if (!Number.isSafeInteger(result)) throw new Error(OVERFLOW);
+  return result;
+}
+
+function addFloats(current: number, by: number): number {
+  if (!Number.isFinite(by)) throw new Error(NOT_FLOAT);
+  const result = current + by;
+  if (!Number.isFinite(result)) throw new Error(NAN_OR_INF);
+  return result;
+}
+
+/** SET PX only takes a positive integer; mirroring that keeps a bad TTL failing on both stores. */
+function validateSetTtl(ttlMs: number | undefined): void {
+  if (ttlMs === undefined) return;
+  requireInteger(ttlMs);
+  if (ttlMs <= 0) throw new Error("ERR invalid expire time in 'set' command");
+}
+
+export class MemoryData implements KvData {
+  private readonly entries = new Map<string, Entry>();
+  private readonly expiries = new ExpiryHeap();
+  /** Sorted key snapshots of unfinished scans, oldest first. */
+  private readonly scans = new Map<number, string[]>();
+  private nextScanId = 1;
+
+  constructor(private readonly clock: Clock) {}
+
+  // --- keys -------------------------------------------------------------------
+
+  get(key: string): string | null {
+    return this.read(key, "string") ?? null;
+  }
+
+  /** MGET: a key holding another type reads as null rather than failing. */
+  getOrNull(key: string): string | null {
+    const entry = this.live(key);
+    return entry?.type === "string" ? entry.value : null;
+  }
+
+  set(key: string, value: string, ttlMs?: number): void {
+    validateSetTtl(ttlMs);
+    this.store(key, { type: "string", value }, ttlMs);
+  }
+
+  setIfAbsent(key: string, value: string, ttlMs?: number): boolean {
+    validateSetTtl(ttlMs);
+    if (this.live(key)) return false;
+    this.store(key, { type: "string", value }, ttlMs);
+    return true;
+  }
+
+  del(key: string): number {
+    return this.live(key) && this.entries.delete(key) ? 1 : 0;
+  }
+
+  exists(key: string): boolean {
+    return this.live(key) !== undefined;
+  }
+
+  incrBy(key: string, by: number): number {
+    const current = this.read(key, "string");
+    const next = addIntegers(current === undefined ? 0 : parseInteger(current, NOT_INTEGER), by);
+    this.writeString(key, String(next));
+    return next;
+  }
+
+  incrByFloat(key: string, by: number): number {
+    const current = this.read(key, "string");
+    const next = addFloats(current === undefined ? 0 : parseFloatValue(current, NOT_FLOAT), by);
+    this.writeString(key, String(next));
+    return next;
+  }
+
+  pexpire(key: string, ttlMs: number): boolean {
+    requireInteger(ttlMs);
+    const entry = this.live(key);
+    if (!entry) return false;
+    // Redis deletes a key given a TTL that is already in the past.
+    if (ttlMs <= 0) {
+      this.entries.delete(key);
+      return true;
+    }
+    this.expireAt(key, entry, this.clock.now() + ttlMs);
+    return true;
+  }
+
+  pttl(key: string): number {
+    const entry = this.live(key);
+    if (!entry) return -2;
+    return entry.expiresAt === undefined ? -1 : entry.expiresAt - this.clock.now();
+  }
+
+  // --- hashes -----------------------------------------------------------------
+
+  hget(key: string, field: string): string | null {
+    return this.read(key, "hash")?.get(field) ?? null;
+  }
+
+  hset(key: string, fields: Record<string, string>): number {
+    const names = Object.keys(fields);
+    // RedisKv skips an empty HSET (Redis would reject it as a syntax error); match it.
+    if (names.length === 0) return 0;
+    const target = this.read(key, "hash") ?? this.create(key, "hash", new Map<string, string>());
+    let added = 0;
+    for (const name of names) {
+      if (!target.has(name)) added++;
+      target.set(name, fields[name]);
+    }
+    return added;
+  }
+
+  hdel(key: string, field: string): number {
+    const hash = this.read(key, "hash");
+    if (!hash || !hash.delete(field)) return 0;
+    if (hash.size === 0) this.entries.delete(key);
+    return 1;
+  }
+
+  hgetall(key: string): Record<string, string> {
+    return Object.fromEntries(this.read(key, "hash") ?? []);
+  }
+
+  hincrBy(key: string, field: string, by: number): number {
+    const hash = this.read(key, "hash");
+    const current = hash?.get(field);
+    const next = addIntegers(current === undefined ? 0 : parseInteger(current, "ERR hash value is not an integer"), by);
+    (hash ?? this.create(key, "hash", new Map<string, string>())).set(field, String(next));
+    return next;
+  }
+
+  hincrByFloat(key: string, field: string, by: number): number {
+    const hash = this.read(key, "hash");
+    const current = hash?.get(field);
+    const next = addFloats(current === undefined ? 0 : parseFloatValue(current, "ERR hash value is not a float"), by);
+    (hash ?? this.create(key, "hash", new Map<string, string>())).set(field, String(next));
+    return next;
+  }
+
+  // --- lists ------------------------------------------------------------------
+
+  lpush(key: string, value: string): number {
+    const list = this.read(key, "list") ?? this.create(key, "list", []);
+    list.unshift(value);
+    return list.length;
+  }
+
+  rpush(key: string, value: string): number {
+    const list = this.read(key, "list") ?? this.create(key, "list", []);
+    list.push(value);
+    return list.length;
+  }
+
+  lpop(key: string): string | null {
+    return this.popFrom(key, "head");
+  }
+
+  rpop(key: string): string | null {
+    return this.popFrom(key, "tail");
+  }
+
+  lrange(key: string, start: number, stop: number): string[] {
+    const list = this.read(key, "list") ?? [];
+    const len = list.length;
+    const from = Math.max(start < 0 ? len + start : start, 0);
+    const to = Math.min(stop < 0 ? len + stop : stop, len - 1);
+    return from > to ? [] : list.slice(from, to + 1);
+  }
+
+  lrem(key: string, count: number, value: string): number {
+    requireInteger(count);
+    const list = this.read(key, "list");
+    if (!list) return 0;
+    const limit = count === 0 ? Infinity : Math.abs(count);
+    let removed = 0;
+    if (count >= 0) {
+      for (let i = 0; i < list.length && removed < limit; ) {
+        if (list[i] === value) {
+          list.splice(i, 1);
+          removed++;
+        } else i++;
+      }
+    } else {
+      for (let i = list.length - 1; i >= 0 && removed < limit; i--) {
+        if (list[i] === value) {
+          list.splice(i, 1);
+          removed++;
+        }
+      }
+    }
+    if (list.length === 0) this.entries.delete(key);
+    return removed;
+  }
+
+  llen(key: string): number {
+    return this.read(key, "list")?.length ?? 0;
+  }
+
+  /** LMOVE. The destination's type is checked before anything is popped, as Redis does. */
+  move(from: string, to: string, fromEnd: ListEnd, toEnd: ListEnd): string | null {
+    const source = this.read(from, "list");
+    const existing = this.read(to, "list");
+    if (!source) return null;
+    const value = (fromEnd === "head" ? source.shift() : source.pop()) as string;
+    // Rotating a list onto itself must not drop the key (and its TTL) in between.
+    const target = from === to ? source : (existing ?? this.create(to, "list", []));
+    if (toEnd === "head") target.unshift(value);
+    else target.push(value);
+    if (source.length === 0) this.entries.delete(from);
+    return value;
+  }
+
+  // --- sorted sets ------------------------------------------------------------
+
+  zadd(key: string, score: number, member: string): number {
+    if (Number.isNaN(score)) throw new Error(NOT_FLOAT);
+    const zset = this.read(key, "zset") ?? this.create(key, "zset", new SortedSet());
+    return zset.add(score, member);
+  }
+
+  zrem(key: string, member: string): number {
+    const zset = this.read(key, "zset");
+    if (!zset) return 0;
+    const removed = zset.remove(member);
+    if (zset.size === 0) this.entries.delete(key);
+    return removed;
+  }
+
+  zscore(key: string, member: string): number | null {
+    return this.read(key, "zset")?.score(member) ?? null;
+  }
+
+  zcard(key: string): number {
+    return this.read(key, "zset")?.size ?? 0;
+  }
+
+  zrangeByScore(key: string, min: number, max: number, limit?: number): string[] {
+    if (limit !== undefined) requireInteger(limit);
+    return this.read(key, "zset")?.rangeByScore(min, max, limit) ?? [];
+  }
+
+  // --- whole keyspace ---------------------------------------------------------
+
+  /**
+   * One page of live keys starting with `prefix`. The first call takes a sorted
+   * snapshot of the matching keys and later pages walk it, so a scan costs one sort
+   * rather than one per page. Keys added during a scan may be missed and keys removed
+   * are skipped, which is what SCAN promises too.
+   *
+   * The cursor also carries the last key handed out: if the snapshot was evicted (too
+   * many scans left unfinished), the scan resumes after that key instead of failing.
+   */
+  scan(prefix: string, cursor: string, count: number): ScanPage {
+    requireInteger(count);
+    if (count <= 0) throw new Error("ERR syntax error");
+    let snapshot: string[];
+    let index: number;
+    let id: number;
+    if (cursor === "0") {
+      snapshot = this.matchingKeys(prefix, undefined);
+      index = 0;
+      id = this.nextScanId++;
+    } else {
+      const parsed = /^(\d+):(\d+):([\s\S]*)$/.exec(cursor);
+      if (!parsed) throw new Error("ERR invalid cursor");
+      id = Number(parsed[1]);
+      const kept = this.scans.get(id);
+      this.scans.delete(id);
+      if (kept) {
+        snapshot = kept;
+        index = Number(parsed[2]);
+      } else {
+        snapshot = this.matchingKeys(prefix, parsed[3]);
+        index = 0;
+      }
+    }
+    const end = Math.min(index + count, snapshot.length);
+    const keys = snapshot.slice(index, end).filter((key) => this.live(key) !== undefined);
+    if (end >= snapshot.length) return { keys, cursor: "0" };
+    this.scans.set(id, snapshot);
+    if (this.scans.size > MAX_OPEN_SCANS) this.scans.delete(this.scans.keys().next().value as number);
+    return { keys, cursor: `${id}:${end}:${snapshot[end - 1]}` };
+  }
+
+  /** Live keys with the prefix that sort after `after`, ascending. Drops expired keys on the way. */
+  private matchingKeys(prefix: string, after: string | undefined): string[] {
+    this.sweep();
+    const now = this.clock.now();
+    const keys: string[] = [];
+    for (const [key, entry] of this.entries) {
+      if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
+        this.entries.delete(key);
+        continue;
+      }
+      if (key.startsWith(prefix) && (after === undefined || key > after)) keys.push(key);
+    }
+    return keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  clear(): void {
+    this.entries.clear();
+    this.expiries.clear();
+    this.scans.clear();
+  }
+
+  // --- internals --------------------------------------------------------------
+
+  /** The key's entry if it exists and has not expired; an expired one is deleted here. */
+  private live(key: string): Entry | undefined {
+    this.sweep();
+    const entry = this.entries.get(key);
+    if (entry?.expiresAt !== undefined && entry.expiresAt <= this.clock.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  /** The key's value when it holds `type`, undefined when absent; WRONGTYPE otherwise. */
+  private read<T extends TypeName>(key: string, type: T): ValueOf<T> | undefined {
+    const entry = this.live(key);
+    if (!entry) return undefined;
+    if (entry.type !== type) throw new Error(WRONGTYPE);
+    return entry.value as ValueOf<T>;
+  }
+
+  private create<T extends TypeName>(key: string, type: T, value: ValueOf<T>): ValueOf<T> {
+    this.entries.set(key, { type, value } as Entry);
+    return value;
+  }
+
+  /** Replaces the key's value (SET semantics: any previous TTL is dropped unless one is given). */
+  private store(key: string, value: Value, ttlMs: number | undefined): void {
+    const entry: Entry = { ...value };
+    this.entries.set(key, entry);
+    if (ttlMs !== undefined) this.expireAt(key, entry, this.clock.now() + ttlMs);
+  }
+
+  /** INCR-family writes keep the key's TTL. */
+  private writeString(key: string, value: string): void {
+    const entry = this.entries.get(key);
+    if (entry?.type === "string") entry.value = value;
+    else this.entries.set(key, { type: "string", value });
+  }
+
+  private expireAt(key: string, entry: Entry, at: number): void {
+    entry.expiresAt = at;
+    this.expiries.push(at, key);
+  }
+
+  private popFrom(key: string, end: ListEnd): string | null {
+    const list = this.read(key, "list");
+    if (!list) return null;
+    const value = (end === "head" ? list.shift() : list.pop()) as string;
+    if (list.length === 0) this.entries.delete(key);
+    return value;
+  }
+
+  private sweep(): void {
+    const now = this.clock.now();
+    for (let i = 0; i < SWEEP_BUDGET; i++) {
+      const key = this.expiries.popDue(now);
+      if (key === undefined) return;
+      const entry = this.entries.get(key);
+      // The heap may hold a stale time for a key whose TTL was since changed or removed.
+      if (entry?.expiresAt !== undefined && entry.expiresAt <= now) this.entries.delete(key);
+    }
+  }
+}

@@ -1,0 +1,19 @@
+/** `npm start`: the gateway on Node. */
+import { serve } from "@hono/node-server";
+import type { Server } from "node:http";
+import { boot, handleShutdown, listenAddress } from "../boot.ts";
+import { nodePlatform } from "./platform.ts";
+
+const booted = await boot(nodePlatform, "gateway");
+const { hostname, port } = listenAddress(booted.gateway.config.server.addr, nodePlatform.env);
+const server = serve({ fetch: booted.gateway.fetch, hostname, port }, (info) => {
+  booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
+}) as Server;
+server.requestTimeout = booted.timeouts.read;
+server.keepAliveTimeout = booted.timeouts.idle;
+server.timeout = booted.timeouts.write;
+
+handleShutdown(nodePlatform, booted, () => new Promise((resolve) => {
+  server.close(() => resolve());
+  server.closeIdleConnections();
+}));

@@ -1,0 +1,27 @@
+/** The Node primitives the shared boot code needs. */
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Platform } from "../boot.ts";
+
+export const nodePlatform: Platform = {
+  env: process.env,
+  exists: (path) => existsSync(path),
+  readTextFile: (path) => readFile(path, "utf8"),
+  async importModule(path, baseDir) {
+    const url = pathToFileURL(isAbsolute(path) ? path : resolve(baseDir, path)).href;
+    // Node 20 cannot strip types; user plugins written in TypeScript load through tsx.
+    if (/\.(m|c)?tsx?$/.test(path)) {
+      const { tsImport } = await import("tsx/esm/api");
+      return await tsImport(url, import.meta.url);
+    }
+    return await import(url);
+  },
+  dirname,
+  writeError: (text) => process.stderr.write(text),
+  exit: (code) => process.exit(code),
+  onSignals(signals, handler) {
+    for (const signal of signals) process.on(signal, () => handler(signal));
+  },
+};

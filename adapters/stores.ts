@@ -1,0 +1,49 @@
+/**
+ * Opens the stores the config names: Redis when `redis.addr` is set, else the embedded
+ * memory store; S3 when `object_store.endpoint` is set, else files under `object_store.dir`;
+ * wrapped with AES-256-GCM when `object_store.encryption.key` is set.
+ */
+import type { GatewayConfig } from "../core/config/schema.ts";
+import type { Stores } from "../core/gateway.ts";
+import type { Logger } from "../core/log.ts";
+import { encryptedObjects } from "../core/stores/encryption.ts";
+import type { KvStore } from "../core/stores/kv.ts";
+import type { ObjectStore } from "../core/stores/objects.ts";
+import { MemoryKv } from "./kv-memory/index.ts";
+import { RedisKv, redisUrlFromAddr } from "./kv-redis/index.ts";
+import { FsObjectStore } from "./objects-fs/index.ts";
+import { S3ObjectStore } from "./objects-s3/index.ts";
+
+export async function openStores(config: GatewayConfig, log: Logger): Promise<Stores> {
+  let kv: KvStore;
+  if (config.redis.addr === "") {
+    log.warn("embedded_kv_store", {
+      message: "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr for production or several replicas.",
+    });
+    kv = new MemoryKv();
+  } else {
+    const redis = new RedisKv({ url: redisUrlFromAddr(config.redis.addr), password: config.redis.password || undefined, db: config.redis.db });
+    // Start anyway when Redis is down: the client keeps reconnecting, limit checks fail open,
+    // and /health?ready=1 reports it until Redis answers.
+    await redis.ping().catch((error: unknown) => log.error("kv_store_unavailable_at_start", { addr: config.redis.addr, error }));
+    kv = redis;
+  }
+
+  const store = config.object_store;
+  let objects: ObjectStore;
+  if (store.endpoint === "") {
+    objects = new FsObjectStore({ dir: store.dir });
+  } else {
+    const s3 = new S3ObjectStore({
+      endpoint: store.endpoint,
+      region: store.region,
+      accessKey: store.access_key,
+      secretKey: store.secret_key,
+      bucket: store.bucket,
+    });
+    await s3.ensureBucket().catch((error: unknown) => log.warn("object_store_bucket_check_failed", { bucket: store.bucket, error }));
+    objects = s3;
+  }
+  if (store.encryption.key !== "") objects = encryptedObjects(objects, store.encryption.key);
+  return { kv, objects };
+}

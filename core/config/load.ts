@@ -1,0 +1,181 @@
+/**
+ * Turns config text into a validated, defaulted, frozen `GatewayConfig`, or into the
+ * complete list of problems, each prefixed with its path (`services[2].backends[0].url: required`).
+ */
+import { Type, type TSchema } from "@sinclair/typebox";
+import { Value, type ValueError, ValueErrorType } from "@sinclair/typebox/value";
+import { parse as parseYaml } from "yaml";
+import { durationMs, parseDuration } from "./duration.ts";
+import { expandEnv, type Env } from "./env.ts";
+import { GatewayConfigSchema, type ConfigSection, type GatewayConfig } from "./schema.ts";
+
+export type ConfigResult =
+  | { ok: true; config: GatewayConfig; extra: Readonly<Record<string, unknown>> }
+  | { ok: false; problems: string[] };
+
+/** Parses YAML and expands `${VAR}` references. Throws with a message naming the line on a syntax error. */
+export function parseConfigText(text: string, env: Env): Record<string, unknown> {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (error) {
+    throw new ConfigError([`YAML syntax: ${(error as Error).message.split("\n")[0]}`]);
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(["(root): expected a mapping of sections (server:, services:, ...)"]);
+  }
+  return expandEnv(raw, env) as Record<string, unknown>;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join("\n  ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** `/services/2/backends/0/url` -> `services[2].backends[0].url` */
+export function formatPath(pointer: string): string {
+  const parts = pointer.split("/").slice(1);
+  let out = "";
+  for (const part of parts) {
+    const segment = part.replace(/~1/g, "/").replace(/~0/g, "~");
+    out += /^\d+$/.test(segment) ? `[${segment}]` : out === "" ? segment : `.${segment}`;
+  }
+  return out || "(root)";
+}
+
+function describe(error: ValueError): string {
+  switch (error.type) {
+    case ValueErrorType.ObjectRequiredProperty:
+      return "required";
+    case ValueErrorType.ObjectAdditionalProperties:
+      return "unknown key (check the spelling against the configuration reference)";
+    case ValueErrorType.StringFormat: {
+      const parsed = typeof error.value === "string" ? parseDuration(error.value) : null;
+      return parsed && typeof parsed === "object" ? parsed.error : error.message;
+    }
+    case ValueErrorType.Union:
+      if (error.schema.anyOf?.every((s: TSchema) => "const" in s)) {
+        return `must be one of ${error.schema.anyOf.map((s: TSchema) => JSON.stringify(s.const)).join(", ")}, got ${JSON.stringify(error.value)}`;
+      }
+      return error.message;
+    default:
+      return `${error.message.toLowerCase()}, got ${JSON.stringify(error.value)}`;
+  }
+}
+
+function schemaProblems(schema: TSchema, value: unknown, prefix = ""): string[] {
+  const seen = new Set<string>();
+  const problems: string[] = [];
+  for (const error of Value.Errors(schema, value)) {
+    const path = formatPath(prefix + error.path);
+    // Missing required keys also report "expected string"; one message per path is enough.
+    if (seen.has(path)) continue;
+    seen.add(path);
+    problems.push(`${path}: ${describe(error)}`);
+  }
+  return problems;
+}
+
+function isHex(text: string): boolean {
+  return /^[0-9a-fA-F]*$/.test(text);
+}
+
+/** Rules that span several fields, which a schema cannot say. */
+function crossFieldProblems(config: GatewayConfig): string[] {
+  const problems: string[] = [];
+  const key = config.object_store.encryption.key;
+  if (key !== "" && (key.length !== 64 || !isHex(key))) {
+    problems.push(`object_store.encryption.key: must be 64 hex characters (32 bytes), got ${key.length} characters`);
+  }
+  if (config.policies && config.auth.mode === "none") {
+    problems.push("policies: set, but auth.mode is none; set auth.mode to proxy or oauth2 (policies need an authenticated principal)");
+  }
+  const defaults = new Map<string, number>();
+  const models = new Map<string, number>();
+  config.services.forEach((service, index) => {
+    const at = `services[${index}]`;
+    const modelKey = `${service.type}\u0000${service.model}`;
+    if (models.has(modelKey)) {
+      problems.push(`${at}.model: "${service.model}" is already defined for type "${service.type}" at services[${models.get(modelKey)}]`);
+    } else {
+      models.set(modelKey, index);
+    }
+    if (service.default) {
+      if (defaults.has(service.type)) {
+        problems.push(`${at}.default: type "${service.type}" already has a default model at services[${defaults.get(service.type)}]`);
+      } else {
+        defaults.set(service.type, index);
+      }
+    }
+    if (service.visibility?.groups.length && config.auth.mode === "none") {
+      problems.push(`${at}.visibility.groups: needs auth.mode proxy or oauth2 (groups come from the authenticated principal)`);
+    }
+    if (service.priority_reserved_sync > service.max_concurrent_sync) {
+      problems.push(`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`);
+    }
+    for (const [name, paths] of Object.entries(service.operations)) {
+      if (paths.length === 0) problems.push(`${at}.operations.${name}: needs at least one path`);
+    }
+    service.backends.forEach((backend, b) => {
+      if (!/^https?:\/\//.test(backend.url)) problems.push(`${at}.backends[${b}].url: must start with http:// or https://`);
+    });
+    if (service.inference_url !== "" && !/^https?:\/\//.test(service.inference_url)) {
+      problems.push(`${at}.inference_url: must start with http:// or https://`);
+    }
+  });
+  for (const [type, byUserType] of Object.entries(config.rate_limits)) {
+    for (const [userType, limits] of Object.entries(byUserType)) {
+      const at = `rate_limits.${type}.${userType}`;
+      if (limits.rate > 0 && durationMs(limits.period) === 0) problems.push(`${at}.period: must be positive when rate is set`);
+      if (limits.token_rate > 0 && durationMs(limits.token_period) === 0) problems.push(`${at}.token_period: must be positive when token_rate is set`);
+      if (limits.processing_time > 0 && durationMs(limits.processing_period) === 0) {
+        problems.push(`${at}.processing_period: must be positive when processing_time is set`);
+      }
+    }
+  }
+  return problems;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * Validates parsed config. `sections` are the top-level sections plugins add; their keys
+ * are accepted at the root and validated by the plugin's schema.
+ */
+export function validateConfig(raw: Record<string, unknown>, sections: readonly ConfigSection[] = []): ConfigResult {
+  const core: Record<string, unknown> = {};
+  const extra: Record<string, unknown> = {};
+  const sectionByKey = new Map(sections.map((s) => [s.key, s]));
+  for (const [key, value] of Object.entries(raw)) {
+    if (sectionByKey.has(key)) extra[key] = value;
+    else core[key] = value;
+  }
+  const problems: string[] = [];
+  const config = Value.Default(GatewayConfigSchema, Value.Convert(GatewayConfigSchema, Value.Clone(core)));
+  problems.push(...schemaProblems(GatewayConfigSchema, config));
+  for (const section of sections) {
+    const value = Value.Default(section.schema, Value.Convert(section.schema, Value.Clone(extra[section.key] ?? {})));
+    extra[section.key] = value;
+    problems.push(...schemaProblems(section.schema, value, `/${section.key}`));
+  }
+  if (problems.length === 0) problems.push(...crossFieldProblems(config as GatewayConfig));
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, config: deepFreeze(config as GatewayConfig), extra: deepFreeze(extra) };
+}
+
+/** Parse + validate in one step; throws `ConfigError` listing every problem. */
+export function loadConfig(text: string, env: Env, sections: readonly ConfigSection[] = []): { config: GatewayConfig; extra: Readonly<Record<string, unknown>> } {
+  const result = validateConfig(parseConfigText(text, env), sections);
+  if (!result.ok) throw new ConfigError(result.problems);
+  return result;
+}
+
+export const EmptySection = Type.Object({});

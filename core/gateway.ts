@@ -1,0 +1,172 @@
+/**
+ * The gateway: a current runtime behind one reference, swapped by hot reload.
+ * Adapters create it with what only they can provide (the config file, the environment,
+ * module loading, the stores) and serve `gateway.fetch`.
+ */
+import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
+import { ConfigError, parseConfigText, validateConfig } from "./config/load.ts";
+import type { Env } from "./config/env.ts";
+import type { GatewayConfig } from "./config/schema.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { Metrics } from "./metrics.ts";
+import { registerOpsRoutes } from "./ops.ts";
+import { PluginError, Runtime, type RuntimeDeps } from "./plugins/host.ts";
+import type { PluginDefinition, ProcessRole } from "./plugins/types.ts";
+import { instrumentKv, instrumentObjects } from "./stores/instrument.ts";
+import type { KvStore } from "./stores/kv.ts";
+import type { ObjectStore } from "./stores/objects.ts";
+
+export interface Stores {
+  kv: KvStore;
+  objects: ObjectStore;
+}
+
+export interface GatewayOptions {
+  role?: ProcessRole;
+  /** Reads the config file; called at start and on every reload. */
+  readConfig(): Promise<string>;
+  env: Env;
+  /** Imports a user plugin module named in `plugins.load`. */
+  importModule(specifier: string): Promise<unknown>;
+  /** Opens the stores the first config names; they live as long as the gateway (reload keeps them). */
+  openStores(config: GatewayConfig, log: Logger): Promise<Stores>;
+  plugins: readonly PluginDefinition[];
+  clock?: Clock;
+  ids?: IdSource;
+  log?: Logger;
+  metrics?: Metrics;
+}
+
+interface LoadedConfig {
+  config: GatewayConfig;
+  extra: Readonly<Record<string, unknown>>;
+  definitions: PluginDefinition[];
+}
+
+function isPluginDefinition(value: unknown): value is PluginDefinition {
+  const candidate = value as Partial<PluginDefinition> | null;
+  return typeof candidate === "object" && candidate !== null && typeof candidate.name === "string" && typeof candidate.setup === "function";
+}
+
+export class Gateway {
+  private current!: Runtime;
+  private reloading: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly options: GatewayOptions,
+    private readonly deps: RuntimeDeps,
+  ) {}
+
+  /** Loads and validates the config, opens the stores, builds and starts the first runtime. Throws `ConfigError` listing every problem. */
+  static async create(options: GatewayOptions): Promise<Gateway> {
+    const log = options.log ?? createLogger();
+    const loaded = await loadConfig(options);
+    const stores = await options.openStores(loaded.config, log);
+    const metrics = options.metrics ?? new Metrics();
+    const deps: RuntimeDeps = {
+      role: options.role ?? "gateway",
+      kv: instrumentKv(stores.kv, metrics, log),
+      objects: instrumentObjects(stores.objects, metrics, log),
+      clock: options.clock ?? systemClock,
+      ids: options.ids ?? randomIds,
+      log,
+      metrics,
+    };
+    const gateway = new Gateway(options, deps);
+    gateway.current = await gateway.build(loaded);
+    gateway.current.startTasks();
+    log.info("gateway_started", {
+      role: deps.role,
+      plugins: gateway.current.activePlugins,
+      services: loaded.config.services.length,
+      kv: stores.kv.kind,
+      objects: stores.objects.kind,
+    });
+    return gateway;
+  }
+
+  get runtime(): Runtime {
+    return this.current;
+  }
+
+  get config(): GatewayConfig {
+    return this.current.config;
+  }
+
+  readonly fetch = (request: Request): Promise<Response> => this.current.handle(request);
+
+  /**
+   * Builds a complete new runtime from the file and swaps it in. In-flight requests finish
+   * on the old runtime, which is closed once idle. On any problem the old runtime stays.
+   */
+  reload(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }> {
+    const next = this.reloading.then(() => this.reloadNow());
+    this.reloading = next.catch(() => undefined);
+    return next;
+  }
+
+  async close(): Promise<void> {
+    await this.reloading;
+    await this.current.close();
+    await Promise.allSettled([this.deps.kv.close(), this.deps.objects.close()]);
+  }
+
+  private async reloadNow(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }> {
+    let runtime: Runtime;
+    try {
+      runtime = await this.build(await loadConfig(this.options));
+    } catch (error) {
+      const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
+      this.deps.log.warn("reload_refused", { problems });
+      return { ok: false, problems };
+    }
+    const previous = this.current;
+    this.current = runtime;
+    runtime.startTasks();
+    this.deps.log.info("reloaded", { plugins: runtime.activePlugins, services: runtime.config.services.length });
+    void previous.idle().then(() => previous.close());
+    return { ok: true, services: runtime.config.services.length };
+  }
+
+  private async build(loaded: LoadedConfig): Promise<Runtime> {
+    const runtime = new Runtime(loaded.config, loaded.extra, this.deps);
+    registerOpsRoutes(runtime, { reload: () => this.reload() });
+    try {
+      await runtime.install(loaded.definitions);
+    } catch (error) {
+      await runtime.close();
+      if (error instanceof PluginError) throw new ConfigError([`plugins: ${error.message}`]);
+      throw error;
+    }
+    runtime.app.notFound((c) =>
+      c.json({ error: { message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}`, type: "not_found_error" } }, 404),
+    );
+    return runtime;
+  }
+}
+
+async function loadConfig(options: GatewayOptions): Promise<LoadedConfig> {
+  const raw = parseConfigText(await options.readConfig(), options.env);
+  const pluginsSection = raw.plugins as { load?: unknown } | undefined;
+  const paths = Array.isArray(pluginsSection?.load) ? pluginsSection.load : [];
+  const problems: string[] = [];
+  const userPlugins: PluginDefinition[] = [];
+  for (const [index, path] of paths.entries()) {
+    try {
+      const module = (await options.importModule(String(path))) as { default?: unknown };
+      if (!isPluginDefinition(module.default)) {
+        problems.push(`plugins.load[${index}]: "${path}" must export default definePlugin({ name, setup })`);
+      } else {
+        userPlugins.push(module.default);
+      }
+    } catch (error) {
+      problems.push(`plugins.load[${index}]: cannot import "${path}": ${(error as Error).message}`);
+    }
+  }
+  const definitions = [...options.plugins, ...userPlugins];
+  const sections = definitions.flatMap((d) => (d.section ? [d.section] : []));
+  const result = validateConfig(raw, sections);
+  if (!result.ok) problems.push(...result.problems);
+  if (problems.length > 0 || !result.ok) throw new ConfigError(problems);
+  return { config: result.config, extra: result.extra, definitions };
+}

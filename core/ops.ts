@@ -1,0 +1,59 @@
+/** The core's own endpoints: liveness/readiness, Prometheus metrics, hot reload; and the request counter. */
+import type { Runtime } from "./plugins/host.ts";
+
+export interface OpsActions {
+  reload(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }>;
+}
+
+async function ping(name: string, check: () => Promise<void>): Promise<[string, string]> {
+  try {
+    await check();
+    return [name, "ok"];
+  } catch (error) {
+    return [name, `down: ${(error as Error).message}`];
+  }
+}
+
+export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
+  const { app } = runtime;
+  const { kv, objects, metrics, clock } = runtime.deps;
+  const requests = metrics.counter({
+    name: "svc_gateway_requests_total",
+    help: "Requests answered by the gateway, by status, mode (sync, llm, async, admin) and service type",
+    labelNames: ["status", "mode", "service_type"],
+  });
+
+  app.use("*", async function countRequests(c, next) {
+    const started = clock.now();
+    await next();
+    const ctx = runtime.contextOf(c.req.raw);
+    const labels = { status: String(c.res.status), mode: ctx?.mode ?? "admin", service_type: ctx?.serviceType ?? "" };
+    requests.inc(labels);
+    runtime.emit("request.finished", {
+      mode: ctx?.mode ?? "admin",
+      serviceType: labels.service_type,
+      status: c.res.status,
+      durationMs: clock.now() - started,
+    });
+  });
+
+  app.get("/health", async (c) => {
+    if (c.req.query("ready") === undefined) return c.json({ status: "ok" });
+    const checks = Object.fromEntries(await Promise.all([ping("kv", () => kv.ping()), ping("objects", () => objects.ping())]));
+    const ready = Object.values(checks).every((v) => v === "ok");
+    return c.json({ status: ready ? "ok" : "unavailable", checks }, ready ? 200 : 503);
+  });
+
+  app.get("/metrics", async (c) => {
+    return c.body(await metrics.text(), 200, { "content-type": metrics.contentType() });
+  });
+
+  app.post("/-/reload", async (c) => {
+    const result = await actions.reload();
+    if (result.ok) return c.json({ status: "reloaded", services: result.services });
+    return c.json(
+      { error: { message: `config not reloaded, the previous one stays active: ${result.problems.join("; ")}`, type: "config_error" }, problems: result.problems },
+      500,
+    );
+  });
+}

@@ -1,0 +1,79 @@
+/**
+ * The per-request context that travels through the pipeline. Plugins add their own typed
+ * fields by declaration merging on `RequestVars`:
+ *
+ *   declare module "../../core/pipeline/context.ts" {
+ *     interface RequestVars { semaphoreKey: string }
+ *   }
+ */
+import type { ServiceConfig } from "../config/schema.ts";
+
+/** How the request is served: decides which stage steps apply. */
+export type RequestMode = "sync" | "llm" | "async";
+
+/** Who is calling, resolved once per request in the `identify` stage. */
+export interface Principal {
+  /** From `server.consumer_header` or the auth mode; absent = anonymous (limits bypassed). */
+  consumer?: string;
+  userType?: string;
+  groups: readonly string[];
+  roles: readonly string[];
+  scopes: readonly string[];
+  /** True when an auth mode vouched for this identity. */
+  authenticated: boolean;
+}
+
+// deno-lint-ignore no-empty-interface
+export interface RequestVars {}
+
+export interface RequestContext {
+  readonly request: Request;
+  readonly url: URL;
+  mode: RequestMode;
+  /** Known up front for /jobs/{type}; set by resolve for sync requests. */
+  serviceType: string;
+  /** The resolved service (model); set by the resolve step. */
+  service?: ServiceConfig;
+  principal: Principal;
+  /** The request carried `server.priority_header`. */
+  priority: boolean;
+  /** Clock time the request entered the gateway (ms). */
+  readonly startedAt: number;
+  /** Headers every response to this request carries (limit headers, for example). */
+  readonly responseHeaders: Headers;
+  /** Plugin-owned per-request values. */
+  readonly vars: Partial<RequestVars>;
+  /** Runs `fn` when the response is finished (body fully sent or aborted) or the request failed. */
+  defer(fn: () => void | Promise<void>): void;
+}
+
+export const anonymous: Principal = Object.freeze({
+  groups: [],
+  roles: [],
+  scopes: [],
+  authenticated: false,
+});
+
+/** The pipeline's concrete context; `finalizers` are run by the pipeline when the response ends. */
+export class RequestState implements RequestContext {
+  readonly url: URL;
+  service?: ServiceConfig;
+  principal: Principal = anonymous;
+  priority = false;
+  readonly responseHeaders = new Headers();
+  readonly vars: Partial<RequestVars> = {};
+  readonly finalizers: Array<() => void | Promise<void>> = [];
+
+  constructor(
+    readonly request: Request,
+    public mode: RequestMode,
+    public serviceType: string,
+    readonly startedAt: number,
+  ) {
+    this.url = new URL(request.url);
+  }
+
+  defer(fn: () => void | Promise<void>): void {
+    this.finalizers.push(fn);
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The request pipeline. The core owns the order; plugins only contribute steps to a stage.
+ *
+ *   identify  -> who is calling (principal: consumer, user type, groups)
+ *   admit     -> checks that must run before the body is read (async: request rate,
+ *                concurrent jobs, processing time; spec 4.1 rule 2)
+ *   resolve   -> the mode reads what it needs of the body and resolves the model
+ *   visibility-> hidden models answer 404 (spec 4.10)
+ *   policy    -> access policies answer 403 (spec 4.9)
+ *   limits    -> sync: rate limit, token limit, concurrency cap, in that order (spec 4.5)
+ *   handler   -> the mode's handler produces the response
+ *
+ * A step either passes (returns nothing, possibly adding to the context) or answers with
+ * a Response, which ends the request.
+ */
+import type { Logger } from "../log.ts";
+import { GatewayError, toErrorResponse } from "../errors.ts";
+import type { RequestContext, RequestState } from "./context.ts";
+
+export const STAGES = ["identify", "admit", "resolve", "visibility", "policy", "limits", "handler"] as const;
+export type StageName = (typeof STAGES)[number];
+/** The stages plugins may add steps to; `resolve` and `handler` belong to the mode. */
+export type StepStage = Exclude<StageName, "resolve" | "handler">;
+export const STEP_STAGES: readonly StepStage[] = ["identify", "admit", "visibility", "policy", "limits"];
+
+export type StageResult = Response | undefined | void;
+export type StageStep = (ctx: RequestContext) => StageResult | Promise<StageResult>;
+
+/** What a mode (sync proxy, LLM proxy, async jobs) brings to a request. */
+export interface ModeHandlers {
+  resolve: StageStep;
+  handle: (ctx: RequestContext) => Response | Promise<Response>;
+}
+
+export class Pipeline {
+  private readonly steps = new Map<StepStage, StageStep[]>(STEP_STAGES.map((s) => [s, []]));
+
+  constructor(private readonly log: Logger) {}
+
+  add(stage: StepStage, step: StageStep): void {
+    const list = this.steps.get(stage);
+    if (!list) throw new Error(`unknown pipeline stage "${stage}"; stages: ${STEP_STAGES.join(", ")}`);
+    list.push(step);
+  }
+
+  /** Runs one request through every stage. Never throws: failures become error responses. */
+  async run(ctx: RequestState, mode: ModeHandlers): Promise<Response> {
+    let response: Response;
+    try {
+      response = await this.runStages(ctx, mode);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) {
+        this.log.error("request_failed", { path: ctx.url.pathname, error });
+      }
+      response = toErrorResponse(error);
+    }
+    return finish(response, ctx, ctx.finalizers, this.log);
+  }
+
+  private async runStages(ctx: RequestContext, mode: ModeHandlers): Promise<Response> {
+    for (const stage of STAGES) {
+      if (stage === "resolve") {
+        const answered = await mode.resolve(ctx);
+        if (answered) return answered;
+      } else if (stage === "handler") {
+        return await mode.handle(ctx);
+      } else {
+        for (const step of this.steps.get(stage) ?? []) {
+          const answered = await step(ctx);
+          if (answered) return answered;
+        }
+      }
+    }
+    throw new Error("unreachable: the handler stage always answers");
+  }
+}
+
+async function runAll(finalizers: Array<() => void | Promise<void>>, log: Logger): Promise<void> {
+  for (const fn of finalizers.splice(0)) {
+    try {
+      await fn();
+    } catch (error) {
+      log.error("request_finalizer_failed", { error });
+    }
+  }
+}
+
+/**
+ * Adds the context's response headers and, when there are finalizers, runs them once the
+ * body has been fully sent or the client went away, so a concurrency slot held by a
+ * streaming response is released when the stream ends, not when the headers are written.
+ */
+function finish(response: Response, ctx: RequestContext, finalizers: Array<() => void | Promise<void>>, log: Logger): Response {
+  let out = response;
+  if ([...ctx.responseHeaders.keys()].length > 0) {
+    const headers = new Headers(response.headers);
+    ctx.responseHeaders.forEach((value, key) => headers.set(key, value));
+    out = new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  }
+  if (finalizers.length === 0) return out;
+  if (!out.body) {
+    void runAll(finalizers, log);
+    return out;
+  }
+  const reader = out.body.getReader();
+  let done = false;
+  const close = () => {
+    if (done) return;
+    done = true;
+    void runAll(finalizers, log);
+  };
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = await reader.read();
+        if (chunk.done) {
+          controller.close();
+          close();
+        } else {
+          controller.enqueue(chunk.value);
+        }
+      } catch (error) {
+        controller.error(error);
+        close();
+      }
+    },
+    async cancel(reason) {
+      close();
+      await reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: out.status, statusText: out.statusText, headers: out.headers });
+}

@@ -1,0 +1,100 @@
+/**
+ * What a plugin is and what it may do. A plugin is a module whose default export is
+ * `definePlugin({...})`. It declares its name, its dependencies and (optionally) a
+ * config section of its own; `setup` registers what it adds through `PluginApi` and
+ * touches nothing else. Everything it starts, it stops in an `onClose` callback.
+ */
+import type { Hono } from "hono";
+import type { TSchema, Static } from "@sinclair/typebox";
+import type { Clock, IdSource } from "../clock.ts";
+import type { GatewayConfig } from "../config/schema.ts";
+import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics.ts";
+import type { Pipeline, StageStep, StepStage } from "../pipeline/pipeline.ts";
+import type { Registry } from "../registry/registry.ts";
+import type { KvStore } from "../stores/kv.ts";
+import type { ObjectStore } from "../stores/objects.ts";
+import type { RequestMode, RequestState } from "../pipeline/context.ts";
+
+/**
+ * Services plugins offer each other (a provider registry, the job store, ...). A plugin
+ * that provides one declares it here by declaration merging:
+ *
+ *   declare module "../../core/plugins/types.ts" {
+ *     interface GatewayServices { providers: ProviderRegistry }
+ *   }
+ */
+// deno-lint-ignore no-empty-interface
+export interface GatewayServices {}
+
+/**
+ * Named events, the closed list of hooks (extended by declaration merging, like services).
+ * An unknown event name is a type error, not a silent no-op.
+ */
+export interface GatewayEvents {
+  /** A request finished: feeds the gateway request counter and request logs. */
+  "request.finished": { mode: RequestMode | "admin"; serviceType: string; status: number; durationMs: number };
+}
+
+export type EventName = keyof GatewayEvents;
+
+/** The process a runtime is built for: the HTTP gateway or a standalone relay worker. */
+export type ProcessRole = "gateway" | "relay";
+
+export interface BackgroundTask {
+  name: string;
+  /** Time between the end of one run and the start of the next. */
+  everyMs: number;
+  /** Run once as soon as the runtime starts. */
+  runAtStart?: boolean;
+  run(signal: AbortSignal): Promise<void>;
+}
+
+export interface PluginApi<Section = unknown> {
+  readonly name: string;
+  readonly role: ProcessRole;
+  readonly config: GatewayConfig;
+  /** This plugin's own config section (from `definePlugin({ section })`), defaulted and validated. */
+  readonly section: Section;
+  readonly registry: Registry;
+  readonly kv: KvStore;
+  readonly objects: ObjectStore;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** Add routes here. The core's own routes (/health, /metrics, /-/reload) are registered first. */
+  readonly routes: Hono;
+  /** Runs requests through the core stages (modes use it in their route handlers). */
+  readonly pipeline: Pipeline;
+  /** A request context for a mode's route handler. */
+  newContext(request: Request, mode: RequestMode, serviceType: string): RequestState;
+  stage(stage: StepStage, step: StageStep): void;
+  task(task: BackgroundTask): void;
+  provide<K extends keyof GatewayServices>(key: K, value: GatewayServices[K]): void;
+  /** A service another plugin provides; that plugin must be in `dependsOn`. */
+  use<K extends keyof GatewayServices>(key: K): GatewayServices[K];
+  /** True when some active plugin provides the service (for optional integrations). */
+  has<K extends keyof GatewayServices>(key: K): boolean;
+  on<E extends EventName>(event: E, listener: (payload: GatewayEvents[E]) => void): void;
+  emit<E extends EventName>(event: E, payload: GatewayEvents[E]): void;
+  onClose(fn: () => void | Promise<void>): void;
+}
+
+export interface PluginDefinition<S extends TSchema = TSchema> {
+  name: string;
+  /** Plugins that must be active (and set up) before this one. */
+  dependsOn?: readonly string[];
+  /** The roles whose process runs this plugin (default: gateway only). */
+  roles?: readonly ProcessRole[];
+  /** A top-level config section of this plugin's own, validated by `schema`. */
+  section?: { key: string; schema: S };
+  /** On when the config says so (default: always on). `plugins: { NAME: false }` turns any plugin off. */
+  enabled?(config: GatewayConfig): boolean;
+  setup(api: PluginApi<Static<S>>): void | Promise<void>;
+}
+
+/** Identity helper that keeps the section type attached to `setup`. */
+export function definePlugin<S extends TSchema = TSchema>(definition: PluginDefinition<S>): PluginDefinition<S> {
+  return definition;
+}

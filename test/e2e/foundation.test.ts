@@ -1,0 +1,146 @@
+/**
+ * The foundation as a user meets it: the real gateway process (Node, or Deno when the
+ * suite runs on Deno) with its config file, ops endpoints, hot reload and shutdown.
+ */
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { exitCode, onDeno, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { freePort } from "../support/servers.ts";
+
+const running: GatewayProcess[] = [];
+async function start(yaml: string, options?: Parameters<typeof startGateway>[1]): Promise<GatewayProcess> {
+  const proc = await startGateway(yaml, options);
+  running.push(proc);
+  return proc;
+}
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => p.kill()));
+});
+
+const withHello = (greeting: string, extraServices = "") => `
+plugins:
+  load: [${JSON.stringify(new URL("../../examples/hello-plugin.ts", import.meta.url).pathname)}]
+hello:
+  greeting: ${JSON.stringify(greeting)}
+services:
+  - type: chat
+    model: first
+    inference_url: http://127.0.0.1:9
+${extraServices}
+`;
+
+describe("gateway process", () => {
+  it("answers /health and /metrics, and counts requests", async () => {
+    const gw = await start("services: []\n");
+    const health = await fetch(`${gw.url}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: "ok" });
+
+    const ready = await fetch(`${gw.url}/health?ready=1`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: "ok", checks: { kv: "ok", objects: "ok" } });
+
+    const metrics = await fetch(`${gw.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers.get("content-type")).toContain("text/plain");
+    const text = await metrics.text();
+    expect(text).toMatch(/svc_gateway_requests_total\{status="200",mode="admin",service_type=""\} [2-9]/);
+    expect(text).toContain("# TYPE svc_kv_store_errors_total counter");
+    expect(gw.output()).toContain('"event":"config_source"');
+    expect(gw.output()).toContain('"event":"embedded_kv_store"');
+  });
+
+  it("refuses an invalid config, naming every problem with its path, and exits non-zero", async () => {
+    const gw = await start(
+      `
+server:
+  read_timeout: 7d
+services:
+  - type: chat
+    model: a
+    backends:
+      - weight: 2
+  - model: b
+`,
+      { noWait: true },
+    );
+    expect(await exitCode(gw)).not.toBe(0);
+    const output = gw.output();
+    expect(output).toContain("server.read_timeout:");
+    expect(output).toContain('"d" suffix');
+    expect(output).toContain("services[0].backends[0].url: required");
+    expect(output).toContain("services[1].type: required");
+  });
+
+  it("loads a user plugin from plugins.load and hot-reloads a changed file", async () => {
+    const gw = await start(withHello("hi"));
+    expect(await (await fetch(`${gw.url}/hello`)).json()).toEqual({ greeting: "hi" });
+    expect(gw.output()).toMatch(/"event":"gateway_started".*"plugins":\[[^\]]*"hello"/);
+
+    gw.writeConfig(withHello("hello again", "  - type: chat\n    model: second\n    inference_url: http://127.0.0.1:9\n"));
+    const reload = await fetch(`${gw.url}/-/reload`, { method: "POST" });
+    expect(reload.status).toBe(200);
+    expect(await reload.json()).toEqual({ status: "reloaded", services: 2 });
+    expect(await (await fetch(`${gw.url}/hello`)).json()).toEqual({ greeting: "hello again" });
+
+    gw.writeConfig(withHello("broken").replace("type: chat", "type: chat\n    max_concurrent_sync: -1\n    unknown_key: 1"));
+    const refused = await fetch(`${gw.url}/-/reload`, { method: "POST" });
+    expect(refused.status).toBe(500);
+    const body = (await refused.json()) as { error: { message: string; type: string } };
+    expect(body.error.type).toBe("config_error");
+    expect(body.error.message).toContain("services[0].unknown_key");
+    expect(body.error.message).toContain("services[0].max_concurrent_sync");
+    // The previous runtime is still the active one.
+    expect(await (await fetch(`${gw.url}/hello`)).json()).toEqual({ greeting: "hello again" });
+  });
+
+  it("answers unknown routes with a 404 error body", async () => {
+    const gw = await start("services: []\n");
+    const response = await fetch(`${gw.url}/nowhere`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ error: { message: "no route for GET /nowhere", type: "not_found_error" } });
+  });
+
+  it("shuts down cleanly on SIGTERM", async () => {
+    const gw = await start("services: []\n");
+    const code = await gw.stop();
+    // Deno's node:child_process reports the signal it sent instead of the exit code.
+    if (!onDeno) expect(code).toBe(0);
+    expect(gw.output()).toContain('"event":"shutdown"');
+    expect(gw.output()).toContain('"event":"stopped"');
+  });
+});
+
+describe("gateway on Redis and S3", () => {
+  const production = (redisAddr: string) => `
+redis:
+  addr: ${JSON.stringify(redisAddr)}
+object_store:
+  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
+  access_key: S3RVER
+  secret_key: S3RVER
+  bucket: gateway-test
+services: []
+`;
+
+  it("is ready when both stores answer", async () => {
+    const gw = await start(production(inject("redisUrl")));
+    const ready = await fetch(`${gw.url}/health?ready=1`);
+    expect(await ready.json()).toEqual({ status: "ok", checks: { kv: "ok", objects: "ok" } });
+    expect(ready.status).toBe(200);
+    expect(gw.output()).toContain('"kv":"redis","objects":"s3"');
+    expect(gw.output()).not.toContain("embedded_kv_store");
+  });
+
+  it("answers /health?ready=1 with 503 when Redis is unreachable, and liveness stays 200", async () => {
+    const gw = await start(production(`127.0.0.1:${await freePort()}`));
+    const ready = await fetch(`${gw.url}/health?ready=1`);
+    expect(ready.status).toBe(503);
+    const body = (await ready.json()) as { status: string; checks: Record<string, string> };
+    expect(body.status).toBe("unavailable");
+    expect(body.checks.kv).toMatch(/^down: /);
+    expect(body.checks.objects).toBe("ok");
+    expect((await fetch(`${gw.url}/health`)).status).toBe(200);
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/svc_kv_store_errors_total\{op="ping"\} [1-9]/);
+  });
+});

@@ -1,0 +1,103 @@
+/**
+ * Starts the real gateway (or relay) process for e2e tests: Node runs the compiled
+ * output (`npm test` builds it first); under Deno the same source runs with `deno run`.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { freePort } from "./servers.ts";
+
+export const repoRoot = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
+export const onDeno = typeof (globalThis as { Deno?: unknown }).Deno === "object";
+
+export interface GatewayProcess {
+  url: string;
+  port: number;
+  configPath: string;
+  child: ChildProcess;
+  /** Everything the process wrote so far (stdout + stderr). */
+  output(): string;
+  /** Rewrites the config file (for reload tests). */
+  writeConfig(yaml: string): void;
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  kill(): Promise<void>;
+}
+
+export interface StartOptions {
+  role?: "gateway" | "relay";
+  env?: Record<string, string>;
+  /** Do not wait for /health (for processes expected to fail at start). */
+  noWait?: boolean;
+}
+
+function command(role: "gateway" | "relay"): string[] {
+  const entry = role === "gateway" ? "main" : "relay";
+  if (onDeno) return [process.execPath, "run", "--allow-all", join(repoRoot, `adapters/deno/${entry}.ts`)];
+  const built = join(repoRoot, `dist/adapters/node/${entry}.js`);
+  if (!existsSync(built)) throw new Error(`${built} is missing: run "npm run build" (npm test does it)`);
+  return [process.execPath, built];
+}
+
+/** Writes `yaml` (with `{{PORT}}` replaced by a free port) and starts the process. */
+export async function startGateway(yaml: string, options: StartOptions = {}): Promise<GatewayProcess> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "gw-e2e-"));
+  const configPath = join(dir, "config.yaml");
+  const render = (text: string) => text.replaceAll("{{PORT}}", String(port));
+  writeFileSync(configPath, render(yaml));
+  const [bin, ...args] = command(options.role ?? "gateway");
+  const child = spawn(bin, args, {
+    cwd: repoRoot,
+    env: { ...process.env, CONFIG_PATH: configPath, GATEWAY_ADDR: `127.0.0.1:${port}`, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const proc: GatewayProcess = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    configPath,
+    child,
+    output: () => output,
+    writeConfig: (text) => writeFileSync(configPath, render(text)),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      return await exited;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+  };
+  if (!options.noWait && (options.role ?? "gateway") === "gateway") {
+    await waitUntil(async () => {
+      if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${output}`);
+      try {
+        return (await fetch(`${proc.url}/health`)).ok;
+      } catch {
+        return false;
+      }
+    }, 30_000, () => `gateway did not answer /health:\n${output}`);
+  }
+  return proc;
+}
+
+/** Polls `check` until it returns true, or throws at the deadline. */
+export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, message?: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(message?.() ?? `condition not met within ${timeoutMs} ms`);
+}
+
+/** Resolves with the exit code once the process exits (or throws at the deadline). */
+export async function exitCode(proc: GatewayProcess, timeoutMs = 30_000): Promise<number | null> {
+  await waitUntil(() => proc.child.exitCode !== null, timeoutMs, () => `process did not exit:\n${proc.output()}`);
+  return proc.child.exitCode;
+}
