@@ -35,6 +35,7 @@ export interface GatewayOptions {
   ids?: IdSource;
   log?: Logger;
   metrics?: Metrics;
+  fetch?: typeof fetch;
 }
 
 interface LoadedConfig {
@@ -71,6 +72,7 @@ export class Gateway {
       ids: options.ids ?? randomIds,
       log,
       metrics,
+      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     };
     const gateway = new Gateway(options, deps);
     gateway.current = await gateway.build(loaded);

@@ -122,6 +122,7 @@ export const GatewayConfigSchema = Type.Object(
         read_timeout: Duration("120s", "Max time to read a request"),
         write_timeout: Duration("0s", "Max time to write a response; 0 = none"),
         idle_timeout: Duration("120s", "Keep-alive idle timeout"),
+        backend_timeout: Duration("300s", "Max wait for a backend's response headers (sync and LLM proxy)"),
         max_body_mb: Type.Number({ minimum: 0, default: 1, description: "Sync JSON body cap in MiB; 0 = 1" }),
         consumer_header: Type.String({ default: "", description: "Header naming the consumer; empty = off" }),
         priority_header: Type.String({ default: "", description: "Header marking priority requests; empty = off" }),
@@ -283,8 +284,9 @@ export const GatewayConfigSchema = Type.Object(
     relay: Section(
       {
         embedded: Type.Optional(Type.Boolean({ description: "Run the relay inside the gateway (default: true on the embedded store)" })),
-        concurrency: Type.Integer({ minimum: 1, default: 4 }),
-        lease_seconds: Type.Integer({ minimum: 1, default: 60 }),
+        concurrency: Type.Integer({ minimum: 1, default: 4, description: "Jobs processed in parallel per process" }),
+        lease_seconds: Type.Integer({ minimum: 1, default: 60, description: "Lease of a job being processed; renewed while the backend works" }),
+        request_timeout: Duration("10m", "Max time for one inference call"),
       },
       "Relay worker",
     ),

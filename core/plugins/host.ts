@@ -9,6 +9,7 @@ import type { GatewayConfig } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import { RequestState, type RequestMode } from "../pipeline/context.ts";
+import { headerIdentity } from "../pipeline/identity.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
@@ -23,6 +24,8 @@ export interface RuntimeDeps {
   ids: IdSource;
   log: Logger;
   metrics: Metrics;
+  /** The HTTP client for backends and webhooks (adapters may pass a faster one). */
+  fetch: typeof fetch;
 }
 
 export class PluginError extends Error {
@@ -94,6 +97,7 @@ export class Runtime {
   ) {
     this.registry = new Registry(config.services);
     this.pipeline = new Pipeline(deps.log);
+    this.pipeline.add("identify", headerIdentity(config.server));
   }
 
   /** Sets up every active plugin in dependency order. */
@@ -170,7 +174,7 @@ export class Runtime {
       try {
         (listener as (p: GatewayEvents[E]) => void)(payload);
       } catch (error) {
-        this.deps.log.error("event_listener_failed", { event, error });
+        this.deps.log.error("event_listener_failed", { hook: event, error });
       }
     }
   }
@@ -200,6 +204,7 @@ export class Runtime {
       ids: deps.ids,
       log,
       metrics: deps.metrics,
+      fetch: deps.fetch,
       routes: this.app,
       pipeline: this.pipeline,
       newContext(request: Request, mode: RequestMode, serviceType: string) {

@@ -63,6 +63,8 @@ export interface PluginApi<Section = unknown> {
   readonly ids: IdSource;
   readonly log: Logger;
   readonly metrics: Metrics;
+  /** The HTTP client to call backends and webhooks with (injectable for tests and adapters). */
+  readonly fetch: typeof fetch;
   /** Add routes here. The core's own routes (/health, /metrics, /-/reload) are registered first. */
   readonly routes: Hono;
   /** Runs requests through the core stages (modes use it in their route handlers). */

@@ -282,17 +282,11 @@ async function decrypt(key: string, stored: StoredObject, masterKey: CryptoKey):
     {
       async pull(controller) {
         try {
-          // Loop past empty plaintexts (only the empty object has one) so every pull enqueues or closes.
-          for (;;) {
-            const plaintext: Uint8Array = ready ?? (await next());
-            ready = null;
-            if (plaintext.byteLength > 0) controller.enqueue(plaintext);
-            if (finished) {
-              controller.close();
-              return;
-            }
-            if (plaintext.byteLength > 0) return;
-          }
+          const plaintext: Uint8Array = ready ?? (await next());
+          ready = null;
+          // Only a final record can be empty (the empty object), so every pull enqueues or closes.
+          if (plaintext.byteLength > 0) controller.enqueue(plaintext);
+          if (finished) controller.close();
         } catch (error) {
           await reader.cancel(error).catch(() => undefined);
           throw error;

@@ -12,7 +12,7 @@ import { FsObjectStore } from "../../adapters/objects-fs/index.ts";
 import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
 import { encryptedObjects, parseEncryptionKey } from "../../core/stores/encryption.ts";
 import type { ObjectInfo, ObjectStore } from "../../core/stores/objects.ts";
-import { TEST_BUCKET } from "../support/servers.ts";
+import { TEST_BUCKET, freePort } from "../support/servers.ts";
 
 const KEY = "5e0f1c2d3b4a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
 const OTHER_KEY = "a".repeat(64);
@@ -142,6 +142,25 @@ async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
   } finally {
     reader.releaseLock();
   }
+}
+
+/** An endless stream that records whether it was cancelled. */
+function cancellableStream(): { stream: ReadableStream<Uint8Array>; cancelled: () => boolean } {
+  let cancelled = false;
+  let sent = 0;
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        controller.enqueue(pattern(64 * KiB, 7, sent));
+        sent += 64 * KiB;
+      },
+      cancel() {
+        cancelled = true;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, cancelled: () => cancelled };
 }
 
 async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
@@ -474,6 +493,13 @@ describe("file store specifics", () => {
     expect((await listAll(store, "clash/")).map((i) => i.key)).toEqual(["clash/a/b"]);
   });
 
+  it("cancels the body when the store itself fails the put", async () => {
+    await store.put("cancel/a/b", pattern(1));
+    const body = cancellableStream();
+    await expect(store.put("cancel/a", body.stream)).rejects.toThrow(/clashes/);
+    expect(body.cancelled()).toBe(true);
+  });
+
   it("removes emptied directories on delete and keeps the content type beside the object", async () => {
     const contentTypeOf = async (key: string) => {
       const object = await store.get(key);
@@ -500,6 +526,18 @@ describe("S3 store specifics", () => {
       expect((await listAll(store, base)).map((i) => i.key)).toEqual(keys);
     } finally {
       for (const info of await listAll(store, base)) await store.delete(info.key);
+      await store.close();
+    }
+  });
+
+  it("cancels the body when the server is unreachable", async () => {
+    const store = new S3ObjectStore({ endpoint: `http://127.0.0.1:${await freePort()}`, accessKey: "x", secretKey: "y", bucket: "b" });
+    try {
+      const body = cancellableStream();
+      await expect(store.put("k", body.stream)).rejects.toThrow();
+      expect(body.cancelled()).toBe(true);
+      await expect(store.ping()).rejects.toThrow();
+    } finally {
       await store.close();
     }
   });

@@ -1,0 +1,98 @@
+/**
+ * Backend selection and failover, shared by the sync direct proxy and the LLM proxy
+ * (spec 4.6 "Backend routing"):
+ *  1. one backend picked by weighted random among those with weight > 0;
+ *  2. on a network error or a 5xx the next is tried: the remaining weight > 0 backends by
+ *     descending weight, then the weight = 0 (fallback-only) ones;
+ *  3. a 2xx or 4xx ends the loop and is returned as is.
+ */
+import type { ServiceConfig } from "../config/schema.ts";
+
+export interface BackendTarget {
+  /** Base address; the request path is appended. */
+  url: string;
+  /** The model name to send ("" = keep the client's). `backends[].model`, else `backend_model`. */
+  model: string;
+  /** `inference_headers` overridden by `backends[].headers`. */
+  headers: Readonly<Record<string, string>>;
+  weight: number;
+}
+
+/** The order in which backends are tried for one request. `defaultUrl` is the provider's default address. */
+export function backendOrder(service: ServiceConfig, random: () => number = Math.random, defaultUrl = ""): BackendTarget[] {
+  if (service.backends.length === 0) {
+    const url = service.inference_url || defaultUrl;
+    return url === "" ? [] : [{ url, model: service.backend_model, headers: service.inference_headers, weight: 1 }];
+  }
+  const targets = service.backends.map((b) => ({
+    url: b.url,
+    model: b.model || service.backend_model,
+    headers: { ...service.inference_headers, ...b.headers },
+    weight: b.weight,
+  }));
+  const primaries = targets.filter((t) => t.weight > 0);
+  const fallbacks = targets.filter((t) => t.weight === 0);
+  const total = primaries.reduce((sum, t) => sum + t.weight, 0);
+  let first: BackendTarget | undefined;
+  let point = random() * total;
+  for (const target of primaries) {
+    point -= target.weight;
+    if (point < 0) {
+      first = target;
+      break;
+    }
+  }
+  first ??= primaries[primaries.length - 1];
+  const rest = primaries.filter((t) => t !== first).sort((a, b) => b.weight - a.weight);
+  return [...(first ? [first] : []), ...rest, ...fallbacks];
+}
+
+/** What one attempt produced: a response (any status) or a network-level failure. */
+export type AttemptOutcome = { response: Response } | { error: Error };
+
+export interface FailoverResult {
+  /** The response to return: the first 2xx/4xx, else the last 5xx (undefined when every attempt failed at the network level). */
+  response?: Response;
+  target?: BackendTarget;
+  /** Network errors and 5xx statuses of the attempts that were passed over, in order. */
+  failures: Array<{ target: BackendTarget; reason: string }>;
+  /** The last network error when no backend answered at all. */
+  error?: Error;
+}
+
+export function isRetryable(status: number): boolean {
+  return status >= 500;
+}
+
+/**
+ * Tries `targets` in order with `attempt` until one answers 2xx-4xx. A passed-over 5xx
+ * body is cancelled so its connection is released. Stops early when `signal` aborts.
+ */
+export async function withFailover(
+  targets: readonly BackendTarget[],
+  attempt: (target: BackendTarget) => Promise<Response>,
+  signal?: AbortSignal,
+): Promise<FailoverResult> {
+  const failures: FailoverResult["failures"] = [];
+  let last: { response: Response; target: BackendTarget } | undefined;
+  let error: Error | undefined;
+  for (const [index, target] of targets.entries()) {
+    if (signal?.aborted) break;
+    const isLast = index === targets.length - 1;
+    try {
+      const response = await attempt(target);
+      if (!isRetryable(response.status) || isLast) {
+        if (last) await last.response.body?.cancel().catch(() => {});
+        return { response, target, failures };
+      }
+      failures.push({ target, reason: `HTTP ${response.status}` });
+      if (last) await last.response.body?.cancel().catch(() => {});
+      last = { response, target };
+    } catch (caught) {
+      error = caught instanceof Error ? caught : new Error(String(caught));
+      failures.push({ target, reason: error.message });
+    }
+  }
+  if (last) return { response: last.response, target: last.target, failures };
+  return { failures, error };
+}

@@ -1,0 +1,26 @@
+/**
+ * How a resolved sync request (`POST /v1/*` and other configured paths) is served. The
+ * sync-proxy plugin owns the route, reads the body and resolves the model; then the first
+ * registered mode that accepts the service handles it, else the direct proxy does.
+ * The LLM proxy is such a mode (services with `provider` set and a JSON body).
+ */
+import type { ServiceConfig } from "../config/schema.ts";
+import type { RequestContext, RequestMode } from "../pipeline/context.ts";
+
+/** The request body as the sync route read it. */
+export type SyncBody =
+  /** A JSON body, read whole (capped at `server.max_body_mb`) because `model` is needed. */
+  | { kind: "json"; value: Record<string, unknown>; bytes: Uint8Array }
+  /** Any other body, still unread: streamed to the backend as it arrives. */
+  | { kind: "stream"; stream: ReadableStream<Uint8Array> | null; contentType: string };
+
+export interface SyncMode {
+  /** The request mode this handler serves (metrics label). */
+  mode: RequestMode;
+  accepts(service: ServiceConfig, body: SyncBody): boolean;
+  handle(ctx: RequestContext, body: SyncBody): Promise<Response>;
+}
+
+export interface SyncModes {
+  register(mode: SyncMode): void;
+}

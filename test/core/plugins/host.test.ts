@@ -1,0 +1,389 @@
+import { Type } from "@sinclair/typebox";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { randomIds, systemClock } from "../../../core/clock.ts";
+import { loadConfig } from "../../../core/config/load.ts";
+import type { GatewayConfig } from "../../../core/config/schema.ts";
+import { errors } from "../../../core/errors.ts";
+import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";
+import { Metrics } from "../../../core/metrics.ts";
+import { activePluginNames, orderPlugins, PluginError, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
+import { definePlugin, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
+import type { ObjectStore } from "../../../core/stores/objects.ts";
+
+/** The host never touches the object store; any call is a test failure. */
+const notUsed = (): never => {
+  throw new Error("the object store is not used by the plugin host");
+};
+const unusedObjects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
+
+function configOf(text = "", definitions: readonly PluginDefinition[] = []) {
+  const sections = definitions.flatMap((d) => (d.section ? [d.section] : []));
+  return loadConfig(text, {}, sections);
+}
+
+const runtimes: Runtime[] = [];
+const stores: MemoryKv[] = [];
+
+afterEach(async () => {
+  for (const runtime of runtimes.splice(0)) await runtime.close();
+  for (const kv of stores.splice(0)) await kv.close();
+});
+
+function newRuntime(options: { text?: string; definitions?: readonly PluginDefinition[]; log?: Logger; role?: ProcessRole } = {}): Runtime {
+  const { config, extra } = configOf(options.text, options.definitions);
+  const kv = new MemoryKv();
+  stores.push(kv);
+  const deps: RuntimeDeps = {
+    role: options.role ?? "gateway",
+    kv,
+    objects: unusedObjects,
+    clock: systemClock,
+    ids: randomIds,
+    log: options.log ?? silentLogger,
+    metrics: new Metrics(),
+    fetch: () => Promise.reject(new Error("the plugin host tests make no outgoing requests")),
+  };
+  const runtime = new Runtime(config, extra, deps);
+  runtimes.push(runtime);
+  return runtime;
+}
+
+async function installed(definitions: readonly PluginDefinition[], options: { text?: string; log?: Logger; role?: ProcessRole } = {}): Promise<Runtime> {
+  const runtime = newRuntime({ ...options, definitions });
+  await runtime.install(definitions);
+  return runtime;
+}
+
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = createLogger({ level: "debug", write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { log, lines };
+}
+
+/** `GatewayServices` is empty until plugins merge into it; these tests use ad-hoc service names. */
+interface LooseServices {
+  provide(key: string, value: unknown): void;
+  use(key: string): unknown;
+  has(key: string): boolean;
+}
+const services = (api: PluginApi<unknown>) => api as unknown as LooseServices;
+
+const plugin = (name: string, extra: Partial<PluginDefinition> = {}): PluginDefinition => ({ name, setup: () => {}, ...extra });
+const names = (definitions: readonly PluginDefinition[]) => definitions.map((d) => d.name);
+
+describe("orderPlugins", () => {
+  it("sets up dependencies before the plugins that need them", () => {
+    const definitions = [plugin("c", { dependsOn: ["b"] }), plugin("b", { dependsOn: ["a"] }), plugin("a"), plugin("d", { dependsOn: ["a", "c"] })];
+    expect(names(orderPlugins(definitions, new Set(["a", "b", "c", "d"])))).toEqual(["a", "b", "c", "d"]);
+  });
+
+  it("keeps the registration order of independent plugins", () => {
+    const definitions = [plugin("z"), plugin("y"), plugin("x")];
+    expect(names(orderPlugins(definitions, new Set(["x", "y", "z"])))).toEqual(["z", "y", "x"]);
+  });
+
+  it("leaves out inactive plugins", () => {
+    const definitions = [plugin("a"), plugin("b"), plugin("c", { dependsOn: ["a"] })];
+    expect(names(orderPlugins(definitions, new Set(["a", "c"])))).toEqual(["a", "c"]);
+  });
+
+  it("names the plugin and the missing dependency", () => {
+    const definitions = [plugin("llm-proxy", { dependsOn: ["providers"] })];
+    expect(() => orderPlugins(definitions, new Set(["llm-proxy"]))).toThrow(PluginError);
+    expect(() => orderPlugins(definitions, new Set(["llm-proxy"]))).toThrow(
+      'plugin "llm-proxy" depends on "providers", which is not installed',
+    );
+  });
+
+  it("names the plugin and the disabled dependency", () => {
+    const definitions = [plugin("jobs"), plugin("webhooks", { dependsOn: ["jobs"] })];
+    expect(() => orderPlugins(definitions, new Set(["webhooks"]))).toThrow(
+      'plugin "webhooks" depends on "jobs", which is disabled; enable it or turn "webhooks" off',
+    );
+  });
+
+  it("names every plugin of a dependency cycle", () => {
+    const definitions = [plugin("a", { dependsOn: ["b"] }), plugin("b", { dependsOn: ["c"] }), plugin("c", { dependsOn: ["a"] })];
+    expect(() => orderPlugins(definitions, new Set(["a", "b", "c"]))).toThrow("plugin dependency cycle: a -> b -> c -> a");
+  });
+
+  it("rejects a plugin registered twice", () => {
+    expect(() => orderPlugins([plugin("a"), plugin("a")], new Set(["a"]))).toThrow('plugin "a" is registered twice');
+  });
+});
+
+describe("activePluginNames", () => {
+  const config = (text = ""): GatewayConfig => configOf(text).config;
+
+  it("runs every gateway plugin by default", () => {
+    expect([...activePluginNames([plugin("a"), plugin("b")], config(), "gateway")]).toEqual(["a", "b"]);
+  });
+
+  it("honours plugins: {NAME: false}", () => {
+    expect([...activePluginNames([plugin("a"), plugin("b")], config("plugins:\n  a: false\n"), "gateway")]).toEqual(["b"]);
+    expect([...activePluginNames([plugin("a"), plugin("b")], config("plugins:\n  a: true\n"), "gateway")]).toEqual(["a", "b"]);
+  });
+
+  it("honours the plugin's own enabled(config) rule", () => {
+    const audit = plugin("audit", { enabled: (c) => c.audit_log.enabled });
+    expect([...activePluginNames([audit], config(), "gateway")]).toEqual([]);
+    expect([...activePluginNames([audit], config("audit_log:\n  enabled: true\n"), "gateway")]).toEqual(["audit"]);
+    expect([...activePluginNames([audit], config("audit_log:\n  enabled: true\nplugins:\n  audit: false\n"), "gateway")]).toEqual([]);
+  });
+
+  it("honours roles, gateway only when none are given", () => {
+    const definitions = [plugin("gw"), plugin("worker", { roles: ["relay"] }), plugin("both", { roles: ["gateway", "relay"] })];
+    expect([...activePluginNames(definitions, config(), "gateway")]).toEqual(["gw", "both"]);
+    expect([...activePluginNames(definitions, config(), "relay")]).toEqual(["worker", "both"]);
+  });
+});
+
+describe("Runtime.install", () => {
+  it("wires routes and passes the plugin its defaulted section", async () => {
+    const hello = definePlugin({
+      name: "hello",
+      section: {
+        key: "hello",
+        schema: Type.Object({ greeting: Type.String({ default: "hello" }), punctuation: Type.String({ default: "!" }) }, { additionalProperties: false }),
+      },
+      setup(api) {
+        const { greeting, punctuation } = api.section;
+        api.routes.get("/hello", (c) => c.json({ greeting: `${greeting}${punctuation}`, plugin: api.name, role: api.role }));
+      },
+    });
+    const runtime = await installed([hello], { text: "hello:\n  greeting: hi there\n" });
+    const response = await runtime.handle(new Request("http://x/hello"));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ greeting: "hi there!", plugin: "hello", role: "gateway" });
+    expect(runtime.activePlugins).toEqual(["hello"]);
+    expect((await runtime.handle(new Request("http://x/nothing-here"))).status).toBe(404);
+  });
+
+  it("sets up plugins in dependency order and skips disabled ones", async () => {
+    const calls: string[] = [];
+    const definitions = [
+      plugin("b", { dependsOn: ["a"], setup: () => void calls.push("b") }),
+      plugin("a", { setup: async () => void calls.push("a") }),
+      plugin("off", { setup: () => void calls.push("off") }),
+    ];
+    const runtime = await installed(definitions, { text: "plugins:\n  off: false\n" });
+    expect(calls).toEqual(["a", "b"]);
+    expect(runtime.activePlugins).toEqual(["a", "b"]);
+  });
+
+  it("fails when a plugin's dependency is turned off in the config", async () => {
+    const definitions = [plugin("jobs"), plugin("webhooks", { dependsOn: ["jobs"] })];
+    const runtime = newRuntime({ text: "plugins:\n  jobs: false\n" });
+    await expect(runtime.install(definitions)).rejects.toThrow('plugin "webhooks" depends on "jobs", which is disabled');
+  });
+
+  it("gives plugins the config and the registry built from it", async () => {
+    let seen: { addr: string; types: string[] } | undefined;
+    await installed([plugin("probe", { setup: (api) => void (seen = { addr: api.config.server.addr, types: api.registry.serviceTypes() }) })], {
+      text: "server:\n  addr: ':9999'\nservices:\n  - type: ocr\n  - type: llm\n",
+    });
+    expect(seen).toEqual({ addr: ":9999", types: ["ocr", "llm"] });
+  });
+
+  it("runs requests through the pipeline with the steps plugins added", async () => {
+    const definitions = [
+      plugin("identify", {
+        setup: (api) =>
+          api.stage("identify", (ctx) => {
+            const consumer = ctx.request.headers.get("x-consumer") ?? undefined;
+            ctx.principal = { consumer, groups: [], roles: [], scopes: [], authenticated: false };
+          }),
+      }),
+      plugin("gate", {
+        setup: (api) =>
+          api.stage("policy", (ctx) => {
+            if (!ctx.principal.consumer) throw errors.forbidden("a consumer is required");
+          }),
+      }),
+      plugin("mode", {
+        dependsOn: ["identify", "gate"],
+        setup: (api) => {
+          api.routes.post("/v1/echo", async (c) => {
+            const ctx = api.newContext(c.req.raw, "sync", "echo");
+            return await api.pipeline.run(ctx, {
+              resolve: () => undefined,
+              handle: (ctx) => Response.json({ consumer: ctx.principal.consumer, mode: ctx.mode, type: ctx.serviceType }),
+            });
+          });
+        },
+      }),
+    ];
+    const runtime = await installed(definitions);
+    const allowed = new Request("http://x/v1/echo", { method: "POST", headers: { "x-consumer": "alice" } });
+    const ok = await runtime.handle(allowed);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ consumer: "alice", mode: "sync", type: "echo" });
+    expect(runtime.contextOf(allowed)?.principal.consumer).toBe("alice");
+
+    const denied = await runtime.handle(new Request("http://x/v1/echo", { method: "POST" }));
+    expect(denied.status).toBe(403);
+    expect(await denied.json()).toEqual({ error: { message: "a consumer is required", type: "permission_error" } });
+  });
+});
+
+describe("plugin services", () => {
+  it("lets a plugin use what a dependency provides", async () => {
+    const definitions = [
+      plugin("greeter", {
+        setup: (api) => services(api).provide("greeter", { greet: (name: string) => `hello ${name}` }),
+      }),
+      plugin("web", {
+        dependsOn: ["greeter"],
+        setup: (api) => {
+          const greeter = services(api).use("greeter") as { greet(name: string): string };
+          api.routes.get("/greet/:name", (c) => c.text(greeter.greet(c.req.param("name"))));
+        },
+      }),
+    ];
+    const runtime = await installed(definitions);
+    const response = await runtime.handle(new Request("http://x/greet/bob"));
+    expect(await response.text()).toBe("hello bob");
+  });
+
+  it("says which plugin used which missing service", async () => {
+    const runtime = newRuntime();
+    const definitions = [plugin("web", { setup: (api) => void services(api).use("greeter") })];
+    await expect(runtime.install(definitions)).rejects.toThrow(
+      'plugin "web" uses service "greeter", which no active plugin provides (is its plugin in dependsOn: []?)',
+    );
+  });
+
+  it("reports through has() whether a service is provided", async () => {
+    const seen: boolean[] = [];
+    await installed([
+      plugin("first", { setup: (api) => void seen.push(services(api).has("cache")) }),
+      plugin("provider", { setup: (api) => services(api).provide("cache", new Map()) }),
+      plugin("last", { setup: (api) => void seen.push(services(api).has("cache")) }),
+    ]);
+    expect(seen).toEqual([false, true]);
+  });
+
+  it("refuses a service provided twice, naming it and the second plugin", async () => {
+    const runtime = newRuntime();
+    const definitions = [
+      plugin("a", { setup: (api) => services(api).provide("store", 1) }),
+      plugin("b", { setup: (api) => services(api).provide("store", 2) }),
+    ];
+    await expect(runtime.install(definitions)).rejects.toThrow('service "store" is already provided; plugin "b" cannot provide it again');
+  });
+});
+
+describe("plugin events", () => {
+  it("delivers emitted events to every listener", async () => {
+    const received: string[] = [];
+    const { log, lines } = capturingLogger();
+    const definitions = [
+      plugin("metrics", {
+        setup: (api) => {
+          api.on("request.finished", (event) => void received.push(`metrics:${event.status}`));
+          api.on("request.finished", () => {
+            throw new Error("listener broke");
+          });
+        },
+      }),
+      plugin("logs", { setup: (api) => api.on("request.finished", (event) => void received.push(`logs:${event.serviceType}`)) }),
+      plugin("emitter", {
+        setup: (api) => {
+          api.routes.get("/fire", (c) => {
+            api.emit("request.finished", { mode: "sync", serviceType: "llm", status: 201, durationMs: 3 });
+            return c.text("fired");
+          });
+        },
+      }),
+    ];
+    const runtime = await installed(definitions, { log });
+    expect(await (await runtime.handle(new Request("http://x/fire"))).text()).toBe("fired");
+    expect(received).toEqual(["metrics:201", "logs:llm"]);
+    runtime.emit("request.finished", { mode: "admin", serviceType: "", status: 200, durationMs: 1 });
+    expect(received).toEqual(["metrics:201", "logs:llm", "metrics:200", "logs:"]);
+    const failures = lines.filter((l) => l.event === "event_listener_failed");
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toMatchObject({ level: "error", hook: "request.finished", error: { message: "listener broke" } });
+  });
+});
+
+describe("background tasks", () => {
+  it("runs a task on demand with the runtime's abort signal", async () => {
+    const runs: boolean[] = [];
+    const runtime = await installed([
+      plugin("gc", {
+        setup: (api) => api.task({ name: "gc.sweep", everyMs: 60_000, run: async (signal) => void runs.push(signal.aborted) }),
+      }),
+    ]);
+    await runtime.runTaskNow("gc.sweep");
+    await runtime.runTaskNow("gc.sweep");
+    expect(runs).toEqual([false, false]);
+    await runtime.close();
+    await runtime.runTaskNow("gc.sweep");
+    expect(runs).toEqual([false, false, true]);
+  });
+
+  it("names the known tasks when asked for an unknown one", async () => {
+    const runtime = await installed([
+      plugin("gc", {
+        setup: (api) => {
+          api.task({ name: "gc.sweep", everyMs: 1000, run: async () => {} });
+          api.task({ name: "gc.reap", everyMs: 1000, run: async () => {} });
+        },
+      }),
+    ]);
+    await expect(runtime.runTaskNow("gc.nope")).rejects.toThrow('no background task "gc.nope"; tasks: gc.sweep, gc.reap');
+  });
+
+  it("logs a failing task instead of throwing", async () => {
+    const { log, lines } = capturingLogger();
+    const runtime = await installed(
+      [plugin("gc", { setup: (api) => api.task({ name: "gc.sweep", everyMs: 1000, run: async () => Promise.reject(new Error("store down")) }) })],
+      { log },
+    );
+    await expect(runtime.runTaskNow("gc.sweep")).resolves.toBeUndefined();
+    expect(lines).toEqual([expect.objectContaining({ level: "error", event: "background_task_failed", task: "gc.sweep", error: { message: "store down", name: "Error" } })]);
+  });
+
+  it("refuses two tasks with the same name", async () => {
+    const runtime = newRuntime();
+    const task = { name: "dup", everyMs: 1000, run: async () => {} };
+    await expect(runtime.install([plugin("a", { setup: (api) => api.task(task) }), plugin("b", { setup: (api) => api.task(task) })])).rejects.toThrow(
+      'background task "dup" is registered twice',
+    );
+  });
+});
+
+describe("Runtime.close", () => {
+  it("runs onClose callbacks in reverse order, and keeps going after a failure", async () => {
+    const closed: string[] = [];
+    const { log, lines } = capturingLogger();
+    const runtime = await installed(
+      [
+        plugin("store", { setup: (api) => api.onClose(async () => void closed.push("store")) }),
+        plugin("jobs", {
+          dependsOn: ["store"],
+          setup: (api) => {
+            api.onClose(() => void closed.push("jobs.first"));
+            api.onClose(() => {
+              closed.push("jobs.second");
+              throw new Error("close failed");
+            });
+          },
+        }),
+        plugin("http", { dependsOn: ["jobs"], setup: (api) => api.onClose(() => void closed.push("http")) }),
+      ],
+      { log },
+    );
+    await runtime.close();
+    expect(closed).toEqual(["http", "jobs.second", "jobs.first", "store"]);
+    expect(lines.filter((l) => l.event === "plugin_close_failed")).toHaveLength(1);
+  });
+
+  it("gives plugins a logger that names them", async () => {
+    const { log, lines } = capturingLogger();
+    await installed([plugin("named", { setup: (api) => api.log.info("ready", { port: 1 }) })], { log });
+    expect(lines).toEqual([expect.objectContaining({ level: "info", event: "ready", plugin: "named", port: 1 })]);
+  });
+});
