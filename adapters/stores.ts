@@ -22,7 +22,18 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
     });
     kv = new MemoryKv();
   } else {
-    const redis = new RedisKv({ url: redisUrlFromAddr(config.redis.addr), password: config.redis.password || undefined, db: config.redis.db });
+    let lastLogged = 0;
+    const redis = new RedisKv({
+      url: redisUrlFromAddr(config.redis.addr),
+      password: config.redis.password || undefined,
+      db: config.redis.db,
+      // Connection errors repeat on every reconnect attempt; one line every 10 s is enough.
+      onError: (error) => {
+        if (Date.now() - lastLogged < 10_000) return;
+        lastLogged = Date.now();
+        log.error("kv_store_connection_error", { addr: config.redis.addr, error });
+      },
+    });
     // Start anyway when Redis is down: the client keeps reconnecting, limit checks fail open,
     // and /health?ready=1 reports it until Redis answers.
     await redis.ping().catch((error: unknown) => log.error("kv_store_unavailable_at_start", { addr: config.redis.addr, error }));

@@ -123,6 +123,10 @@ export class Gateway {
       return { ok: false, problems };
     }
     const previous = this.current;
+    const ignored = restartOnlyChanges(previous.config, runtime.config);
+    if (ignored.length > 0) {
+      this.deps.log.warn("reload_needs_restart", { keys: ignored, message: "these settings changed in the file but apply only after a restart" });
+    }
     this.current = runtime;
     runtime.startTasks();
     this.deps.log.info("reloaded", { plugins: runtime.activePlugins, services: runtime.config.services.length });
@@ -145,6 +149,22 @@ export class Gateway {
     );
     return runtime;
   }
+}
+
+/** Settings spec 4.12 lists as not hot-reloadable: stores and listener are opened once. */
+function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig): string[] {
+  const watched: Record<string, (c: GatewayConfig) => unknown> = {
+    redis: (c) => ({ ...c.redis, pending_max_age: undefined }),
+    object_store: (c) => c.object_store,
+    "server.addr": (c) => c.server.addr,
+    "server.read_timeout": (c) => c.server.read_timeout,
+    "server.write_timeout": (c) => c.server.write_timeout,
+    "server.idle_timeout": (c) => c.server.idle_timeout,
+    "metrics.top_consumers": (c) => c.metrics.top_consumers,
+  };
+  return Object.entries(watched)
+    .filter(([, pick]) => JSON.stringify(pick(before)) !== JSON.stringify(pick(after)))
+    .map(([key]) => key);
 }
 
 async function loadConfig(options: GatewayOptions): Promise<LoadedConfig> {

@@ -30,7 +30,9 @@ export function createLogger(
   const base = options.base ?? {};
   const emit = (level: LogLevel, event: string, fields: LogFields = {}) => {
     if (ORDER[level] < minimum) return;
-    write(JSON.stringify({ time: new Date(now()).toISOString(), level, event, ...base, ...serializable(fields) }));
+    // The line's own keys come first and cannot be overwritten by a field of the same name.
+    const own = { time: new Date(now()).toISOString(), level, event };
+    write(JSON.stringify({ ...own, ...base, ...serializable(fields), ...own }));
   };
   return {
     debug: (event, fields) => emit("debug", event, fields),

@@ -32,16 +32,20 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
     runtime.emit("request.finished", {
       mode: ctx?.mode ?? "admin",
       serviceType: labels.service_type,
+      model: ctx?.service?.model ?? "",
+      consumer: ctx?.principal.consumer,
+      userType: ctx?.principal.userType,
       status: c.res.status,
       durationMs: clock.now() - started,
     });
   });
 
   app.get("/health", async (c) => {
-    if (c.req.query("ready") === undefined) return c.json({ status: "ok" });
+    const ready = c.req.query("ready");
+    if (ready === undefined || ready === "0" || ready === "false") return c.json({ status: "ok" });
     const checks = Object.fromEntries(await Promise.all([ping("kv", () => kv.ping()), ping("objects", () => objects.ping())]));
-    const ready = Object.values(checks).every((v) => v === "ok");
-    return c.json({ status: ready ? "ok" : "unavailable", checks }, ready ? 200 : 503);
+    const up = Object.values(checks).every((v) => v === "ok");
+    return c.json({ status: up ? "ok" : "unavailable", checks }, up ? 200 : 503);
   });
 
   app.get("/metrics", async (c) => {

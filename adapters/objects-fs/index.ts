@@ -40,13 +40,14 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, options?: PutOptions): Promise<{ size: number }> {
-    const target = this.pathOf(key);
-    const dir = dirname(target);
     const source = new BodySource(body);
     let temp: { path: string; handle: FileHandle } | undefined;
     let tempPath: string | undefined;
     try {
-      temp = await this.createTemp(dir, key);
+      const target = this.pathOf(key);
+      // Fail before reading what may be a large body, not at the final rename.
+      if (await isDirectory(target)) throw clash(key);
+      temp = await this.createTemp(dirname(target), key);
       tempPath = temp.path;
       for (let chunk = await source.read(); chunk !== null; chunk = await source.read()) {
         await writeAll(temp.handle, chunk);
@@ -69,7 +70,7 @@ export class FsObjectStore implements ObjectStore {
       await temp?.handle.close().catch(() => undefined);
       if (tempPath !== undefined) {
         await unlink(tempPath).catch(() => undefined);
-        await this.pruneEmptyDirs(dir);
+        await this.pruneEmptyDirs(dirname(tempPath));
       }
       throw error;
     }
@@ -279,15 +280,16 @@ function fileStream(handle: FileHandle): ReadableStream<Uint8Array> {
   });
 }
 
+function clash(key: string): InvalidObjectKeyError {
+  return new InvalidObjectKeyError(
+    key,
+    'clashes with an existing key: the file store cannot hold both a key and keys below it ("a" and "a/b")',
+  );
+}
+
 /** Turns "a path component is a file" / "the target is a directory" into an error naming the key clash. */
 function conflictOr(error: unknown, key: string): unknown {
-  if (hasCode(error, "ENOTDIR", "EEXIST", "EISDIR", "ENOTEMPTY")) {
-    return new InvalidObjectKeyError(
-      key,
-      "clashes with an existing key: the file store cannot hold both a key and keys below it (\"a\" and \"a/b\")",
-    );
-  }
-  return error;
+  return hasCode(error, "ENOTDIR", "EEXIST", "EISDIR", "ENOTEMPTY") ? clash(key) : error;
 }
 
 function hasCode(error: unknown, ...codes: string[]): boolean {

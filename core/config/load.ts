@@ -166,7 +166,14 @@ export function validateConfig(raw: Record<string, unknown>, sections: readonly 
     extra[section.key] = value;
     problems.push(...schemaProblems(section.schema, value, `/${section.key}`));
   }
-  if (problems.length === 0) problems.push(...crossFieldProblems(config as GatewayConfig));
+  // Cross-field rules also run on a file with shape errors, so one run lists as much as it can;
+  // a rule that trips over a malformed value is skipped (its shape error is already listed).
+  try {
+    const reported = new Set(problems.map((p) => p.slice(0, p.indexOf(":"))));
+    problems.push(...crossFieldProblems(config as GatewayConfig).filter((p) => !reported.has(p.slice(0, p.indexOf(":")))));
+  } catch {
+    // reported through the schema problems above
+  }
   if (problems.length > 0) return { ok: false, problems };
   return { ok: true, config: deepFreeze(config as GatewayConfig), extra: deepFreeze(extra) };
 }

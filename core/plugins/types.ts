@@ -33,7 +33,16 @@ export interface GatewayServices {}
  */
 export interface GatewayEvents {
   /** A request finished: feeds the gateway request counter and request logs. */
-  "request.finished": { mode: RequestMode | "admin"; serviceType: string; status: number; durationMs: number };
+  "request.finished": {
+    mode: RequestMode | "admin";
+    serviceType: string;
+    /** The resolved model alias ("" when the request never resolved one). */
+    model: string;
+    consumer?: string;
+    userType?: string;
+    status: number;
+    durationMs: number;
+  };
 }
 
 export type EventName = keyof GatewayEvents;

@@ -50,6 +50,15 @@ function compile(pattern: string): Omit<Route, "services"> {
   return { pattern, kind: "exact" };
 }
 
+/** A malformed %-escape keeps the raw segment, which then fails model resolution with a clear 404. */
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 function modelNames(services: readonly ServiceConfig[]): string {
   return services.map((s) => s.model).filter((m) => m !== "").join(", ") || "(none configured)";
 }
@@ -106,7 +115,7 @@ export class Registry {
     if (exact) return { pattern: exact.pattern, services: exact.services };
     for (const route of this.templates) {
       const match = route.regex?.exec(path);
-      if (match) return { pattern: route.pattern, services: route.services, modelFromPath: decodeURIComponent(match[1]) };
+      if (match) return { pattern: route.pattern, services: route.services, modelFromPath: safeDecode(match[1]) };
     }
     for (const route of this.wildcards) {
       const prefix = route.prefix ?? "";

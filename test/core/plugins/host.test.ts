@@ -291,7 +291,7 @@ describe("plugin events", () => {
       plugin("emitter", {
         setup: (api) => {
           api.routes.get("/fire", (c) => {
-            api.emit("request.finished", { mode: "sync", serviceType: "llm", status: 201, durationMs: 3 });
+            api.emit("request.finished", { mode: "sync", serviceType: "llm", model: "m", status: 201, durationMs: 3 });
             return c.text("fired");
           });
         },
@@ -300,7 +300,7 @@ describe("plugin events", () => {
     const runtime = await installed(definitions, { log });
     expect(await (await runtime.handle(new Request("http://x/fire"))).text()).toBe("fired");
     expect(received).toEqual(["metrics:201", "logs:llm"]);
-    runtime.emit("request.finished", { mode: "admin", serviceType: "", status: 200, durationMs: 1 });
+    runtime.emit("request.finished", { mode: "admin", serviceType: "", model: "", status: 200, durationMs: 1 });
     expect(received).toEqual(["metrics:201", "logs:llm", "metrics:200", "logs:"]);
     const failures = lines.filter((l) => l.event === "event_listener_failed");
     expect(failures).toHaveLength(2);
