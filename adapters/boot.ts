@@ -20,6 +20,7 @@ export interface Platform {
   writeError(text: string): void;
   exit(code: number): never;
   onSignals(signals: readonly string[], handler: (signal: string) => void): void;
+  lookupHost(hostname: string): Promise<string[]>;
 }
 
 export interface ListenAddress {
@@ -62,6 +63,7 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
       env: platform.env,
       importModule: (specifier) => platform.importModule(specifier, baseDir),
       openStores,
+      lookupHost: platform.lookupHost,
       plugins: builtinPlugins,
       log,
     });

@@ -36,6 +36,8 @@ export interface GatewayOptions {
   log?: Logger;
   metrics?: Metrics;
   fetch?: typeof fetch;
+  /** Host name -> IP addresses; adapters pass the runtime's resolver. */
+  lookupHost?: (hostname: string) => Promise<string[]>;
 }
 
 interface LoadedConfig {
@@ -73,6 +75,9 @@ export class Gateway {
       log,
       metrics,
       fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      lookupHost: options.lookupHost ?? (async () => {
+        throw new Error("host name resolution is not available in this runtime");
+      }),
     };
     const gateway = new Gateway(options, deps);
     gateway.current = await gateway.build(loaded);

@@ -1,4 +1,5 @@
 /** The Deno primitives the shared boot code needs. */
+import { lookup } from "node:dns/promises";
 import type { Platform } from "../boot.ts";
 
 function resolvePath(path: string, baseDir: string): string {
@@ -24,6 +25,8 @@ export const denoPlatform: Platform = {
     Deno.stderr.writeSync(new TextEncoder().encode(text));
   },
   exit: (code) => Deno.exit(code),
+  // Deno.resolveDns skips /etc/hosts; the node:dns compatibility layer uses the system resolver.
+  lookupHost: async (hostname) => (await lookup(hostname, { all: true })).map((entry) => entry.address),
   onSignals(signals, handler) {
     for (const signal of signals) Deno.addSignalListener(signal as Deno.Signal, () => handler(signal));
   },

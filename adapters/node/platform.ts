@@ -1,4 +1,5 @@
 /** The Node primitives the shared boot code needs. */
+import { lookup } from "node:dns/promises";
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -21,6 +22,7 @@ export const nodePlatform: Platform = {
   dirname,
   writeError: (text) => process.stderr.write(text),
   exit: (code) => process.exit(code),
+  lookupHost: async (hostname) => (await lookup(hostname, { all: true })).map((entry) => entry.address),
   onSignals(signals, handler) {
     for (const signal of signals) process.on(signal, () => handler(signal));
   },

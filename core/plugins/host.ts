@@ -26,6 +26,8 @@ export interface RuntimeDeps {
   metrics: Metrics;
   /** The HTTP client for backends and webhooks (adapters may pass a faster one). */
   fetch: typeof fetch;
+  /** Resolves a host name to its IP addresses (webhook SSRF checks at delivery time). */
+  lookupHost: (hostname: string) => Promise<string[]>;
 }
 
 export class PluginError extends Error {
@@ -87,6 +89,7 @@ export class Runtime {
   private readonly contexts = new WeakMap<Request, RequestState>();
   private readonly taskControl = new AbortController();
   private readonly taskTimers = new Set<ReturnType<typeof setTimeout>>();
+  private outbound: typeof fetch;
   private inflight = 0;
   private drained?: () => void;
 
@@ -98,7 +101,11 @@ export class Runtime {
     this.registry = new Registry(config.services);
     this.pipeline = new Pipeline(deps.log);
     this.pipeline.add("identify", headerIdentity(config.server));
+    this.outbound = deps.fetch;
   }
+
+  /** Every plugin's outbound HTTP goes through here, so a wrapper (tracing) sees all of it. */
+  private readonly fetchOutbound: typeof fetch = (input, init) => this.outbound(input, init);
 
   /** Sets up every active plugin in dependency order. */
   async install(definitions: readonly PluginDefinition[]): Promise<void> {
@@ -204,7 +211,11 @@ export class Runtime {
       ids: deps.ids,
       log,
       metrics: deps.metrics,
-      fetch: deps.fetch,
+      fetch: this.fetchOutbound,
+      wrapFetch: (wrapper) => {
+        this.outbound = wrapper(this.outbound);
+      },
+      lookupHost: deps.lookupHost,
       routes: this.app,
       pipeline: this.pipeline,
       newContext(request: Request, mode: RequestMode, serviceType: string) {

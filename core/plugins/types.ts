@@ -74,6 +74,10 @@ export interface PluginApi<Section = unknown> {
   readonly metrics: Metrics;
   /** The HTTP client to call backends and webhooks with (injectable for tests and adapters). */
   readonly fetch: typeof fetch;
+  /** Wraps the outbound HTTP client for every plugin of this runtime (tracing, for example). */
+  wrapFetch(wrapper: (next: typeof fetch) => typeof fetch): void;
+  /** Resolves a host name to its IP addresses (provided by the runtime adapter). */
+  readonly lookupHost: (hostname: string) => Promise<string[]>;
   /** Add routes here. The core's own routes (/health, /metrics, /-/reload) are registered first. */
   readonly routes: Hono;
   /** Runs requests through the core stages (modes use it in their route handlers). */

@@ -43,6 +43,7 @@ function newRuntime(options: { text?: string; definitions?: readonly PluginDefin
     log: options.log ?? silentLogger,
     metrics: new Metrics(),
     fetch: () => Promise.reject(new Error("the plugin host tests make no outgoing requests")),
+    lookupHost: () => Promise.reject(new Error("the plugin host tests resolve no host names")),
   };
   const runtime = new Runtime(config, extra, deps);
   runtimes.push(runtime);
