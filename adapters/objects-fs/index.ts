@@ -49,9 +49,9 @@ export class FsObjectStore implements ObjectStore {
       if (await isDirectory(target)) throw clash(key);
       temp = await this.createTemp(dirname(target), key);
       tempPath = temp.path;
-      const held: Uint8Array[] = [];
-      for (let chunk = await source.read(); chunk !== null; chunk = await source.read()) held.push(chunk);
-      for (const chunk of held) await writeAll(temp.handle, chunk);
+      for (let chunk = await source.read(); chunk !== null; chunk = await source.read()) {
+        await writeAll(temp.handle, chunk);
+      }
       // Without the sync a crash soon after the rename can leave an empty or partial file under the final name.
       await temp.handle.datasync();
       await temp.handle.close();

@@ -65,13 +65,25 @@ export class Pipeline {
       } else if (stage === "handler") {
         return await mode.handle(ctx);
       } else {
-        for (const step of this.steps.get(stage) ?? []) {
-          const answered = await step(ctx);
-          if (answered) return answered;
-        }
+        const answered = await this.runStage(stage, ctx);
+        if (answered) return answered;
       }
     }
     throw new Error("unreachable: the handler stage always answers");
+  }
+
+  /**
+   * The steps of one stage on their own: the first answer, or undefined when every step
+   * passed. For endpoints that are not one model's request: `GET /v1/models` runs
+   * `identify` once, then asks `visibility` about each model (with `ctx.service` set to
+   * it), so the audience rule lives in one visibility step for listing and requests alike.
+   */
+  async runStage(stage: StepStage, ctx: RequestContext): Promise<Response | undefined> {
+    for (const step of this.steps.get(stage) ?? []) {
+      const answered = await step(ctx);
+      if (answered) return answered;
+    }
+    return undefined;
   }
 }
 

@@ -1,0 +1,41 @@
+/**
+ * The `responseCache` service the LLM proxy uses when a cache plugin provides one (spec 4.6
+ * "Caching"). The contract keeps every cache rule (key, bypass, TTL, what may be stored) on the
+ * cache's side; the proxy only asks before forwarding and offers the answer afterwards.
+ */
+import type { ServiceConfig } from "../config/schema.ts";
+import type { JsonObject } from "./json.ts";
+
+export interface CacheRequest {
+  service: ServiceConfig;
+  /** The client's request body, as it arrived (the alias in `model`, never the backend model). */
+  body: JsonObject;
+  /** The client's request headers (`Cache-Control`). */
+  headers: Headers;
+}
+
+/** A response as stored: enough to answer a later identical request byte for byte. */
+export interface CachedAnswer {
+  status: number;
+  contentType: string;
+  body: Uint8Array;
+}
+
+export type CacheLookup =
+  /** The cache does not apply to this request (streaming, `no-cache`, TTL 0, store error on the key). */
+  | { kind: "bypass" }
+  | { kind: "hit"; answer: CachedAnswer }
+  /** Not cached yet: `fill` stores the answer (it ignores non-2xx, never throws, gives up after its timeout). */
+  | { kind: "miss"; fill(answer: CachedAnswer): Promise<void> };
+
+export interface ResponseCache {
+  /** Never throws: a store error is counted and logged, and the request goes on as a miss or bypass. */
+  lookup(request: CacheRequest): Promise<CacheLookup>;
+}
+
+declare module "../plugins/types.ts" {
+  interface GatewayServices {
+    /** Provided by the `response-cache` plugin. */
+    responseCache: ResponseCache;
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The public API of an LLM provider: the one module a provider plugin imports.
+ *
+ * A provider is a protocol the LLM proxy can speak to a backend. Clients always speak the
+ * chat-completions format to the gateway; a provider's translator turns that into its
+ * backend's protocol and the answer back. The proxy owns everything else (backend choice,
+ * failover, headers, timeouts, the cache, metrics, token accounting), so a provider is small:
+ *
+ *   import { definePlugin } from "../core/plugins/types.ts";
+ *   import type { ProviderDefinition } from "../core/llm/provider.ts";
+ *
+ *   const shouting: ProviderDefinition = { name: "shouting", defaultUrl: "http://127.0.0.1:9000", createTranslator: () => ({ ... }) };
+ *   export default definePlugin({
+ *     name: "provider-shouting",
+ *     dependsOn: ["providers"],
+ *     setup(api) { api.use("providers").register(shouting); },
+ *   });
+ *
+ * and `provider: shouting` in a service routes through it. The core never names a provider:
+ * the built-in ones (plugins/provider-*) register exactly like this.
+ */
+import type { OutEvent, StreamEvent } from "./events.ts";
+import type { JsonObject } from "./json.ts";
+import type { TokenUsage } from "./usage.ts";
+
+// Everything a provider needs, from this one module.
+export type { OutEvent, StreamEvent } from "./events.ts";
+export type { TokenUsage } from "./usage.ts";
+export { usageOf, usageFromCounts } from "./usage.ts";
+export { isRecord, parseJson, type JsonObject } from "./json.ts";
+export {
+  chatChunk,
+  chatCompletion,
+  chatError,
+  DONE,
+  errorTypeFor,
+  usageChunk,
+  wantsStreamUsage,
+  type ChatMessage,
+  type ChatToolCall,
+  type ChunkEnvelope,
+  type FinishReason,
+} from "./chat.ts";
+
+/** What a translator gets to know about the request it serves. */
+export interface TranslatorContext {
+  /** The client asked for `"stream": true`. */
+  readonly stream: boolean;
+  /** The gateway clock (ms since the epoch), for `created` fields. */
+  now(): number;
+  /** A new unique id (UUID v4), for response ids a backend does not provide. */
+  newId(): string;
+}
+
+/** A backend answer in the chat-completions format, with the usage it reported. */
+export interface TranslatedResponse {
+  /** A chat-completions response body (`object: "chat.completion"`). */
+  body: JsonObject;
+  /** Unknown usage stays `undefined`, never zeros: token accounting is then skipped (spec 4.6). */
+  usage: TokenUsage | undefined;
+}
+
+/**
+ * Created once per backend attempt, so streaming state (ids, token counts, open tool calls)
+ * lives on the instance. Every method is optional; an absent one means "already in the
+ * chat-completions format" and the gateway passes that part through unchanged (byte for byte
+ * for response bodies and streams). A method that throws never crashes the gateway: a request
+ * translation error answers 400, a response translation error 502, and a stream translation
+ * error ends the stream with an error event.
+ */
+export interface Translator {
+  /**
+   * The chat-completions request body (model already rewritten for the backend, and
+   * `stream_options.include_usage` already set on streams) to the backend's body.
+   */
+  translateRequest?(body: JsonObject): JsonObject;
+  /** A 2xx backend body (parsed JSON) to a chat-completions response with its usage. */
+  translateResponse?(body: unknown): TranslatedResponse;
+  /**
+   * One backend stream event, parsed once by the gateway, to the chat-completions stream
+   * events to send (zero or more). `data` of an `OutEvent` is sent as is when a string
+   * (`"[DONE]"`), else as JSON.
+   */
+  translateStreamEvent?(event: StreamEvent): OutEvent[];
+  /** The backend stream ended: any events still owed to the client (a final `[DONE]`). */
+  translateStreamEnd?(): OutEvent[];
+  /**
+   * A non-2xx backend body (parsed JSON, or the raw text when it is not JSON) to a
+   * chat-completions error body `{"error":{"message","type"}}`. The status is kept.
+   */
+  translateError?(status: number, body: unknown): JsonObject;
+}
+
+export interface ProviderDefinition {
+  /** The value of `provider:` in `services[]` (e.g. `chat_completions`). */
+  readonly name: string;
+  /** Used when a service with this provider has neither `inference_url` nor `backends`; "" = none. */
+  readonly defaultUrl: string;
+  /** How the backend frames a streamed answer: server-sent events (default) or one JSON object per line. */
+  readonly streamFormat?: "sse" | "ndjson";
+  /** The backend path for a request the client sent to `clientPath` (default: the same path). */
+  backendPath?(clientPath: string): string;
+  createTranslator(context: TranslatorContext): Translator;
+}
+
+/** The `providers` service: provider plugins register here; the LLM proxy looks providers up. */
+export interface ProviderRegistry {
+  /** Throws when the name is already registered. */
+  register(provider: ProviderDefinition): void;
+  get(name: string): ProviderDefinition | undefined;
+  names(): string[];
+}
+
+declare module "../plugins/types.ts" {
+  interface GatewayServices {
+    /** Provided by the `providers` plugin. */
+    providers: ProviderRegistry;
+  }
+}

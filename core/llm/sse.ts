@@ -1,0 +1,89 @@
+/**
+ * Server-sent events, parsed once (WHATWG HTML "event stream interpretation"), so no
+ * translator ever re-parses `data: ` strings by hand.
+ *
+ * Handles what real streams do: events split across network chunks (even inside a CRLF),
+ * CR / LF / CRLF line ends, multi-line `data`, `:` comments (keep-alives), a leading BOM.
+ * One deliberate leniency: an event still open when the stream ends is delivered rather than
+ * dropped, because some backends omit the final blank line.
+ */
+import type { OutEvent, StreamEvent } from "./events.ts";
+import { parseJson } from "./json.ts";
+
+export class SseParser {
+  private buffer = "";
+  private data: string[] = [];
+  private eventName: string | undefined;
+  private started = false;
+  /** The previous chunk ended in CR: a LF at the start of the next one belongs to it. */
+  private pendingCr = false;
+
+  /** Feeds decoded text; returns the events it completed. */
+  push(text: string): StreamEvent[] {
+    if (text === "") return [];
+    let chunk = text;
+    if (!this.started && chunk.length > 0) {
+      this.started = true;
+      if (chunk.charCodeAt(0) === 0xfeff) chunk = chunk.slice(1);
+    }
+    if (this.pendingCr && chunk.startsWith("\n")) chunk = chunk.slice(1);
+    this.pendingCr = false;
+    this.buffer += chunk;
+    const events: StreamEvent[] = [];
+    let start = 0;
+    for (let i = 0; i < this.buffer.length; i++) {
+      const c = this.buffer.charCodeAt(i);
+      if (c !== 10 && c !== 13) continue;
+      this.line(this.buffer.slice(start, i), events);
+      if (c === 13) {
+        if (i + 1 < this.buffer.length) {
+          if (this.buffer.charCodeAt(i + 1) === 10) i++;
+        } else {
+          this.pendingCr = true;
+        }
+      }
+      start = i + 1;
+    }
+    this.buffer = this.buffer.slice(start);
+    return events;
+  }
+
+  /** The stream ended: the last line and any open event. */
+  end(): StreamEvent[] {
+    const events: StreamEvent[] = [];
+    if (this.buffer !== "") this.line(this.buffer, events);
+    this.buffer = "";
+    this.dispatch(events);
+    return events;
+  }
+
+  private line(line: string, events: StreamEvent[]): void {
+    if (line === "") return this.dispatch(events);
+    if (line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.data.push(value);
+    else if (field === "event") this.eventName = value;
+    // `id` and `retry` only matter to a reconnecting browser; the proxy never reconnects.
+  }
+
+  private dispatch(events: StreamEvent[]): void {
+    if (this.data.length > 0) {
+      const data = this.data.join("\n");
+      const event: StreamEvent = { data, json: parseJson(data) };
+      if (this.eventName !== undefined && this.eventName !== "") event.event = this.eventName;
+      events.push(event);
+    }
+    this.data = [];
+    this.eventName = undefined;
+  }
+}
+
+/** One SSE event as text: each line of `data` gets its own `data:` field. */
+export function formatSse(event: OutEvent): string {
+  const data = typeof event.data === "string" ? event.data : JSON.stringify(event.data);
+  const head = event.event !== undefined ? `event: ${event.event}\n` : "";
+  return `${head}${data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n")}\n\n`;
+}

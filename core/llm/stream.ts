@@ -1,0 +1,89 @@
+/**
+ * A backend stream through a translator: bytes -> parsed events (once) -> translated events
+ * -> SSE bytes, one backend chunk at a time so every chunk is flushed to the client as soon as
+ * it is translated, and the backend is only read as fast as the client reads (backpressure).
+ *
+ * Nothing here can crash the gateway: a translator that throws, or a backend that breaks off,
+ * ends the client's stream with one clean error event in the chat-completions shape
+ * (`data: {"error":{"message","type"}}`), which the usual clients surface as an API error.
+ */
+import type { OutEvent, StreamEvent } from "./events.ts";
+import { NdjsonParser } from "./ndjson.ts";
+import type { Translator } from "./provider.ts";
+import { formatSse, SseParser } from "./sse.ts";
+
+interface EventParser {
+  push(text: string): StreamEvent[];
+  end(): StreamEvent[];
+}
+
+export interface StreamTranslation {
+  format: "sse" | "ndjson";
+  translator: Pick<Translator, "translateStreamEvent" | "translateStreamEnd">;
+  /** Told about a translator error or a broken backend stream (for the log). */
+  onError(reason: string, error: unknown): void;
+}
+
+export function errorEvent(message: string): OutEvent {
+  return { data: { error: { message, type: "backend_error" } } };
+}
+
+export function translateStream(source: ReadableStream<Uint8Array>, options: StreamTranslation): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  const parser: EventParser = options.format === "ndjson" ? new NdjsonParser() : new SseParser();
+  const { translator } = options;
+  let finished = false;
+
+  const translate = (events: StreamEvent[]): OutEvent[] => {
+    const out: OutEvent[] = [];
+    for (const event of events) out.push(...(translator.translateStreamEvent?.(event) ?? [{ data: event.data }]));
+    return out;
+  };
+  const encode = (events: OutEvent[]) => encoder.encode(events.map(formatSse).join(""));
+
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, reason: string, error: unknown) => {
+    options.onError(reason, error);
+    finished = true;
+    controller.enqueue(encode([errorEvent(`${reason}: ${error instanceof Error ? error.message : String(error)}`)]));
+    controller.close();
+    void reader.cancel().catch(() => {});
+  };
+
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      // Keep reading until this pull has something to send, so the client never waits on an
+      // empty chunk, and never more than that, so a slow client slows the backend read.
+      while (!finished) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          return fail(controller, "the backend stream broke off", error);
+        }
+        let out: OutEvent[];
+        try {
+          if (chunk.done) {
+            out = [...translate([...parser.push(decoder.decode()), ...parser.end()]), ...(translator.translateStreamEnd?.() ?? [])];
+          } else {
+            out = translate(parser.push(decoder.decode(chunk.value, { stream: true })));
+          }
+        } catch (error) {
+          return fail(controller, "stream translation failed", error);
+        }
+        if (out.length > 0) controller.enqueue(encode(out));
+        if (chunk.done) {
+          finished = true;
+          controller.close();
+          return;
+        }
+        if (out.length > 0) return;
+      }
+    },
+    async cancel(reason) {
+      finished = true;
+      await reader.cancel(reason).catch(() => {});
+    },
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * Token usage as the chat-completions format reports it, and the `llm.usage` event the LLM
+ * proxy emits after a counted response (the limits and usage plugins subscribe to it).
+ */
+import { isRecord } from "./json.ts";
+
+/** Tokens one response consumed. Unknown usage is `undefined`, never zeros. */
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+const isCount = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value) && value >= 0;
+
+/**
+ * The top-level `usage {prompt_tokens, completion_tokens}` of a chat-completions body, or
+ * `undefined` when it is absent or malformed (spec 4.6 "Usage requirement").
+ */
+export function usageOf(body: unknown): TokenUsage | undefined {
+  if (!isRecord(body) || !isRecord(body.usage)) return undefined;
+  const { prompt_tokens, completion_tokens } = body.usage;
+  if (!isCount(prompt_tokens) || !isCount(completion_tokens)) return undefined;
+  return { prompt_tokens, completion_tokens };
+}
+
+/** Usage from a backend's two counts, or `undefined` when either is unknown (never a made-up 0). */
+export function usageFromCounts(prompt: unknown, completion: unknown): TokenUsage | undefined {
+  if (!isCount(prompt) || !isCount(completion)) return undefined;
+  return { prompt_tokens: prompt, completion_tokens: completion };
+}
+
+/** Payload of `llm.usage`. */
+export interface LlmUsageEvent {
+  serviceType: string;
+  /** The client-facing model alias. */
+  model: string;
+  /** The consumer (`server.consumer_header` or the auth mode); "" when anonymous. */
+  consumer: string;
+  userType: string;
+  prompt: number;
+  completion: number;
+  /**
+   * Whether token budgets count this response (spec 8.2). False when the request carried
+   * `Cache-Control: no-cache`; token metrics count it either way. Streaming responses,
+   * cache hits and responses without usage emit no event at all.
+   */
+  counted: boolean;
+}
+
+declare module "../plugins/types.ts" {
+  interface GatewayEvents {
+    /** A non-streaming LLM response with usage was written (after the response, spec 8.2). */
+    "llm.usage": LlmUsageEvent;
+  }
+}
