@@ -21,6 +21,10 @@ export interface Platform {
   exit(code: number): never;
   onSignals(signals: readonly string[], handler: (signal: string) => void): void;
   lookupHost(hostname: string): Promise<string[]>;
+  /** Reads a file of an installed package ("swagger-ui-dist/swagger-ui.css"), resolved from the gateway's own code. */
+  readAsset(path: string): Promise<Uint8Array>;
+  /** The HTTP client for backends and webhooks, when the runtime has a faster one than its global fetch. */
+  fetch?: typeof fetch;
 }
 
 export interface ListenAddress {
@@ -64,6 +68,8 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
       importModule: (specifier) => platform.importModule(specifier, baseDir),
       openStores,
       lookupHost: platform.lookupHost,
+      readAsset: platform.readAsset,
+      fetch: platform.fetch,
       plugins: builtinPlugins,
       log,
     });

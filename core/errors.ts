@@ -71,5 +71,10 @@ export const errors = {
 /** Any thrown value as a response; unknown errors become a 500 without leaking internals. */
 export function toErrorResponse(error: unknown): Response {
   if (error instanceof GatewayError) return error.toResponse();
+  // A user plugin loaded through a TypeScript loader may carry its own copy of this module.
+  const like = error as Partial<GatewayError> | null;
+  if (like && like.name === "GatewayError" && typeof like.status === "number" && typeof like.type === "string") {
+    return errorResponse(like.status, like.type, String(like.message), like.headers ?? {});
+  }
   return errorResponse(500, "api_error", "internal error; see the gateway log for details");
 }

@@ -7,6 +7,7 @@ import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
 import { ConfigError, parseConfigText, validateConfig } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import type { GatewayConfig } from "./config/schema.ts";
+import { GatewayError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes } from "./ops.ts";
@@ -38,6 +39,8 @@ export interface GatewayOptions {
   fetch?: typeof fetch;
   /** Host name -> IP addresses; adapters pass the runtime's resolver. */
   lookupHost?: (hostname: string) => Promise<string[]>;
+  /** Reads a file of an installed package (API docs assets); adapters pass one. */
+  readAsset?: (path: string) => Promise<Uint8Array>;
 }
 
 interface LoadedConfig {
@@ -78,6 +81,7 @@ export class Gateway {
       lookupHost: options.lookupHost ?? (async () => {
         throw new Error("host name resolution is not available in this runtime");
       }),
+      readAsset: options.readAsset,
     };
     const gateway = new Gateway(options, deps);
     gateway.current = await gateway.build(loaded);
@@ -100,7 +104,14 @@ export class Gateway {
     return this.current.config;
   }
 
-  readonly fetch = (request: Request): Promise<Response> => this.current.handle(request);
+  /**
+   * Answers one request. `responded`, when the server adapter can provide it, settles once
+   * the response has been written or the client went away: work that must wait for the end
+   * of the response (releasing a slot, filling the cache) then hangs on it instead of the
+   * response body being wrapped in another stream to find its end.
+   */
+  readonly fetch = (request: Request, options?: { responded?: PromiseLike<unknown> }): Promise<Response> =>
+    this.current.handle(request, options?.responded);
 
   /**
    * Builds a complete new runtime from the file and swaps it in. In-flight requests finish
@@ -149,6 +160,11 @@ export class Gateway {
       if (error instanceof PluginError) throw new ConfigError([`plugins: ${error.message}`]);
       throw error;
     }
+    // A route that throws answers with the error body, never a plain-text 500.
+    runtime.app.onError((error) => {
+      if (!(error instanceof GatewayError)) this.deps.log.error("route_failed", { error });
+      return toErrorResponse(error);
+    });
     runtime.app.notFound((c) =>
       c.json({ error: { message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}`, type: "not_found_error" } }, 404),
     );

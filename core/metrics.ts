@@ -25,9 +25,17 @@ export class Metrics {
       new client.Counter({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] });
   }
 
+  /**
+   * A gauge with a `collect` callback reads the state of the runtime that registered it; a
+   * reload registers again, and the newest runtime's callback replaces the previous one.
+   */
   gauge(spec: CounterSpec & { collect?: (this: client.Gauge<string>) => void | Promise<void> }): client.Gauge<string> {
-    return this.existing<client.Gauge<string>>(spec.name) ??
-      new client.Gauge({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] });
+    const existing = this.existing<client.Gauge<string> & { collect?: unknown }>(spec.name);
+    if (existing) {
+      if (spec.collect) existing.collect = spec.collect;
+      return existing;
+    }
+    return new client.Gauge({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] });
   }
 
   histogram(spec: HistogramSpec): client.Histogram<string> {

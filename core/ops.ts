@@ -1,4 +1,5 @@
 /** The core's own endpoints: liveness/readiness, Prometheus metrics, hot reload; and the request counter. */
+import { labeledChildren } from "./metric-labels.ts";
 import type { Runtime } from "./plugins/host.ts";
 
 export interface OpsActions {
@@ -23,12 +24,15 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
     labelNames: ["status", "mode", "service_type"],
   });
 
+  // Label sets prepared once (see metric-labels.ts); built in labelNames order.
+  const requestsFor = labeledChildren((labels) => requests.labels(labels));
+
   app.use("*", async function countRequests(c, next) {
     const started = clock.now();
     await next();
     const ctx = runtime.contextOf(c.req.raw);
     const labels = { status: String(c.res.status), mode: ctx?.mode ?? "admin", service_type: ctx?.serviceType ?? "" };
-    requests.inc(labels);
+    requestsFor(labels).inc();
     runtime.emit("request.finished", {
       mode: ctx?.mode ?? "admin",
       serviceType: labels.service_type,

@@ -10,7 +10,8 @@ const server = Deno.serve(
     port,
     onListen: (addr) => booted.log.info("listening", { address: addr.hostname, port: addr.port, runtime: `deno ${Deno.version.deno}` }),
   },
-  booted.gateway.fetch,
+  // `completed` settles when the response has been sent (rejects if the client went away).
+  (request, info) => booted.gateway.fetch(request, { responded: info.completed }),
 );
 
 handleShutdown(denoPlatform, booted, () => server.shutdown());

@@ -1,12 +1,14 @@
 /** `npm start`: the gateway on Node. */
-import { serve } from "@hono/node-server";
+import { serve, type Http2Bindings, type HttpBindings } from "@hono/node-server";
 import type { Server } from "node:http";
 import { boot, handleShutdown, listenAddress } from "../boot.ts";
 import { nodePlatform } from "./platform.ts";
+import { respondedOf } from "./responded.ts";
 
 const booted = await boot(nodePlatform, "gateway");
 const { hostname, port } = listenAddress(booted.gateway.config.server.addr, nodePlatform.env);
-const server = serve({ fetch: booted.gateway.fetch, hostname, port }, (info) => {
+const fetch = (request: Request, env: HttpBindings | Http2Bindings) => booted.gateway.fetch(request, { responded: respondedOf(env.outgoing) });
+const server = serve({ fetch, hostname, port }, (info) => {
   booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
 }) as Server;
 server.requestTimeout = booted.timeouts.read;

@@ -5,7 +5,7 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import { Value, type ValueError, ValueErrorType } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
-import { durationMs, parseDuration } from "./duration.ts";
+import { durationMs, formatDuration, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
 import { GatewayConfigSchema, type ConfigSection, type GatewayConfig } from "./schema.ts";
 
@@ -135,7 +135,45 @@ function crossFieldProblems(config: GatewayConfig): string[] {
       }
     }
   }
+  problems.push(...pendingMaxAgeProblems(config));
   return problems;
+}
+
+/** The 2 h safety net of spec 2.9 (and 8.5) for a job record TTL nobody configured. */
+const JOB_TTL_SAFETY_NET_MS = 2 * 3_600_000;
+
+/**
+ * The input object lifetime of spec 2.9: an uploaded input is kept as long as its pending
+ * job record, whose TTL is `lifecycle.job_ttl.pending`, else `.global`, else the 2 h safety
+ * net (the rule of plugins/async-jobs/ttl.ts; test/plugins/gc/config.test.ts holds the two
+ * together).
+ */
+function inputObjectLifetimeMs(lifecycle: GatewayConfig["lifecycle"]): number {
+  return durationMs(lifecycle.job_ttl.pending) || durationMs(lifecycle.job_ttl.global) || JOB_TTL_SAFETY_NET_MS;
+}
+
+/**
+ * Spec 2.9: `redis.pending_max_age` must be shorter than the input object lifetime. At or
+ * beyond it, a waiting job's record expires before the stale-pending sweep could fail it,
+ * so its caller would see an expired job instead of the sweep's clear error.
+ */
+function pendingMaxAgeProblems(config: GatewayConfig): string[] {
+  let maxAge: number;
+  let lifetime: number;
+  try {
+    maxAge = durationMs(config.redis.pending_max_age);
+    lifetime = inputObjectLifetimeMs(config.lifecycle);
+  } catch {
+    // A malformed duration is already reported by the schema; the other rules still run.
+    return [];
+  }
+  if (maxAge === 0) return [];
+  if (maxAge < lifetime) return [];
+  return [
+    `redis.pending_max_age: ${formatDuration(maxAge)} is not shorter than the input object lifetime, ${formatDuration(lifetime)} ` +
+      "(the pending job TTL: lifecycle.job_ttl.pending, else lifecycle.job_ttl.global, else the 2h safety net); " +
+      "lower pending_max_age or raise lifecycle.job_ttl.pending",
+  ];
 }
 
 function deepFreeze<T>(value: T): T {

@@ -4,7 +4,7 @@
  * cache's side; the proxy only asks before forwarding and offers the answer afterwards.
  */
 import type { ServiceConfig } from "../config/schema.ts";
-import type { JsonObject } from "./json.ts";
+import type { Bytes, JsonObject } from "./json.ts";
 
 export interface CacheRequest {
   service: ServiceConfig;
@@ -18,7 +18,7 @@ export interface CacheRequest {
 export interface CachedAnswer {
   status: number;
   contentType: string;
-  body: Uint8Array;
+  body: Bytes;
 }
 
 export type CacheLookup =

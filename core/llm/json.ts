@@ -14,3 +14,15 @@ export function parseJson(text: string): unknown {
     return undefined;
   }
 }
+
+/** Bytes a `Response` or `fetch` accepts as a body (TypeScript wants them backed by an ArrayBuffer). */
+export type Bytes = Uint8Array<ArrayBuffer>;
+
+/** The same bytes typed as a body; copied only if they sit on a SharedArrayBuffer. */
+export function asBytes(bytes: Uint8Array): Bytes {
+  return isArrayBacked(bytes) ? bytes : new Uint8Array(bytes);
+}
+
+function isArrayBacked(bytes: Uint8Array): bytes is Bytes {
+  return bytes.buffer instanceof ArrayBuffer;
+}

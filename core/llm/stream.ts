@@ -36,17 +36,13 @@ export function translateStream(source: ReadableStream<Uint8Array>, options: Str
   const { translator } = options;
   let finished = false;
 
-  const translate = (events: StreamEvent[]): OutEvent[] => {
-    const out: OutEvent[] = [];
-    for (const event of events) out.push(...(translator.translateStreamEvent?.(event) ?? [{ data: event.data }]));
-    return out;
-  };
   const encode = (events: OutEvent[]) => encoder.encode(events.map(formatSse).join(""));
 
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, reason: string, error: unknown) => {
+  /** Ends the client's stream: what was translated so far, then one error event. */
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, translated: OutEvent[], reason: string, error: unknown) => {
     options.onError(reason, error);
     finished = true;
-    controller.enqueue(encode([errorEvent(`${reason}: ${error instanceof Error ? error.message : String(error)}`)]));
+    controller.enqueue(encode([...translated, errorEvent(`${reason}: ${error instanceof Error ? error.message : String(error)}`)]));
     controller.close();
     void reader.cancel().catch(() => {});
   };
@@ -60,17 +56,15 @@ export function translateStream(source: ReadableStream<Uint8Array>, options: Str
         try {
           chunk = await reader.read();
         } catch (error) {
-          return fail(controller, "the backend stream broke off", error);
+          return fail(controller, [], "the backend stream broke off", error);
         }
-        let out: OutEvent[];
+        const events = chunk.done ? [...parser.push(decoder.decode()), ...parser.end()] : parser.push(decoder.decode(chunk.value, { stream: true }));
+        const out: OutEvent[] = [];
         try {
-          if (chunk.done) {
-            out = [...translate([...parser.push(decoder.decode()), ...parser.end()]), ...(translator.translateStreamEnd?.() ?? [])];
-          } else {
-            out = translate(parser.push(decoder.decode(chunk.value, { stream: true })));
-          }
+          for (const event of events) out.push(...(translator.translateStreamEvent?.(event) ?? [{ data: event.data }]));
+          if (chunk.done) out.push(...(translator.translateStreamEnd?.() ?? []));
         } catch (error) {
-          return fail(controller, "stream translation failed", error);
+          return fail(controller, out, "stream translation failed", error);
         }
         if (out.length > 0) controller.enqueue(encode(out));
         if (chunk.done) {

@@ -43,6 +43,8 @@ export interface RequestContext {
   readonly responseHeaders: Headers;
   /** Plugin-owned per-request values. */
   readonly vars: Partial<RequestVars>;
+  /** Request headers the gateway itself consumed (a verified bearer token): never forwarded to backends. */
+  readonly consumedHeaders: string[];
   /** Runs `fn` when the response is finished (body fully sent or aborted) or the request failed. */
   defer(fn: () => void | Promise<void>): void;
 }
@@ -56,21 +58,42 @@ export const anonymous: Principal = Object.freeze({
 
 /** The pipeline's concrete context; `finalizers` are run by the pipeline when the response ends. */
 export class RequestState implements RequestContext {
-  readonly url: URL;
   service?: ServiceConfig;
   principal: Principal = anonymous;
   priority = false;
-  readonly responseHeaders = new Headers();
   readonly vars: Partial<RequestVars> = {};
+  readonly consumedHeaders: string[] = [];
   readonly finalizers: Array<() => void | Promise<void>> = [];
+  // Built on first use: most requests never need them (per-request cost on the hot path).
+  #url?: URL;
+  #responseHeaders?: Headers;
 
   constructor(
     readonly request: Request,
     public mode: RequestMode,
     public serviceType: string,
     readonly startedAt: number,
-  ) {
-    this.url = new URL(request.url);
+    /**
+     * Settles once the response has been sent or the client went away, when the server
+     * adapter can tell (see `Gateway.fetch`); finalizers then wait for it instead of the
+     * pipeline wrapping the response body to find its end.
+     */
+    readonly responded?: PromiseLike<unknown>,
+  ) {}
+
+  get url(): URL {
+    this.#url ??= new URL(this.request.url);
+    return this.#url;
+  }
+
+  get responseHeaders(): Headers {
+    this.#responseHeaders ??= new Headers();
+    return this.#responseHeaders;
+  }
+
+  /** Whether any step added a response header (without building the Headers to find out). */
+  get hasResponseHeaders(): boolean {
+    return this.#responseHeaders !== undefined && !this.#responseHeaders.keys().next().done;
   }
 
   defer(fn: () => void | Promise<void>): void {

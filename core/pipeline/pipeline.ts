@@ -65,8 +65,13 @@ export class Pipeline {
       } else if (stage === "handler") {
         return await mode.handle(ctx);
       } else {
-        const answered = await this.runStage(stage, ctx);
-        if (answered) return answered;
+        // Steps are awaited only when they return a promise: most stages have no step or a
+        // synchronous one, and every await is a turn of the microtask queue per request.
+        for (const step of this.steps.get(stage) ?? []) {
+          const result = step(ctx);
+          const answered = result instanceof Response || result === undefined ? result : await result;
+          if (answered) return answered;
+        }
       }
     }
     throw new Error("unreachable: the handler stage always answers");
@@ -97,19 +102,34 @@ async function runAll(finalizers: Array<() => void | Promise<void>>, log: Logger
   }
 }
 
+/** The context's response headers on the response: set in place when its headers are mutable, else on a copy. */
+function withResponseHeaders(response: Response, ctx: RequestState): Response {
+  try {
+    ctx.responseHeaders.forEach((value, key) => response.headers.set(key, value));
+    return response;
+  } catch {
+    // Immutable headers (a Response straight from fetch): copy once.
+    const headers = new Headers(response.headers);
+    ctx.responseHeaders.forEach((value, key) => headers.set(key, value));
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  }
+}
+
 /**
  * Adds the context's response headers and, when there are finalizers, runs them once the
  * body has been fully sent or the client went away, so a concurrency slot held by a
  * streaming response is released when the stream ends, not when the headers are written.
+ * When the server adapter says when the response is done (`ctx.responded`), that is used;
+ * otherwise (the gateway embedded without one) the body is wrapped to see its end.
  */
-function finish(response: Response, ctx: RequestContext, finalizers: Array<() => void | Promise<void>>, log: Logger): Response {
-  let out = response;
-  if ([...ctx.responseHeaders.keys()].length > 0) {
-    const headers = new Headers(response.headers);
-    ctx.responseHeaders.forEach((value, key) => headers.set(key, value));
-    out = new Response(response.body, { status: response.status, statusText: response.statusText, headers });
-  }
+function finish(response: Response, ctx: RequestState, finalizers: Array<() => void | Promise<void>>, log: Logger): Response {
+  const out = ctx.hasResponseHeaders ? withResponseHeaders(response, ctx) : response;
   if (finalizers.length === 0) return out;
+  if (ctx.responded) {
+    const run = () => void runAll(finalizers, log);
+    ctx.responded.then(run, run);
+    return out;
+  }
   if (!out.body) {
     void runAll(finalizers, log);
     return out;

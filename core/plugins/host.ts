@@ -3,7 +3,7 @@
  * active plugin's state. Hot reload builds a complete new runtime and swaps one reference
  * (see core/gateway.ts), so a runtime is immutable once started.
  */
-import { Hono } from "hono";
+import { Hono, type Context, type MiddlewareHandler, type Next } from "hono";
 import type { Clock, IdSource } from "../clock.ts";
 import type { GatewayConfig } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
@@ -28,6 +28,20 @@ export interface RuntimeDeps {
   fetch: typeof fetch;
   /** Resolves a host name to its IP addresses (webhook SSRF checks at delivery time). */
   lookupHost: (hostname: string) => Promise<string[]>;
+  /** Reads a file of an installed package ("swagger-ui-dist/swagger-ui.css"); absent in some embeddings and tests. */
+  readAsset?: (path: string) => Promise<Uint8Array>;
+}
+
+/** Runs plugin middleware in registration order, then the rest of the app. */
+async function runMiddleware(list: readonly MiddlewareHandler[], c: Context, next: Next): Promise<void> {
+  if (list.length === 0) return await next();
+  const step = async (index: number): Promise<void> => {
+    const handler = list[index];
+    if (!handler) return await next();
+    const answered = await handler(c, () => step(index + 1));
+    if (answered instanceof Response && !c.finalized) c.res = answered;
+  };
+  await step(0);
 }
 
 export class PluginError extends Error {
@@ -71,7 +85,7 @@ export function activePluginNames(definitions: readonly PluginDefinition[], conf
   for (const definition of definitions) {
     if (!(definition.roles ?? ["gateway"]).includes(role)) continue;
     if (switches[definition.name] === false) continue;
-    if (definition.enabled && !definition.enabled(config)) continue;
+    if (definition.enabled && !definition.enabled(config, role)) continue;
     active.add(definition.name);
   }
   return active;
@@ -87,6 +101,9 @@ export class Runtime {
   private readonly tasks: BackgroundTask[] = [];
   private readonly closers: Array<() => void | Promise<void>> = [];
   private readonly contexts = new WeakMap<Request, RequestState>();
+  /** Per request: settles when the server adapter has sent the response (see `Gateway.fetch`). */
+  private readonly responded = new WeakMap<Request, PromiseLike<unknown>>();
+  private readonly middlewares: MiddlewareHandler[] = [];
   private readonly taskControl = new AbortController();
   private readonly taskTimers = new Set<ReturnType<typeof setTimeout>>();
   private outbound: typeof fetch;
@@ -102,6 +119,8 @@ export class Runtime {
     this.pipeline = new Pipeline(deps.log);
     this.pipeline.add("identify", headerIdentity(config.server));
     this.outbound = deps.fetch;
+    // Registered before any route (the core's included) so plugin middleware sees every request.
+    this.app.use("*", (c, next) => runMiddleware(this.middlewares, c, next));
   }
 
   /** Every plugin's outbound HTTP goes through here, so a wrapper (tracing) sees all of it. */
@@ -121,7 +140,8 @@ export class Runtime {
     return this.contexts.get(request);
   }
 
-  async handle(request: Request): Promise<Response> {
+  async handle(request: Request, responded?: PromiseLike<unknown>): Promise<Response> {
+    if (responded) this.responded.set(request, responded);
     this.inflight++;
     try {
       return await this.app.fetch(request);
@@ -217,9 +237,17 @@ export class Runtime {
       },
       lookupHost: deps.lookupHost,
       routes: this.app,
+      middleware: (handler) => {
+        this.middlewares.push(handler);
+      },
+      contextOf: (request) => this.contexts.get(request),
+      readAsset: (path) => {
+        if (!deps.readAsset) return Promise.reject(new Error(`cannot read "${path}": this runtime provides no asset reader`));
+        return deps.readAsset(path);
+      },
       pipeline: this.pipeline,
       newContext(request: Request, mode: RequestMode, serviceType: string) {
-        const ctx = new RequestState(request, mode, serviceType, deps.clock.now());
+        const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), runtime.responded.get(request));
         runtime.contexts.set(request, ctx);
         return ctx;
       },

@@ -4,7 +4,7 @@
  * config section of its own; `setup` registers what it adds through `PluginApi` and
  * touches nothing else. Everything it starts, it stops in an `onClose` callback.
  */
-import type { Hono } from "hono";
+import type { Hono, MiddlewareHandler } from "hono";
 import type { TSchema, Static } from "@sinclair/typebox";
 import type { Clock, IdSource } from "../clock.ts";
 import type { GatewayConfig } from "../config/schema.ts";
@@ -14,7 +14,7 @@ import type { Pipeline, StageStep, StepStage } from "../pipeline/pipeline.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
-import type { RequestMode, RequestState } from "../pipeline/context.ts";
+import type { RequestContext, RequestMode, RequestState } from "../pipeline/context.ts";
 
 /**
  * Services plugins offer each other (a provider registry, the job store, ...). A plugin
@@ -80,6 +80,18 @@ export interface PluginApi<Section = unknown> {
   readonly lookupHost: (hostname: string) => Promise<string[]>;
   /** Add routes here. The core's own routes (/health, /metrics, /-/reload) are registered first. */
   readonly routes: Hono;
+  /**
+   * Middleware around every request, the core's own routes included (`routes.use("*")`
+   * only sees requests that no earlier route answered). For tracing and audit logs.
+   */
+  middleware(handler: MiddlewareHandler): void;
+  /** The pipeline context of a request a mode handled (principal, mode, service), if any. */
+  contextOf(request: Request): RequestContext | undefined;
+  /**
+   * Reads a file shipped in an installed package, e.g. "swagger-ui-dist/swagger-ui.css"
+   * (provided by the runtime adapter; plugins never touch the file system themselves).
+   */
+  readAsset(path: string): Promise<Uint8Array>;
   /** Runs requests through the core stages (modes use it in their route handlers). */
   readonly pipeline: Pipeline;
   /** A request context for a mode's route handler. */
@@ -104,8 +116,12 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   roles?: readonly ProcessRole[];
   /** A top-level config section of this plugin's own, validated by `schema`. */
   section?: { key: string; schema: S };
-  /** On when the config says so (default: always on). `plugins: { NAME: false }` turns any plugin off. */
-  enabled?(config: GatewayConfig): boolean;
+  /**
+   * On when the config says so (default: always on). `plugins: { NAME: false }` turns any plugin off.
+   * `role` lets a plugin of several roles decide per process (the relay: always in relay
+   * processes, in the gateway only when embedded).
+   */
+  enabled?(config: GatewayConfig, role: ProcessRole): boolean;
   setup(api: PluginApi<Static<S>>): void | Promise<void>;
 }
 

@@ -18,21 +18,48 @@ export interface BackendTarget {
   weight: number;
 }
 
-/** The order in which backends are tried for one request. `defaultUrl` is the provider's default address. */
-export function backendOrder(service: ServiceConfig, random: () => number = Math.random, defaultUrl = ""): BackendTarget[] {
+/** What a service's backend list compiles to, once per config (services are immutable per runtime). */
+interface Compiled {
+  primaries: BackendTarget[];
+  fallbacks: BackendTarget[];
+  total: number;
+}
+
+const compiledTargets = new WeakMap<ServiceConfig, Compiled>();
+const singleTargets = new WeakMap<ServiceConfig, readonly BackendTarget[]>();
+
+function compile(service: ServiceConfig): Compiled {
+  let compiled = compiledTargets.get(service);
+  if (!compiled) {
+    const targets = service.backends.map((b) => ({
+      url: b.url,
+      model: b.model || service.backend_model,
+      headers: { ...service.inference_headers, ...b.headers },
+      weight: b.weight,
+    }));
+    const primaries = targets.filter((t) => t.weight > 0);
+    compiled = { primaries, fallbacks: targets.filter((t) => t.weight === 0), total: primaries.reduce((sum, t) => sum + t.weight, 0) };
+    compiledTargets.set(service, compiled);
+  }
+  return compiled;
+}
+
+/**
+ * The order in which backends are tried for one request. `defaultUrl` is the provider's
+ * default address. The targets are built once per service; only the order is per request.
+ */
+export function backendOrder(service: ServiceConfig, random: () => number = Math.random, defaultUrl = ""): readonly BackendTarget[] {
   if (service.backends.length === 0) {
     const url = service.inference_url || defaultUrl;
-    return url === "" ? [] : [{ url, model: service.backend_model, headers: service.inference_headers, weight: 1 }];
+    if (url === "") return [];
+    // Cached only when it does not depend on the caller's default address.
+    const cached = service.inference_url !== "" ? singleTargets.get(service) : undefined;
+    if (cached) return cached;
+    const single = Object.freeze([Object.freeze({ url, model: service.backend_model, headers: service.inference_headers, weight: 1 })]);
+    if (service.inference_url !== "") singleTargets.set(service, single);
+    return single;
   }
-  const targets = service.backends.map((b) => ({
-    url: b.url,
-    model: b.model || service.backend_model,
-    headers: { ...service.inference_headers, ...b.headers },
-    weight: b.weight,
-  }));
-  const primaries = targets.filter((t) => t.weight > 0);
-  const fallbacks = targets.filter((t) => t.weight === 0);
-  const total = primaries.reduce((sum, t) => sum + t.weight, 0);
+  const { primaries, fallbacks, total } = compile(service);
   let first: BackendTarget | undefined;
   let point = random() * total;
   for (const target of primaries) {
@@ -43,6 +70,7 @@ export function backendOrder(service: ServiceConfig, random: () => number = Math
     }
   }
   first ??= primaries[primaries.length - 1];
+  if (primaries.length === 1 && fallbacks.length === 0) return [first];
   const rest = primaries.filter((t) => t !== first).sort((a, b) => b.weight - a.weight);
   return [...(first ? [first] : []), ...rest, ...fallbacks];
 }

@@ -1,6 +1,8 @@
 /** Header rules for requests forwarded to backends (spec 2.8 `inference_headers`, RFC 9110 hop-by-hop). */
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "te", "trailer", "host", "content-length"]);
+// `expect` too: the gateway's own server answers `100-continue` to the client, and a
+// forwarded `expect` makes Node's fetch refuse the request (curl sends it on uploads > 1 MB).
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "te", "trailer", "host", "content-length", "expect"]);
 
 function isHopByHop(name: string): boolean {
   return HOP_BY_HOP.has(name) || name.startsWith("proxy-");
@@ -9,25 +11,38 @@ function isHopByHop(name: string): boolean {
 /**
  * Client headers minus hop-by-hop ones (and `host`/`content-length`, which the HTTP client
  * sets for the outgoing request), plus any names the client's `Connection` header lists,
- * then `inject` overriding same-named client headers.
+ * then `inject` overriding same-named client headers. A plain record (lower-case names):
+ * what every HTTP client takes, without building a `Headers` per request.
  */
-export function forwardHeaders(client: Headers, inject: Readonly<Record<string, string>> = {}, drop: readonly string[] = []): Headers {
-  const listed = new Set((client.get("connection") ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean));
-  const out = new Headers();
+export function forwardHeaders(client: Headers, inject: Readonly<Record<string, string>> = {}, drop: readonly string[] = []): Record<string, string> {
+  const connection = client.get("connection");
+  const listed = connection ? new Set(connection.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) : undefined;
+  // No prototype: a client header named like an Object property stays an ordinary entry.
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
   client.forEach((value, name) => {
-    if (isHopByHop(name) || listed.has(name) || drop.includes(name)) return;
-    out.set(name, value);
+    if (isHopByHop(name) || listed?.has(name) || drop.includes(name)) return;
+    out[name] = value;
   });
-  for (const [name, value] of Object.entries(inject)) out.set(name, value);
+  for (const name in inject) out[name.toLowerCase()] = inject[name];
   return out;
 }
 
-/** Backend response headers safe to pass back to the client. */
-export function responseHeaders(backend: Headers): Headers {
-  const out = new Headers();
+/**
+ * Backend response headers safe to pass back to the client, plus `extra`. A plain record
+ * (servers write it as is), except when the backend sets cookies: each `Set-Cookie` must
+ * stay its own header, which only `Headers` can hold.
+ */
+export function responseHeaders(backend: Headers, extra?: Readonly<Record<string, string>>): Headers | Record<string, string> {
+  let out: Record<string, string> = Object.create(null) as Record<string, string>;
+  let cookies = false;
   backend.forEach((value, name) => {
     if (isHopByHop(name) || name === "content-encoding") return;
-    out.set(name, value);
+    if (name === "set-cookie") cookies = true;
+    else out[name] = value;
   });
-  return out;
+  if (extra) out = Object.assign(out, extra);
+  if (!cookies) return out;
+  const headers = new Headers(out);
+  for (const cookie of backend.getSetCookie()) headers.append("set-cookie", cookie);
+  return headers;
 }

@@ -59,8 +59,11 @@ function safeDecode(segment: string): string {
   }
 }
 
-function modelNames(services: readonly ServiceConfig[]): string {
-  return services.map((s) => s.model).filter((m) => m !== "").join(", ") || "(none configured)";
+/** Which services an error message may name to this caller (hidden models are never named). */
+export type ListedFilter = (service: ServiceConfig) => boolean;
+
+function modelNames(services: readonly ServiceConfig[], listed?: ListedFilter): string {
+  return services.filter((s) => !listed || listed(s)).map((s) => s.model).filter((m) => m !== "").join(", ") || "(none configured)";
 }
 
 export class Registry {
@@ -128,18 +131,18 @@ export class Registry {
    * Sync model resolution (spec 4.5): the `{model}` path segment, else the body's `model`,
    * else the only service on the path, else the `default: true` one, else an error listing them.
    */
-  resolveSync(match: PathMatch, requestedModel: string | undefined, path: string): Resolution<ServiceConfig> {
+  resolveSync(match: PathMatch, requestedModel: string | undefined, path: string, listed?: ListedFilter): Resolution<ServiceConfig> {
     const wanted = match.modelFromPath ?? requestedModel;
     if (wanted !== undefined && wanted !== "") {
       const service = match.services.find((s) => s.model === wanted);
       if (service) return ok(service);
-      return fail(errors.notFound(`model "${wanted}" is not available on ${path}; available models: ${modelNames(match.services)}`));
+      return fail(errors.notFound(`model "${wanted}" is not available on ${path}; available models: ${modelNames(match.services, listed)}`));
     }
-    return this.pickDefault(match.services, `${path}`);
+    return this.pickDefault(match.services, `${path}`, listed);
   }
 
   /** Async model and operation resolution (spec 4.1 rule 3 and the `operation` field). */
-  resolveJob(type: string, requestedModel: string | undefined, operation: string | undefined): Resolution<JobTarget> {
+  resolveJob(type: string, requestedModel: string | undefined, operation: string | undefined, listed?: ListedFilter): Resolution<JobTarget> {
     const services = this.servicesOfType(type);
     if (services.length === 0) {
       return fail(errors.notFound(`unknown service type "${type}"; configured types: ${this.serviceTypes().join(", ") || "(none)"}`));
@@ -148,11 +151,11 @@ export class Registry {
     if (requestedModel !== undefined && requestedModel !== "") {
       const found = services.find((s) => s.model === requestedModel);
       if (!found) {
-        return fail(errors.notFound(`model "${requestedModel}" is not available for service type "${type}"; available models: ${modelNames(services)}`));
+        return fail(errors.notFound(`model "${requestedModel}" is not available for service type "${type}"; available models: ${modelNames(services, listed)}`));
       }
       service = found;
     } else {
-      const picked = this.pickDefault(services, `service type "${type}"`);
+      const picked = this.pickDefault(services, `service type "${type}"`, listed);
       if (!picked.ok) return picked;
       service = picked.value;
     }
@@ -171,10 +174,10 @@ export class Registry {
     return ok({ service, operation: "", path: "" });
   }
 
-  private pickDefault(services: readonly ServiceConfig[], where: string): Resolution<ServiceConfig> {
+  private pickDefault(services: readonly ServiceConfig[], where: string, listed?: ListedFilter): Resolution<ServiceConfig> {
     if (services.length === 1) return ok(services[0]);
     const fallback = services.find((s) => s.default);
     if (fallback) return ok(fallback);
-    return fail(errors.badRequest(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(services)}`));
+    return fail(errors.badRequest(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(services, listed)}`));
   }
 }

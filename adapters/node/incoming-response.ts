@@ -1,0 +1,137 @@
+/**
+ * A `Response` whose body is still the Node stream it arrives on. Reading it whole
+ * (`arrayBuffer`, `text`, `json`) collects the chunks straight from the socket; only
+ * `.body` builds a web stream, on first access, forwarding each chunk as it arrives with
+ * backpressure (the socket pauses while the stream is full). On Node 20 a web stream costs
+ * more than the rest of a small response, so most answers never get one.
+ */
+import type { Readable } from "node:stream";
+
+const decoder = new TextDecoder();
+
+/** One web stream over a Node stream: a chunk is enqueued the moment it arrives. */
+function webStream(source: Readable): ReadableStream<Uint8Array> {
+  // Node may still emit "data" or "end" after the consumer cancelled: those must not
+  // touch a controller that is already closed (it throws, and would crash the process).
+  let open = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        source.on("data", (chunk: Buffer) => {
+          if (!open) return;
+          controller.enqueue(chunk);
+          if ((controller.desiredSize ?? 0) <= 0) source.pause();
+        });
+        source.once("end", () => {
+          if (!open) return;
+          open = false;
+          controller.close();
+        });
+        const fail = (error: unknown) => {
+          if (!open) return;
+          open = false;
+          controller.error(error);
+        };
+        source.once("error", fail);
+        // Closed without "end" or "error" (the socket went away): not a complete body.
+        source.once("close", () => fail(new Error("the connection closed before the body was complete")));
+      },
+      pull() {
+        source.resume();
+      },
+      cancel() {
+        open = false;
+        source.destroy();
+      },
+    },
+    // Up to 64 KiB queued before the socket is paused. One socket read often carries many
+    // small chunks (SSE events) that arrive together; pausing after the first would split
+    // them into one write each on the way out instead of one (node:http corks a tick's writes).
+    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
+  );
+}
+
+function collect(source: Readable): Promise<Uint8Array<ArrayBuffer>> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    source.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      total += chunk.byteLength;
+    });
+    source.once("error", reject);
+    source.once("close", () => {
+      if (!source.readableEnded) reject(source.errored ?? new Error("the connection closed before the body was complete"));
+    });
+    source.once("end", () => {
+      // A fresh buffer of its own (never a slice of Node's shared pool).
+      const bytes = new Uint8Array(total);
+      let at = 0;
+      for (const chunk of chunks) {
+        bytes.set(chunk, at);
+        at += chunk.byteLength;
+      }
+      resolve(bytes);
+    });
+  });
+}
+
+export class IncomingResponse extends Response {
+  readonly #source: Readable | null;
+  #stream: ReadableStream<Uint8Array> | undefined;
+  #consumed = false;
+
+  constructor(source: Readable | null, init: ResponseInit) {
+    super(null, init);
+    this.#source = source;
+  }
+
+  override get body(): ReadableStream<Uint8Array<ArrayBuffer>> | null {
+    if (!this.#source) return null;
+    // Node hands over Buffers, which are ArrayBuffer-backed Uint8Arrays.
+    this.#stream ??= webStream(this.#source);
+    return this.#stream as ReadableStream<Uint8Array<ArrayBuffer>>;
+  }
+
+  override get bodyUsed(): boolean {
+    return this.#consumed || (this.#stream?.locked ?? false);
+  }
+
+  async #bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    if (this.bodyUsed) throw new TypeError("Body is unusable: it has already been read");
+    this.#consumed = true;
+    if (!this.#source) return new Uint8Array(0);
+    if (this.#stream) return new Uint8Array(await new Response(this.#stream).arrayBuffer());
+    return await collect(this.#source);
+  }
+
+  override async arrayBuffer(): Promise<ArrayBuffer> {
+    return (await this.#bytes()).buffer;
+  }
+
+  override async text(): Promise<string> {
+    return decoder.decode(await this.#bytes());
+  }
+
+  override async json(): Promise<unknown> {
+    return JSON.parse(await this.text()) as unknown;
+  }
+
+  override async blob(): Promise<Blob> {
+    return new Blob([await this.#bytes()], { type: this.headers.get("content-type") ?? "" });
+  }
+
+  override async formData(): Promise<FormData> {
+    return await new Response(await this.#bytes(), { headers: this.headers }).formData();
+  }
+
+  override clone(): Response {
+    if (this.bodyUsed) throw new TypeError("Response.clone: the body has already been read");
+    const init = { status: this.status, statusText: this.statusText, headers: this.headers };
+    const body = this.body;
+    if (!body) return new Response(null, init);
+    const [mine, theirs] = body.tee();
+    this.#stream = mine;
+    return new Response(theirs, init);
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * One measured round against one target: the load, and around it the CPU time and peak
+ * memory of the process that serves the target (the gateway, the bare proxy, or for the
+ * direct baseline the mock backend itself).
+ */
+import { runAutocannon } from "./load/autocannon.ts";
+import { runOpenLoop } from "./load/open-loop.ts";
+import { percentile, type ClosedLoopResult, type OpenLoopResult, type RequestSpec } from "./load/spec.ts";
+import { runWrk } from "./load/wrk.ts";
+import { performance } from "node:perf_hooks";
+import { coreBusySeconds, cpuSeconds, memory, resetPeak, RssSampler, SERVER_CORE } from "./procs.ts";
+
+export type TargetName = "direct" | "gateway" | "bare";
+
+export interface Target {
+  name: TargetName;
+  /** Base address, e.g. http://127.0.0.1:8080. */
+  base: string;
+  /** The process whose CPU and memory this target is charged. */
+  pid: number;
+}
+
+export type LoadGenerator = "wrk" | "autocannon";
+
+export interface Round<R extends ClosedLoopResult = ClosedLoopResult> {
+  result: R;
+  cpuSeconds: number;
+  peakRssMb: number;
+  /** Share of the server core (0-1) that other processes used during the round (the machine was not quiet). */
+  foreignLoad: number;
+}
+
+async function around<R extends ClosedLoopResult>(target: Target, run: () => Promise<R>): Promise<Round<R>> {
+  const { pid } = target;
+  const exact = resetPeak(pid);
+  const sampler = new RssSampler(pid);
+  sampler.start();
+  const onServerCore = target.name !== "direct";
+  const coreBefore = onServerCore ? coreBusySeconds(SERVER_CORE) : 0;
+  const wallBefore = performance.now();
+  const cpuBefore = cpuSeconds(pid);
+  const result = await run();
+  const cpu = cpuSeconds(pid) - cpuBefore;
+  const wall = (performance.now() - wallBefore) / 1000;
+  const foreign = onServerCore ? Math.max(0, coreBusySeconds(SERVER_CORE) - coreBefore - cpu) / wall : 0;
+  const sampled = sampler.stop();
+  return { result, cpuSeconds: cpu, peakRssMb: exact ? Math.max(memory(pid).peakMb, sampled) : sampled, foreignLoad: Number.isNaN(foreign) ? 0 : foreign };
+}
+
+export function closedRound(target: Target, spec: RequestSpec, connections: number, seconds: number, generator: LoadGenerator, repoRoot: string): Promise<Round> {
+  return around(target, () => (generator === "wrk" ? runWrk(spec, connections, seconds, repoRoot) : runAutocannon(spec, connections, seconds)));
+}
+
+export function openRound(target: Target, spec: RequestSpec, rate: number, seconds: number): Promise<Round<OpenLoopResult>> {
+  return around(target, () => runOpenLoop(spec, rate, seconds));
+}
+
+/** A target's figures over all rounds of one scenario and load. */
+export interface Figures {
+  requests: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  ttfbP50Ms?: number;
+  ttfbP99Ms?: number;
+  errors: number;
+  invalid: number;
+  /** CPU time of the serving process per answered request, in microseconds. */
+  cpuUsPerRequest: number;
+  peakRssMb: number;
+  rounds: number;
+  /** The worst share of the server core other processes took during a round (0-1); above ~0.05 the figures are disturbed. */
+  foreignLoad: number;
+}
+
+const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+
+function base(rounds: Round[]): Omit<Figures, "p50Ms" | "p99Ms" | "rps"> {
+  const requests = rounds.reduce((sum, r) => sum + r.result.requests, 0);
+  const cpu = rounds.reduce((sum, r) => sum + r.cpuSeconds, 0);
+  return {
+    requests,
+    errors: rounds.reduce((sum, r) => sum + r.result.errors, 0),
+    invalid: rounds.reduce((sum, r) => sum + r.result.invalid, 0),
+    cpuUsPerRequest: requests > 0 ? (cpu / requests) * 1e6 : Number.NaN,
+    peakRssMb: Math.max(...rounds.map((r) => r.peakRssMb)),
+    rounds: rounds.length,
+    foreignLoad: Math.max(...rounds.map((r) => r.foreignLoad)),
+  };
+}
+
+/** Closed loop: the median round (rates and percentiles cannot be merged from wrk's summaries). */
+export function closedFigures(rounds: Round[]): Figures {
+  return {
+    ...base(rounds),
+    rps: median(rounds.map((r) => r.result.requests / r.result.seconds)),
+    p50Ms: median(rounds.map((r) => r.result.p50Ms)),
+    p99Ms: median(rounds.map((r) => r.result.p99Ms)),
+  };
+}
+
+/** Open loop: every request of every round in one distribution. */
+export function openFigures(rounds: Round<OpenLoopResult>[]): Figures {
+  const totals = rounds.flatMap((r) => r.result.totalsMs).sort((a, b) => a - b);
+  const ttfbs = rounds.flatMap((r) => r.result.ttfbsMs).sort((a, b) => a - b);
+  const seconds = rounds.reduce((sum, r) => sum + r.result.seconds, 0);
+  const figures = base(rounds);
+  return {
+    ...figures,
+    rps: figures.requests / seconds,
+    p50Ms: percentile(totals, 50),
+    p99Ms: percentile(totals, 99),
+    ttfbP50Ms: percentile(ttfbs, 50),
+    ttfbP99Ms: percentile(ttfbs, 99),
+  };
+}

@@ -1,0 +1,253 @@
+/**
+ * `npm run bench`: starts the mock backend, the bare proxy floor and the gateway (one
+ * process per config variant) as real processes, pins the gateway and the bare proxy to
+ * core 0 and everything else (mock, load generators, Redis, this runner) to core 1, runs
+ * every scenario against the backend directly, through the gateway and through the bare
+ * proxy in interleaved rounds, prints the tables and writes bench/results/. Exits 1 when
+ * any answer was wrong (status or body) anywhere.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, waitForPort } from "../test/support/servers.ts";
+import { parseArgs, selected, timingFor, type BenchArgs } from "./args.ts";
+import { gatewayConfig, MODELS, PATHS, type ConfigOptions } from "./config.ts";
+import { runJobsEndToEnd } from "./jobs.ts";
+import { wrkInstalled } from "./load/wrk.ts";
+import { runScenario, type LoadId, type RowContext, type RowResult } from "./matrix.ts";
+import type { LoadGenerator, Target } from "./measure.ts";
+import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, waitHealthy, hasTaskset, type Service } from "./procs.ts";
+import { checkTargets, printAll, type Machine, type Results } from "./report.ts";
+import { SCENARIOS, type ScenarioId } from "./scenarios.ts";
+import { jobAccepted, mockAnswered, uploadOnce } from "./upload.ts";
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const resultsDir = join(repoRoot, "bench/results");
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+interface Variant {
+  id: string;
+  config: Omit<ConfigOptions, "mockUrl" | "objectDir" | "redisAddr"> & { redis: boolean };
+  /** Scenarios with the loads to run and whether the bare proxy runs alongside. */
+  scenarios: Array<{ id: ScenarioId; loads: LoadId[]; bare: boolean }>;
+  consumers?: number;
+}
+
+const BOTH: LoadId[] = ["c32", "r100"];
+const VARIANTS: Variant[] = [
+  {
+    id: "basic",
+    config: { production: false, redis: false, relay: false },
+    scenarios: (["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true })),
+  },
+  ...(["prod-memory", "prod-redis"] as const).map((id) => ({
+    id,
+    config: { production: true, redis: id === "prod-redis", relay: false },
+    consumers: 50,
+    scenarios: [
+      { id: "llm-miss" as const, loads: BOTH, bare: true },
+      { id: "llm-hit" as const, loads: BOTH, bare: false },
+      { id: "stream" as const, loads: BOTH, bare: false },
+    ],
+  })),
+  {
+    id: "async",
+    config: { production: false, redis: false, relay: false },
+    scenarios: [
+      { id: "upload-100k", loads: ["c32"], bare: true },
+      { id: "submit-100k", loads: ["c32"], bare: true },
+    ],
+  },
+];
+
+function machine(): Machine {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+  const deno = spawnSync(join(repoRoot, "node_modules/deno/deno"), ["--version"], { encoding: "utf8" });
+  const os = readFileSync("/etc/os-release", "utf8").match(/^PRETTY_NAME="?(.*?)"?$/m)?.[1] ?? process.platform;
+  return {
+    nproc: cpus().length,
+    cpu: cpuinfo.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? "unknown",
+    node: process.version,
+    deno: deno.status === 0 ? deno.stdout.split("\n")[0] : undefined,
+    os,
+    pinned: hasTaskset(),
+  };
+}
+
+interface Gateway {
+  service: Service;
+  target: Target;
+  plugins: string[];
+}
+
+async function startGateway(args: BenchArgs, variant: string, config: string, workDir: string): Promise<Gateway> {
+  const port = await freePort();
+  const configPath = join(workDir, `gateway-${variant}.yaml`);
+  writeFileSync(configPath, config);
+  const profiles = join(resultsDir, "profiles");
+  if (args.cpuProf) mkdirSync(profiles, { recursive: true });
+  const argv =
+    args.runtime === "deno"
+      ? [join(repoRoot, "node_modules/deno/deno"), "run", "--allow-all", join(repoRoot, "adapters/deno/main.ts")]
+      : [
+          process.execPath,
+          ...(args.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=gateway-${variant}.cpuprofile`] : []),
+          join(repoRoot, "dist/adapters/node/main.js"),
+        ];
+  const service = spawnService(`gateway (${variant})`, argv, {
+    core: SERVER_CORE,
+    cwd: repoRoot,
+    env: { CONFIG_PATH: configPath, GATEWAY_ADDR: `127.0.0.1:${port}`, ...(args.logLevel ? { LOG_LEVEL: args.logLevel } : {}) },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(service, `${base}/health`);
+  const started = /"event":"gateway_started".*?"plugins":(\[[^\]]*\])/.exec(service.output());
+  const plugins = started ? (JSON.parse(started[1]) as string[]) : [];
+  return { service, target: { name: "gateway", base, pid: service.pid }, plugins };
+}
+
+/** A failure during a run names the gateway's own last words when it was the gateway that died. */
+function crashed(service: Service, error: unknown): unknown {
+  if (service.child.exitCode === null && service.child.signalCode === null) return error;
+  return new Error(`${service.name} exited (${service.child.exitCode ?? service.child.signalCode}) during the run:\n${service.output().slice(-4000)}`);
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const timing = timingFor(args.quick);
+  if (!pinProcess(process.pid, OTHER_CORE)) log("taskset not found: processes are not pinned to cores (figures are noisier)");
+  let generator: LoadGenerator = args.loadgen ?? "wrk";
+  if (generator === "wrk" && !wrkInstalled()) {
+    log("wrk is not installed, falling back to autocannon (several times wrk's CPU per request on the load core).");
+    log("For the figures the README shows, install wrk: sudo apt-get install wrk (Debian/Ubuntu) or brew install wrk (macOS).");
+    generator = "autocannon";
+  }
+  const info = machine();
+  log(`bench: ${args.quick ? "quick" : "full"} run, gateway on ${args.runtime}, ${generator}, ${info.nproc} cores (${info.cpu}), pinned: ${info.pinned}`);
+
+  const workDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
+  const services: Service[] = [];
+  const results: Results = {
+    date: new Date().toISOString(),
+    mode: args.quick ? "quick" : "full",
+    runtime: args.runtime,
+    loadGenerator: generator === "wrk" ? "wrk 4.1 (1 thread, Lua body checks)" : "autocannon 8",
+    machine: info,
+    rows: [],
+    uploads: [],
+    plugins: {},
+    targets: [],
+    wrong: 0,
+  };
+  try {
+    const mock = spawnService("mock backend", [process.execPath, join(repoRoot, "dist/bench/mock-backend.js"), "0"], { core: OTHER_CORE });
+    services.push(mock);
+    const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
+    const bare = spawnService("bare proxy", [process.execPath, join(repoRoot, "dist/bench/bare-proxy.js"), "0", mockUrl], { core: SERVER_CORE });
+    services.push(bare);
+    const direct: Target = { name: "direct", base: mockUrl, pid: mock.pid };
+    const bareTarget: Target = { name: "bare", base: `http://127.0.0.1:${await listeningPort(bare)}`, pid: bare.pid };
+
+    let redisAddr = "";
+    const wantRedis = VARIANTS.some((v) => v.config.redis && selected(args, v.id));
+    if (wantRedis) {
+      if (spawnSync("redis-server", ["--version"]).status !== 0) {
+        log("redis-server is not installed: the prod-redis variant is skipped (apt-get install redis-server)");
+      } else {
+        const port = await freePort();
+        const redis = spawnService("redis", ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workDir], {
+          core: OTHER_CORE,
+        });
+        services.push(redis);
+        await waitForPort(port);
+        redisAddr = `127.0.0.1:${port}`;
+      }
+    }
+
+    for (const variant of VARIANTS) {
+      const scenarios = variant.scenarios.filter((s) => selected(args, variant.id, s.id));
+      const uploads = variant.id === "async" && selected(args, "async", "upload");
+      if (scenarios.length === 0 && !uploads) continue;
+      if (variant.config.redis && redisAddr === "") continue;
+      const objectDir = mkdtempSync(join(workDir, "objects-"));
+      const config = gatewayConfig({ ...variant.config, mockUrl, objectDir, redisAddr: variant.config.redis ? redisAddr : "" });
+      const gateway = await startGateway(args, variant.id, config, workDir);
+      results.plugins[variant.id] = gateway.plugins;
+      log(`${variant.id}: gateway pid ${gateway.service.pid}, plugins: ${gateway.plugins.join(", ")}`);
+      const context: RowContext = { variant: variant.id, timing, generator, repoRoot, consumers: variant.consumers, log };
+      try {
+        for (const scenario of scenarios) {
+          const targets = scenario.bare ? [direct, gateway.target, bareTarget] : [direct, gateway.target];
+          results.rows.push(...(await runScenario(context, SCENARIOS[scenario.id], targets, scenario.loads)));
+        }
+        if (uploads) {
+          for (const [name, target, path, check] of [
+            ["sync proxy", direct, PATHS.upload, mockAnswered],
+            ["sync proxy", bareTarget, PATHS.upload, mockAnswered],
+            ["sync proxy", gateway.target, PATHS.upload, mockAnswered],
+            ["async submission", gateway.target, PATHS.jobs, jobAccepted],
+          ] as const) {
+            const result = await uploadOnce(target, path, MODELS.upload, check);
+            results.uploads.push({ name, target: target.name, ...result });
+            log(`  upload 100 MiB, ${name}, ${target.name}: +${result.growthMb.toFixed(0)} MB RSS, ${result.seconds.toFixed(2)} s, ${result.ok ? "ok" : `WRONG (status ${result.status})`}`);
+          }
+        }
+      } catch (error) {
+        throw crashed(gateway.service, error);
+      } finally {
+        await gateway.service.stop();
+        rmSync(objectDir, { recursive: true, force: true });
+      }
+    }
+
+    if (selected(args, "async", "jobs")) {
+      const objectDir = mkdtempSync(join(workDir, "objects-"));
+      const gateway = await startGateway(args, "async-relay", gatewayConfig({ production: false, relay: true, mockUrl, objectDir, redisAddr: "" }), workDir);
+      results.plugins["async-relay"] = gateway.plugins;
+      try {
+        const jobs = await runJobsEndToEnd(gateway.target, args.quick ? 200 : 1000, 16);
+        const direct = results.rows.find((r) => r.scenario === "upload-100k")?.figures.direct?.rps;
+        results.jobs = { ...jobs, directUploadsPerSecond: direct };
+        log(`  async end to end: ${jobs.jobsPerSecond.toFixed(0)} jobs/s, ${jobs.cpuUsPerJob.toFixed(0)} µs CPU/job, ${jobs.peakRssMb.toFixed(0)} MB, wrong ${jobs.errors + jobs.invalid}`);
+      } finally {
+        await gateway.service.stop();
+        rmSync(objectDir, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    for (const service of services.reverse()) await service.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+
+  results.wrong =
+    results.rows.reduce((sum, row) => sum + Object.values(row.figures).reduce((s, f) => s + f.errors + f.invalid, 0), 0) +
+    (results.jobs ? results.jobs.errors + results.jobs.invalid : 0) +
+    results.uploads.filter((u) => !u.ok).length;
+  const otherPath = join(resultsDir, `latest-${args.runtime === "node" ? "deno" : "node"}.json`);
+  const other = existsSync(otherPath) ? (JSON.parse(readFileSync(otherPath, "utf8")) as Results) : undefined;
+  results.targets = checkTargets(results, other);
+
+  const text = printAll(results);
+  process.stdout.write(`\n${text}\n`);
+  mkdirSync(resultsDir, { recursive: true });
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  writeFileSync(join(resultsDir, "latest.json"), json);
+  writeFileSync(join(resultsDir, `latest-${args.runtime}.json`), json);
+  writeFileSync(join(resultsDir, "latest.md"), `${text}\n`);
+  if (!args.quick && args.only.length === 0) writeFileSync(join(resultsDir, `${args.runtime}-${results.date.slice(0, 10)}.json`), json);
+  if (results.wrong > 0) {
+    log(`\n${results.wrong} wrong answers (unexpected status, transport error or wrong body): see the "wrong" columns`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    log(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exit(2);
+  },
+);

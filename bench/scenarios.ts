@@ -1,0 +1,89 @@
+/** The sync scenarios: what is sent, where, and the exact answer expected. */
+import { MODELS, PATHS } from "./config.ts";
+import { chatRequest, COMPLETION_JSON, MULTIPART_TYPE, multipartBody, STREAM_TEXT, uploadAnswer } from "./fixtures.ts";
+import type { RequestSpec } from "./load/spec.ts";
+import type { TargetName } from "./measure.ts";
+
+export type ScenarioId = "sync-json" | "llm-miss" | "llm-hit" | "stream" | "upload-100k" | "submit-100k";
+
+export interface Scenario {
+  id: ScenarioId;
+  title: string;
+  /** The request to `base`, as sent to (and answered by) that kind of target. */
+  request(base: string, target: TargetName): RequestSpec;
+  /** Time to first event matters (streams). */
+  stream?: boolean;
+}
+
+/** Replaced per request by a unique token: every body, so every cache key, differs. */
+export const UNIQUE = "[<id>]";
+
+const json = { "content-type": "application/json" };
+const UPLOAD = multipartBody(MODELS.upload, 100 * 1024);
+const UPLOADED = { status: 200, body: uploadAnswer(UPLOAD.length) };
+
+export const SCENARIOS: Record<ScenarioId, Scenario> = {
+  "sync-json": {
+    id: "sync-json",
+    title: "sync direct proxy, JSON",
+    request: (base) => ({
+      url: base + PATHS.direct,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODELS.direct)),
+      expect: { status: 200, body: COMPLETION_JSON },
+    }),
+  },
+  "llm-miss": {
+    id: "llm-miss",
+    title: "LLM proxy, cache miss",
+    request: (base) => ({
+      url: base + PATHS.chat,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODELS.chat, { tag: UNIQUE })),
+      uniqueMarker: UNIQUE,
+      expect: { status: 200, body: COMPLETION_JSON },
+    }),
+  },
+  "llm-hit": {
+    id: "llm-hit",
+    title: "LLM proxy, cache hit",
+    request: (base) => ({
+      url: base + PATHS.chat,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODELS.chat)),
+      expect: { status: 200, body: COMPLETION_JSON },
+    }),
+  },
+  stream: {
+    id: "stream",
+    title: "LLM proxy, SSE stream (22 events)",
+    stream: true,
+    request: (base) => ({
+      url: base + PATHS.chat,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODELS.chat, { stream: true })),
+      expect: { status: 200, body: STREAM_TEXT },
+    }),
+  },
+  "upload-100k": {
+    id: "upload-100k",
+    title: "sync direct proxy, 100 KB multipart",
+    request: (base) => ({ url: base + PATHS.upload, method: "POST", headers: { "content-type": MULTIPART_TYPE }, body: UPLOAD, expect: UPLOADED }),
+  },
+  "submit-100k": {
+    id: "submit-100k",
+    title: "async job submission, 100 KB file",
+    // The baseline is the same upload answered by the backend itself.
+    request: (base, target) => ({
+      url: base + PATHS.jobs,
+      method: "POST",
+      headers: { "content-type": MULTIPART_TYPE },
+      body: UPLOAD,
+      expect: target === "gateway" ? { status: 202, contains: '"status":"pending"' } : UPLOADED,
+    }),
+  },
+};

@@ -1,0 +1,51 @@
+/**
+ * Finding a job the caller may see (spec 4.2, 5.2): identify the caller through the
+ * pipeline's identify stage, then apply the ownership rule. A job of another consumer, or
+ * of another service type than the path names, is indistinguishable from a missing one.
+ */
+import type { Context } from "hono";
+import { errors } from "../../core/errors.ts";
+import type { RequestState } from "../../core/pipeline/context.ts";
+import type { PluginApi } from "../../core/plugins/types.ts";
+import type { JobRecord, JobStore } from "./types.ts";
+
+export type JobAccess =
+  | { kind: "job"; ctx: RequestState; job: JobRecord }
+  | { kind: "answer"; response: Response };
+
+/** The caller's identity for a request that is not a submission (no admit or limits stages). */
+export async function identify(api: PluginApi, c: Context, serviceType: string): Promise<{ ctx: RequestState; answer?: Response }> {
+  const ctx = api.newContext(c.req.raw, "async", serviceType);
+  const answer = await api.pipeline.runStage("identify", ctx);
+  return { ctx, answer };
+}
+
+/**
+ * Ownership (spec 5.2): a caller without a consumer identity (no header: admin/internal
+ * access, or consumer identification off) sees every job; one with an identity sees only
+ * jobs saved under the same consumer.
+ */
+export function owns(caller: string | undefined, owner: string | undefined): boolean {
+  return caller === undefined || caller === owner;
+}
+
+export const expiredResponse = (): Response =>
+  new Response(JSON.stringify({ status: "expired" }), { status: 410, headers: { "content-type": "application/json" } });
+
+export async function findJob(api: PluginApi, store: JobStore, c: Context): Promise<JobAccess> {
+  const type = c.req.param("type") ?? "";
+  const id = c.req.param("id") ?? "";
+  const { ctx, answer } = await identify(api, c, type);
+  if (answer) return { kind: "answer", response: answer };
+  const missing = errors.notFound(`job "${id}" of service type "${type}" not found`);
+  if (!store.keys.isJobId(id)) throw missing;
+  const caller = ctx.principal.consumer;
+  const found = await store.lookup(id);
+  if (found.found === "none") throw missing;
+  if (found.found === "tombstone") {
+    if (found.serviceType !== type || !owns(caller, found.consumer)) throw missing;
+    return { kind: "answer", response: expiredResponse() };
+  }
+  if (found.job.service_type !== type || !owns(caller, found.job.consumer_name)) throw missing;
+  return { kind: "job", ctx, job: found.job };
+}

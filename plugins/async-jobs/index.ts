@@ -1,0 +1,32 @@
+/**
+ * Async job mode (spec mode 1): submission, the job store and queues, reading, cancelling,
+ * listing and purging jobs. It also runs in relay processes, where it only provides the
+ * `jobs` service the relay works through.
+ */
+import { definePlugin } from "../../core/plugins/types.ts";
+import { registerManageRoutes } from "./manage.ts";
+import { reportQueueDepth, submissionCounter } from "./metrics.ts";
+import { KvJobStore } from "./store.ts";
+import { submitHandler } from "./submit.ts";
+
+export default definePlugin({
+  name: "async-jobs",
+  roles: ["gateway", "relay"],
+  setup(api) {
+    const store = new KvJobStore({
+      kv: api.kv,
+      objects: api.objects,
+      registry: api.registry,
+      config: api.config,
+      clock: api.clock,
+      ids: api.ids,
+      log: api.log,
+    });
+    api.provide("jobs", store);
+    if (api.role !== "gateway") return;
+
+    api.onClose(reportQueueDepth(api.metrics, () => store.queueDepth()));
+    api.routes.post("/jobs/:type", submitHandler(api, store, submissionCounter(api.metrics, api.config)));
+    registerManageRoutes(api, store);
+  },
+});

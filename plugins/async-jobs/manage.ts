@@ -1,0 +1,117 @@
+/**
+ * Reading and managing jobs: `GET /jobs/{type}/{id}` (spec 4.2), `DELETE` (4.3 + DESIGN 4),
+ * `GET /jobs` (4.4 + DESIGN 4) and `POST /-/jobs/purge` (4.12 + DESIGN 4).
+ */
+import type { Context } from "hono";
+import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
+import type { Logger } from "../../core/log.ts";
+import type { PluginApi } from "../../core/plugins/types.ts";
+import { expiredResponse, findJob, identify } from "./access.ts";
+import { isJobStatus, toView } from "./record.ts";
+import type { KvJobStore } from "./store.ts";
+
+const json = (body: unknown, status = 200): Response =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+/** Errors become the error body; anything unexpected here is a store failing (logged), so 503. */
+function answering(log: Logger, name: string, handler: (c: Context) => Promise<Response>) {
+  return async (c: Context): Promise<Response> => {
+    try {
+      return await handler(c);
+    } catch (error) {
+      if (error instanceof GatewayError) return toErrorResponse(error);
+      log.error("jobs_request_failed", { route: name, error });
+      return toErrorResponse(errors.storeUnavailable("the job store is unavailable; try again"));
+    }
+  };
+}
+
+const PAGE_DEFAULT = 20;
+const PAGE_MAX = 100;
+
+function pageParam(value: string | undefined, name: string, fallback: number, min: number): number {
+  if (value === undefined || value === "") return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < min) throw errors.badRequest(`query parameter ${name} must be an integer >= ${min}, got "${value}"`);
+  return parsed;
+}
+
+export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
+  const { log, config } = api;
+
+  api.routes.get(
+    "/jobs/:type/:id",
+    answering(log, "get", async (c) => {
+      const access = await findJob(api, store, c);
+      if (access.kind === "answer") return access.response;
+      const job = access.job;
+      if (job.status !== "completed") return json(toView(job));
+      const result = await store.readResult(job);
+      if (result === undefined) throw errors.internal(`the result of job "${job.id}" is missing from the object store`);
+      if (!config.lifecycle.persists_result && !(await store.consume(job))) {
+        // Another reader consumed it a moment ago.
+        return expiredResponse();
+      }
+      return json(toView(job, result));
+    }),
+  );
+
+  api.routes.delete(
+    "/jobs/:type/:id",
+    answering(log, "delete", async (c) => {
+      const access = await findJob(api, store, c);
+      if (access.kind === "answer") return access.response;
+      const outcome = await store.cancel(access.job);
+      if (!outcome) return expiredResponse();
+      if (outcome.job) api.emit("job.terminal", { job: outcome.job });
+      return json({ job_id: access.job.id, status: outcome.status }, 202);
+    }),
+  );
+
+  api.routes.get(
+    "/jobs",
+    answering(log, "list", async (c) => {
+      const header = config.server.consumer_header;
+      if (header === "") {
+        throw errors.badRequest("GET /jobs lists the caller's jobs and needs consumer identification: set server.consumer_header");
+      }
+      const { ctx, answer } = await identify(api, c, c.req.query("service_type") ?? "");
+      if (answer) return answer;
+      const consumer = ctx.principal.consumer;
+      if (consumer === undefined) throw errors.badRequest(`send the ${header} header to list your jobs`);
+      const status = c.req.query("status");
+      if (status !== undefined && status !== "" && !isJobStatus(status)) {
+        throw errors.badRequest(`unknown status "${status}"; use one of pending, processing, completed, failed, cancelled`);
+      }
+      const serviceType = c.req.query("service_type");
+      // A limit above the maximum is capped rather than refused; the body echoes what was used.
+      const limit = Math.min(pageParam(c.req.query("limit"), "limit", PAGE_DEFAULT, 1), PAGE_MAX);
+      const offset = pageParam(c.req.query("offset"), "offset", 0, 0);
+      const page = await store.list({
+        consumer,
+        serviceType: serviceType === "" ? undefined : serviceType,
+        status: status === "" || status === undefined ? undefined : status,
+        limit,
+        offset,
+      });
+      return json({ total: page.total, limit, offset, jobs: page.jobs.map((job) => toView(job)) });
+    }),
+  );
+
+  api.routes.post(
+    "/-/jobs/purge",
+    answering(log, "purge", async (c) => {
+      let body: unknown;
+      try {
+        body = await c.req.json();
+      } catch {
+        throw errors.badRequest('send a JSON body {"model": "<model alias>"}');
+      }
+      const model = (body as { model?: unknown } | null)?.model;
+      if (typeof model !== "string" || model.trim() === "") throw errors.badRequest('the body needs "model": the model whose jobs to delete');
+      const deleted = await store.purge(model);
+      log.info("jobs_purged", { model, deleted });
+      return json({ model, deleted });
+    }),
+  );
+}

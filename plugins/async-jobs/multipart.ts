@@ -1,0 +1,201 @@
+/**
+ * Streams a job submission's multipart body (spec 4.1) without holding the file: busboy
+ * parses chunks read from the Web `ReadableStream`, text fields are collected, and the
+ * `file` part is handed over as a Web stream the moment it starts, so it can flow straight
+ * into the object store. Backpressure runs end to end: a slow store pauses the file part,
+ * which stalls the parser, which stops reading the request.
+ *
+ * Fields may come before or after the file; the file handler sees the fields read so far.
+ */
+import busboy from "busboy";
+import { errors } from "../../core/errors.ts";
+
+/** Fields are small (model, operation, callback_url); the file is the only big part. */
+const LIMITS = { fields: 32, fieldSize: 64 * 1024, fieldNameSize: 200, files: 8, parts: 64, headerPairs: 100 } as const;
+
+export interface FilePart {
+  /** The part's file name ("" when the client sent none). */
+  filename: string;
+  mimeType: string;
+  /** Must be read to the end or cancelled. */
+  stream: ReadableStream<Uint8Array>;
+}
+
+/** Called once when the `file` part starts. A rejection ends the parse with that error. */
+export type FileHandler = (part: FilePart, fieldsSoFar: ReadonlyMap<string, string>) => Promise<void>;
+
+export interface FormResult {
+  fields: Map<string, string>;
+  /** True when a `file` part was read (and handled). */
+  hadFile: boolean;
+}
+
+type BusboyFileStream = Parameters<busboy.BusboyEvents["file"]>[1];
+
+/**
+ * busboy's file part (a Node Readable) as a Web stream that pauses it while the reader is
+ * behind. `abort` errors the Web stream, so a consumer waiting on it stops when the parse fails.
+ */
+function toWebStream(source: BusboyFileStream): { stream: ReadableStream<Uint8Array>; abort(reason: unknown): void } {
+  let ended = false;
+  let control!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        control = controller;
+        source.on("data", (chunk: Uint8Array) => {
+          if (ended) return;
+          controller.enqueue(chunk);
+          if ((controller.desiredSize ?? 0) <= 0) source.pause();
+        });
+        source.once("end", () => {
+          if (ended) return;
+          ended = true;
+          controller.close();
+        });
+        source.once("error", (error: Error) => {
+          if (ended) return;
+          ended = true;
+          controller.error(error);
+        });
+      },
+      pull() {
+        source.resume();
+      },
+      cancel() {
+        ended = true;
+        // Drain the rest so the parser is not stuck behind a part nobody reads.
+        source.resume();
+      },
+    },
+    { highWaterMark: 8 },
+  );
+  return {
+    stream,
+    abort(reason) {
+      if (ended) return;
+      ended = true;
+      control.error(reason);
+      source.resume();
+    },
+  };
+}
+
+/**
+ * How much of a refused body is read and discarded so the client, still sending, gets the
+ * error answer instead of a reset connection (most HTTP clients, fetch included, do not
+ * read an answer while their upload is cut off). Beyond this the connection is dropped.
+ */
+const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
+
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  let drained = 0;
+  try {
+    while (drained <= DRAIN_MAX_BYTES) {
+      const chunk = await reader.read();
+      if (chunk.done) return;
+      drained += chunk.value.byteLength;
+    }
+  } catch {
+    return; // the client went away: nothing left to drain
+  }
+  await reader.cancel().catch(() => undefined);
+}
+
+/** A promise that settles only through `resolve`, for racing reads against a failure. */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+export async function readJobForm(request: Request, onFile: FileHandler): Promise<FormResult> {
+  const contentType = request.headers.get("content-type") ?? "";
+  if (!/^multipart\/form-data\b/i.test(contentType.trim())) {
+    throw errors.badRequest(`send the job as multipart/form-data with a "file" part (got content-type "${contentType || "none"}")`);
+  }
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: { "content-type": contentType }, limits: LIMITS });
+  } catch (error) {
+    throw errors.badRequest(`malformed multipart content-type: ${(error as Error).message}`);
+  }
+  const body = request.body;
+  if (!body) throw errors.badRequest('the request has no body; send a multipart form with a "file" part');
+
+  const fields = new Map<string, string>();
+  let hadFile = false;
+  let fileTask: Promise<void> | undefined;
+  let abortFile: ((reason: unknown) => void) | undefined;
+  let failure: { error: unknown } | undefined;
+  const stop = signal();
+  const fail = (error: unknown) => {
+    if (failure) return;
+    failure = { error };
+    stop.resolve();
+  };
+  const closed = signal();
+
+  parser.on("field", (name, value, info) => {
+    if (info.nameTruncated || info.valueTruncated) {
+      fail(errors.badRequest(`form field "${name.slice(0, 50)}" is too long (fields are limited to ${LIMITS.fieldSize} bytes)`));
+      return;
+    }
+    // The first value of a repeated field wins, as it would for a single-valued form.
+    if (!fields.has(name)) fields.set(name, value);
+  });
+  parser.on("file", (name, stream, info) => {
+    if (name !== "file") {
+      stream.resume();
+      return;
+    }
+    if (hadFile) {
+      stream.resume();
+      fail(errors.badRequest('send exactly one "file" part'));
+      return;
+    }
+    hadFile = true;
+    const web = toWebStream(stream);
+    abortFile = web.abort;
+    const part: FilePart = { filename: info.filename ?? "", mimeType: info.mimeType, stream: web.stream };
+    fileTask = onFile(part, new Map(fields)).catch((error: unknown) => {
+      fail(error);
+      stream.resume();
+    });
+  });
+  parser.on("fieldsLimit", () => fail(errors.badRequest(`too many form fields (at most ${LIMITS.fields})`)));
+  parser.on("filesLimit", () => fail(errors.badRequest(`too many file parts (at most ${LIMITS.files}); send one "file" part`)));
+  parser.on("partsLimit", () => fail(errors.badRequest(`too many form parts (at most ${LIMITS.parts})`)));
+  parser.on("error", (error: Error) => fail(errors.badRequest(`malformed multipart body: ${error.message}`)));
+  parser.on("close", () => closed.resolve());
+
+  const reader = body.getReader();
+  try {
+    while (!failure) {
+      const next = await Promise.race([reader.read(), stop.promise.then(() => undefined)]);
+      if (!next || failure) break;
+      if (next.done) {
+        parser.end();
+        break;
+      }
+      if (!parser.write(next.value)) {
+        const drained = new Promise<void>((resolve) => parser.once("drain", resolve));
+        await Promise.race([drained, stop.promise]);
+      }
+    }
+    // The parser closes once every part was read, the file part included.
+    await Promise.race([closed.promise, stop.promise]);
+    await fileTask;
+  } catch (error) {
+    // The client went away mid-upload, or the body stream failed.
+    fail(errors.badRequest(`the upload was interrupted: ${(error as Error).message}`));
+  }
+  if (failure) {
+    abortFile?.(failure.error);
+    parser.destroy();
+    await fileTask;
+    await drain(reader);
+    throw failure.error;
+  }
+  return { fields, hadFile };
+}

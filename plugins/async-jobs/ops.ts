@@ -1,0 +1,276 @@
+/**
+ * The job store's atomic operations, each written twice side by side like the core's
+ * (core/stores/atomic-ops.ts): a Lua script for Redis and a synchronous JS twin for the
+ * memory store. test/plugins/async-jobs/ops.test.ts runs every op on both stores.
+ *
+ * Why atomic: a record, its tombstone, its index entry and its queue entry are created or
+ * changed together so a crash or a racing replica never sees half a job; the queue move
+ * and the lease are taken together so a claimed job always has a lease the GC reaper can
+ * watch; a status change checks the current status in the same step, so DELETE and a
+ * relay can race without a cancelled job running or a finished job being cancelled.
+ *
+ * Optional keys come last in KEYS (Lua sees `nil`, the JS twin `undefined`). Record
+ * fields travel as trailing ARGV name/value pairs.
+ */
+import type { AtomicOp, KvData } from "../../core/stores/kv.ts";
+
+function pairs(args: string[], from: number): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (let i = from; i + 1 < args.length; i += 2) fields[args[i]] = args[i + 1];
+  return fields;
+}
+
+/** Lua: extends a consumer index to at least `ttl` ms; never shortens it, never creates it. */
+const LUA_EXTEND_INDEX = `
+local function extend_index(key, ttl)
+  if not key then return end
+  local current = redis.call('PTTL', key)
+  if current == -1 or (current >= 0 and current < tonumber(ttl)) then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+`;
+
+function extendIndex(data: KvData, key: string | undefined, ttl: number): void {
+  if (key === undefined) return;
+  const current = data.pttl(key);
+  if (current === -1 || (current >= 0 && current < ttl)) data.pexpire(key, ttl);
+}
+
+/**
+ * Creates a job.
+ * KEYS[1] record, KEYS[2] tombstone, KEYS[3] queue, KEYS[4] consumer index (optional).
+ * ARGV[1] id, ARGV[2] record TTL ms, ARGV[3] tombstone TTL ms, ARGV[4] tombstone value,
+ * ARGV[5] queue end ("head" for priority jobs, else "tail"), ARGV[6] index score
+ * (created_at ms), ARGV[7] index prune bound (members scored at or below it are dropped,
+ * at most 100 per call), ARGV[8..] record field/value pairs.
+ * Reply: 1 when created, 0 when a record with that id already exists (nothing changed).
+ */
+export const jobCreate: AtomicOp<number> = {
+  name: "jobCreate",
+  lua: `${LUA_EXTEND_INDEX}
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 8))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[3])
+if ARGV[5] == 'head' then
+  redis.call('LPUSH', KEYS[3], ARGV[1])
+else
+  redis.call('RPUSH', KEYS[3], ARGV[1])
+end
+if KEYS[4] then
+  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[1])
+  local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ARGV[7], 'LIMIT', 0, 100)
+  for _, member in ipairs(stale) do
+    redis.call('ZREM', KEYS[4], member)
+  end
+  extend_index(KEYS[4], ARGV[2])
+end
+return 1
+`,
+  js: (data, [record, tombstone, queue, index], args) => {
+    const [id, ttl, tombTtl, tombValue, end, score, pruneBefore] = args;
+    if (data.exists(record)) return 0;
+    data.hset(record, pairs(args, 7));
+    data.pexpire(record, Number(ttl));
+    data.set(tombstone, tombValue, Number(tombTtl));
+    if (end === "head") data.lpush(queue, id);
+    else data.rpush(queue, id);
+    if (index !== undefined) {
+      data.zadd(index, Number(score), id);
+      for (const member of data.zrangeByScore(index, -Infinity, Number(pruneBefore), 100)) data.zrem(index, member);
+      extendIndex(data, index, Number(ttl));
+    }
+    return 1;
+  },
+};
+
+/** Lua: the status change shared by jobTransition and jobFinish. Reply {applied, previous}. */
+const LUA_TRANSITION = `${LUA_EXTEND_INDEX}
+local function transition(record, tombstone, index, allowed, status, ttl, tomb_ttl, first_field)
+  local current = redis.call('HGET', record, 'status')
+  if not current then return {0, ''} end
+  local ok = false
+  for name in string.gmatch(allowed, '[^,]+') do
+    if name == current then ok = true end
+  end
+  if not ok then return {0, current} end
+  redis.call('HSET', record, 'status', status, unpack(ARGV, first_field))
+  redis.call('PEXPIRE', record, ttl)
+  redis.call('PEXPIRE', tombstone, tomb_ttl)
+  extend_index(index, ttl)
+  return {1, current}
+end
+`;
+
+function transition(
+  data: KvData,
+  keys: { record: string; tombstone: string; index?: string },
+  allowed: string,
+  status: string,
+  ttl: number,
+  tombTtl: number,
+  fields: Record<string, string>,
+): [number, string] {
+  const current = data.hget(keys.record, "status");
+  if (current === null) return [0, ""];
+  if (!allowed.split(",").includes(current)) return [0, current];
+  data.hset(keys.record, { status, ...fields });
+  data.pexpire(keys.record, ttl);
+  data.pexpire(keys.tombstone, tombTtl);
+  extendIndex(data, keys.index, ttl);
+  return [1, current];
+}
+
+/**
+ * Changes a job's status when it is one of the allowed ones.
+ * KEYS[1] record, KEYS[2] tombstone, KEYS[3] consumer index (optional).
+ * ARGV[1] allowed current statuses (comma-separated), ARGV[2] new status, ARGV[3] record
+ * TTL ms, ARGV[4] tombstone TTL ms, ARGV[5..] more field/value pairs.
+ * Reply: [1, previous status] when changed; [0, current status or "" when gone] otherwise.
+ */
+export const jobTransition: AtomicOp<[number, string]> = {
+  name: "jobTransition",
+  lua: `${LUA_TRANSITION}
+return transition(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 5)
+`,
+  js: (data, [record, tombstone, index], args) =>
+    transition(data, { record, tombstone, index }, args[0], args[1], Number(args[2]), Number(args[3]), pairs(args, 4)),
+};
+
+/**
+ * A relay ends its claim: the status change, the processing-list entry, the lease and the
+ * cancel signal, together. It acts only while the caller's lease is held or has lapsed
+ * unclaimed: when another relay holds the lease now (the GC reaper requeued the job and it
+ * was claimed again), nothing changes and the reply is [0, "leased"].
+ * KEYS[1] record, KEYS[2] tombstone, KEYS[3] processing list, KEYS[4] lease, KEYS[5]
+ * cancel signal, KEYS[6] consumer index (optional).
+ * ARGV[1] job id, ARGV[2] lease token, ARGV[3] allowed statuses, ARGV[4] new status,
+ * ARGV[5] record TTL ms, ARGV[6] tombstone TTL ms, ARGV[7..] more field/value pairs.
+ * Reply: as jobTransition.
+ */
+export const jobFinish: AtomicOp<[number, string]> = {
+  name: "jobFinish",
+  lua: `${LUA_TRANSITION}
+local holder = redis.call('GET', KEYS[4])
+if holder and holder ~= ARGV[2] then return {0, 'leased'} end
+redis.call('LREM', KEYS[3], 0, ARGV[1])
+redis.call('DEL', KEYS[4], KEYS[5])
+return transition(KEYS[1], KEYS[2], KEYS[6], ARGV[3], ARGV[4], ARGV[5], ARGV[6], 7)
+`,
+  js: (data, [record, tombstone, processing, lease, cancel, index], args) => {
+    const [id, token, allowed, status, ttl, tombTtl] = args;
+    const holder = data.get(lease);
+    if (holder !== null && holder !== token) return [0, "leased"];
+    data.lrem(processing, 0, id);
+    data.del(lease);
+    data.del(cancel);
+    return transition(data, { record, tombstone, index }, allowed, status, Number(ttl), Number(tombTtl), pairs(args, 6));
+  },
+};
+
+/**
+ * DELETE /jobs/{type}/{id} (DESIGN 4): a pending job is cancelled and leaves its queue at
+ * once; a processing one gets a cancel signal the relay acts on; others are left alone.
+ * KEYS[1] record, KEYS[2] tombstone, KEYS[3] queue, KEYS[4] cancel signal, KEYS[5]
+ * consumer index (optional).
+ * ARGV[1] id, ARGV[2] cancelled record TTL ms, ARGV[3] tombstone TTL ms, ARGV[4] signal
+ * TTL ms, ARGV[5..] field/value pairs for a cancelled record.
+ * Reply: [status after the call, status before] ("" / "" when the record is gone).
+ */
+export const jobCancel: AtomicOp<[string, string]> = {
+  name: "jobCancel",
+  lua: `${LUA_EXTEND_INDEX}
+local current = redis.call('HGET', KEYS[1], 'status')
+if not current then return {'', ''} end
+if current == 'pending' then
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', unpack(ARGV, 5))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  redis.call('LREM', KEYS[3], 0, ARGV[1])
+  extend_index(KEYS[5], ARGV[2])
+  return {'cancelled', current}
+end
+if current == 'processing' then
+  redis.call('SET', KEYS[4], '1', 'PX', ARGV[4])
+end
+return {current, current}
+`,
+  js: (data, [record, tombstone, queue, cancel, index], args) => {
+    const [id, ttl, tombTtl, signalTtl] = args;
+    const current = data.hget(record, "status");
+    if (current === null) return ["", ""];
+    if (current === "pending") {
+      data.hset(record, { status: "cancelled", ...pairs(args, 4) });
+      data.pexpire(record, Number(ttl));
+      data.pexpire(tombstone, Number(tombTtl));
+      data.lrem(queue, 0, id);
+      extendIndex(data, index, Number(ttl));
+      return ["cancelled", current];
+    }
+    if (current === "processing") data.set(cancel, "1", Number(signalTtl));
+    return [current, current];
+  },
+};
+
+/**
+ * Reliable-queue claim: moves the head of a queue to its processing list and takes the
+ * job's lease in one step, so a claimed job always has a lease (or the reaper sees it lapse).
+ * KEYS[1] queue, KEYS[2] processing list. ARGV[1] lease key prefix, ARGV[2] token, ARGV[3] lease ms.
+ * Reply: the job id, or null when the queue is empty.
+ */
+export const relayClaim: AtomicOp<string | null> = {
+  name: "relayClaim",
+  // The lease key is built from the popped id, so it cannot be passed in KEYS (fine on one Redis).
+  lua: `
+local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+if not id then return false end
+redis.call('SET', ARGV[1] .. id, ARGV[2], 'PX', ARGV[3])
+return id
+`,
+  js: (data, [queue, processing], [prefix, token, leaseMs]) => {
+    const id = data.lpop(queue);
+    if (id === null) return null;
+    data.rpush(processing, id);
+    data.set(`${prefix}${id}`, token, Number(leaseMs));
+    return id;
+  },
+};
+
+/**
+ * A relay gives a claimed job back (shutting down): it leaves the processing list, goes to
+ * the queue head (it was next in line) and a processing record is pending again. A job
+ * with a cancel signal is not given back (its owner wants it stopped): nothing changes and
+ * the caller finishes it as cancelled.
+ * KEYS[1] record, KEYS[2] processing list, KEYS[3] queue, KEYS[4] lease, KEYS[5] cancel signal.
+ * ARGV[1] id, ARGV[2] lease token.
+ * Reply: 1 requeued; 2 cancel signal present (nothing changed); 0 another relay holds the
+ * lease, or the record is gone or finished (the claim is dropped).
+ */
+export const jobRelease: AtomicOp<number> = {
+  name: "jobRelease",
+  lua: `
+local holder = redis.call('GET', KEYS[4])
+if holder and holder ~= ARGV[2] then return 0 end
+if redis.call('EXISTS', KEYS[5]) == 1 then return 2 end
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('DEL', KEYS[4])
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'pending' and status ~= 'processing' then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'pending')
+redis.call('LPUSH', KEYS[3], ARGV[1])
+return 1
+`,
+  js: (data, [record, processing, queue, lease, cancel], [id, token]) => {
+    const holder = data.get(lease);
+    if (holder !== null && holder !== token) return 0;
+    if (data.exists(cancel)) return 2;
+    data.lrem(processing, 0, id);
+    data.del(lease);
+    const status = data.hget(record, "status");
+    if (status !== "pending" && status !== "processing") return 0;
+    data.hset(record, { status: "pending" });
+    data.lpush(queue, id);
+    return 1;
+  },
+};

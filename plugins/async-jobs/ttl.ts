@@ -1,0 +1,24 @@
+/**
+ * Record lifetimes (spec 2.9 lifecycle): a per-status `lifecycle.job_ttl` value wins, then
+ * `global`, then a 2 h safety net, so a record never lives forever by accident.
+ *
+ * The spec names TTLs for pending, completed and failed only. A processing job keeps the
+ * pending TTL (it is still unfinished work), reset when it starts; a cancelled job takes
+ * the failed TTL (it ended without a result).
+ */
+import { durationMs } from "../../core/config/duration.ts";
+import type { GatewayConfig } from "../../core/config/schema.ts";
+import type { JobStatus } from "./types.ts";
+
+export const SAFETY_NET_TTL_MS = 2 * 60 * 60 * 1000;
+
+export function jobTtlMs(lifecycle: GatewayConfig["lifecycle"], status: JobStatus): number {
+  const ttl = lifecycle.job_ttl;
+  const specific = status === "completed" ? ttl.completed : status === "failed" || status === "cancelled" ? ttl.failed : ttl.pending;
+  return durationMs(specific) || durationMs(ttl.global) || SAFETY_NET_TTL_MS;
+}
+
+/** How long after the record the tombstone lives (0 = no 410 phase). */
+export function markerTtlMs(jobs: GatewayConfig["jobs"]): number {
+  return durationMs(jobs.expired_marker_ttl);
+}

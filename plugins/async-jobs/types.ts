@@ -1,0 +1,199 @@
+/**
+ * The async jobs contract other plugins rely on: the job record, the `jobs` service (job
+ * store + queues, used by the relay, webhooks, idempotency and GC plugins) and the events
+ * of a job's life. Declared into the core's `GatewayServices` / `GatewayEvents` by
+ * declaration merging, so `api.use("jobs")` and `api.on("job.terminal", ...)` are typed.
+ */
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import type { RequestContext } from "../../core/pipeline/context.ts";
+import type { JobKeys } from "./keys.ts";
+
+export type JobStatus = "pending" | "processing" | "completed" | "failed" | "cancelled";
+
+export const JOB_STATUSES: readonly JobStatus[] = ["pending", "processing", "completed", "failed", "cancelled"];
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed", "cancelled"];
+
+/**
+ * A stored job (a KV hash, see keys.ts). Field names are the wire names of spec 2.2 so the
+ * record, the API view and the logs say the same thing.
+ */
+export interface JobRecord {
+  id: string;
+  status: JobStatus;
+  service_type: string;
+  /** The model alias (the service type for a service without one; see `jobModelOf`). */
+  model: string;
+  /** ISO 8601. */
+  created_at: string;
+  /** ISO 8601, the last status change. */
+  updated_at: string;
+  /** The caller's consumer name, when consumer identification is on and the header was sent. */
+  consumer_name?: string;
+  /** The caller's user type (server.user_type_header or the auth mode), for per-user-type budgets. */
+  user_type?: string;
+  /** Submitted with `server.priority_header`: queued at the head. */
+  priority: boolean;
+  callback_url?: string;
+  /** The operation name ("" when the model has no operations) and its first path. */
+  operation: string;
+  path: string;
+  /** Object-store key of the uploaded file. */
+  input_key: string;
+  /** The upload's file name and content type, passed on to the backend. */
+  filename: string;
+  content_type: string;
+  /** Upload size in bytes. */
+  size: number;
+  /** Object-store key of the result (completed jobs). */
+  result_key?: string;
+  /** Why the job failed (failed jobs). */
+  error?: string;
+  started_at?: string;
+  completed_at?: string;
+}
+
+/** The submission answer (spec 2.1); also the body an idempotent replay repeats. */
+export interface JobAccepted {
+  job_id: string;
+  service_type: string;
+  model: string;
+  status: "pending";
+}
+
+/** What `GET /jobs/{type}/{id}` finds. */
+export type JobLookup =
+  | { found: "record"; job: JobRecord }
+  /** The record's TTL passed and the tombstone still lives (410). */
+  | { found: "tombstone"; serviceType: string; consumer?: string }
+  | { found: "none" };
+
+export interface JobListQuery {
+  consumer: string;
+  serviceType?: string;
+  status?: JobStatus;
+  limit: number;
+  offset: number;
+}
+
+export interface JobPage {
+  total: number;
+  jobs: JobRecord[];
+}
+
+/** The outcome of an atomic status change. */
+export interface Transition {
+  applied: boolean;
+  /**
+   * The status found before the change: "" when the record is gone, "leased" when another
+   * relay holds the job's lease (finish only).
+   */
+  previous: JobStatus | "" | "leased";
+}
+
+/**
+ * Steps other plugins add to `POST /jobs/{type}` (idempotency, concurrency slots). They run
+ * inside the submission, so they see the final job id and can answer instead of it.
+ */
+export interface SubmissionHook {
+  name: string;
+  /** Before the body is read. An answer ends the request and nothing is stored. */
+  beforeUpload?(ctx: RequestContext): Promise<Response | undefined> | Response | undefined;
+  /**
+   * After the upload and every pipeline stage, just before the record is saved, with the
+   * final job id. An answer ends the request; the uploaded file is then deleted.
+   */
+  beforeSave?(ctx: RequestContext, accepted: JobAccepted): Promise<Response | undefined> | Response | undefined;
+  /** The record is saved and queued; the 202 follows. Errors are logged, never answered. */
+  afterSave?(ctx: RequestContext, job: JobRecord): Promise<void> | void;
+}
+
+/** A job handed to a relay by `claim`. */
+export interface ClaimedJob {
+  id: string;
+  model: string;
+  /** The lease holder's token: renew, finish and release only work while it holds the lease. */
+  token: string;
+}
+
+export interface FinishFields {
+  result_key?: string;
+  error?: string;
+}
+
+/** The job store and queues: the one owner of the KV layout (keys.ts) and its atomic ops. */
+export interface JobStore {
+  readonly keys: JobKeys;
+  /** Record TTL in ms for a status (lifecycle.job_ttl, `global` fallback, 2 h safety net). */
+  ttlFor(status: JobStatus): number;
+  /** The model name a service's jobs carry and queue under. */
+  modelOf(service: ServiceConfig): string;
+  /** The configured service a job belongs to (undefined when it was removed from the config). */
+  serviceOf(job: Pick<JobRecord, "service_type" | "model">): ServiceConfig | undefined;
+  /** Every queue model name of the current config. */
+  queueModels(): string[];
+
+  /** Saves the record, its tombstone and consumer index entry, and queues it, atomically. */
+  create(job: JobRecord): Promise<void>;
+  get(id: string): Promise<JobRecord | null>;
+  lookup(id: string): Promise<JobLookup>;
+  /** Atomic status change from one of `from`; the record TTL follows the new status. */
+  transition(job: JobRecord, from: readonly JobStatus[], to: JobStatus, fields?: FinishFields): Promise<Transition>;
+  /** DELETE semantics (DESIGN 4): pending -> cancelled and unqueued; processing -> cancel signal. Null when gone. */
+  cancel(job: JobRecord): Promise<{ status: JobStatus; job?: JobRecord } | null>;
+  cancelRequested(id: string): Promise<boolean>;
+  /** The stored result of a completed job (parsed JSON); undefined when the object is gone. */
+  readResult(job: JobRecord): Promise<unknown>;
+  /**
+   * `persists_result=false` consumption: deletes the record, its index entry and its files.
+   * True for exactly one caller (the first consumer wins).
+   */
+  consume(job: JobRecord): Promise<boolean>;
+  list(query: JobListQuery): Promise<JobPage>;
+  /** Deletes every record and file of a model, in bounded batches. Resolves with the records deleted. */
+  purge(model: string): Promise<number>;
+
+  /** Reliable queue: moves the next id of `relay:<model>` to its processing list with a lease. */
+  claim(model: string, leaseMs: number): Promise<ClaimedJob | null>;
+  /** False when the lease is held by someone else now (the job was reclaimed). */
+  renewLease(claim: ClaimedJob, leaseMs: number): Promise<boolean>;
+  /**
+   * Terminal update + processing-list, lease and cancel-signal cleanup, atomically; the
+   * input file is deleted once the job is terminal. Refused ("leased") when another relay
+   * holds the lease.
+   */
+  finish(claim: ClaimedJob, job: JobRecord, to: "completed" | "failed" | "cancelled", fields?: FinishFields): Promise<Transition>;
+  /**
+   * Gives a claimed job back when the relay stops: "requeued" to the queue head when it was
+   * waiting or running; "cancel" when DELETE asked to stop it (the caller finishes it as
+   * cancelled); "dropped" when it is finished, gone or leased by another relay.
+   */
+  release(claim: ClaimedJob): Promise<"requeued" | "cancel" | "dropped">;
+  /** Drops a claim whose job will not run (cancelled or gone before it started). */
+  drop(claim: ClaimedJob): Promise<void>;
+  /** Pending jobs over every queue (svc_relay_queue_depth). */
+  queueDepth(): Promise<number>;
+
+  addSubmissionHook(hook: SubmissionHook): void;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    jobs: JobStore;
+  }
+  interface GatewayEvents {
+    /** A job was saved and queued (not emitted for idempotent replays). */
+    "job.submitted": { job: JobRecord };
+    /**
+     * A job reached `completed`, `failed` or `cancelled`. `result` is the parsed result of a
+     * completed job when the emitter has it at hand (the relay does); else read it with
+     * `jobs.readResult(job)`. Emitted in the process that made the change (gateway or relay).
+     */
+    "job.terminal": { job: JobRecord; result?: unknown };
+    /**
+     * A relay finished calling the backend for a job: inference seconds for the
+     * processing-time budget (spec 8.4). Emitted in the relay's process.
+     */
+    "relay.processed": { consumer?: string; userType?: string; serviceType: string; model: string; seconds: number };
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Caller identity (`auth.mode`, spec 5.1 and DESIGN section 4): on for `proxy` and
+ * `oauth2`; with `none` the core's header identity is all there is. Its identify step runs
+ * after the core's, so the principal it leaves is the one visibility, policies, limits,
+ * usage and job ownership read.
+ */
+import { PluginError } from "../../core/plugins/host.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+import { keySource, oauth2Problems } from "./key-source.ts";
+import { oauth2Identity, tokenVerifier } from "./oauth2.ts";
+import { proxyIdentity } from "./proxy.ts";
+
+export default definePlugin({
+  name: "auth",
+  enabled: (config) => config.auth.mode !== "none",
+  setup(api) {
+    const auth = api.config.auth;
+    if (auth.mode === "proxy") {
+      api.stage("identify", proxyIdentity(auth.proxy));
+      return;
+    }
+    if (auth.mode !== "oauth2") return;
+    const problems = oauth2Problems(auth.oauth2);
+    if (problems.length > 0) throw new PluginError(problems.join("; "));
+    for (const field of ["issuer", "audience"] as const) {
+      if (auth.oauth2[field] === "") {
+        api.log.warn("auth_oauth2_unchecked_claim", { field: `auth.oauth2.${field}`, message: `empty, so tokens are accepted whatever their ${field === "issuer" ? "iss" : "aud"}` });
+      }
+    }
+    const verify = tokenVerifier(auth.oauth2, { keys: keySource(auth.oauth2, api.fetch), clock: api.clock, log: api.log });
+    api.stage("identify", oauth2Identity(verify));
+  },
+});

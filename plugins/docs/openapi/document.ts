@@ -1,0 +1,55 @@
+/** Assembles the OpenAPI 3.0.3 document for one caller's view of one runtime. */
+import type { DocInput } from "./input.ts";
+import { gatewayPaths } from "./gateway-paths.ts";
+import { jobPaths } from "./job-paths.ts";
+import { componentResponses } from "./responses.ts";
+import { componentSchemas } from "./schemas.ts";
+import { syncPaths } from "./sync-paths.ts";
+import type { OpenApiDocument, Schema, Tag } from "./types.ts";
+
+/** TypeBox schemas carry symbol keys; a JSON round trip leaves the plain JSON Schema. */
+function plain(schemas: Record<string, unknown>): Record<string, Schema> {
+  return JSON.parse(JSON.stringify(schemas)) as Record<string, Schema>;
+}
+
+const FIXED_TAGS: Tag[] = [
+  { name: "Gateway", description: "Health and metrics" },
+  { name: "Models", description: "The model list" },
+  { name: "Jobs", description: "Async jobs: status, cancellation, listing" },
+  { name: "Usage", description: "Per-consumer usage" },
+  { name: "Admin", description: "Operations endpoints under /-/ (unauthenticated at the gateway: secure them upstream)" },
+  { name: "Docs", description: "This document and the backends' own API documents" },
+];
+
+function serviceTags(input: DocInput): Tag[] {
+  const tags = new Map<string, string[]>();
+  for (const service of input.visible) tags.set(service.type, [...(tags.get(service.type) ?? []), service.model || "(no alias)"]);
+  return [...tags].map(([name, models]) => ({ name, description: `Service type ${name}: ${models.join(", ")}` }));
+}
+
+export function buildDocument(input: DocInput): OpenApiDocument {
+  const paths = { ...syncPaths(input), ...jobPaths(input), ...gatewayPaths(input) };
+  const used = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => (typeof op === "object" ? op.tags : []))));
+  const oauth2 = input.config.auth.mode === "oauth2";
+  return {
+    openapi: "3.0.3",
+    info: {
+      title: "Inference gateway",
+      version: "1",
+      description: [
+        "Generated from the gateway's live configuration: it changes on reload, and models hidden from the caller are left out.",
+        "Every error answers with `{\"error\":{\"message\",\"type\"}}`.",
+      ].join("\n\n"),
+    },
+    servers: [{ url: "/", description: "This gateway" }],
+    tags: [...serviceTags(input), ...FIXED_TAGS].filter((tag) => used.has(tag.name)),
+    paths,
+    components: {
+      schemas: plain(componentSchemas),
+      responses: componentResponses(),
+      ...(oauth2 ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } } : {}),
+    },
+    // Optional security: the gateway also serves anonymous callers (public models, ops endpoints).
+    ...(oauth2 ? { security: [{ bearer: [] }, {}] } : {}),
+  };
+}

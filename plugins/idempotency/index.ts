@@ -1,0 +1,119 @@
+/**
+ * Idempotent job submission (spec 4.1 rule 1, 3): an `Idempotency-Key`, scoped per
+ * consumer, is reserved atomically (SET NX) against the new job's id just before the record
+ * is saved. A repeat while that job exists answers 200 with the original body and
+ * `X-Idempotent-Replay: true`; a repeat after the job is gone (expired, consumed, or its
+ * save failed) answers 409. Distinct or absent keys never interact.
+ *
+ * The key is also looked up before the body is read, so a plain retry is answered without
+ * uploading and storing its file a second time. Two identical requests racing past that
+ * check both upload; the reservation picks one, and the other deletes its file and
+ * replays the winner (waiting briefly for the winner's record to be saved).
+ *
+ * It plugs into `POST /jobs/{type}` through the job store's submission hooks.
+ */
+import { durationMs } from "../../core/config/duration.ts";
+import { errors } from "../../core/errors.ts";
+import type { RequestContext } from "../../core/pipeline/context.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+import type { JobAccepted, JobStore } from "../async-jobs/types.ts";
+
+const HEADER = "idempotency-key";
+const MAX_KEY_LENGTH = 255;
+/** How long a losing racer waits for the winner's record (the winner saves right after reserving). */
+const WINNER_WAIT_MS = 2_000;
+const WINNER_POLL_MS = 25;
+
+type Outcome = "created" | "replayed" | "conflict";
+
+function keyOf(ctx: RequestContext): string | undefined {
+  const value = ctx.request.headers.get(HEADER)?.trim();
+  if (value === undefined || value === "") return undefined;
+  if (value.length > MAX_KEY_LENGTH) throw errors.badRequest(`Idempotency-Key is longer than ${MAX_KEY_LENGTH} characters`);
+  return value;
+}
+
+function parseAccepted(text: string): JobAccepted | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<JobAccepted>;
+    return typeof value.job_id === "string" ? (value as JobAccepted) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export default definePlugin({
+  name: "idempotency",
+  dependsOn: ["async-jobs"],
+  setup(api) {
+    const jobs: JobStore = api.use("jobs");
+    // "0s" would keep keys forever; the spec's default applies instead.
+    const ttlMs = durationMs(api.config.jobs.idempotency_ttl) || durationMs("24h");
+    const requests = api.metrics.counter({
+      name: "svc_idempotency_requests_total",
+      help: "Job submissions carrying an Idempotency-Key, by service type and outcome (created, replayed, conflict)",
+      labelNames: ["service_type", "outcome"],
+    });
+    const count = (ctx: RequestContext, outcome: Outcome) => requests.inc({ service_type: ctx.serviceType, outcome });
+
+    const replay = (ctx: RequestContext, original: JobAccepted): Response => {
+      count(ctx, "replayed");
+      return new Response(JSON.stringify(original), {
+        status: 200,
+        headers: { "content-type": "application/json", "x-idempotent-replay": "true" },
+      });
+    };
+    const conflict = (ctx: RequestContext, key: string): Response => {
+      count(ctx, "conflict");
+      return errors
+        .conflict(`Idempotency-Key "${key}" was already used for a job that no longer exists; send a new key to submit again`)
+        .toResponse();
+    };
+
+    /** What an already-reserved key answers: its job while it exists, else 409. */
+    const answerFor = async (ctx: RequestContext, key: string, stored: string, waitMs: number): Promise<Response> => {
+      const original = parseAccepted(stored);
+      if (!original) return conflict(ctx, key);
+      // Counted in polls, not clock time: the clock may be a test's manual one.
+      for (let polls = Math.ceil(waitMs / WINNER_POLL_MS); ; polls--) {
+        if (await api.kv.exists(jobs.keys.record(original.job_id))) return replay(ctx, original);
+        if (polls <= 0) return conflict(ctx, key);
+        await new Promise((resolve) => setTimeout(resolve, WINNER_POLL_MS));
+      }
+    };
+
+    const storeError = () => errors.storeUnavailable("the idempotency key could not be checked: the key-value store is unavailable; try again");
+
+    jobs.addSubmissionHook({
+      name: "idempotency",
+      async beforeUpload(ctx) {
+        const key = keyOf(ctx);
+        if (key === undefined) return undefined;
+        const stored = await api.kv.get(jobs.keys.idempotency(ctx.principal.consumer, key)).catch(() => {
+          throw storeError();
+        });
+        return stored === null ? undefined : await answerFor(ctx, key, stored, 0);
+      },
+      async beforeSave(ctx, accepted) {
+        const key = keyOf(ctx);
+        if (key === undefined) return undefined;
+        const storeKey = jobs.keys.idempotency(ctx.principal.consumer, key);
+        // Twice: a key that expires between the reservation and the read is free again.
+        for (let attempt = 0; attempt < 2; attempt++) {
+          const reserved = await api.kv.setIfAbsent(storeKey, JSON.stringify(accepted), ttlMs).catch(() => {
+            throw storeError();
+          });
+          if (reserved) return undefined;
+          const stored = await api.kv.get(storeKey).catch(() => {
+            throw storeError();
+          });
+          if (stored !== null) return await answerFor(ctx, key, stored, WINNER_WAIT_MS);
+        }
+        return conflict(ctx, key);
+      },
+      afterSave(ctx) {
+        if (keyOf(ctx) !== undefined) count(ctx, "created");
+      },
+    });
+  },
+});

@@ -1,0 +1,32 @@
+/** What every limit check needs, and the one fail-open rule they share (spec 7, 8.5). */
+import type { Clock } from "../../core/clock.ts";
+import { GatewayError } from "../../core/errors.ts";
+import type { Logger } from "../../core/log.ts";
+import type { KvStore } from "../../core/stores/kv.ts";
+import type { LimitMetrics } from "./metrics.ts";
+import type { LimitTable } from "./table.ts";
+
+export interface LimitDeps {
+  kv: KvStore;
+  clock: Clock;
+  log: Logger;
+  metrics: LimitMetrics;
+  table: LimitTable;
+}
+
+/**
+ * A store error never blocks a request: logged, counted (`svc_ratelimit_errors_total` or
+ * `svc_token_ratelimit_errors_total`), and the request passes. Limit answers (a thrown
+ * `GatewayError`) are rethrown.
+ */
+export function failOpen(deps: LimitDeps, kind: "rate" | "tokens", what: string, serviceType: string, error: unknown): void {
+  if (error instanceof GatewayError) throw error;
+  if (kind === "tokens") deps.metrics.tokenError(serviceType);
+  else deps.metrics.rateError(serviceType);
+  deps.log.warn("limit_store_error", { limit: what, service_type: serviceType, error, message: "limit not applied (fail open)" });
+}
+
+/** Seconds for Retry-After from a window's remaining ms (the whole period when the store reported none). */
+export function retryAfterSeconds(pttlMs: number, periodMs: number): number {
+  return (pttlMs > 0 ? pttlMs : periodMs) / 1000;
+}

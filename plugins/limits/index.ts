@@ -1,0 +1,87 @@
+/**
+ * Limits (spec 8, 4.11): request rate, token budget, concurrent async jobs, processing
+ * time and the sync concurrency cap, all in the shared KV store so every replica counts
+ * against the same numbers, and all failing open on store errors (spec 7).
+ *
+ * Where each check runs (the core owns the order, core/pipeline/pipeline.ts):
+ *   async (`POST /jobs/{type}`), stage `admit`, before the upload is read (spec 4.1 rule 2):
+ *     request rate -> processing time -> concurrent jobs (reserved last, so no other
+ *     check can refuse a request after it took a slot)
+ *   sync and LLM, stage `limits`, after routing, visibility and policy (spec 4.5):
+ *     request rate -> token budget (LLM) -> concurrency cap (503)
+ *
+ * Counting that happens after the response comes from events: `llm.usage` (tokens),
+ * `relay.processed` (inference seconds) and `job.terminal` (a job's slot is free). The
+ * relay may run in its own process, so this plugin also runs in relay processes, where it
+ * only listens to those events.
+ *
+ * Everything is derived from the config once, when the runtime is built; hot reload
+ * builds a new runtime, so `rate_limits` and `services` changes apply at once.
+ */
+import { definePlugin } from "../../core/plugins/types.ts";
+import type {} from "../async-jobs/types.ts";
+import { convertJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
+import type { LimitDeps } from "./deps.ts";
+import { limitMetrics } from "./metrics.ts";
+import { addProcessingTime, checkProcessingTime } from "./processing-time.ts";
+import { checkRequestRate } from "./request-rate.ts";
+import { syncCap } from "./sync-cap.ts";
+import { LimitTable } from "./table.ts";
+import { checkTokens, countTokens } from "./tokens.ts";
+import { limitWindows } from "./windows.ts";
+import type {} from "./types.ts";
+
+/** The jobs' record TTL when no job store is around to say (its 2 h safety net). */
+const DEFAULT_PENDING_TTL_MS = 2 * 60 * 60 * 1000;
+
+export default definePlugin({
+  name: "limits",
+  roles: ["gateway", "relay"],
+  setup(api) {
+    const table = new LimitTable(api.config);
+    const deps: LimitDeps = { kv: api.kv, clock: api.clock, log: api.log, metrics: limitMetrics(api.metrics), table };
+
+    // Counting after the fact, in whichever process the event happens.
+    api.on("llm.usage", (event) => void countTokens(deps, event));
+    api.on("relay.processed", (event) => void addProcessingTime(deps, event));
+    api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));
+    if (api.role !== "gateway") return;
+
+    api.provide("limitWindows", limitWindows(api.kv, api.clock, api.log, table));
+
+    // A job's slot outlives it at most by the longest an unfinished record can live: its
+    // pending TTL while queued, and again while processing (the TTL is reset when it starts).
+    const jobs = api.has("jobs") ? api.use("jobs") : undefined;
+    const slotDeps: JobSlotDeps = {
+      ...deps,
+      newId: () => api.ids.newId(),
+      jobDeadlineMs: () => 2 * (jobs?.ttlFor("pending") ?? DEFAULT_PENDING_TTL_MS),
+    };
+    jobs?.addSubmissionHook({ name: "limits", afterSave: (ctx, job) => convertJobSlot(slotDeps, ctx, job) });
+
+    api.stage("admit", async function admitAsyncLimits(ctx) {
+      const consumer = ctx.principal.consumer;
+      // Anonymous callers bypass every limit (spec 8.1).
+      if (ctx.mode !== "async" || consumer === undefined) return;
+      const limits = table.forType(ctx.serviceType, ctx.principal.userType);
+      if (!limits) return;
+      await checkRequestRate(deps, ctx.serviceType, consumer, limits);
+      await checkProcessingTime(deps, ctx, consumer, limits);
+      await reserveJobSlot(slotDeps, ctx, consumer, limits);
+    });
+
+    const acquireSyncSlot = syncCap(deps);
+    api.stage("limits", async function enforceSyncLimits(ctx) {
+      if (ctx.mode === "async") return;
+      const service = ctx.service;
+      const consumer = ctx.principal.consumer;
+      if (consumer !== undefined) {
+        const limits = table.forType(ctx.serviceType, ctx.principal.userType);
+        if (limits) await checkRequestRate(deps, ctx.serviceType, consumer, limits);
+        if (ctx.mode === "llm" && service) await checkTokens(deps, service, consumer, ctx.principal.userType, limits);
+      }
+      // The cap protects the model's backends, so it counts anonymous requests too.
+      if (service) await acquireSyncSlot(ctx, service);
+    });
+  },
+});

@@ -1,0 +1,62 @@
+/**
+ * The limit series of spec 6.2. `user_type` is the name of the `rate_limits` entry that
+ * measured the request (the user type, or "*"), so its values are bounded by the config
+ * rather than by whatever user type header clients send.
+ */
+import type { Metrics } from "../../core/metrics.ts";
+
+export type CheckResult = "allowed" | "rejected";
+
+export interface LimitMetrics {
+  /** A request-rate check (spec 8.1). `firstHit`: this request is the first one over the limit in its window. */
+  rate(serviceType: string, userType: string, result: CheckResult, firstHit: boolean): void;
+  /** A token-budget check of a sync LLM request (spec 8.2). */
+  tokens(serviceType: string, userType: string, result: CheckResult): void;
+  /** A store error on a request-rate, concurrency, processing-time or sync-cap check or count (the request passed). */
+  rateError(serviceType: string): void;
+  /** A store error on a token check or count (the request passed). */
+  tokenError(serviceType: string): void;
+}
+
+export function limitMetrics(metrics: Metrics): LimitMetrics {
+  const requests = metrics.counter({
+    name: "svc_ratelimit_requests_total",
+    help: "Request-rate checks, by service type, rate_limits entry (user type or *) and result (allowed or rejected)",
+    labelNames: ["service_type", "user_type", "result"],
+  });
+  const consumerHits = metrics.counter({
+    name: "svc_ratelimit_consumer_hits_total",
+    help: "Times a consumer reached its request rate: counted once per consumer and window, on the first rejected request",
+    labelNames: ["service_type", "user_type"],
+  });
+  const errors = metrics.counter({
+    name: "svc_ratelimit_errors_total",
+    help: "Limit checks skipped because the key-value store failed (the request passed: fail open)",
+    labelNames: ["service_type"],
+  });
+  const tokenChecks = metrics.counter({
+    name: "svc_token_ratelimit_checked_total",
+    help: "Token-budget checks of sync LLM requests, by service type, entry (user type or *) and result",
+    labelNames: ["service_type", "user_type", "result"],
+  });
+  const tokenErrors = metrics.counter({
+    name: "svc_token_ratelimit_errors_total",
+    help: "Token-budget checks or counts skipped because the key-value store failed (fail open)",
+    labelNames: ["service_type"],
+  });
+  return {
+    rate(serviceType, userType, result, firstHit) {
+      requests.inc({ service_type: serviceType, user_type: userType, result });
+      if (firstHit) consumerHits.inc({ service_type: serviceType, user_type: userType });
+    },
+    tokens(serviceType, userType, result) {
+      tokenChecks.inc({ service_type: serviceType, user_type: userType, result });
+    },
+    rateError(serviceType) {
+      errors.inc({ service_type: serviceType });
+    },
+    tokenError(serviceType) {
+      tokenErrors.inc({ service_type: serviceType });
+    },
+  };
+}

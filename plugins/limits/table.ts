@@ -1,0 +1,95 @@
+/**
+ * The limits of one config, resolved once when the runtime is built (hot reload builds a
+ * new table), so a request only does map lookups: `rate_limits[type][user type]` with the
+ * `"*"` fallback (spec 8.1), and each model's `token_limits[user type]` with the same
+ * fallback. Durations are converted to milliseconds here, never per request.
+ */
+import { durationMs } from "../../core/config/duration.ts";
+import type { GatewayConfig, RateLimitConfig, ServiceConfig } from "../../core/config/schema.ts";
+
+export const FALLBACK = "*";
+
+/** One `rate_limits[type][entry]`, ready to use. A 0 limit is off. */
+export interface TypeLimits {
+  /** The entry's name: the user type, or "*" (also the `user_type` metric label). */
+  entry: string;
+  rate: number;
+  periodMs: number;
+  tokenRate: number;
+  tokenPeriodMs: number;
+  maxConcurrent: number;
+  processingTime: number;
+  processingPeriodMs: number;
+}
+
+export interface ModelTokenLimit {
+  entry: string;
+  tokenRate: number;
+  tokenPeriodMs: number;
+}
+
+/**
+ * A window of "0s" would expire as it opens and never limit anything; the schema's default
+ * length applies instead (a limit that is set is meant to bite). The config loader refuses
+ * it in `rate_limits`, but not in `services[].token_limits`.
+ */
+const windowMs = (text: string, fallback: string) => durationMs(text) || durationMs(fallback);
+
+function resolveEntry(entry: string, limits: RateLimitConfig): TypeLimits {
+  return {
+    entry,
+    rate: limits.rate,
+    periodMs: windowMs(limits.period, "1m"),
+    tokenRate: limits.token_rate,
+    tokenPeriodMs: windowMs(limits.token_period, "1m"),
+    maxConcurrent: limits.max_concurrent,
+    processingTime: limits.processing_time,
+    processingPeriodMs: windowMs(limits.processing_period, "1h"),
+  };
+}
+
+/** The entry a user type falls to: its own, else "*", else none (spec 8.1). */
+function pick<T>(entries: ReadonlyMap<string, T> | undefined, userType: string | undefined): T | undefined {
+  if (!entries) return undefined;
+  return (userType !== undefined ? entries.get(userType) : undefined) ?? entries.get(FALLBACK);
+}
+
+const modelId = (type: string, model: string) => `${type}\n${model}`;
+
+export class LimitTable {
+  private readonly types = new Map<string, Map<string, TypeLimits>>();
+  private readonly modelTokens = new Map<string, Map<string, ModelTokenLimit>>();
+
+  constructor(config: Pick<GatewayConfig, "rate_limits" | "services">) {
+    for (const [type, entries] of Object.entries(config.rate_limits)) {
+      const resolved = new Map<string, TypeLimits>();
+      for (const [entry, limits] of Object.entries(entries)) resolved.set(entry, resolveEntry(entry, limits));
+      if (resolved.size > 0) this.types.set(type, resolved);
+    }
+    for (const service of config.services) {
+      const resolved = new Map<string, ModelTokenLimit>();
+      // Entries with token_rate 0 are kept: like `rate: 0`, they make that user type unlimited
+      // instead of falling back to "*".
+      for (const [entry, limits] of Object.entries(service.token_limits)) {
+        resolved.set(entry, { entry, tokenRate: limits.token_rate, tokenPeriodMs: windowMs(limits.token_period, "1m") });
+      }
+      if (resolved.size > 0) this.modelTokens.set(modelId(service.type, service.model), resolved);
+    }
+  }
+
+  /** The `rate_limits` entry measuring this user type on this service type, if any. */
+  forType(type: string, userType: string | undefined): TypeLimits | undefined {
+    return pick(this.types.get(type), userType);
+  }
+
+  /** The model-level token budget of a service for this user type, if any. */
+  forModel(service: Pick<ServiceConfig, "type" | "model">, userType: string | undefined): ModelTokenLimit | undefined {
+    const limit = pick(this.modelTokens.get(modelId(service.type, service.model)), userType);
+    return limit && limit.tokenRate > 0 ? limit : undefined;
+  }
+
+  /** The service types that have a `rate_limits` entry. */
+  get limitedTypes(): readonly string[] {
+    return [...this.types.keys()];
+  }
+}

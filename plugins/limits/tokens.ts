@@ -1,0 +1,90 @@
+/**
+ * Token budget (spec 8.2), sync LLM requests only. Tokens are counted after the response
+ * from the `llm.usage` event, so a request is checked against what earlier requests used:
+ * the one that crosses the budget passes, later ones in the window get 429. The model's
+ * `token_limits` budget is checked before the service type's `rate_limits` one; both
+ * must pass. The LLM proxy emits no event for streams, cache hits or usage-less answers,
+ * and marks `Cache-Control: no-cache` requests `counted: false`.
+ */
+import { formatDuration } from "../../core/config/duration.ts";
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import { errors } from "../../core/errors.ts";
+import type { LlmUsageEvent } from "../../core/llm/usage.ts";
+import { windowIncrement } from "../../core/stores/atomic-ops.ts";
+import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
+import { limitKeys } from "./keys.ts";
+import { windowPeek } from "./ops.ts";
+import type { TypeLimits } from "./table.ts";
+
+interface Budget {
+  key: string;
+  rate: number;
+  periodMs: number;
+  entry: string;
+  /** Who the budget belongs to, for the 429 message. */
+  scope: string;
+}
+
+function budgets(deps: LimitDeps, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Budget[] {
+  const out: Budget[] = [];
+  const model = deps.table.forModel(service, userType);
+  if (model) {
+    out.push({
+      key: limitKeys.modelTokens(service.type, consumer, service.model),
+      rate: model.tokenRate,
+      periodMs: model.tokenPeriodMs,
+      entry: model.entry,
+      scope: `model "${service.model}"`,
+    });
+  }
+  if (typeLimits && typeLimits.tokenRate > 0) {
+    out.push({
+      key: limitKeys.tokens(service.type, consumer),
+      rate: typeLimits.tokenRate,
+      periodMs: typeLimits.tokenPeriodMs,
+      entry: typeLimits.entry,
+      scope: `service type "${service.type}"`,
+    });
+  }
+  return out;
+}
+
+/** Model budget first, then the type's: one read of both counters. */
+export async function checkTokens(deps: LimitDeps, service: ServiceConfig, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Promise<void> {
+  const list = budgets(deps, service, consumer, userType, typeLimits);
+  if (list.length === 0) return;
+  // The entry the metric names: the type's when it has a budget, else the model's.
+  const label = list[list.length - 1].entry;
+  let reply: (string | number)[];
+  try {
+    reply = await deps.kv.run(windowPeek, list.map((b) => b.key), []);
+  } catch (error) {
+    return failOpen(deps, "tokens", "token_budget", service.type, error);
+  }
+  for (const [index, budget] of list.entries()) {
+    const used = Number(reply[2 * index] || 0);
+    if (used < budget.rate) continue;
+    deps.metrics.tokens(service.type, label, "rejected");
+    const retryAfter = retryAfterSeconds(Number(reply[2 * index + 1]), budget.periodMs);
+    throw errors.rateLimited(
+      `token budget of ${budget.scope} used up: ${used} of ${budget.rate} tokens per ${formatDuration(budget.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
+      retryAfter,
+    );
+  }
+  deps.metrics.tokens(service.type, label, "allowed");
+}
+
+/** Adds a response's tokens to every budget that measures it (the crossing request already passed). */
+export async function countTokens(deps: LimitDeps, event: LlmUsageEvent): Promise<void> {
+  if (!event.counted || event.consumer === "") return;
+  const tokens = Math.round(event.prompt + event.completion);
+  if (!(tokens > 0)) return;
+  const userType = event.userType === "" ? undefined : event.userType;
+  const list = budgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
+  try {
+    // Concurrent commands share one connection's pipeline: one round trip in practice.
+    await Promise.all(list.map((b) => deps.kv.run(windowIncrement, [b.key], [tokens, b.periodMs])));
+  } catch (error) {
+    failOpen(deps, "tokens", "token_count", event.serviceType, error);
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * What the limits plugin offers other plugins: the live windows of a consumer's limits
+ * (the usage plugin shows them in `GET /usage`, spec 2.4 `usage[].window`), declared into
+ * the core's `GatewayServices` by declaration merging.
+ */
+
+/** The current fixed windows of one consumer on one service type; a field is absent when its window is not live. */
+export interface LimitWindow {
+  requests?: number;
+  tokens?: number;
+  processingSeconds?: number;
+  /** When the window expires (ms since the epoch): the request window's, else the token one's, else the processing one's. */
+  resetAt: number;
+}
+
+export interface LimitWindows {
+  /**
+   * The live windows of each consumer on each of `types`, in one store round trip:
+   * consumer -> service type -> window (types without a live window are absent).
+   * Never throws: a store error is logged and answered with no windows.
+   */
+  read(consumers: readonly string[], types: readonly string[]): Promise<Map<string, Map<string, LimitWindow>>>;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    limitWindows: LimitWindows;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * A backend's answer as the client gets it (spec 4.6 step 4): translated back to chat
+ * completions when the provider translates, else the backend's bytes unchanged; the usage it
+ * reported; and what the cache may store.
+ */
+import type { CachedAnswer } from "../../core/llm/cache.ts";
+import { parseJson, type Bytes } from "../../core/llm/json.ts";
+import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts";
+import { translateStream } from "../../core/llm/stream.ts";
+import { usageOf, type TokenUsage } from "../../core/llm/usage.ts";
+import { errors } from "../../core/errors.ts";
+import { responseHeaders } from "../../core/proxy/headers.ts";
+
+export interface Answer {
+  response: Response;
+  /** Known only for complete, non-streaming answers. */
+  usage?: TokenUsage;
+  /** The answer exactly as sent, for the cache (non-streaming answers only). */
+  stored?: CachedAnswer;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const JSON_TYPE = "application/json";
+
+async function readBody(backend: Response): Promise<Bytes> {
+  try {
+    return new Uint8Array(await backend.arrayBuffer());
+  } catch (error) {
+    throw errors.badGateway(`the backend broke off its answer: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** `headers` as built by `responseHeaders` (a record, or `Headers` when cookies are set), with `extra` already in. */
+function answer(status: number, headers: HeadersInit, contentType: string, body: Bytes, usage?: TokenUsage): Answer {
+  return { response: new Response(body, { status, headers }), usage, stored: { status, contentType, body } };
+}
+
+/** The gateway's own JSON answer headers, plus `extra`. */
+function jsonHeaders(extra: Readonly<Record<string, string>>): Record<string, string> {
+  return { "content-type": JSON_TYPE, ...extra };
+}
+
+/**
+ * A non-2xx answer: the provider's error translation when it has one, else the backend's body.
+ * `extra` headers go on the response (set here, so it is built once).
+ */
+export async function errorAnswer(backend: Response, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
+  const bytes = await readBody(backend);
+  const contentType = backend.headers.get("content-type") ?? "";
+  if (!translator.translateError) return answer(backend.status, responseHeaders(backend.headers, extra), contentType, bytes);
+  const text = decoder.decode(bytes);
+  try {
+    const body = translator.translateError(backend.status, parseJson(text) ?? text);
+    return answer(backend.status, jsonHeaders(extra), JSON_TYPE, encoder.encode(JSON.stringify(body)));
+  } catch {
+    // The backend's own error says more than a failed translation of it would.
+    return answer(backend.status, responseHeaders(backend.headers, extra), contentType, bytes);
+  }
+}
+
+/** A complete 2xx answer, read whole (its usage is needed before the response is written). */
+export async function completeAnswer(backend: Response, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
+  const bytes = await readBody(backend);
+  if (!translator.translateResponse) {
+    // Passed through byte for byte; usage counts only when the body has a top-level usage.
+    const usage = usageOf(parseJson(decoder.decode(bytes)));
+    return answer(backend.status, responseHeaders(backend.headers, extra), backend.headers.get("content-type") ?? "", bytes, usage);
+  }
+  const json = parseJson(decoder.decode(bytes));
+  if (json === undefined) throw errors.badGateway("the backend answered with a body that is not JSON");
+  let translated: TranslatedResponse;
+  try {
+    translated = translator.translateResponse(json);
+  } catch (error) {
+    throw errors.badGateway(`the backend answer could not be translated: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return answer(backend.status, jsonHeaders(extra), JSON_TYPE, encoder.encode(JSON.stringify(translated.body)), translated.usage);
+}
+
+/**
+ * A 2xx streamed answer, sent on as it arrives: the backend's own stream when the provider does
+ * not translate streams, else the gateway's parse -> translate -> SSE pipe.
+ */
+export function streamAnswer(
+  backend: Response,
+  translator: Translator,
+  format: "sse" | "ndjson",
+  onError: (reason: string, error: unknown) => void,
+  extra: Readonly<Record<string, string>> = {},
+): Answer {
+  if (!translator.translateStreamEvent || !backend.body) {
+    return { response: new Response(backend.body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
+  }
+  const body = translateStream(backend.body, { format, translator, onError });
+  return {
+    response: new Response(body, {
+      status: backend.status,
+      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extra },
+    }),
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * Per-consumer cumulative tokens and the top-N gauge `svc_llm_consumer_tokens_top` (spec 4.6
+ * "Consumer token tracking"). On when `metrics.top_consumers > 0` and `server.consumer_header`
+ * is set.
+ *
+ * The counts live in one KV hash, `llm:consumer_tokens`, so every replica adds to the same
+ * totals and each publishes the same top N. A field is the JSON array
+ * `[consumer, user_type, "prompt" | "completion"]` (unambiguous whatever the names contain);
+ * its value the cumulative count. Ranking is by prompt + completion per (consumer, user type);
+ * the gauge carries both types of the top N. Totals are all-time (no TTL): the gauge ranks
+ * the heaviest consumers ever seen, which is what it is for.
+ */
+import type { Logger } from "../../core/log.ts";
+import type { Metrics } from "../../core/metrics.ts";
+import type { KvStore } from "../../core/stores/kv.ts";
+import type { TokenUsage } from "../../core/llm/usage.ts";
+
+export const CONSUMER_TOKENS_KEY = "llm:consumer_tokens";
+/** Spec 8.5. */
+export const TOP_REFRESH_MS = 60_000;
+
+type TokenType = "prompt" | "completion";
+
+interface Totals {
+  consumer: string;
+  userType: string;
+  prompt: number;
+  completion: number;
+}
+
+export class ConsumerTokens {
+  private readonly gauge;
+
+  constructor(
+    private readonly kv: KvStore,
+    metrics: Metrics,
+    private readonly topN: number,
+    private readonly log: Logger,
+  ) {
+    this.gauge = metrics.gauge({
+      name: "svc_llm_consumer_tokens_top",
+      help: "Cumulative LLM tokens of the top consumers (metrics.top_consumers), by user type and type",
+      labelNames: ["consumer", "user_type", "type"],
+    });
+  }
+
+  /** Adds one response's tokens. Never throws: a store error is logged and the counts miss it. */
+  async add(consumer: string, userType: string, usage: TokenUsage): Promise<void> {
+    const field = (type: TokenType) => JSON.stringify([consumer, userType, type]);
+    try {
+      await Promise.all([
+        this.kv.hincrBy(CONSUMER_TOKENS_KEY, field("prompt"), usage.prompt_tokens),
+        this.kv.hincrBy(CONSUMER_TOKENS_KEY, field("completion"), usage.completion_tokens),
+      ]);
+    } catch (error) {
+      this.log.warn("consumer_tokens_not_counted", { consumer, error });
+    }
+  }
+
+  /** Republishes the gauge from the store: the top N (consumer, user type) pairs by total tokens. */
+  async refresh(): Promise<void> {
+    const totals = new Map<string, Totals>();
+    for (const [field, value] of Object.entries(await this.kv.hgetall(CONSUMER_TOKENS_KEY))) {
+      const parsed = parseField(field);
+      if (!parsed) continue;
+      const key = JSON.stringify([parsed.consumer, parsed.userType]);
+      const entry = totals.get(key) ?? { consumer: parsed.consumer, userType: parsed.userType, prompt: 0, completion: 0 };
+      entry[parsed.type] += Number(value) || 0;
+      totals.set(key, entry);
+    }
+    const top = [...totals.values()]
+      .sort((a, b) => b.prompt + b.completion - (a.prompt + a.completion) || a.consumer.localeCompare(b.consumer))
+      .slice(0, this.topN);
+    // Synchronous from here: a scrape never sees the gauge half rebuilt.
+    this.gauge.reset();
+    for (const entry of top) {
+      this.gauge.set({ consumer: entry.consumer, user_type: entry.userType, type: "prompt" }, entry.prompt);
+      this.gauge.set({ consumer: entry.consumer, user_type: entry.userType, type: "completion" }, entry.completion);
+    }
+  }
+}
+
+function parseField(field: string): { consumer: string; userType: string; type: TokenType } | undefined {
+  try {
+    const value: unknown = JSON.parse(field);
+    if (!Array.isArray(value) || value.length !== 3) return undefined;
+    const [consumer, userType, type] = value as unknown[];
+    if (typeof consumer !== "string" || typeof userType !== "string" || (type !== "prompt" && type !== "completion")) return undefined;
+    return { consumer, userType, type };
+  } catch {
+    return undefined;
+  }
+}

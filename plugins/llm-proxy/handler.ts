@@ -1,0 +1,243 @@
+/**
+ * The LLM proxy mode (spec 1 mode 3, 4.6), in the spec's processing order:
+ *
+ *   1. cache lookup (non-streaming)            -> a hit answers with `X-Cache: HIT`
+ *   2. backend list                            -> backendOrder, the provider's default address
+ *   3. per backend: model rewrite, headers (`inference_headers` then `backends[].headers`),
+ *      request translation, forward            -> failover on a network error or 5xx
+ *   4. response translation back to chat completions (streams: piped as they arrive)
+ *   5. metrics and token tracking
+ *   6. the response, with `X-Cache: MISS`
+ *   7. cache fill once the response is written (the cache bounds it at 5 s)
+ *
+ * Nothing here names a provider: the service's `provider` is looked up in the registry.
+ */
+import type { CacheLookup, ResponseCache } from "../../core/llm/cache.ts";
+import type { Bytes } from "../../core/llm/json.ts";
+import type { ProviderDefinition, ProviderRegistry, Translator, TranslatorContext } from "../../core/llm/provider.ts";
+import type { LlmUsageEvent } from "../../core/llm/usage.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import { errorResponse, errors, GatewayError } from "../../core/errors.ts";
+import type { Logger } from "../../core/log.ts";
+import type { RequestContext } from "../../core/pipeline/context.ts";
+import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
+import { forwardHeaders } from "../../core/proxy/headers.ts";
+import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
+import { completeAnswer, errorAnswer, streamAnswer, type Answer } from "./answer.ts";
+import { BackendTimeout, backendUrl, callBackend } from "./backend-call.ts";
+import type { ConsumerTokens } from "./consumer-tokens.ts";
+import type { LlmLabels, LlmMetrics } from "./metrics.ts";
+import { backendBody, UntranslatableRequest } from "./request-body.ts";
+
+/**
+ * Not forwarded: the runtime's fetch negotiates (and undoes) compression itself, and the body
+ * is always JSON the gateway wrote.
+ */
+const NOT_FORWARDED = ["accept-encoding", "content-type"];
+
+/** Set on answers as they are built (a header added afterwards costs a `Headers` per response). */
+const MISS: Readonly<Record<string, string>> = Object.freeze({ "x-cache": "MISS" });
+
+export interface LlmModeDeps {
+  providers: ProviderRegistry;
+  /** The response cache, when a plugin provides one (looked up per request: plugins may set up later). */
+  cache(): ResponseCache | undefined;
+  fetch: typeof fetch;
+  backendTimeoutMs: number;
+  clock: Clock;
+  newId(): string;
+  random?: () => number;
+  log: Logger;
+  metrics: LlmMetrics;
+  tokens: ConsumerTokens | undefined;
+  emitUsage(event: LlmUsageEvent): void;
+}
+
+interface Attempt {
+  target: BackendTarget;
+  translator: Translator;
+  url: string;
+  body: Bytes;
+}
+
+function unknownProvider(service: ServiceConfig, providers: ProviderRegistry): GatewayError {
+  return new GatewayError(
+    500,
+    "config_error",
+    `model "${service.model}": provider "${service.provider}" is not registered; registered providers: ${providers.names().join(", ") || "(none)"}. Fix services[].provider or load the provider's plugin with plugins.load`,
+  );
+}
+
+function withCacheHeader(response: Response, value: "HIT" | "MISS"): Response {
+  response.headers.set("x-cache", value);
+  return response;
+}
+
+export function createLlmMode(deps: LlmModeDeps): SyncMode {
+  const seconds = (ctx: RequestContext) => (deps.clock.now() - ctx.startedAt) / 1000;
+
+  /** Step 3: one prepared request per target, so a request the provider cannot express fails once, with 400, before anything is sent. */
+  function prepare(ctx: RequestContext, service: ServiceConfig, body: Extract<SyncBody, { kind: "json" }>, provider: ProviderDefinition, targets: readonly BackendTarget[], stream: boolean): Attempt[] {
+    const path = `${provider.backendPath?.(ctx.url.pathname) ?? ctx.url.pathname}${ctx.url.search}`;
+    const context: TranslatorContext = { stream, now: () => deps.clock.now(), newId: deps.newId };
+    return targets.map((target) => {
+      const translator = provider.createTranslator(context);
+      try {
+        return { target, translator, url: backendUrl(target.url, path), body: backendBody(body, target, service.model, stream, translator) };
+      } catch (error) {
+        if (error instanceof UntranslatableRequest) {
+          throw errors.badRequest(`the request cannot be sent to provider "${provider.name}": ${error.message}`);
+        }
+        throw error;
+      }
+    });
+  }
+
+  async function forward(ctx: RequestContext, attempts: Attempt[]) {
+    const byTarget = new Map(attempts.map((a) => [a.target, a]));
+    const result = await withFailover(
+      attempts.map((a) => a.target),
+      (target) => {
+        const attempt = byTarget.get(target) as Attempt;
+        const headers = forwardHeaders(ctx.request.headers, target.headers, ctx.consumedHeaders.length > 0 ? [...NOT_FORWARDED, ...ctx.consumedHeaders] : NOT_FORWARDED);
+        headers["content-type"] = "application/json";
+        return callBackend(attempt.url, { method: "POST", headers, body: attempt.body }, {
+          fetch: deps.fetch,
+          timeoutMs: deps.backendTimeoutMs,
+          clientSignal: ctx.request.signal,
+        });
+      },
+      ctx.request.signal,
+    );
+    if (result.failures.length > 0) {
+      deps.log.warn("llm_backend_failover", {
+        model: ctx.service?.model,
+        failures: result.failures.map((f) => ({ url: f.target.url, reason: f.reason })),
+        answered_by: result.target?.url,
+      });
+    }
+    return { result, attempt: result.target ? byTarget.get(result.target) : undefined };
+  }
+
+  /** Step 5: metrics, consumer tokens and the `llm.usage` event for a complete answer. */
+  function account(ctx: RequestContext, labels: LlmLabels, answer: Answer, status: number): void {
+    deps.metrics.request(labels, status, seconds(ctx));
+    const usage = answer.usage;
+    if (!usage) return;
+    deps.metrics.usage(labels, usage);
+    const consumer = ctx.principal.consumer ?? "";
+    const userType = ctx.principal.userType ?? "";
+    if (deps.tokens && consumer !== "") void deps.tokens.add(consumer, userType, usage);
+    deps.emitUsage({
+      serviceType: ctx.serviceType || labels.service_type,
+      model: labels.model,
+      consumer,
+      userType,
+      prompt: usage.prompt_tokens,
+      completion: usage.completion_tokens,
+      counted: !/no-cache/i.test(ctx.request.headers.get("cache-control") ?? ""),
+    });
+  }
+
+  async function handle(ctx: RequestContext, body: SyncBody): Promise<Response> {
+    const service = ctx.service;
+    if (!service || body.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
+    const provider = deps.providers.get(service.provider);
+    if (!provider) throw unknownProvider(service, deps.providers);
+    const stream = body.value.stream === true;
+    const labels: LlmLabels = {
+      service_type: service.type,
+      model: service.model || String(body.value.model ?? ""),
+      backend_model: "",
+      provider: service.provider,
+      user_type: ctx.principal.userType ?? "",
+    };
+
+    // 1. Cache lookup: the cache decides what bypasses it (streams, no-cache, TTL 0).
+    const cache = deps.cache();
+    const lookup: CacheLookup = cache ? await cache.lookup({ service, body: body.value, headers: ctx.request.headers }) : { kind: "bypass" };
+    if (lookup.kind === "hit") {
+      const { answer } = lookup;
+      return new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, "x-cache": "HIT" } });
+    }
+
+    // 2. Backend list.
+    const targets = backendOrder(service, deps.random, provider.defaultUrl);
+    if (targets.length === 0) {
+      throw errors.badGateway(`model "${service.model}" has no backend: set inference_url or backends[] (provider "${provider.name}" has no default address)`);
+    }
+
+    // 3. Per backend, with failover.
+    const attempts = prepare(ctx, service, body, provider, targets, stream);
+    const { result, attempt } = await forward(ctx, attempts);
+    if (!result.response || !attempt) {
+      labels.backend_model = backendModelOf(attempts[attempts.length - 1], body.value, service.model);
+      const tried = result.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
+      let failure: Response;
+      if (ctx.request.signal.aborted) {
+        // Nobody reads this; the status is for the counters and logs (nginx's 499).
+        failure = errorResponse(499, "api_error", "the client closed the request before a backend answered");
+      } else if (result.error instanceof BackendTimeout) {
+        failure = errors.gatewayTimeout(`the backend for model "${service.model}" did not answer in time: ${tried}`).toResponse();
+      } else {
+        failure = errors.badGateway(`no backend for model "${service.model}" answered: ${tried}`).toResponse();
+      }
+      deps.metrics.request(labels, failure.status, seconds(ctx));
+      return withCacheHeader(failure, "MISS");
+    }
+    labels.backend_model = backendModelOf(attempt, body.value, service.model);
+    const backend = result.response;
+
+    // 4. The answer, translated back.
+    let answer: Answer;
+    try {
+      if (backend.status < 200 || backend.status > 299) {
+        answer = await errorAnswer(backend, attempt.translator, MISS);
+      } else if (stream) {
+        answer = streamAnswer(
+          backend,
+          attempt.translator,
+          provider.streamFormat ?? "sse",
+          (reason, error) => deps.log.warn("llm_stream_failed", { model: service.model, reason, error }),
+          MISS,
+        );
+      } else {
+        answer = await completeAnswer(backend, attempt.translator, MISS);
+      }
+    } catch (error) {
+      deps.metrics.request(labels, error instanceof GatewayError ? error.status : 500, seconds(ctx));
+      throw error;
+    }
+
+    // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream); never its tokens.
+    if (stream && backend.status >= 200 && backend.status <= 299) {
+      ctx.defer(() => deps.metrics.request(labels, backend.status, seconds(ctx)));
+    } else {
+      account(ctx, labels, answer, backend.status);
+    }
+
+    // 7. Cache fill after the response is written: a finalizer runs once the body is sent.
+    if (lookup.kind === "miss" && answer.stored) {
+      const stored = answer.stored;
+      ctx.defer(() => {
+        void lookup.fill(stored);
+      });
+    }
+
+    // 6. The response (its `X-Cache: MISS` was set when it was built).
+    return answer.response;
+  }
+
+  return {
+    mode: "llm",
+    accepts: (service, body) => service.provider !== "" && body.kind === "json",
+    handle,
+  };
+}
+
+/** The model the backend was sent: the rewrite, else what the client asked for, else the alias (see request-body.ts). */
+function backendModelOf(attempt: Attempt | undefined, body: Record<string, unknown>, alias: string): string {
+  if (attempt && attempt.target.model !== "") return attempt.target.model;
+  return typeof body.model === "string" ? body.model : alias;
+}

@@ -1,0 +1,40 @@
+/**
+ * The LLM proxy (spec 1 mode 3, 4.6): a sync mode that takes `POST /v1/*` JSON requests for
+ * services with a `provider`, registered with the sync proxy, which owns the routes, reads the
+ * body and resolves the model. Providers come from the `providers` registry; the response cache
+ * is used when the `response-cache` plugin is on. On when some service sets `provider`.
+ */
+import { durationMs } from "../../core/config/duration.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
+import { createLlmMode } from "./handler.ts";
+import { LlmMetrics } from "./metrics.ts";
+
+export default definePlugin({
+  name: "llm-proxy",
+  dependsOn: ["sync-proxy", "providers"],
+  enabled: (config) => config.services.some((service) => service.provider !== ""),
+  setup(api) {
+    const { config } = api;
+    let tokens: ConsumerTokens | undefined;
+    if (config.metrics.top_consumers > 0 && config.server.consumer_header !== "") {
+      const tracker = new ConsumerTokens(api.kv, api.metrics, config.metrics.top_consumers, api.log);
+      api.task({ name: "llm-consumer-tokens-top", everyMs: TOP_REFRESH_MS, runAtStart: true, run: () => tracker.refresh() });
+      tokens = tracker;
+    }
+    api.use("syncModes").register(
+      createLlmMode({
+        providers: api.use("providers"),
+        cache: () => (api.has("responseCache") ? api.use("responseCache") : undefined),
+        fetch: api.fetch,
+        backendTimeoutMs: durationMs(config.server.backend_timeout),
+        clock: api.clock,
+        newId: () => api.ids.newId(),
+        log: api.log,
+        metrics: new LlmMetrics(api.metrics),
+        tokens,
+        emitUsage: (event) => api.emit("llm.usage", event),
+      }),
+    );
+  },
+});

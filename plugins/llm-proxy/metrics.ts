@@ -1,0 +1,71 @@
+/**
+ * The LLM series of spec 6.2, with exactly its names and labels. `model` is the client alias,
+ * `backend_model` the model sent to the backend that answered, `user_type` the caller's
+ * ("" when none).
+ */
+import type { TokenUsage } from "../../core/llm/usage.ts";
+import { labeledChildren } from "../../core/metric-labels.ts";
+import type { Metrics } from "../../core/metrics.ts";
+
+export interface LlmLabels {
+  service_type: string;
+  model: string;
+  backend_model: string;
+  provider: string;
+  user_type: string;
+}
+
+/** LLM answers take seconds to minutes, not the milliseconds of the default buckets. */
+const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300];
+const TOKEN_BUCKETS = [16, 64, 256, 1024, 4096, 16384, 65536, 262144];
+
+export class LlmMetrics {
+  private readonly requests;
+  private readonly duration;
+  private readonly tokens;
+  private readonly perRequest;
+
+  constructor(metrics: Metrics) {
+    this.requests = metrics.counter({
+      name: "svc_llm_requests_total",
+      help: "LLM proxy requests answered from a backend (or failed), by HTTP status",
+      labelNames: ["service_type", "model", "backend_model", "provider", "user_type", "status"],
+    });
+    this.duration = metrics.histogram({
+      name: "svc_llm_request_duration_seconds",
+      help: "LLM proxy request duration, until the last byte for streams",
+      labelNames: ["service_type", "model", "backend_model", "provider", "user_type"],
+      buckets: DURATION_BUCKETS,
+    });
+    this.tokens = metrics.counter({
+      name: "svc_llm_tokens_total",
+      help: "Tokens reported by LLM backends in non-streaming responses, by type (prompt or completion)",
+      labelNames: ["service_type", "model", "backend_model", "user_type", "type"],
+    });
+    this.perRequest = metrics.histogram({
+      name: "svc_llm_tokens_per_request",
+      help: "Prompt + completion tokens of one non-streaming LLM response",
+      labelNames: ["service_type", "model", "backend_model", "user_type"],
+      buckets: TOKEN_BUCKETS,
+    });
+  }
+
+  // Label sets prepared once (see core/metric-labels.ts); always built in labelNames order.
+  private readonly requestsFor = labeledChildren((labels) => this.requests.labels(labels));
+  private readonly durationFor = labeledChildren((labels) => this.duration.labels(labels));
+  private readonly tokensFor = labeledChildren((labels) => this.tokens.labels(labels));
+  private readonly perRequestFor = labeledChildren((labels) => this.perRequest.labels(labels));
+
+  request(labels: LlmLabels, status: number, seconds: number): void {
+    const { service_type, model, backend_model, provider, user_type } = labels;
+    this.requestsFor({ service_type, model, backend_model, provider, user_type, status: String(status) }).inc();
+    this.durationFor({ service_type, model, backend_model, provider, user_type }).observe(seconds);
+  }
+
+  usage(labels: LlmLabels, usage: TokenUsage): void {
+    const { service_type, model, backend_model, user_type } = labels;
+    this.tokensFor({ service_type, model, backend_model, user_type, type: "prompt" }).inc(usage.prompt_tokens);
+    this.tokensFor({ service_type, model, backend_model, user_type, type: "completion" }).inc(usage.completion_tokens);
+    this.perRequestFor({ service_type, model, backend_model, user_type }).observe(usage.prompt_tokens + usage.completion_tokens);
+  }
+}

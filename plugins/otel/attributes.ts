@@ -1,0 +1,24 @@
+/**
+ * Span attribute names: OpenTelemetry's HTTP semantic conventions where one exists, and
+ * `gateway.*` for what only the gateway knows (the model and who asked for it).
+ */
+export const ATTR = {
+  method: "http.request.method",
+  route: "http.route",
+  status: "http.response.status_code",
+  path: "url.path",
+  scheme: "url.scheme",
+  fullUrl: "url.full",
+  serverAddress: "server.address",
+  serverPort: "server.port",
+  userAgent: "user_agent.original",
+  errorType: "error.type",
+  resendCount: "http.request.resend_count",
+  mode: "gateway.mode",
+  serviceType: "gateway.service_type",
+  model: "gateway.model",
+  consumer: "gateway.consumer",
+  userType: "gateway.user_type",
+  attempt: "gateway.attempt",
+  outcome: "gateway.outcome",
+} as const;

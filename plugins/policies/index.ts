@@ -1,0 +1,44 @@
+/**
+ * Access policies (spec 4.9), on when the config has a `policies` block. Needs the auth
+ * plugin: without a verified principal, groups, roles and scopes would be whatever the
+ * client sent (the config loader already refuses `policies` with `auth.mode: none`; the
+ * dependency also refuses `plugins: { auth: false }`).
+ */
+import { definePlugin } from "../../core/plugins/types.ts";
+import { PluginError } from "../../core/plugins/host.ts";
+import { policyStep } from "./decide-step.ts";
+import { countTokens, quotaStep } from "./quotas.ts";
+import { TokenAttribution } from "./token-attribution.ts";
+import { PolicySet, ruleProblems } from "./rules.ts";
+import { GlobError } from "./glob.ts";
+
+export default definePlugin({
+  name: "policies",
+  dependsOn: ["auth"],
+  enabled: (config) => config.policies !== undefined,
+  setup(api) {
+    const policies = api.config.policies;
+    if (!policies) return;
+    const problems = ruleProblems(policies);
+    if (problems.length > 0) throw new PluginError(problems.join("; "));
+    let compiled: PolicySet;
+    try {
+      compiled = new PolicySet(policies);
+    } catch (error) {
+      if (error instanceof GlobError) throw new PluginError(error.message);
+      throw error;
+    }
+    policies.rules.forEach((rule, index) => {
+      if (rule.allow_models.length === 0) api.log.warn("policy_rule_grants_nothing", { rule: index, message: `policies.rules[${index}].allow_models is empty, so the rule allows no model` });
+    });
+    api.stage("policy", policyStep(policies.default, compiled, api.metrics, api.log));
+    const attribution = new TokenAttribution();
+    api.stage("limits", quotaStep(api.kv, api.log, attribution));
+    // Spec 8.2: streamed, uncounted (no-cache) and usage-less responses spend no budget.
+    api.on("llm.usage", (event) => {
+      if (!event.counted || event.consumer === "") return;
+      const target = attribution.targetOf(event);
+      if (target) void countTokens(api.kv, api.log, target, event.consumer, event.prompt + event.completion);
+    });
+  },
+});

@@ -1,0 +1,167 @@
+/**
+ * Chat-completions request -> Messages-style request (spec 4.6 translation table, request rows).
+ *
+ * | chat completions                                  | Messages-style                                  |
+ * |---------------------------------------------------|-------------------------------------------------|
+ * | `messages[]` with `system` / `developer` roles    | `system` string (joined with blank lines) + `messages[]` |
+ * | a `system` string field (some clients send it)    | put first in `system`                           |
+ * | `max_completion_tokens`, else `max_tokens`        | `max_tokens` (required there; default 4096)     |
+ * | `stop` string or array                            | `stop_sequences[]`                              |
+ * | `tools[] {type:"function", function:{name, description, parameters}}` | `tools[] {name, description, input_schema}` (a tool already in that shape is kept) |
+ * | `tool_choice` "auto" / "required" / "none" / {function:{name}} | {type:"auto"} / {type:"any"} / {type:"none"} / {type:"tool", name} |
+ * | `parallel_tool_calls: false`                      | `tool_choice.disable_parallel_tool_use: true`  |
+ * | assistant `tool_calls[]` (arguments JSON string)  | `tool_use` blocks (`input` object)              |
+ * | `tool` role messages                              | one user message of `tool_result` blocks        |
+ * | `image_url` parts (data: URL or http URL)         | `image` blocks (base64 or url source)           |
+ * | `temperature`, `top_p`, `top_k`, `stream`         | the same                                        |
+ * | `user`                                            | `metadata.user_id`                              |
+ *
+ * Everything else (`n`, penalties, `logprobs`, `response_format`, `seed`, `stream_options`,
+ * chat-completions `metadata`, ...)
+ * is dropped: a Messages-style API refuses fields it does not know.
+ */
+import { isRecord, type JsonObject } from "../../core/llm/provider.ts";
+
+/** Used when the client sets neither `max_tokens` nor `max_completion_tokens`. */
+export const DEFAULT_MAX_TOKENS = 4096;
+
+/** A request the Messages-style API cannot express: the gateway answers 400 with this message. */
+const refuse = (message: string) => new Error(message);
+
+type Block = JsonObject;
+
+/** The text of a system/developer/tool message: a string, or its text parts joined. */
+function textOf(content: unknown, where: string): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (isRecord(part) && typeof part.text === "string" ? part.text : ""))
+      .join("");
+  }
+  if (content === null || content === undefined) return "";
+  throw refuse(`${where}: content must be a string or an array of text parts`);
+}
+
+function imageBlock(part: JsonObject, where: string): Block {
+  const image = isRecord(part.image_url) ? part.image_url : undefined;
+  const url = typeof image?.url === "string" ? image.url : typeof part.image_url === "string" ? part.image_url : undefined;
+  if (url === undefined) throw refuse(`${where}: an image_url part needs image_url.url`);
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data) return { type: "image", source: { type: "base64", media_type: data[1], data: data[2] } };
+  return { type: "image", source: { type: "url", url } };
+}
+
+/** User/assistant content parts -> content blocks; parts already in block form pass unchanged. */
+function blocksOf(content: unknown, where: string): Block[] {
+  if (typeof content === "string") return content === "" ? [] : [{ type: "text", text: content }];
+  if (content === null || content === undefined) return [];
+  if (!Array.isArray(content)) throw refuse(`${where}: content must be a string or an array of parts`);
+  return content.map((part, i) => {
+    if (!isRecord(part)) throw refuse(`${where}.content[${i}]: a part must be an object`);
+    if (part.type === "text") return { type: "text", text: typeof part.text === "string" ? part.text : "" };
+    if (part.type === "image_url") return imageBlock(part, `${where}.content[${i}]`);
+    return part;
+  });
+}
+
+function toolUseBlocks(toolCalls: unknown, where: string): Block[] {
+  if (!Array.isArray(toolCalls)) return [];
+  return toolCalls.map((call, i) => {
+    const fn = isRecord(call) && isRecord(call.function) ? call.function : undefined;
+    if (!isRecord(call) || !fn || typeof fn.name !== "string") {
+      throw refuse(`${where}.tool_calls[${i}]: needs function.name`);
+    }
+    let input: unknown = {};
+    if (typeof fn.arguments === "string" && fn.arguments.trim() !== "") {
+      try {
+        input = JSON.parse(fn.arguments);
+      } catch {
+        throw refuse(`${where}.tool_calls[${i}].function.arguments is not valid JSON`);
+      }
+    } else if (isRecord(fn.arguments)) {
+      input = fn.arguments;
+    }
+    return { type: "tool_use", id: String(call.id ?? ""), name: fn.name, input };
+  });
+}
+
+export function convertMessages(messages: unknown, systemField: unknown): { system: string | undefined; messages: JsonObject[] } {
+  if (!Array.isArray(messages)) throw refuse("messages must be an array");
+  const system: string[] = typeof systemField === "string" && systemField !== "" ? [systemField] : [];
+  const out: JsonObject[] = [];
+  messages.forEach((message, i) => {
+    const where = `messages[${i}]`;
+    if (!isRecord(message)) throw refuse(`${where} must be an object`);
+    const role = message.role;
+    if (role === "system" || role === "developer") {
+      system.push(textOf(message.content, where));
+    } else if (role === "user") {
+      const content = typeof message.content === "string" ? message.content : blocksOf(message.content, where);
+      out.push({ role: "user", content });
+    } else if (role === "assistant") {
+      const toolUses = toolUseBlocks(message.tool_calls, where);
+      if (toolUses.length === 0 && typeof message.content === "string") {
+        out.push({ role: "assistant", content: message.content });
+      } else {
+        out.push({ role: "assistant", content: [...blocksOf(message.content, where), ...toolUses] });
+      }
+    } else if (role === "tool") {
+      const result: Block = { type: "tool_result", tool_use_id: String(message.tool_call_id ?? ""), content: textOf(message.content, where) };
+      // Results of one assistant turn go back together, in one user message.
+      const previous = out[out.length - 1];
+      const previousBlocks = previous?.role === "user" && Array.isArray(previous.content) ? (previous.content as unknown[]) : undefined;
+      if (previousBlocks && previousBlocks.every((b) => isRecord(b) && b.type === "tool_result")) previousBlocks.push(result);
+      else out.push({ role: "user", content: [result] });
+    } else {
+      throw refuse(`${where}: role "${String(role)}" has no Messages-style equivalent; use system, developer, user, assistant or tool`);
+    }
+  });
+  return { system: system.length > 0 ? system.join("\n\n") : undefined, messages: out };
+}
+
+export function convertTools(tools: unknown): unknown {
+  if (!Array.isArray(tools)) return tools;
+  return tools.map((tool) => {
+    if (!isRecord(tool) || !isRecord(tool.function)) return tool;
+    const fn = tool.function;
+    const out: JsonObject = { name: fn.name, input_schema: isRecord(fn.parameters) ? fn.parameters : { type: "object", properties: {} } };
+    if (typeof fn.description === "string") out.description = fn.description;
+    return out;
+  });
+}
+
+export function convertToolChoice(choice: unknown, parallel: unknown): JsonObject | undefined {
+  let out: JsonObject | undefined;
+  if (choice === "auto") out = { type: "auto" };
+  else if (choice === "required") out = { type: "any" };
+  else if (choice === "none") out = { type: "none" };
+  else if (isRecord(choice) && isRecord(choice.function) && typeof choice.function.name === "string") out = { type: "tool", name: choice.function.name };
+  else if (isRecord(choice)) out = { ...choice };
+  if (parallel === false) out = { ...(out ?? { type: "auto" }), disable_parallel_tool_use: true };
+  return out;
+}
+
+function stopSequences(stop: unknown): unknown {
+  if (typeof stop === "string") return [stop];
+  return stop;
+}
+
+const positive = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value > 0;
+
+export function chatToMessagesRequest(body: JsonObject): JsonObject {
+  const { system, messages } = convertMessages(body.messages, body.system);
+  const out: JsonObject = {};
+  if (body.model !== undefined) out.model = body.model;
+  if (system !== undefined) out.system = system;
+  out.messages = messages;
+  out.max_tokens = positive(body.max_completion_tokens) ? body.max_completion_tokens : positive(body.max_tokens) ? body.max_tokens : DEFAULT_MAX_TOKENS;
+  if (body.stop !== undefined && body.stop !== null) out.stop_sequences = stopSequences(body.stop);
+  for (const key of ["temperature", "top_p", "top_k", "stream"] as const) {
+    if (body[key] !== undefined && body[key] !== null) out[key] = body[key];
+  }
+  if (body.tools !== undefined) out.tools = convertTools(body.tools);
+  const toolChoice = convertToolChoice(body.tool_choice, body.parallel_tool_calls);
+  if (toolChoice !== undefined) out.tool_choice = toolChoice;
+  if (typeof body.user === "string" && body.user !== "") out.metadata = { user_id: body.user };
+  return out;
+}

@@ -1,0 +1,49 @@
+/**
+ * `provider: messages_api`: backends that speak a Messages-style API. Clients keep speaking
+ * chat completions; requests, responses, errors and streams are translated both ways (the
+ * tables are in the files named by the protocol pair). Whatever path the client called, the
+ * request goes to the backend's Messages endpoint, `/v1/messages`.
+ *
+ * Such APIs want a version header and an API key header; they are plain `inference_headers`
+ * (or `backends[].headers`) in the service entry, so nothing here names them.
+ */
+import type { JsonObject, ProviderDefinition } from "../../core/llm/provider.ts";
+import { wantsStreamUsage } from "../../core/llm/provider.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+import { chatToMessagesRequest } from "./chat-to-messages.ts";
+import { messagesToChatError, messagesToChatResponse } from "./messages-to-chat.ts";
+import { MessagesStreamTranslator } from "./messages-stream-to-chat.ts";
+
+/** The hosted Messages API; set `inference_url` for any other. */
+export const MESSAGES_API_DEFAULT_URL = "https://api.anthropic.com";
+export const MESSAGES_PATH = "/v1/messages";
+
+export const messagesApiProvider: ProviderDefinition = {
+  name: "messages_api",
+  defaultUrl: MESSAGES_API_DEFAULT_URL,
+  streamFormat: "sse",
+  backendPath: () => MESSAGES_PATH,
+  createTranslator(context) {
+    let includeUsage = false;
+    const stream = new MessagesStreamTranslator(context, () => includeUsage);
+    return {
+      translateRequest(body: JsonObject) {
+        // Remembered for the stream: the usage chunk is sent only when the client's request asked for it.
+        includeUsage = wantsStreamUsage(body);
+        return chatToMessagesRequest(body);
+      },
+      translateResponse: (body) => messagesToChatResponse(body, context),
+      translateStreamEvent: (event) => stream.event(event),
+      translateStreamEnd: () => stream.end(),
+      translateError: messagesToChatError,
+    };
+  },
+};
+
+export default definePlugin({
+  name: "provider-messages-api",
+  dependsOn: ["providers"],
+  setup(api) {
+    api.use("providers").register(messagesApiProvider);
+  },
+});

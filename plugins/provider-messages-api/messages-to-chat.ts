@@ -1,0 +1,87 @@
+/**
+ * Messages-style response -> chat-completions response (spec 4.6 translation table, response rows).
+ *
+ * | Messages-style                                  | chat completions                                  |
+ * |-------------------------------------------------|---------------------------------------------------|
+ * | `content[]` `text` blocks                       | `choices[0].message.content` (joined; null when the answer is only tool calls) |
+ * | `content[]` `tool_use` blocks {id, name, input} | `choices[0].message.tool_calls[]` {id, type:"function", function:{name, arguments: JSON string}} |
+ * | `stop_reason` end_turn / stop_sequence / pause_turn | `finish_reason` stop                          |
+ * | `stop_reason` max_tokens                        | length                                            |
+ * | `stop_reason` tool_use                          | tool_calls                                        |
+ * | `stop_reason` refusal                           | content_filter                                    |
+ * | `usage.input_tokens` / `output_tokens`          | `usage.prompt_tokens` / `completion_tokens` (+ `total_tokens`) |
+ * | `id`, `model`                                   | the same                                          |
+ * | error body `{type:"error", error:{type, message}}` | `{error:{message, type}}`                      |
+ *
+ * Other blocks (thinking, ...) are not part of the chat-completions answer and are left out.
+ */
+import {
+  chatCompletion,
+  chatError,
+  errorTypeFor,
+  isRecord,
+  usageFromCounts,
+  type ChatToolCall,
+  type FinishReason,
+  type JsonObject,
+  type TranslatedResponse,
+  type TranslatorContext,
+} from "../../core/llm/provider.ts";
+
+export function finishReason(stopReason: unknown): FinishReason | null {
+  switch (stopReason) {
+    case null:
+    case undefined:
+      return null;
+    case "max_tokens":
+      return "length";
+    case "tool_use":
+      return "tool_calls";
+    case "refusal":
+      return "content_filter";
+    default:
+      // end_turn, stop_sequence, pause_turn, and anything newer: the model stopped on its own.
+      return "stop";
+  }
+}
+
+export function toolCall(block: JsonObject): ChatToolCall {
+  return {
+    id: String(block.id ?? ""),
+    type: "function",
+    function: { name: String(block.name ?? ""), arguments: JSON.stringify(block.input ?? {}) },
+  };
+}
+
+export function messagesToChatResponse(body: unknown, context: TranslatorContext): TranslatedResponse {
+  if (!isRecord(body) || !Array.isArray(body.content)) {
+    throw new Error("the backend answer is not a Messages-style message (no content array)");
+  }
+  const blocks = body.content.filter(isRecord);
+  const texts = blocks.filter((b) => b.type === "text").map((b) => (typeof b.text === "string" ? b.text : ""));
+  const toolCalls = blocks.filter((b) => b.type === "tool_use").map(toolCall);
+  const usage = isRecord(body.usage) ? usageFromCounts(body.usage.input_tokens, body.usage.output_tokens) : undefined;
+  return {
+    body: chatCompletion({
+      id: typeof body.id === "string" ? body.id : `chatcmpl-${context.newId()}`,
+      createdMs: context.now(),
+      model: body.model,
+      message: {
+        role: "assistant",
+        content: texts.length === 0 && toolCalls.length > 0 ? null : texts.join(""),
+        ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      },
+      finishReason: finishReason(body.stop_reason),
+      usage,
+    }),
+    usage,
+  };
+}
+
+export function messagesToChatError(status: number, body: unknown): JsonObject {
+  if (isRecord(body) && isRecord(body.error) && typeof body.error.message === "string") {
+    return chatError(body.error.message, typeof body.error.type === "string" ? body.error.type : errorTypeFor(status));
+  }
+  const text = typeof body === "string" && body.trim() !== "" ? body.trim() : `the backend answered HTTP ${status}`;
+  return chatError(text, errorTypeFor(status));
+}

@@ -1,0 +1,27 @@
+/**
+ * `provider: passthrough`: forwarded verbatim, for a backend whose protocol the gateway need
+ * not understand. The request body and the answer (any content type, JSON or not, streamed or
+ * not) pass unchanged; the gateway's own steps still apply (backend failover, model rewrite,
+ * `stream_options.include_usage` on `"stream": true`, headers, cache, metrics). Token accounting
+ * happens only when the answer happens to carry a top-level `usage {prompt_tokens,
+ * completion_tokens}` (spec 4.6 "Usage requirement").
+ *
+ * There is no default address: a passthrough backend is whatever `inference_url` or
+ * `backends[]` say.
+ */
+import type { ProviderDefinition } from "../../core/llm/provider.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+
+export const passthroughProvider: ProviderDefinition = {
+  name: "passthrough",
+  defaultUrl: "",
+  createTranslator: () => ({}),
+};
+
+export default definePlugin({
+  name: "provider-passthrough",
+  dependsOn: ["providers"],
+  setup(api) {
+    api.use("providers").register(passthroughProvider);
+  },
+});

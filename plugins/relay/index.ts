@@ -1,0 +1,69 @@
+/**
+ * The relay worker (DESIGN 4): takes queued jobs, calls the backend and stores the result.
+ * It always runs in `npm run relay` processes; in the gateway process when
+ * `relay.embedded` is true, or when it is unset and the KV store is the embedded one
+ * (a standalone relay could not reach an in-memory queue).
+ */
+import { durationMs } from "../../core/config/duration.ts";
+import type { GatewayConfig } from "../../core/config/schema.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+import { relayMetrics } from "./metrics.ts";
+import { RelayWorker } from "./worker.ts";
+
+/** Pause between polling rounds when every queue is empty. */
+export const POLL_INTERVAL_MS = 150;
+
+/** The relay of this process, for health checks and tests. */
+export interface RelayService {
+  /** Jobs running now. */
+  readonly busy: number;
+  /** Resolves when no job is running. */
+  idle(): Promise<void>;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    relay: RelayService;
+  }
+}
+
+export function relayEmbedded(config: GatewayConfig): boolean {
+  return config.relay.embedded ?? config.redis.addr === "";
+}
+
+export default definePlugin({
+  name: "relay",
+  roles: ["gateway", "relay"],
+  dependsOn: ["async-jobs"],
+  enabled: (config, role) => role === "relay" || relayEmbedded(config),
+  setup(api) {
+    const jobs = api.use("jobs");
+    const leaseMs = api.config.relay.lease_seconds * 1000;
+    const worker = new RelayWorker(
+      jobs,
+      {
+        jobs,
+        objects: api.objects,
+        fetch: api.fetch,
+        clock: api.clock,
+        newId: () => api.ids.newId(),
+        log: api.log,
+        metrics: relayMetrics(api.metrics),
+        emit: (event, payload) => api.emit(event, payload),
+        leaseMs,
+        requestTimeoutMs: durationMs(api.config.relay.request_timeout) || durationMs("10m"),
+      },
+      { concurrency: api.config.relay.concurrency, leaseMs },
+      api.log,
+    );
+    api.provide("relay", {
+      get busy() {
+        return worker.busy;
+      },
+      idle: () => worker.idle(),
+    });
+    api.task({ name: "relay", everyMs: POLL_INTERVAL_MS, runAtStart: true, run: (signal) => worker.poll(signal) });
+    api.onClose(() => worker.close());
+    api.log.info("relay_started", { concurrency: api.config.relay.concurrency, lease_seconds: api.config.relay.lease_seconds });
+  },
+});

@@ -1,0 +1,168 @@
+/**
+ * Runs one claimed job to its end: pending -> processing, the backend call under the
+ * job's lease (renewed while it works) with the cancel signal watched, then the terminal
+ * update (completed, failed or cancelled), the events and the metrics.
+ */
+import type { Clock } from "../../core/clock.ts";
+import { formatDuration } from "../../core/config/duration.ts";
+import type { Logger } from "../../core/log.ts";
+import type { GatewayEvents } from "../../core/plugins/types.ts";
+import type { ObjectStore } from "../../core/stores/objects.ts";
+import type { ClaimedJob, JobRecord, JobStore } from "../async-jobs/types.ts";
+import { callBackend, type BackendOutcome } from "./backend.ts";
+import type { RelayMetrics } from "./metrics.ts";
+
+/** How often a running job checks for a DELETE (ms). Each check is one KV read. */
+const CANCEL_POLL_MS = 200;
+
+export interface RunDeps {
+  jobs: JobStore;
+  objects: ObjectStore;
+  fetch: typeof fetch;
+  clock: Clock;
+  newId(): string;
+  log: Logger;
+  metrics: RelayMetrics;
+  emit<E extends "job.terminal" | "relay.processed">(event: E, payload: GatewayEvents[E]): void;
+  leaseMs: number;
+  requestTimeoutMs: number;
+}
+
+type StopReason = "cancelled" | "lease-lost" | "timeout" | "shutdown";
+
+/**
+ * Polls the cancel signal and renews the lease until stopped. `onStop` is called at most
+ * once, when a DELETE asked to cancel or another relay took the lease over.
+ */
+function watch(deps: RunDeps, claim: ClaimedJob, onStop: (reason: StopReason) => void): () => void {
+  const renewEvery = Math.max(1, Math.floor(deps.leaseMs / 3 / CANCEL_POLL_MS));
+  let ticks = 0;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = async () => {
+    try {
+      if (await deps.jobs.cancelRequested(claim.id)) return onStop("cancelled");
+      if (++ticks % renewEvery === 0 && !(await deps.jobs.renewLease(claim, deps.leaseMs))) return onStop("lease-lost");
+    } catch (error) {
+      // A KV blip: keep working; the lease has two more renewals before it lapses.
+      deps.log.warn("relay_watch_failed", { job_id: claim.id, error });
+    }
+    if (!stopped) timer = setTimeout(() => void tick(), CANCEL_POLL_MS);
+  };
+  timer = setTimeout(() => void tick(), 0);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+async function storeResult(deps: RunDeps, job: JobRecord, stored: string): Promise<string> {
+  const key = deps.jobs.keys.resultObject(job.id);
+  await deps.objects.put(key, new TextEncoder().encode(stored), { contentType: "application/json" });
+  return key;
+}
+
+/** Ends the claim with a terminal status; emits job.terminal when this call made it terminal. */
+async function finish(
+  deps: RunDeps,
+  claim: ClaimedJob,
+  job: JobRecord,
+  to: "completed" | "failed" | "cancelled",
+  fields: { result_key?: string; error?: string },
+  result?: unknown,
+): Promise<void> {
+  const outcome = await deps.jobs.finish(claim, job, to, fields);
+  if (outcome.previous === "leased") {
+    deps.metrics.outcome(claim.model, "lost");
+    deps.log.warn("relay_job_lost", { job_id: job.id, model: claim.model, message: "another relay holds the lease; this result is dropped" });
+  } else if (!outcome.applied) {
+    // Gone (expired, purged) or already terminal: nobody will read a result.
+    deps.metrics.outcome(claim.model, "skipped");
+  } else {
+    deps.metrics.outcome(claim.model, to);
+    const finished = (await deps.jobs.get(job.id).catch(() => null)) ?? { ...job, status: to, ...fields };
+    deps.emit("job.terminal", to === "completed" ? { job: finished, result } : { job: finished });
+    deps.log.info("relay_job_finished", { job_id: job.id, model: claim.model, status: to, ...(fields.error ? { error: fields.error } : {}) });
+    return;
+  }
+  if (fields.result_key) await deps.objects.delete(fields.result_key).catch(() => undefined);
+}
+
+/** Runs a claimed job. `shutdown` aborts it when the relay stops; the job then goes back to its queue. */
+export async function runJob(deps: RunDeps, claim: ClaimedJob, shutdown: AbortSignal): Promise<void> {
+  const job = await deps.jobs.get(claim.id);
+  if (!job || job.status !== "pending") {
+    // Cancelled while queued, expired or purged: it must not run.
+    await deps.jobs.drop(claim);
+    // An expired record leaves its input behind; nothing can use it any more.
+    if (!job) await deps.objects.delete(deps.jobs.keys.inputObject(claim.id)).catch(() => undefined);
+    deps.metrics.outcome(claim.model, "skipped");
+    return;
+  }
+  const started = await deps.jobs.transition(job, ["pending"], "processing");
+  if (!started.applied) {
+    await deps.jobs.drop(claim);
+    deps.metrics.outcome(claim.model, "skipped");
+    return;
+  }
+  const running: JobRecord = { ...job, status: "processing" };
+  const service = deps.jobs.serviceOf(job);
+  if (!service) {
+    const error = `model "${job.model}" of service type "${job.service_type}" is no longer configured`;
+    return await finish(deps, claim, running, "failed", { error });
+  }
+
+  const control = new AbortController();
+  let reason: StopReason | undefined;
+  const stop = (why: StopReason) => {
+    if (reason) return;
+    reason = why;
+    control.abort(new Error(`job ${why}`));
+  };
+  const onShutdown = () => stop("shutdown");
+  if (shutdown.aborted) onShutdown();
+  shutdown.addEventListener("abort", onShutdown, { once: true });
+  const timeout = setTimeout(() => stop("timeout"), deps.requestTimeoutMs);
+  const unwatch = watch(deps, claim, stop);
+
+  const startedAt = deps.clock.now();
+  let outcome: BackendOutcome;
+  try {
+    outcome = await callBackend({ fetch: deps.fetch, objects: deps.objects, newId: deps.newId }, running, service, control.signal);
+  } catch (error) {
+    outcome = { ok: false, error: `the backend answer could not be read: ${(error as Error).message}` };
+  } finally {
+    clearTimeout(timeout);
+    unwatch();
+    shutdown.removeEventListener("abort", onShutdown);
+  }
+  const seconds = Math.max(0, (deps.clock.now() - startedAt) / 1000);
+  deps.metrics.inference(job.model, seconds);
+  deps.emit("relay.processed", { consumer: job.consumer_name, userType: job.user_type, serviceType: job.service_type, model: job.model, seconds });
+
+  if (reason === "lease-lost") {
+    deps.metrics.outcome(claim.model, "lost");
+    deps.log.warn("relay_job_lost", { job_id: job.id, model: claim.model, message: "another relay took the lease over; stopped" });
+    return;
+  }
+  if (reason === "shutdown") {
+    const released = await deps.jobs.release(claim);
+    if (released === "cancel") return await finish(deps, claim, running, "cancelled", {});
+    deps.metrics.outcome(claim.model, released === "requeued" ? "requeued" : "skipped");
+    return;
+  }
+  if (reason === "cancelled") return await finish(deps, claim, running, "cancelled", {});
+  if (reason === "timeout") {
+    const error = `the backend did not answer within ${formatDuration(deps.requestTimeoutMs)} (relay.request_timeout)`;
+    return await finish(deps, claim, running, "failed", { error });
+  }
+  if (!outcome.ok) return await finish(deps, claim, running, "failed", { error: outcome.error });
+  let resultKey: string;
+  try {
+    resultKey = await storeResult(deps, job, outcome.stored);
+  } catch (error) {
+    deps.log.error("relay_result_store_failed", { job_id: job.id, error });
+    return await finish(deps, claim, running, "failed", { error: "the result could not be stored in the object store" });
+  }
+  await finish(deps, claim, running, "completed", { result_key: resultKey }, outcome.result);
+}

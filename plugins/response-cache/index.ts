@@ -1,0 +1,95 @@
+/**
+ * The LLM response cache (spec 4.6 "Caching"), in the KV store so replicas share it. It
+ * provides the `responseCache` service; the LLM proxy asks it before forwarding and offers
+ * it the answer afterwards. On when some service sets `response_cache_ttl`.
+ *
+ * Bypassed (no lookup, no counters) when the service's TTL is 0, the request streams, or its
+ * `Cache-Control` contains `no-cache`. Only 2xx answers are stored. A store error is counted
+ * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
+ */
+import type { CachedAnswer, CacheLookup, CacheRequest, ResponseCache } from "../../core/llm/cache.ts";
+import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
+import { decodeEntry, encodeEntry } from "./entry.ts";
+import { cacheKey } from "./key.ts";
+
+/** Spec 8.5: a fill that takes longer is abandoned (and counted as a set error). */
+export const FILL_TIMEOUT_MS = 5000;
+
+function bypassed({ service, body, headers }: CacheRequest): boolean {
+  return service.response_cache_ttl <= 0 || body.stream === true || /no-cache/i.test(headers.get("cache-control") ?? "");
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the store within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+function createCache(api: PluginApi): ResponseCache {
+  const labels = ["service_type", "model"];
+  const hits = api.metrics.counter({ name: "svc_cache_hits_total", help: "LLM responses served from the response cache", labelNames: labels });
+  const misses = api.metrics.counter({ name: "svc_cache_misses_total", help: "LLM cache lookups that found nothing", labelNames: labels });
+  const failures = api.metrics.counter({
+    name: "svc_cache_errors_total",
+    help: "LLM response cache failures by operation (key, get, set); the request went on without the cache",
+    labelNames: [...labels, "op"],
+  });
+
+  return {
+    async lookup(request: CacheRequest): Promise<CacheLookup> {
+      if (bypassed(request)) return { kind: "bypass" };
+      const { service } = request;
+      const metricLabels = { service_type: service.type, model: service.model };
+      const failed = (op: "key" | "get" | "set", error: unknown) => {
+        failures.inc({ ...metricLabels, op });
+        api.log.warn("response_cache_error", { op, model: service.model, error });
+      };
+      let key: string;
+      try {
+        key = cacheKey(service.model, request.body);
+      } catch (error) {
+        failed("key", error);
+        return { kind: "bypass" };
+      }
+      let stored: string | null;
+      try {
+        stored = await api.kv.get(key);
+      } catch (error) {
+        failed("get", error);
+        return { kind: "bypass" };
+      }
+      if (stored !== null) {
+        try {
+          const answer = decodeEntry(stored);
+          hits.inc(metricLabels);
+          return { kind: "hit", answer };
+        } catch (error) {
+          // Unreadable entry: answer from the backend, whose answer then replaces it.
+          failed("get", error);
+        }
+      }
+      misses.inc(metricLabels);
+      return {
+        kind: "miss",
+        async fill(answer: CachedAnswer) {
+          if (answer.status < 200 || answer.status > 299) return;
+          try {
+            await withTimeout(api.kv.set(key, encodeEntry(answer), service.response_cache_ttl * 1000), FILL_TIMEOUT_MS);
+          } catch (error) {
+            failed("set", error);
+          }
+        },
+      };
+    },
+  };
+}
+
+export default definePlugin({
+  name: "response-cache",
+  enabled: (config) => config.services.some((service) => service.response_cache_ttl > 0),
+  setup(api) {
+    api.provide("responseCache", createCache(api));
+  },
+});

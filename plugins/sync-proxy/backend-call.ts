@@ -1,0 +1,65 @@
+/**
+ * One backend attempt: `server.backend_timeout` bounds the wait for the response headers
+ * (not the body: a long stream is fine once it started), and the client going away aborts
+ * the backend request at any point, headers or body.
+ */
+
+export class BackendTimeoutError extends Error {
+  override name = "BackendTimeoutError";
+}
+
+export interface CallOptions {
+  fetch: typeof fetch;
+  /** 0 = no limit. */
+  timeoutMs: number;
+  /** The client request's signal: aborted when the client disconnects. */
+  clientSignal: AbortSignal;
+}
+
+/** `fetch` for a streamed request body also needs `duplex` (not yet in the DOM typings). */
+export type BackendInit = RequestInit & { duplex?: "half" };
+
+export async function callBackend(url: string, init: BackendInit, options: CallOptions): Promise<Response> {
+  // One controller for both reasons to stop (cheaper than AbortSignal.any, which builds a
+  // composite signal per call). It stays linked to the client for the whole body.
+  const control = new AbortController();
+  const { clientSignal } = options;
+  if (clientSignal.aborted) control.abort(clientSignal.reason);
+  const onClientGone = () => control.abort(clientSignal.reason);
+  clientSignal.addEventListener("abort", onClientGone, { once: true });
+  let timedOut = false;
+  const handle =
+    options.timeoutMs > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          control.abort();
+        }, options.timeoutMs)
+      : undefined;
+  try {
+    return await options.fetch(url, {
+      // A proxy hands redirects to the client instead of following them.
+      redirect: "manual",
+      ...init,
+      signal: control.signal,
+    });
+  } catch (error) {
+    clientSignal.removeEventListener("abort", onClientGone);
+    if (timedOut && !clientSignal.aborted) {
+      throw new BackendTimeoutError(`no response headers within ${options.timeoutMs} ms (server.backend_timeout)`);
+    }
+    throw error;
+  } finally {
+    clearTimeout(handle);
+  }
+}
+
+/** A network error in a few words: the runtime's own detail rather than "fetch failed". */
+export function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as Error & { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as Error & { code?: unknown }).code;
+    return typeof code === "string" ? `${code} (${cause.message})` : cause.message;
+  }
+  return error.message;
+}

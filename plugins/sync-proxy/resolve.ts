@@ -1,0 +1,50 @@
+/**
+ * The sync route's resolve stage (spec 4.5): read the body as the mode needs it, resolve
+ * the model from the `{model}` path segment or the body's `model`, and choose who serves
+ * the request: the first registered sync mode that accepts it, else the direct proxy.
+ */
+import { errors } from "../../core/errors.ts";
+import type { RequestContext } from "../../core/pipeline/context.ts";
+import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
+import type { ListedFilter, PathMatch, Registry } from "../../core/registry/registry.ts";
+import { readSyncBody } from "./request-body.ts";
+import type { SyncModeList } from "./sync-modes.ts";
+
+declare module "../../core/pipeline/context.ts" {
+  interface RequestVars {
+    /** The sync request body as the sync route read it: parsed JSON, or the still unread stream. */
+    syncBody: SyncBody;
+  }
+}
+
+export interface Resolved {
+  body: SyncBody;
+  /** Undefined: the direct proxy serves the request. */
+  mode?: SyncMode;
+}
+
+export interface ResolveDeps {
+  registry: Registry;
+  modes: SyncModeList;
+  /** `server.max_body_mb` in bytes. */
+  capBytes: number;
+  /** The models an error message may name to this caller (hidden ones are never named). */
+  listedFor?: (ctx: RequestContext) => ListedFilter;
+}
+
+export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ctx: RequestContext): Promise<Resolved> {
+  const body = await readSyncBody(ctx.request, deps.capBytes);
+  const requested = body.kind === "json" ? body.value.model : undefined;
+  if (requested !== undefined && typeof requested !== "string") {
+    throw errors.badRequest(`"model" must be a string naming one of the models on ${ctx.url.pathname}`);
+  }
+  const resolution = deps.registry.resolveSync(match, requested, ctx.url.pathname, deps.listedFor?.(ctx));
+  if (!resolution.ok) throw resolution.error;
+  const service = resolution.value;
+  ctx.service = service;
+  ctx.serviceType = service.type;
+  ctx.vars.syncBody = body;
+  const mode = deps.modes.pick(service, body);
+  ctx.mode = mode?.mode ?? "sync";
+  return { body, mode };
+}

@@ -1,0 +1,43 @@
+/**
+ * Usage tracking and reporting (spec 2.4-2.6, 4.8): per consumer per service type
+ * cumulative counters, cross-consumer calendar buckets, and the endpoints that show them.
+ * Nothing is written when `server.consumer_header` is not configured (spec 2.9); the
+ * endpoints then answer 501. Counting happens after the response (see recorder.ts); the
+ * store layout is in keys.ts.
+ *
+ * It also runs in relay processes, where it only records the inference seconds of the
+ * jobs that relay ran.
+ */
+import { durationMs, formatDuration } from "../../core/config/duration.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+import type {} from "../async-jobs/types.ts";
+import type {} from "../limits/types.ts";
+import { UsageRecorder } from "./recorder.ts";
+import { UsageRecords } from "./records.ts";
+import { registerUsageRoutes } from "./routes.ts";
+
+export default definePlugin({
+  name: "usage",
+  roles: ["gateway", "relay"],
+  setup(api) {
+    const retentionMs = durationMs(api.config.usage.retention);
+    if (api.config.server.consumer_header !== "") {
+      const recorder = new UsageRecorder({ kv: api.kv, clock: api.clock, log: api.log, retentionMs });
+      api.on("relay.processed", (event) => recorder.processed(event));
+      if (api.role === "gateway") {
+        api.on("llm.usage", (event) => recorder.tokens(event));
+        api.on("job.submitted", ({ job }) => recorder.submitted(job));
+        api.on("request.finished", (event) => recorder.finished(event));
+      }
+    }
+    if (api.role !== "gateway") return;
+    const records = new UsageRecords({
+      kv: api.kv,
+      services: api.config.services,
+      retention: retentionMs > 0 ? formatDuration(retentionMs) : "all-time",
+      // Set up before this plugin when active (plugin order), so the windows are there.
+      windows: api.has("limitWindows") ? api.use("limitWindows") : undefined,
+    });
+    registerUsageRoutes(api, records);
+  },
+});

@@ -1,0 +1,44 @@
+/**
+ * Every key the usage plugin keeps in the KV store (spec 2.4-2.6, 2.9 `usage`). Consumer
+ * and service type segments are URI-encoded so no name can make two keys collide.
+ *
+ * | key                                  | type | holds                                                         | TTL
+ * |--------------------------------------|------|---------------------------------------------------------------|-----------------------------------------
+ * | usage:consumer:<consumer>            | hash | `last_active` (ms) and, per service type `<type>`, the fields  | `usage.retention`, set when the key is
+ * |                                      |      | `<type>|requests`, `<type>|jobs`, `<type>|processing_seconds`, | created (an existing key keeps its own;
+ * |                                      |      | `<type>|prompt_tokens`, `<type>|completion_tokens`             | none = all-time)
+ * | usage:consumers                      | zset | consumer -> last activity (ms): the known consumers            | none
+ * | usage:rank:<type>                    | zset | consumer -> requests of that type (`GET /-/usage?type=`)       | none
+ * | usage:daily:<type>:<YYYYMMDD>        | hash | requests, jobs, processing_seconds, prompt_tokens,             | 400 days from the bucket's first write
+ * |                                      |      | completion_tokens summed across consumers (UTC day)           |
+ * | usage:weekly:<type>:<YYYY-Www>       | hash | the same per ISO week (weeks start on Monday)                  | 800 days from the bucket's first write
+ * | usage:monthly:<type>:<YYYYMM>        | hash | the same per calendar month                                    | none (kept)
+ *
+ * A counter field exists only once something was added to it, which is how a report
+ * tells "no tokens tracked in this bucket" from zero. When a consumer's hash expired
+ * (retention) and comes back, the first request of a type resets that consumer's rank
+ * score instead of adding to the old one.
+ */
+import type { Period } from "./calendar.ts";
+
+const segment = encodeURIComponent;
+
+/** Counter names, in the bucket hashes and (after `<type>|`) in the consumer hash. */
+export const COUNTERS = ["requests", "jobs", "processing_seconds", "prompt_tokens", "completion_tokens"] as const;
+export type Counter = (typeof COUNTERS)[number];
+
+export const LAST_ACTIVE = "last_active";
+
+/** Separates the service type from the counter in a consumer hash field (counter names hold no "|"). */
+export const TYPE_SEPARATOR = "|";
+
+export const usageKeys = {
+  consumer: (consumer: string) => `usage:consumer:${segment(consumer)}`,
+  consumers: "usage:consumers",
+  rank: (type: string) => `usage:rank:${segment(type)}`,
+  bucket: (period: Period, type: string, label: string) => `usage:${period}:${segment(type)}:${label}`,
+  /** What every consumer-hash field of a service type starts with. */
+  fieldPrefix: (type: string) => `${type}${TYPE_SEPARATOR}`,
+  /** The consumer-hash field of one counter of one service type. */
+  field: (type: string, counter: Counter) => `${type}${TYPE_SEPARATOR}${counter}`,
+};

@@ -1,0 +1,95 @@
+/**
+ * The usage endpoints (spec 4.8): `GET /usage` for the calling consumer, and the admin
+ * endpoints `GET /-/usage` (2.5) and `GET /-/usage/report` (2.6). All three answer 501
+ * when `server.consumer_header` is not configured: without it nothing is recorded.
+ */
+import type { Context } from "hono";
+import { errors, GatewayError } from "../../core/errors.ts";
+import type { Logger } from "../../core/log.ts";
+import { RequestState } from "../../core/pipeline/context.ts";
+import type { PluginApi } from "../../core/plugins/types.ts";
+import type { UsageRecords } from "./records.ts";
+import { parseReportQuery, usageReport } from "./report.ts";
+
+/** Spec 8.5: usage list page size. */
+export const DEFAULT_PAGE = 20;
+export const MAX_PAGE = 100;
+
+const json = (value: unknown): Response => new Response(JSON.stringify(value), { headers: { "content-type": "application/json" } });
+
+/** Errors as the error body; a store failure is a 503 that says so, never a bare 500. */
+function answering(log: Logger, endpoint: string, handler: (c: Context) => Promise<Response>) {
+  return async function usageEndpoint(c: Context): Promise<Response> {
+    try {
+      return await handler(c);
+    } catch (error) {
+      if (error instanceof GatewayError) return error.toResponse();
+      log.error("usage_read_failed", { endpoint, error });
+      return errors.storeUnavailable("usage data cannot be read right now: the key-value store failed; retry later").toResponse();
+    }
+  };
+}
+
+/** An integer query parameter: absent = `fallback`; anything but a whole number >= `min` is a 400. */
+function integerParam(c: Context, name: string, fallback: number, min: number): number {
+  const text = c.req.query(name);
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
+    throw errors.badRequest(`query parameter "${name}" must be a whole number of at least ${min}; got "${text}"`);
+  }
+  return value;
+}
+
+const optional = (value: string | undefined) => (value === undefined || value === "" ? undefined : value);
+
+export function registerUsageRoutes(api: PluginApi, records: UsageRecords): void {
+  const header = api.config.server.consumer_header;
+  const requireHeader = (path: string) => {
+    if (header === "") {
+      throw errors.notImplemented(`${path} needs consumer identification, and no usage is recorded without it: set server.consumer_header`);
+    }
+  };
+
+  api.routes.get(
+    "/usage",
+    answering(api.log, "usage", async (c) => {
+      requireHeader("GET /usage");
+      // The caller's identity as every request gets it (headers, or a verified token with an
+      // auth mode); not registered as a mode request, so it counts as an admin request.
+      const ctx = new RequestState(c.req.raw, "sync", "", api.clock.now());
+      const answer = await api.pipeline.runStage("identify", ctx);
+      if (answer) return answer;
+      const consumer = ctx.principal.consumer;
+      if (consumer === undefined) throw errors.badRequest(`send the ${header} header naming the consumer whose usage to show`);
+      return json(await records.one(consumer));
+    }),
+  );
+
+  api.routes.get(
+    "/-/usage",
+    answering(api.log, "usage_list", async (c) => {
+      requireHeader("GET /-/usage");
+      // Larger pages are cut to the maximum (and the echoed limit says so).
+      const limit = Math.min(integerParam(c, "limit", DEFAULT_PAGE, 1), MAX_PAGE);
+      const offset = integerParam(c, "offset", 0, 0);
+      const type = optional(c.req.query("type"));
+      const consumer = optional(c.req.query("consumer"));
+      if (consumer !== undefined) {
+        // Spec 2.5: `total` is 1 when a consumer is named.
+        const consumers = offset === 0 ? [await records.one(consumer, type)] : [];
+        return json({ total: 1, limit, offset, consumers });
+      }
+      return json(await records.page(type, limit, offset));
+    }),
+  );
+
+  api.routes.get(
+    "/-/usage/report",
+    answering(api.log, "usage_report", async (c) => {
+      requireHeader("GET /-/usage/report");
+      const query = parseReportQuery((name) => c.req.query(name));
+      return json(await usageReport(api.kv, api.config.services, query));
+    }),
+  );
+}

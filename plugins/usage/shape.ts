@@ -1,0 +1,108 @@
+/**
+ * The wire shapes of spec 2.4 and 2.6 from stored counters. Which fields a service type
+ * shows follows what it is: tokens for LLM types (a service of the type has `provider`),
+ * jobs and processing seconds for the others (async jobs); a type that has data of the
+ * other kind anyway (its config changed) shows that too.
+ */
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import type { LimitWindow } from "../limits/types.ts";
+import { COUNTERS, LAST_ACTIVE, TYPE_SEPARATOR, type Counter } from "./keys.ts";
+
+export type Counts = Partial<Record<Counter, number>>;
+
+export interface Totals {
+  requests: number;
+  jobs?: number;
+  processing_time_seconds?: number;
+  tokens?: { prompt: number; completion: number };
+}
+
+export interface WindowView {
+  requests?: number;
+  tokens?: number;
+  processing_time_seconds?: number;
+  reset_at: string;
+}
+
+export interface TypeUsage {
+  service_type: string;
+  total: Totals;
+  window?: WindowView;
+}
+
+export interface UsageRecordView {
+  consumer: string;
+  retention: string;
+  last_active?: string;
+  usage: TypeUsage[];
+}
+
+/** Seconds with at most millisecond precision, so float sums never show noise. */
+export const roundSeconds = (seconds: number): number => Math.round(seconds * 1000) / 1000;
+
+const COUNTER_SET = new Set<string>(COUNTERS);
+
+/** [field, value, ...] as a map of counters (unknown fields ignored). */
+export function countsOf(flat: readonly string[]): Counts {
+  const counts: Counts = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if (COUNTER_SET.has(flat[i])) counts[flat[i] as Counter] = Number(flat[i + 1]) || 0;
+  }
+  return counts;
+}
+
+/** A consumer hash: its last activity and the counts of each service type. */
+export function parseConsumerHash(fields: Readonly<Record<string, string>>): { lastActive?: number; types: Map<string, Counts> } {
+  const types = new Map<string, Counts>();
+  let lastActive: number | undefined;
+  for (const [field, value] of Object.entries(fields)) {
+    if (field === LAST_ACTIVE) {
+      lastActive = Number(value) || undefined;
+      continue;
+    }
+    const at = field.lastIndexOf(TYPE_SEPARATOR);
+    const counter = field.slice(at + 1);
+    if (at < 0 || !COUNTER_SET.has(counter)) continue;
+    const type = field.slice(0, at);
+    const counts = types.get(type) ?? {};
+    counts[counter as Counter] = Number(value) || 0;
+    types.set(type, counts);
+  }
+  return { lastActive, types };
+}
+
+/** What kind of service type this is, from the config. */
+export function typeKinds(services: readonly ServiceConfig[]): (type: string) => { llm: boolean } {
+  const llm = new Set(services.filter((s) => s.provider !== "").map((s) => s.type));
+  return (type) => ({ llm: llm.has(type) });
+}
+
+const hasTokens = (counts: Counts) => counts.prompt_tokens !== undefined || counts.completion_tokens !== undefined;
+const hasJobs = (counts: Counts) => counts.jobs !== undefined || counts.processing_seconds !== undefined;
+
+/**
+ * Totals as 2.4 `total` / 2.6 bucket fields. `tokens` follows `tokensWhen`: the record
+ * shows them for every LLM type; a report bucket only when tokens were tracked in it.
+ */
+export function totalsOf(counts: Counts, llm: boolean, tokensWhen: "llm" | "tracked"): Totals {
+  const totals: Totals = { requests: counts.requests ?? 0 };
+  if (!llm || hasJobs(counts)) {
+    totals.jobs = counts.jobs ?? 0;
+    totals.processing_time_seconds = roundSeconds(counts.processing_seconds ?? 0);
+  }
+  if ((tokensWhen === "llm" && llm) || hasTokens(counts)) {
+    totals.tokens = { prompt: counts.prompt_tokens ?? 0, completion: counts.completion_tokens ?? 0 };
+  }
+  return totals;
+}
+
+export const isEmpty = (counts: Counts): boolean => COUNTERS.every((counter) => !counts[counter]);
+
+export function windowView(window: LimitWindow): WindowView {
+  return {
+    ...(window.requests !== undefined ? { requests: window.requests } : {}),
+    ...(window.tokens !== undefined ? { tokens: window.tokens } : {}),
+    ...(window.processingSeconds !== undefined ? { processing_time_seconds: roundSeconds(window.processingSeconds) } : {}),
+    reset_at: new Date(window.resetAt).toISOString(),
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * Durable signed job-completion webhooks (spec 6.1). Runs in the gateway and in relay
+ * processes: a webhook is sent by the process where the job ends, and every process
+ * polls the shared retry schedule (the atomic claim keeps replicas from sending the same
+ * attempt twice). Deliveries start from the `job.terminal` event (async-jobs, relay). Offers
+ * the `webhooks` service so job submission can validate `callback_url` (400 with the
+ * reason) before accepting a job.
+ */
+import { durationMs } from "../../core/config/duration.ts";
+import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
+import { Dispatcher, type TerminalJob } from "./dispatcher.ts";
+import { DeliveryQueue } from "./queue.ts";
+import { checkCallbackUrl } from "./target.ts";
+
+export interface WebhookService {
+  /** Null when `url` may be used as a callback URL, else the reason it is refused (for a 400). */
+  validateCallbackUrl(url: string): Promise<string | null>;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    webhooks: WebhookService;
+  }
+}
+
+/** How often each process looks for due retries; bounds how late a retry can be. */
+const POLL_MS = 250;
+/** Retries one process attempts at once. */
+const CONCURRENCY = 32;
+/** Time beyond the attempt timeout before an unfinished attempt's delivery may be taken again. */
+const LEASE_MARGIN_MS = 15_000;
+/** Kept beyond the whole retry schedule, so only records whose schedule entry was lost expire. */
+const RECORD_TTL_MARGIN_MS = 24 * 3_600_000;
+const DEFAULT_TIMEOUT_MS = 10_000;
+/** After a failed poll (store down), wait this long before polling again: one log line, not four a second. */
+const POLL_PAUSE_AFTER_FAILURE_MS = 5_000;
+
+export default definePlugin({
+  name: "webhooks",
+  roles: ["gateway", "relay"],
+  setup(api) {
+    const settings = api.config.webhooks;
+    const timeoutMs = durationMs(settings.timeout) || DEFAULT_TIMEOUT_MS;
+    const backoffMs = durationMs(settings.retry_backoff);
+    const maxBackoffMs = durationMs(settings.max_backoff);
+    const leaseMs = timeoutMs + LEASE_MARGIN_MS;
+    const recordTtlMs = settings.max_retries * (maxBackoffMs + leaseMs) + RECORD_TTL_MARGIN_MS;
+
+    const deliveries = api.metrics.counter({
+      name: "svc_webhook_deliveries_total",
+      help: "Webhook deliveries by final result (delivered or deadletter)",
+      labelNames: ["result"],
+    });
+    for (const result of ["delivered", "deadletter"]) deliveries.inc({ result }, 0);
+    const depth = api.metrics.gauge({
+      name: "svc_webhook_retry_queue_depth",
+      help: "Webhook deliveries waiting for a retry or being attempted (all replicas)",
+    });
+
+    const policy = { allowPrivateNetworks: settings.allow_private_networks, lookupHost: api.lookupHost };
+    const dispatcher = new Dispatcher({
+      queue: new DeliveryQueue(api.kv, recordTtlMs),
+      attempt: { ...policy, fetch: api.fetch, signingSecret: settings.signing_secret, timeoutMs, now: () => api.clock.now() },
+      maxAttempts: settings.max_retries,
+      backoffMs,
+      maxBackoffMs,
+      leaseMs,
+      concurrency: CONCURRENCY,
+      clock: api.clock,
+      log: api.log,
+      observe: {
+        delivered: () => deliveries.inc({ result: "delivered" }),
+        deadLettered: () => deliveries.inc({ result: "deadletter" }),
+        depth: (value) => depth.set(value),
+      },
+      onDelivered: async (record) => {
+        // Spec 2.9: with persists_result=false the first successful delivery consumes a completed
+        // job's result (record and result object deleted); failed and cancelled jobs have none.
+        if (api.config.lifecycle.persists_result || record.status !== "completed" || !api.has("jobs")) return;
+        const jobs = api.use("jobs");
+        const job = await jobs.get(record.job_id);
+        if (job) await jobs.consume(job);
+      },
+    });
+
+    api.provide("webhooks", {
+      async validateCallbackUrl(url) {
+        const checked = await checkCallbackUrl(url, policy);
+        return checked.ok ? null : checked.reason;
+      },
+    });
+
+    api.on("job.terminal", (event) => {
+      if (event.job.callback_url) void dispatcher.dispatch(terminalJob(event));
+    });
+
+    let pausedUntil = 0;
+    api.task({
+      name: "webhooks.retries",
+      everyMs: POLL_MS,
+      runAtStart: true,
+      run: async (signal) => {
+        if (signal.aborted || api.clock.now() < pausedUntil) return;
+        try {
+          await dispatcher.poll();
+        } catch (error) {
+          // Retries stay in the store; they are taken once it answers again.
+          pausedUntil = api.clock.now() + POLL_PAUSE_AFTER_FAILURE_MS;
+          api.log.warn("webhook_retry_poll_failed", { error, retry_in_ms: POLL_PAUSE_AFTER_FAILURE_MS });
+        }
+      },
+    });
+    // Attempts under way finish (bounded by the timeout) before the runtime closes.
+    api.onClose(() => dispatcher.idle());
+
+    /** The notification of a job event; a completed job's result is read when the emitter had none at hand. */
+    async function terminalJob({ job, result }: GatewayEvents["job.terminal"]): Promise<TerminalJob> {
+      const body = job.status === "completed" && result === undefined && api.has("jobs") ? await api.use("jobs").readResult(job) : result;
+      return {
+        jobId: job.id,
+        serviceType: job.service_type,
+        status: job.status,
+        result: body,
+        error: job.error ?? "",
+        completedAt: job.completed_at ?? api.clock.now(),
+        callbackUrl: job.callback_url ?? "",
+      };
+    }
+  },
+});

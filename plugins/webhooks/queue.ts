@@ -1,0 +1,99 @@
+/**
+ * The durable delivery schedule in the key-value store, shared by every replica and
+ * surviving restarts:
+ *
+ *   webhook:retries            sorted set: delivery id -> due time (ms since epoch)
+ *   webhook:delivery:<id>      JSON `DeliveryRecord` (the exact body, attempts so far)
+ *   webhook:deadletter         list of JSON `DeadLetterEntry` (spec 6.1; never drained here)
+ *
+ * A delivery being attempted stays in the schedule with a lease as its due time, so if
+ * the process dies mid-attempt the delivery becomes due again when the lease runs out.
+ */
+import { claimDue } from "../../core/stores/atomic-ops.ts";
+import type { KvStore } from "../../core/stores/kv.ts";
+
+export const RETRIES_KEY = "webhook:retries";
+export const DEADLETTER_KEY = "webhook:deadletter";
+const RECORD_PREFIX = "webhook:delivery:";
+
+export interface DeliveryRecord {
+  /** The delivery id: the job id (one terminal notification per job). */
+  id: string;
+  job_id: string;
+  service_type: string;
+  status: string;
+  url: string;
+  /** The raw JSON body, sent byte for byte on every attempt (the signature covers it). */
+  body: string;
+  /** Attempts started so far, counted before each attempt so a crash cannot add attempts. */
+  attempts: number;
+  created_at: string;
+  last_error?: string;
+}
+
+export interface DeadLetterEntry {
+  job_id: string;
+  service_type: string;
+  url: string;
+  attempts: number;
+  failed_at: string;
+  last_error: string;
+}
+
+export class DeliveryQueue {
+  constructor(
+    private readonly kv: KvStore,
+    /** How long a record outlives its last write: a safety net for records whose schedule entry was lost. */
+    private readonly recordTtlMs: number,
+  ) {}
+
+  /** Stores a new delivery leased until `leaseUntil`; false when a delivery for that id already exists. */
+  async create(record: DeliveryRecord, leaseUntil: number): Promise<boolean> {
+    if (!(await this.kv.setIfAbsent(RECORD_PREFIX + record.id, JSON.stringify(record), this.recordTtlMs))) return false;
+    await this.kv.zadd(RETRIES_KEY, leaseUntil, record.id);
+    return true;
+  }
+
+  /** Atomically takes due deliveries off the schedule: no two callers receive the same id. */
+  claim(now: number, max: number): Promise<string[]> {
+    return this.kv.run(claimDue, [RETRIES_KEY], [now, max]);
+  }
+
+  async load(id: string): Promise<DeliveryRecord | null> {
+    const text = await this.kv.get(RECORD_PREFIX + id);
+    return text === null ? null : (JSON.parse(text) as DeliveryRecord);
+  }
+
+  async save(record: DeliveryRecord): Promise<void> {
+    await this.kv.set(RECORD_PREFIX + record.id, JSON.stringify(record), this.recordTtlMs);
+  }
+
+  /** (Re)schedules a delivery: its next attempt, or the lease of the attempt under way. */
+  async schedule(id: string, dueAt: number): Promise<void> {
+    await this.kv.zadd(RETRIES_KEY, dueAt, id);
+  }
+
+  async finish(id: string): Promise<void> {
+    await this.kv.zrem(RETRIES_KEY, id);
+    await this.kv.del(RECORD_PREFIX + id);
+  }
+
+  async deadLetter(record: DeliveryRecord, failedAt: string): Promise<DeadLetterEntry> {
+    const entry: DeadLetterEntry = {
+      job_id: record.job_id,
+      service_type: record.service_type,
+      url: record.url,
+      attempts: record.attempts,
+      failed_at: failedAt,
+      last_error: record.last_error ?? "",
+    };
+    await this.kv.push(DEADLETTER_KEY, JSON.stringify(entry), "tail");
+    await this.finish(record.id);
+    return entry;
+  }
+
+  /** Deliveries waiting for a retry or being attempted. */
+  depth(): Promise<number> {
+    return this.kv.zcard(RETRIES_KEY);
+  }
+}

@@ -1,0 +1,460 @@
+/**
+ * Async jobs end to end: real gateway and relay processes (Node, or Deno when the suite
+ * runs on Deno) against the suite's redis-server and s3rver, and a fake multipart
+ * inference backend. Redis database 2 is this file's (3 for the two-relay test); each test
+ * starts from an empty database; S3 objects go to the bucket `async-jobs-e2e`. No sleeps:
+ * every wait polls with a deadline.
+ */
+import { readFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient } from "redis";
+import { parse, stringify } from "yaml";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
+import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
+import { repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+
+/**
+ * This file's own bucket (the gateway creates it at start): the tests check that nothing is
+ * left in the object store, which other suites writing to the shared bucket would disturb.
+ */
+const BUCKET = "async-jobs-e2e";
+
+let backend: InferenceBackend;
+const running: GatewayProcess[] = [];
+
+beforeAll(async () => {
+  backend = await startInferenceBackend();
+});
+afterAll(async () => {
+  await backend.close();
+});
+beforeEach(async () => {
+  backend.received.length = 0;
+  backend.runs.clear();
+  backend.aborts = 0;
+  await flushDb(2);
+});
+afterEach(async () => {
+  backend.release();
+  await Promise.all(running.splice(0).map((p) => p.kill()));
+});
+
+async function flushDb(db: number): Promise<void> {
+  const client = createClient({ url: inject("redisUrl"), database: db });
+  await client.connect();
+  await client.flushDb();
+  await client.close();
+}
+
+async function start(yaml: string, role: "gateway" | "relay" = "gateway"): Promise<GatewayProcess> {
+  const proc = await startGateway(yaml, { role });
+  running.push(proc);
+  return proc;
+}
+
+interface Options {
+  db?: number;
+  relay?: string;
+  extra?: string;
+  stores?: "production" | "embedded";
+}
+
+function config({ db = 2, relay = "embedded: true", extra = "", stores = "production" }: Options = {}): string {
+  const storeSection =
+    stores === "production"
+      ? `
+redis:
+  addr: ${JSON.stringify(inject("redisUrl"))}
+  db: ${db}
+object_store:
+  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
+  access_key: S3RVER
+  secret_key: S3RVER
+  bucket: ${BUCKET}
+`
+      : `
+object_store:
+  dir: ${JSON.stringify(mkdtempSync(join(tmpdir(), "gw-e2e-objects-")))}
+`;
+  return `
+server:
+  consumer_header: X-Consumer
+  priority_header: X-Priority
+${storeSection}
+relay:
+  ${relay}
+${extra}
+services:
+  - type: transcription
+    model: whisper
+    default: true
+    backend_model: whisper-1
+    inference_url: ${backend.url}
+    operations: { transcribe: ["/v1/audio/transcriptions"] }
+    accepted_exts: [wav, .MP3]
+    max_file_size_mb: 1
+  - type: transcription
+    model: whisper-large
+    inference_url: ${backend.url}
+    operations: { transcribe: ["/transcribe"], translate: ["/translate"] }
+  - type: broken
+    model: failing
+    inference_url: ${backend.url}
+    operations: { run: ["/fail"] }
+`;
+}
+
+interface Accepted {
+  job_id: string;
+  service_type: string;
+  model: string;
+  status: string;
+}
+
+interface JobView {
+  id: string;
+  status: string;
+  service_type: string;
+  model: string;
+  created_at: string;
+  result?: Record<string, unknown>;
+  error?: string;
+}
+
+function form(fields: Record<string, string>, file?: { name: string; content: string | Uint8Array<ArrayBuffer> }, fileFirst = false): FormData {
+  const body = new FormData();
+  const addFile = () => file && body.append("file", new Blob([file.content]), file.name);
+  if (fileFirst) addFile();
+  for (const [name, value] of Object.entries(fields)) body.append(name, value);
+  if (!fileFirst) addFile();
+  return body;
+}
+
+async function submit(
+  gw: GatewayProcess,
+  type: string,
+  options: { fields?: Record<string, string>; file?: { name: string; content: string | Uint8Array<ArrayBuffer> } | null; headers?: Record<string, string>; fileFirst?: boolean } = {},
+): Promise<Response> {
+  const file = options.file === null ? undefined : (options.file ?? { name: "clip.wav", content: "audio bytes" });
+  return await fetch(`${gw.url}/jobs/${type}`, { method: "POST", body: form(options.fields ?? {}, file, options.fileFirst), headers: options.headers });
+}
+
+async function accepted(response: Response): Promise<Accepted> {
+  if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}`);
+  return (await response.json()) as Accepted;
+}
+
+async function getJob(gw: GatewayProcess, type: string, id: string, headers: Record<string, string> = {}): Promise<{ status: number; body: JobView }> {
+  const response = await fetch(`${gw.url}/jobs/${type}/${id}`, { headers });
+  return { status: response.status, body: (await response.json()) as JobView };
+}
+
+async function waitForStatus(gw: GatewayProcess, type: string, id: string, status: string, timeoutMs = 20_000): Promise<JobView> {
+  let last: unknown;
+  let found: JobView | undefined;
+  await waitUntil(
+    async () => {
+      const job = await getJob(gw, type, id);
+      last = job;
+      if (job.status === 200 && job.body.status === status) found = job.body;
+      return found !== undefined;
+    },
+    timeoutMs,
+    () => `job ${id} did not reach ${status}; last answer ${JSON.stringify(last)}\n${gw.output().slice(-3000)}`,
+  );
+  return found as JobView;
+}
+
+async function message(response: Response): Promise<string> {
+  return ((await response.json()) as { error: { message: string } }).error.message;
+}
+
+const s3 = () =>
+  new S3ObjectStore({ endpoint: inject("s3Endpoint"), region: "us-east-1", accessKey: "S3RVER", secretKey: "S3RVER", bucket: BUCKET });
+
+async function s3Keys(): Promise<string[]> {
+  const store = s3();
+  const keys: string[] = [];
+  for await (const info of store.list("jobs/")) keys.push(info.key);
+  await store.close();
+  return keys.sort();
+}
+
+async function metricsOf(gw: GatewayProcess): Promise<string> {
+  return await (await fetch(`${gw.url}/metrics`)).text();
+}
+
+describe("async jobs on Redis and S3", () => {
+  it("runs a job through its lifecycle: pending -> processing -> completed with the result", async () => {
+    const gw = await start(config({ extra: "lifecycle:\n  persists_result: true" }));
+    backend.hold();
+    const job = await accepted(await submit(gw, "transcription", { headers: { "x-consumer": "ann" }, file: { name: "meeting.wav", content: "hello world" } }));
+    expect(job).toEqual({ job_id: expect.stringMatching(/^[0-9a-f-]{36}$/), service_type: "transcription", model: "whisper", status: "pending" });
+
+    await waitForStatus(gw, "transcription", job.job_id, "processing");
+    await waitUntil(() => backend.held === 1);
+    backend.release();
+    const done = await waitForStatus(gw, "transcription", job.job_id, "completed");
+    expect(done).toMatchObject({ id: job.job_id, service_type: "transcription", model: "whisper" });
+    expect(done.result).toEqual({
+      path: "/v1/audio/transcriptions",
+      model: "whisper-1",
+      filename: "meeting.wav",
+      content_type: "application/octet-stream",
+      size: 11,
+      content: "hello world",
+    });
+    expect(done).not.toHaveProperty("error");
+    expect(await s3Keys()).toContain(`jobs/${job.job_id}/result`);
+    expect(await s3Keys()).not.toContain(`jobs/${job.job_id}/input`);
+
+    const metrics = await metricsOf(gw);
+    expect(metrics).toContain('svc_relay_jobs_total{model="whisper",outcome="completed"} 1');
+    expect(metrics).toContain('svc_jobs_by_consumer_total{mode="async",service_type="transcription",model="whisper",consumer=""} 1');
+    expect(metrics).toContain("svc_relay_queue_depth 0");
+  });
+
+  it("marks a job failed, with the backend's status and message, when the backend answers 500", async () => {
+    const gw = await start(config());
+    const job = await accepted(await submit(gw, "broken", { file: { name: "in.bin", content: "x" } }));
+    const failed = await waitForStatus(gw, "broken", job.job_id, "failed");
+    expect(failed.error).toContain("HTTP 500");
+    expect(failed.error).toContain("inference exploded");
+    expect(failed).not.toHaveProperty("result");
+  });
+
+  it("lets a priority job jump the queue of a single relay with concurrency 1", async () => {
+    const yaml = config({ relay: "embedded: false\n  concurrency: 1" });
+    const gw = await start(yaml);
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) ids.push((await accepted(await submit(gw, "transcription", { file: { name: `${n}.wav`, content: `normal-${n}` } }))).job_id);
+    const urgent = await accepted(await submit(gw, "transcription", { file: { name: "p.wav", content: "urgent" }, headers: { "x-priority": "yes" } }));
+    expect((await getJob(gw, "transcription", urgent.job_id)).body).toMatchObject({ status: "pending", priority: true });
+    expect(await metricsOf(gw)).toContain("svc_relay_queue_depth 4");
+
+    await start(yaml, "relay");
+    for (const id of [urgent.job_id, ...ids]) await waitForStatus(gw, "transcription", id, "completed");
+    expect(backend.received.map((r) => r.content)).toEqual(["urgent", "normal-1", "normal-2", "normal-3"]);
+  });
+
+  it("refuses wrong extensions, oversize uploads, unknown operations and models, leaving nothing stored", async () => {
+    const gw = await start(config({ relay: "embedded: false" }));
+    const before = await s3Keys();
+
+    const ext = await submit(gw, "transcription", { file: { name: "notes.txt", content: "x" } });
+    expect(ext.status).toBe(400);
+    expect(await message(ext)).toContain("accepted extensions: .wav, .mp3");
+
+    const big = new Uint8Array(2 * 1024 * 1024).fill(7);
+    const tooLarge = await submit(gw, "transcription", { fields: { model: "whisper" }, file: { name: "big.wav", content: big } });
+    expect(tooLarge.status).toBe(413);
+    expect(await message(tooLarge)).toContain("max_file_size_mb");
+
+    const ambiguous = await submit(gw, "transcription", { fields: { model: "whisper-large" } });
+    expect(ambiguous.status).toBe(400);
+    expect(await message(ambiguous)).toContain("transcribe, translate");
+    const operation = await submit(gw, "transcription", { fields: { model: "whisper-large", operation: "dance" } });
+    expect(operation.status).toBe(400);
+    expect(await message(operation)).toContain("available operations: transcribe, translate");
+    const model = await submit(gw, "transcription", { fields: { model: "nope" } });
+    expect(model.status).toBe(404);
+    expect(await message(model)).toContain("available models: whisper, whisper-large");
+    const missing = await submit(gw, "transcription", { file: null, fields: { model: "whisper" } });
+    expect(missing.status).toBe(400);
+
+    expect(await s3Keys()).toEqual(before);
+    const fine = await accepted(await submit(gw, "transcription", { fields: { model: "whisper-large", operation: "translate" }, fileFirst: true }));
+    expect(fine.model).toBe("whisper-large");
+  });
+
+  it("replays an Idempotency-Key (200), answers 409 once its job is gone, and keeps distinct keys apart", async () => {
+    const gw = await start(config({ relay: "embedded: false" }));
+    const headers = { "idempotency-key": "order-42", "x-consumer": "ann" };
+    const first = await accepted(await submit(gw, "transcription", { headers }));
+    const replay = await submit(gw, "transcription", { headers });
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await replay.json()).toEqual(first);
+
+    const parallel = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => submit(gw, "transcription", { headers: { "idempotency-key": `batch-${i}`, "x-consumer": "ann" } })),
+    );
+    const ids = await Promise.all(parallel.map(async (r) => (await accepted(r)).job_id));
+    expect(new Set(ids).size).toBe(20);
+    expect(ids).not.toContain(first.job_id);
+
+    const purge = await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } });
+    expect(await purge.json()).toEqual({ model: "whisper", deleted: 21 });
+    const gone = await submit(gw, "transcription", { headers });
+    expect(gone.status).toBe(409);
+    const metrics = await metricsOf(gw);
+    expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="created"} 21');
+    expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="replayed"} 1');
+    expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="conflict"} 1');
+  });
+
+  it("hides another consumer's job (404) and shows it without the header", async () => {
+    const gw = await start(config({ relay: "embedded: false" }));
+    const job = await accepted(await submit(gw, "transcription", { headers: { "x-consumer": "ann" } }));
+    expect((await getJob(gw, "transcription", job.job_id, { "x-consumer": "ann" })).status).toBe(200);
+    expect((await getJob(gw, "transcription", job.job_id, { "x-consumer": "bob" })).status).toBe(404);
+    expect((await getJob(gw, "transcription", job.job_id)).status).toBe(200);
+    expect((await getJob(gw, "broken", job.job_id)).status).toBe(404);
+  });
+
+  it("persists_result=false: the first GET returning the result consumes the job and its files", async () => {
+    const gw = await start(config({ extra: "lifecycle:\n  persists_result: false" }));
+    const job = await accepted(await submit(gw, "transcription"));
+    const done = await waitForStatus(gw, "transcription", job.job_id, "completed");
+    expect(done.result).toMatchObject({ size: 11 });
+    expect((await getJob(gw, "transcription", job.job_id)).status).toBe(410);
+    expect((await s3Keys()).filter((key) => key.includes(job.job_id))).toEqual([]);
+  });
+
+  it("answers 410 {status: expired} once the record's TTL passed, then 404 when the tombstone expires", async () => {
+    const gw = await start(config({ extra: "lifecycle:\n  persists_result: true\n  job_ttl:\n    completed: 1s\njobs:\n  expired_marker_ttl: 2s" }));
+    const job = await accepted(await submit(gw, "transcription"));
+    await waitForStatus(gw, "transcription", job.job_id, "completed");
+    let expired: { status: number; body: unknown } | undefined;
+    await waitUntil(async () => {
+      const response = await getJob(gw, "transcription", job.job_id);
+      if (response.status === 410) expired = response;
+      return response.status === 410;
+    }, 10_000);
+    expect(expired?.body).toEqual({ status: "expired" });
+    await waitUntil(async () => (await getJob(gw, "transcription", job.job_id)).status === 404, 10_000);
+  });
+
+  it("DELETE cancels a pending job at once and it never runs", async () => {
+    const yaml = config({ relay: "embedded: false" });
+    const gw = await start(yaml);
+    const job = await accepted(await submit(gw, "transcription"));
+    const response = await fetch(`${gw.url}/jobs/transcription/${job.job_id}`, { method: "DELETE" });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ job_id: job.job_id, status: "cancelled" });
+    // A relay that starts now finds nothing to run; a later job proves it is polling.
+    await start(yaml, "relay");
+    const later = await accepted(await submit(gw, "transcription", { file: { name: "later.wav", content: "later" } }));
+    await waitForStatus(gw, "transcription", later.job_id, "completed");
+    expect(backend.received.map((r) => r.content)).toEqual(["later"]);
+    expect((await getJob(gw, "transcription", job.job_id)).body.status).toBe("cancelled");
+  });
+
+  it("DELETE of a processing job aborts the backend call; the relay marks it cancelled", async () => {
+    const gw = await start(config());
+    backend.hold();
+    const job = await accepted(await submit(gw, "transcription"));
+    await waitForStatus(gw, "transcription", job.job_id, "processing");
+    await waitUntil(() => backend.held === 1);
+    const response = await fetch(`${gw.url}/jobs/transcription/${job.job_id}`, { method: "DELETE" });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ job_id: job.job_id, status: "processing" });
+    await waitForStatus(gw, "transcription", job.job_id, "cancelled");
+    await waitUntil(() => backend.aborts === 1, 10_000, () => "the backend call was not aborted");
+  });
+
+  it("GET /jobs lists the caller's jobs, most recent first, with filters and pagination", async () => {
+    const gw = await start(config({ relay: "embedded: false" }));
+    const ann = { "x-consumer": "ann" };
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await accepted(await submit(gw, "transcription", { headers: ann }))).job_id);
+    const broken = (await accepted(await submit(gw, "broken", { headers: ann, file: { name: "b.bin", content: "b" } }))).job_id;
+    await accepted(await submit(gw, "transcription", { headers: { "x-consumer": "bob" } }));
+    await fetch(`${gw.url}/jobs/transcription/${ids[1]}`, { method: "DELETE" });
+
+    const list = async (query: string, headers: Record<string, string> = ann) => {
+      const response = await fetch(`${gw.url}/jobs${query}`, { headers });
+      return { status: response.status, body: (await response.json()) as { total: number; limit: number; offset: number; jobs: JobView[] } };
+    };
+    const all = await list("");
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ total: 5, limit: 20, offset: 0 });
+    // Submitted one after the other: newest first (ids within the same millisecond keep their set).
+    expect(new Set(all.body.jobs.map((j) => j.id))).toEqual(new Set([broken, ...ids]));
+    expect(all.body.jobs[0].created_at >= all.body.jobs[4].created_at).toBe(true);
+
+    const typed = await list("?service_type=broken");
+    expect(typed.body.jobs.map((j) => j.id)).toEqual([broken]);
+    const cancelled = await list("?status=cancelled");
+    expect(cancelled.body.jobs.map((j) => j.id)).toEqual([ids[1]]);
+    const page = await list("?service_type=transcription&limit=2&offset=2");
+    expect(page.body).toMatchObject({ total: 4, limit: 2, offset: 2 });
+    expect(page.body.jobs).toHaveLength(2);
+    const pages = [...(await list("?service_type=transcription&limit=2")).body.jobs, ...page.body.jobs].map((j) => j.id);
+    expect(new Set(pages)).toEqual(new Set(ids));
+    expect((await list("", {})).status).toBe(400);
+  });
+
+  it("POST /-/jobs/purge deletes a model's records and files", async () => {
+    const gw = await start(config({ extra: "lifecycle:\n  persists_result: true" }));
+    const done = await accepted(await submit(gw, "transcription"));
+    await waitForStatus(gw, "transcription", done.job_id, "completed");
+    const other = await accepted(await submit(gw, "broken", { file: { name: "x.bin", content: "x" } }));
+    await waitForStatus(gw, "broken", other.job_id, "failed");
+    const response = await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", body: JSON.stringify({ model: "whisper" }) });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ model: "whisper", deleted: 1 });
+    expect((await getJob(gw, "transcription", done.job_id)).status).toBe(404);
+    expect((await s3Keys()).filter((key) => key.includes(done.job_id))).toEqual([]);
+    expect((await getJob(gw, "broken", other.job_id)).status).toBe(200);
+  });
+});
+
+describe("two relay processes on one Redis", () => {
+  it("never run the same job twice over 200 jobs", async () => {
+    await flushDb(3);
+    const yaml = config({ db: 3, relay: "embedded: false\n  concurrency: 4" });
+    const gw = await start(yaml);
+    const relays = [await start(yaml, "relay"), await start(yaml, "relay")];
+    // Both relays are busy at once before anything finishes: 8 held calls = 4 each.
+    backend.hold();
+    const ids: string[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => submit(gw, "transcription", { file: { name: "j.wav", content: `job-${batch * 20 + i}` } })),
+      );
+      for (const response of responses) ids.push((await accepted(response)).job_id);
+    }
+    await waitUntil(() => backend.held === 8, 30_000, () => `${backend.held} calls held; relays:\n${relays.map((r) => r.output().slice(-1500)).join("\n")}`);
+    backend.release();
+    await waitUntil(() => backend.received.length >= 200, 60_000, () => `only ${backend.received.length} jobs reached the backend`);
+    for (const id of ids) await waitForStatus(gw, "transcription", id, "completed");
+    expect(backend.runs.size).toBe(200);
+    expect([...backend.runs.values()].every((n) => n === 1)).toBe(true);
+    const finishedBy = relays.map((r) => r.output().split("\n").filter((line) => line.includes('"event":"relay_job_finished"')).length);
+    expect(finishedBy[0] + finishedBy[1]).toBe(200);
+    expect(finishedBy.every((n) => n > 0)).toBe(true);
+  });
+});
+
+describe("async jobs on the embedded stores", () => {
+  it("runs the same lifecycle with the embedded relay (no Redis, files on disk)", async () => {
+    const gw = await start(config({ stores: "embedded", relay: "concurrency: 2", extra: "lifecycle:\n  persists_result: true" }));
+    expect(gw.output()).toContain('"kv":"memory"');
+    backend.hold();
+    const job = await accepted(await submit(gw, "transcription", { file: { name: "local.wav", content: "on disk" } }));
+    await waitForStatus(gw, "transcription", job.job_id, "processing");
+    backend.release();
+    const done = await waitForStatus(gw, "transcription", job.job_id, "completed");
+    expect(done.result).toMatchObject({ filename: "local.wav", content: "on disk", model: "whisper-1" });
+    const failed = await accepted(await submit(gw, "broken", { file: { name: "in.bin", content: "x" } }));
+    expect((await waitForStatus(gw, "broken", failed.job_id, "failed")).error).toContain("HTTP 500");
+  });
+
+  it("runs a job with config.example.yaml pointed at a backend (what npm start serves)", async () => {
+    const example = parse(readFileSync(join(repoRoot, "config.example.yaml"), "utf8")) as {
+      object_store: { dir: string };
+      services: Array<{ type: string; inference_url?: string; backends?: unknown[] }>;
+    };
+    example.object_store.dir = mkdtempSync(join(tmpdir(), "gw-e2e-example-"));
+    const transcription = example.services.find((s) => s.type === "transcription");
+    if (!transcription) throw new Error("config.example.yaml has no transcription service");
+    transcription.inference_url = backend.url;
+    const gw = await start(stringify(example));
+    const job = await accepted(await submit(gw, "transcription", { file: { name: "example.wav", content: "example" } }));
+    const done = await waitForStatus(gw, "transcription", job.job_id, "completed");
+    expect(done.result).toMatchObject({ content: "example" });
+  });
+});

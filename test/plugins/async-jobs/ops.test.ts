@@ -1,0 +1,167 @@
+/**
+ * The job store's atomic operations on both stores: the memory store's JS twin and the
+ * Lua script on the suite's redis-server (several connections, so races are real). Keys
+ * live under a random prefix per test.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { RedisKv } from "../../../adapters/kv-redis/index.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import type { KvStore } from "../../../core/stores/kv.ts";
+import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, relayClaim } from "../../../plugins/async-jobs/ops.ts";
+
+const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
+  { name: "memory", open: async () => [new MemoryKv(new ManualClock())] },
+  { name: "redis", open: async () => await Promise.all(Array.from({ length: 4 }, () => RedisKv.connect({ url: inject("redisUrl") }))) },
+];
+
+const HOUR = 3_600_000;
+
+describe.each(stores)("job store ops: $name", ({ open }) => {
+  let all: KvStore[];
+  let kv: KvStore;
+  let p: string;
+  beforeAll(async () => {
+    all = await open();
+    kv = all[0];
+  });
+  afterAll(async () => {
+    await Promise.all(all.map((s) => s.close()));
+  });
+  beforeEach(() => {
+    p = `opstest:${crypto.randomUUID()}:`;
+  });
+
+  const k = (name: string) => `${p}${name}`;
+  const create = (id: string, options: { end?: "head" | "tail"; index?: boolean; fields?: Record<string, string> } = {}) =>
+    kv.run(
+      jobCreate,
+      [k(`job:${id}`), k(`tomb:${id}`), k("queue"), ...(options.index === false ? [] : [k("index")])],
+      [id, HOUR, 2 * HOUR, `{"service_type":"asr"}`, options.end ?? "tail", 1000, 0, ...Object.entries({ id, status: "pending", ...options.fields }).flat()],
+    );
+
+  it("jobCreate writes the record, tombstone, queue entry and index entry together", async () => {
+    expect(await create("a")).toBe(1);
+    expect(await create("b")).toBe(1);
+    expect(await create("p", { end: "head" })).toBe(1);
+    expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "pending" });
+    expect(await kv.pttl(k("job:a"))).toBeGreaterThan(HOUR - 10_000);
+    expect(await kv.get(k("tomb:a"))).toBe(`{"service_type":"asr"}`);
+    expect(await kv.pttl(k("tomb:a"))).toBeGreaterThan(2 * HOUR - 10_000);
+    expect(await kv.lrange(k("queue"), 0, -1)).toEqual(["p", "a", "b"]);
+    expect(await kv.zrangeByScore(k("index"), -Infinity, Infinity)).toEqual(["a", "b", "p"]);
+    expect(await kv.pttl(k("index"))).toBeGreaterThan(HOUR - 10_000);
+  });
+
+  it("jobCreate refuses an existing id and changes nothing", async () => {
+    await create("a");
+    expect(await create("a", { fields: { status: "completed" } })).toBe(0);
+    expect(await kv.hget(k("job:a"), "status")).toBe("pending");
+    expect(await kv.llen(k("queue"))).toBe(1);
+  });
+
+  it("jobCreate prunes index members scored at or below the bound", async () => {
+    await kv.zadd(k("index"), 5, "old");
+    await kv.run(jobCreate, [k("job:n"), k("tomb:n"), k("queue"), k("index")], ["n", HOUR, HOUR, "{}", "tail", 100, 10, "id", "n", "status", "pending"]);
+    expect(await kv.zrangeByScore(k("index"), -Infinity, Infinity)).toEqual(["n"]);
+  });
+
+  it("jobTransition changes only from an allowed status and follows the new TTL", async () => {
+    await create("a");
+    const keys = [k("job:a"), k("tomb:a"), k("index")];
+    expect(await kv.run(jobTransition, keys, ["processing", "completed", 60_000, 120_000])).toEqual([0, "pending"]);
+    expect(await kv.run(jobTransition, keys, ["pending", "processing", 3 * HOUR, 4 * HOUR, "started_at", "t"])).toEqual([1, "pending"]);
+    expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "processing", started_at: "t" });
+    expect(await kv.pttl(k("job:a"))).toBeGreaterThan(3 * HOUR - 10_000);
+    expect(await kv.pttl(k("tomb:a"))).toBeGreaterThan(4 * HOUR - 10_000);
+    // The index is extended to outlive the record, never shortened.
+    expect(await kv.pttl(k("index"))).toBeGreaterThan(3 * HOUR - 10_000);
+    await kv.run(jobTransition, keys, ["processing", "completed", 60_000, 120_000]);
+    expect(await kv.pttl(k("index"))).toBeGreaterThan(3 * HOUR - 10_000);
+    expect(await kv.run(jobTransition, [k("job:gone"), k("tomb:gone")], ["pending", "processing", 1000, 1000])).toEqual([0, ""]);
+  });
+
+  it("jobCancel cancels and unqueues a pending job, signals a processing one, leaves others", async () => {
+    await create("a");
+    await create("b");
+    const cancel = (id: string) =>
+      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`)], [id, HOUR, 2 * HOUR, 60_000, "updated_at", "t"]);
+    expect(await cancel("a")).toEqual(["cancelled", "pending"]);
+    expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "cancelled", updated_at: "t" });
+    expect(await kv.lrange(k("queue"), 0, -1)).toEqual(["b"]);
+    expect(await cancel("a")).toEqual(["cancelled", "cancelled"]);
+
+    await kv.hset(k("job:b"), { status: "processing" });
+    expect(await cancel("b")).toEqual(["processing", "processing"]);
+    expect(await kv.get(k("cancel:b"))).toBe("1");
+    expect(await kv.hget(k("job:b"), "status")).toBe("processing");
+    expect(await cancel("missing")).toEqual(["", ""]);
+  });
+
+  it("relayClaim moves the head to the processing list with a lease", async () => {
+    await create("a");
+    await create("b");
+    expect(await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000])).toBe("a");
+    expect(await kv.lrange(k("processing"), 0, -1)).toEqual(["a"]);
+    expect(await kv.get(k("lease:a"))).toBe("tok");
+    expect(await kv.pttl(k("lease:a"))).toBeGreaterThan(20_000);
+    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000]);
+    expect(await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000])).toBeNull();
+  });
+
+  it("racing claimers never get the same job and miss none", async () => {
+    const ids = Array.from({ length: 60 }, (_, i) => `j${i}`);
+    for (const id of ids) await create(id, { index: false });
+    const claimer = async (store: KvStore) => {
+      const got: string[] = [];
+      for (;;) {
+        const id = await store.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000]);
+        if (id === null) return got;
+        got.push(id);
+      }
+    };
+    const results = await Promise.all([...all, ...all].map(claimer));
+    const claimed = results.flat();
+    expect(claimed.sort()).toEqual([...ids].sort());
+    expect(await kv.llen(k("processing"))).toBe(60);
+  });
+
+  it("jobFinish ends the claim atomically while the lease is ours or lapsed, never another relay's", async () => {
+    await create("a");
+    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    await kv.hset(k("job:a"), { status: "processing" });
+    await kv.set(k("cancel:a"), "1");
+    const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("index")];
+    const finish = (token: string) => kv.run(jobFinish, keys, ["a", token, "pending,processing", "completed", HOUR, 2 * HOUR, "result_key", "r"]);
+
+    expect(await finish("theirs")).toEqual([0, "leased"]);
+    expect(await kv.llen(k("processing"))).toBe(1);
+    expect(await finish("mine")).toEqual([1, "processing"]);
+    expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "completed", result_key: "r" });
+    expect(await kv.llen(k("processing"))).toBe(0);
+    expect(await kv.exists(k("lease:a"))).toBe(false);
+    expect(await kv.exists(k("cancel:a"))).toBe(false);
+    // Already terminal: the claim cleanup still happens, the status stays.
+    expect(await finish("mine")).toEqual([0, "completed"]);
+  });
+
+  it("jobRelease requeues at the head, leaves cancelled and foreign claims alone", async () => {
+    await create("a");
+    await create("b");
+    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    await kv.hset(k("job:a"), { status: "processing" });
+    const release = (token: string) =>
+      kv.run(jobRelease, [k("job:a"), k("processing"), k("queue"), k("lease:a"), k("cancel:a")], ["a", token]);
+
+    expect(await release("theirs")).toBe(0);
+    await kv.set(k("cancel:a"), "1");
+    expect(await release("mine")).toBe(2);
+    expect(await kv.llen(k("processing"))).toBe(1);
+    await kv.del(k("cancel:a"));
+    expect(await release("mine")).toBe(1);
+    expect(await kv.lrange(k("queue"), 0, -1)).toEqual(["a", "b"]);
+    expect(await kv.hget(k("job:a"), "status")).toBe("pending");
+    expect(await kv.llen(k("processing"))).toBe(0);
+    expect(await kv.exists(k("lease:a"))).toBe(false);
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * The document generator without a gateway: every optional endpoint served (usage
+ * reports, oauth2), validated by swagger-parser; endpoints of absent plugins left out;
+ * the deprecation rule; how registered routes are recognised.
+ */
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../../core/config/load.ts";
+import { deprecationOf } from "../../../plugins/docs/openapi/deprecation.ts";
+import { buildDocument } from "../../../plugins/docs/openapi/document.ts";
+import { servedRoutes } from "../../../plugins/docs/served-routes.ts";
+
+const { config } = loadConfig(
+  `
+server: { consumer_header: X-Consumer, priority_header: X-Priority }
+auth:
+  mode: oauth2
+  oauth2: { jwks_url: "http://127.0.0.1:9/jwks" }
+services:
+  - { type: chat, model: a, provider: chat_completions, operations: { chat: [/v1/chat/completions] } }
+  - { type: chat, model: b, deprecated: true, provider: chat_completions, operations: { chat: [/v1/chat/completions] } }
+  - { type: asr, operations: { run: ["/v1/asr/*"] } }
+`,
+  {},
+);
+
+describe("the generated document", () => {
+  it("documents every optional endpoint that is served and stays valid", async () => {
+    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
+    for (const path of ["/usage", "/-/usage", "/-/usage/report", "/jobs/asr", "/v1/asr/{path}"]) expect(doc.paths[path], path).toBeDefined();
+    expect(doc.components.securitySchemes).toEqual({ bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } });
+    expect(doc.security).toEqual([{ bearer: [] }, {}]);
+    const submit = doc.paths["/jobs/chat"].post;
+    expect(submit?.parameters?.map((p) => p.name)).toEqual(["Idempotency-Key", "X-Consumer", "X-Priority"]);
+    expect(submit?.callbacks?.jobFinished).toBeDefined();
+    expect(Object.keys(doc.paths["/jobs/chat"].post?.responses ?? {})).toContain("401");
+  });
+
+  it("leaves out what this runtime does not serve", async () => {
+    const doc = buildDocument({ config, visible: config.services, served: () => false, syncProxy: false });
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
+    expect(Object.keys(doc.paths).sort()).toEqual(["/-/reload", "/docs", "/health", "/metrics", "/openapi.yaml"]);
+    expect(doc.tags.map((t) => t.name)).toEqual(["Gateway", "Admin", "Docs"]);
+  });
+});
+
+describe("deprecation (spec 9)", () => {
+  const [a, b] = config.services;
+  it("deprecates an operation only when every model on it is, and names the deprecated ones until then", () => {
+    expect(deprecationOf([a])).toEqual({ operation: false });
+    expect(deprecationOf([a, b])).toEqual({ operation: false, note: "Deprecated model: b (still served; plan to move off)." });
+    expect(deprecationOf([b])).toEqual({ operation: true });
+  });
+});
+
+describe("served routes", () => {
+  it("recognises a route whatever its parameter names, and ignores catch-alls", () => {
+    const app = new Hono();
+    app.all("*", (c) => c.text(""));
+    app.post("/jobs/:type", (c) => c.text(""));
+    app.get("/jobs/:type/:id{[0-9a-f-]+}", (c) => c.text(""));
+    const served = servedRoutes(app);
+    expect(served("post", "/jobs/{service_type}")).toBe(true);
+    expect(served("get", "/jobs/{service_type}/{id}")).toBe(true);
+    expect(served("delete", "/jobs/{service_type}/{id}")).toBe(false);
+    expect(served("get", "/usage")).toBe(false);
+  });
+});

@@ -1,0 +1,143 @@
+/**
+ * The limits and usage plugins in-process, next to the modes they hook into (async jobs
+ * with the relay, the sync proxy): a Runtime on the memory KV store (or a given one), a
+ * file object store in a temporary directory, and a fake backend behind the injected
+ * fetch whose every call waits until the test answers it. The relay runs only when a
+ * test drives it, so every step is deterministic; time is a manual clock.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
+import { ManualClock, randomIds } from "../../../core/clock.ts";
+import { loadConfig } from "../../../core/config/load.ts";
+import { silentLogger } from "../../../core/log.ts";
+import { Metrics } from "../../../core/metrics.ts";
+import { Runtime } from "../../../core/plugins/host.ts";
+import { definePlugin, type PluginApi } from "../../../core/plugins/types.ts";
+import type { KvStore } from "../../../core/stores/kv.ts";
+import asyncJobs from "../../../plugins/async-jobs/index.ts";
+import idempotency from "../../../plugins/idempotency/index.ts";
+import limits from "../../../plugins/limits/index.ts";
+import relay from "../../../plugins/relay/index.ts";
+import syncProxy from "../../../plugins/sync-proxy/index.ts";
+import usage from "../../../plugins/usage/index.ts";
+
+export interface HeldCall {
+  url: string;
+  answered: boolean;
+  answer(response?: Response): void;
+  /** The caller gave up (its signal aborted) before the call was answered. */
+  aborted: boolean;
+}
+
+/** A backend whose calls wait until the test answers them. */
+export class HeldBackend {
+  readonly calls: HeldCall[] = [];
+  /** Calls not answered yet. */
+  get waiting(): HeldCall[] {
+    return this.calls.filter((call) => !call.answered && !call.aborted);
+  }
+
+  readonly fetch: typeof fetch = (input, init) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = input instanceof Request ? input.url : String(input);
+      const call: HeldCall = {
+        url,
+        aborted: false,
+        answered: false,
+        answer(response?: Response) {
+          call.answered = true;
+          resolve(response ?? Response.json({ ok: true }));
+        },
+      };
+      init?.signal?.addEventListener("abort", () => {
+        call.aborted = true;
+        reject(init.signal?.reason ?? new Error("aborted"));
+      });
+      this.calls.push(call);
+    });
+
+  answerAll(): void {
+    for (const call of this.waiting) call.answer();
+  }
+}
+
+export interface LimitsRuntime {
+  runtime: Runtime;
+  kv: KvStore;
+  metrics: Metrics;
+  clock: ManualClock;
+  backend: HeldBackend;
+  request(path: string, init?: RequestInit): Promise<Response>;
+  /** Starts one relay round in the background (its backend calls wait in `backend`). */
+  relayRound(): Promise<void>;
+  /** Resolves when the relay has no job running. */
+  relayIdle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function limitsRuntime(yaml: string, options: { kv?: KvStore } = {}): Promise<LimitsRuntime> {
+  const { config, extra } = loadConfig(yaml, {});
+  const dir = mkdtempSync(join(tmpdir(), "gw-limits-"));
+  const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+  const kv = options.kv ?? new MemoryKv(clock);
+  const metrics = new Metrics();
+  const backend = new HeldBackend();
+  const runtime = new Runtime(config, extra, {
+    role: "gateway",
+    kv,
+    objects: new FsObjectStore({ dir }),
+    clock,
+    ids: randomIds,
+    log: silentLogger,
+    metrics,
+    fetch: backend.fetch,
+    lookupHost: async () => ["127.0.0.1"],
+  });
+  let probe: PluginApi | undefined;
+  const probePlugin = definePlugin({ name: "test-probe", setup: (api) => void (probe = api) });
+  await runtime.install([asyncJobs, idempotency, relay, limits, usage, syncProxy, probePlugin]);
+  return {
+    runtime,
+    kv,
+    metrics,
+    clock,
+    backend,
+    request: (path, init) => runtime.handle(new Request(`http://gateway${path}`, init)),
+    relayRound: () => runtime.runTaskNow("relay"),
+    relayIdle: async () => await probe?.use("relay").idle(),
+    async close() {
+      backend.answerAll();
+      await runtime.close();
+      if (!options.kv) await kv.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `check` until true, or fails at the deadline (no sleeps: a short poll). */
+export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A multipart job submission. */
+export function jobForm(content = "input", name = "audio.wav"): FormData {
+  const form = new FormData();
+  form.append("file", new Blob([content], { type: "audio/wav" }), name);
+  return form;
+}
+
+/** The value of one Prometheus sample, 0 when absent. */
+export async function sample(metrics: Metrics, name: string, labels: Record<string, string>): Promise<number> {
+  const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
+  const values = (metric?.values ?? []) as Array<{ labels: Record<string, string | number>; value: number }>;
+  const match = values.find((v) => Object.entries(labels).every(([key, value]) => String(v.labels[key]) === value));
+  return match?.value ?? 0;
+}

@@ -1,0 +1,162 @@
+/**
+ * The relay worker on its own (memory KV, file objects, the fake backend): the concurrency
+ * cap, giving jobs back when it stops, and stepping aside when another relay took a lease.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
+import { randomIds, systemClock } from "../../../core/clock.ts";
+import { loadConfig } from "../../../core/config/load.ts";
+import { silentLogger } from "../../../core/log.ts";
+import { Metrics } from "../../../core/metrics.ts";
+import { Registry } from "../../../core/registry/registry.ts";
+import { KvJobStore } from "../../../plugins/async-jobs/store.ts";
+import type { JobRecord } from "../../../plugins/async-jobs/types.ts";
+import { relayMetrics } from "../../../plugins/relay/metrics.ts";
+import { RelayWorker } from "../../../plugins/relay/worker.ts";
+import { startInferenceBackend, type InferenceBackend } from "../../fixtures/inference-backend.ts";
+import { waitUntil } from "../../support/gateway-process.ts";
+
+let backend: InferenceBackend;
+beforeAll(async () => {
+  backend = await startInferenceBackend();
+});
+afterAll(async () => {
+  await backend.close();
+});
+
+interface Setup {
+  kv: MemoryKv;
+  jobs: KvJobStore;
+  metrics: Metrics;
+  worker: RelayWorker;
+  control: AbortController;
+  add(content: string): Promise<JobRecord>;
+}
+
+let setup: Setup;
+let dir: string;
+
+function build(options: { concurrency: number; leaseMs: number }): Setup {
+  const { config } = loadConfig(`
+services:
+  - type: asr
+    model: whisper
+    inference_url: ${backend.url}
+    operations: { run: ["/run"] }
+`, {});
+  const kv = new MemoryKv();
+  const objects = new FsObjectStore({ dir });
+  const registry = new Registry(config.services);
+  const jobs = new KvJobStore({ kv, objects, registry, config, clock: systemClock, ids: randomIds, log: silentLogger });
+  const metrics = new Metrics();
+  const worker = new RelayWorker(
+    jobs,
+    {
+      jobs,
+      objects,
+      fetch: (input, init) => globalThis.fetch(input, init),
+      clock: systemClock,
+      newId: () => randomIds.newId(),
+      log: silentLogger,
+      metrics: relayMetrics(metrics),
+      emit: () => {},
+      leaseMs: options.leaseMs,
+      requestTimeoutMs: 60_000,
+    },
+    { concurrency: options.concurrency, leaseMs: options.leaseMs, drainGraceMs: 50 },
+    silentLogger,
+  );
+  return {
+    kv,
+    jobs,
+    metrics,
+    worker,
+    control: new AbortController(),
+    async add(content) {
+      const id = randomIds.newId();
+      const now = new Date().toISOString();
+      const job: JobRecord = {
+        id,
+        status: "pending",
+        service_type: "asr",
+        model: "whisper",
+        created_at: now,
+        updated_at: now,
+        priority: false,
+        operation: "run",
+        path: "/run",
+        input_key: jobs.keys.inputObject(id),
+        filename: "in.txt",
+        content_type: "text/plain",
+        size: content.length,
+      };
+      await objects.put(job.input_key, new TextEncoder().encode(content));
+      await jobs.create(job);
+      return job;
+    },
+  };
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "gw-relay-"));
+  backend.received.length = 0;
+  backend.aborts = 0;
+});
+afterEach(async () => {
+  backend.release();
+  setup.control.abort();
+  await setup.worker.close();
+  await setup.kv.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("RelayWorker", () => {
+  it("runs at most `concurrency` jobs at once and gives running jobs back to the queue head when it stops", async () => {
+    setup = build({ concurrency: 2, leaseMs: 60_000 });
+    const jobs = [await setup.add("a"), await setup.add("b"), await setup.add("c")];
+    backend.hold();
+    void setup.worker.poll(setup.control.signal);
+    await waitUntil(() => backend.held === 2);
+    expect(setup.worker.busy).toBe(2);
+    expect(await setup.kv.lrange("relay:whisper", 0, -1)).toEqual([jobs[2].id]);
+    expect((await setup.jobs.get(jobs[0].id))?.status).toBe("processing");
+
+    setup.control.abort();
+    await setup.worker.close();
+    expect(new Set(await setup.kv.lrange("relay:whisper", 0, -1))).toEqual(new Set(jobs.map((j) => j.id)));
+    expect(await setup.kv.lrange("relay:whisper", -1, -1)).toEqual([jobs[2].id]);
+    expect(await setup.kv.llen("relay:whisper:processing")).toBe(0);
+    for (const job of jobs) expect((await setup.jobs.get(job.id))?.status).toBe("pending");
+    await waitUntil(() => backend.aborts === 2);
+    expect(await setup.metrics.text()).toContain('svc_relay_jobs_total{model="whisper",outcome="requeued"} 2');
+  });
+
+  it("stops a job whose lease another relay holds, without touching its record", async () => {
+    setup = build({ concurrency: 1, leaseMs: 300 });
+    const job = await setup.add("x");
+    backend.hold();
+    const polled = setup.worker.poll(setup.control.signal);
+    await waitUntil(() => backend.held === 1);
+    await setup.kv.set(setup.jobs.keys.lease(job.id), "another-relay");
+    await polled;
+    await setup.worker.idle();
+    expect(await setup.metrics.text()).toContain('svc_relay_jobs_total{model="whisper",outcome="lost"} 1');
+    expect((await setup.jobs.get(job.id))?.status).toBe("processing");
+    expect(await setup.kv.lrange("relay:whisper:processing", 0, -1)).toEqual([job.id]);
+  });
+
+  it("skips a claimed job whose record is gone and removes its input", async () => {
+    setup = build({ concurrency: 1, leaseMs: 60_000 });
+    const job = await setup.add("gone");
+    await setup.kv.del(setup.jobs.keys.record(job.id));
+    await setup.worker.poll(setup.control.signal);
+    await setup.worker.idle();
+    expect(backend.received).toEqual([]);
+    expect(await setup.kv.llen("relay:whisper:processing")).toBe(0);
+    expect(await setup.metrics.text()).toContain('svc_relay_jobs_total{model="whisper",outcome="skipped"} 1');
+  });
+});

@@ -1,0 +1,140 @@
+import { createHash } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { randomIds, systemClock } from "../../../core/clock.ts";
+import { loadConfig } from "../../../core/config/load.ts";
+import type { CachedAnswer, CacheLookup, ResponseCache } from "../../../core/llm/cache.ts";
+import { silentLogger } from "../../../core/log.ts";
+import { Metrics } from "../../../core/metrics.ts";
+import { Runtime } from "../../../core/plugins/host.ts";
+import { definePlugin } from "../../../core/plugins/types.ts";
+import type { ObjectStore } from "../../../core/stores/objects.ts";
+import { canonicalJson } from "../../../plugins/response-cache/canonical.ts";
+import { decodeEntry, encodeEntry } from "../../../plugins/response-cache/entry.ts";
+import responseCache from "../../../plugins/response-cache/index.ts";
+import { cacheKey } from "../../../plugins/response-cache/key.ts";
+
+describe("canonicalJson", () => {
+  it("sorts keys at every depth and drops whitespace, keeping array order", () => {
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson(JSON.parse('{ "x" : 1.0 , "w":"é" }'))).toBe('{"w":"é","x":1}');
+  });
+
+  it("leaves out undefined fields", () => {
+    expect(canonicalJson({ a: undefined, b: 2 })).toBe('{"b":2}');
+  });
+});
+
+describe("cacheKey", () => {
+  const body = { messages: [{ role: "user", content: "hi" }], temperature: 0.5 };
+
+  it("is the SHA-256 of the canonical subset with the model alias, under cache:llm:", async () => {
+    const expected = createHash("sha256").update('{"messages":[{"content":"hi","role":"user"}],"model":"alias","temperature":0.5}').digest("hex");
+    expect(await cacheKey("alias", { ...body, model: "ignored-client-value" })).toBe(`cache:llm:${expected}`);
+  });
+
+  it("ignores user, metadata, stream options and unknown fields; not temperature, top_p, stop, tools, tool_choice, system", async () => {
+    const key = await cacheKey("alias", body);
+    expect(await cacheKey("alias", { ...body, user: "u", metadata: { a: 1 }, max_tokens: 3, whatever: true })).toBe(key);
+    for (const change of [{ temperature: 0.6 }, { top_p: 1 }, { stop: "x" }, { tools: [] }, { tool_choice: "auto" }, { system: "s" }]) {
+      expect(await cacheKey("alias", { ...body, ...change })).not.toBe(key);
+    }
+    expect(await cacheKey("other-alias", body)).not.toBe(key);
+  });
+});
+
+describe("cache entries", () => {
+  it("round-trip text and binary bodies exactly", () => {
+    const text: CachedAnswer = { status: 200, contentType: "application/json", body: new TextEncoder().encode('{"a":"é"}') };
+    const binary: CachedAnswer = { status: 201, contentType: "application/octet-stream", body: new Uint8Array([0xff, 0x00, 0xc3]) };
+    for (const answer of [text, binary]) expect(decodeEntry(encodeEntry(answer))).toEqual(answer);
+    expect(() => decodeEntry('{"nope":1}')).toThrow("not a cache entry");
+  });
+});
+
+/** A memory store whose operations can be made to fail. */
+class FlakyKv extends MemoryKv {
+  failing = false;
+  override async get(key: string): Promise<string | null> {
+    if (this.failing) throw new Error("store down");
+    return await super.get(key);
+  }
+  override async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    if (this.failing) throw new Error("store down");
+    await super.set(key, value, ttlMs);
+  }
+}
+
+const notUsed = (): never => {
+  throw new Error("not used");
+};
+const objects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
+
+describe("the responseCache service", () => {
+  const runtimes: Runtime[] = [];
+  afterEach(async () => {
+    for (const runtime of runtimes.splice(0)) await runtime.close();
+  });
+
+  async function setUp() {
+    const { config, extra } = loadConfig(
+      "services:\n  - { type: chat, model: m, provider: chat_completions, response_cache_ttl: 60 }\n  - { type: chat, model: z, provider: chat_completions }\n",
+      {},
+    );
+    const kv = new FlakyKv();
+    const metrics = new Metrics();
+    const runtime = new Runtime(config, extra, { role: "gateway", kv, objects, clock: systemClock, ids: randomIds, log: silentLogger, metrics, fetch: notUsed, lookupHost: async () => [] });
+    runtimes.push(runtime);
+    let cache: ResponseCache | undefined;
+    await runtime.install([responseCache, definePlugin({ name: "probe", dependsOn: ["response-cache"], setup: (api) => void (cache = api.use("responseCache")) })]);
+    const lookup = (body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<CacheLookup> => {
+      const service = config.services.find((s) => s.model === body.model) ?? config.services[0];
+      return (cache as ResponseCache).lookup({ service, body, headers: new Headers(headers) });
+    };
+    return { kv, metrics, lookup };
+  }
+
+  const answer = (status = 200): CachedAnswer => ({ status, contentType: "application/json", body: new TextEncoder().encode('{"ok":true}') });
+  const body = { model: "m", messages: [{ role: "user", content: "q" }] };
+
+  it("misses, fills, then hits, counting both", async () => {
+    const { metrics, lookup } = await setUp();
+    const first = await lookup(body);
+    expect(first.kind).toBe("miss");
+    if (first.kind === "miss") await first.fill(answer());
+    const second = await lookup(body);
+    expect(second).toEqual({ kind: "hit", answer: answer() });
+    const text = await metrics.text();
+    expect(text).toContain('svc_cache_misses_total{service_type="chat",model="m"} 1');
+    expect(text).toContain('svc_cache_hits_total{service_type="chat",model="m"} 1');
+  });
+
+  it("never stores a non-2xx answer", async () => {
+    const { lookup } = await setUp();
+    const first = await lookup(body);
+    if (first.kind === "miss") await first.fill(answer(500));
+    expect((await lookup(body)).kind).toBe("miss");
+  });
+
+  it("is bypassed for streams, no-cache and TTL 0, without counting", async () => {
+    const { metrics, lookup } = await setUp();
+    expect((await lookup({ ...body, stream: true })).kind).toBe("bypass");
+    expect((await lookup(body, { "cache-control": "max-age=0, No-Cache" })).kind).toBe("bypass");
+    expect((await lookup({ ...body, model: "z" })).kind).toBe("bypass");
+    expect(await metrics.text()).not.toMatch(/svc_cache_(hits|misses)_total\{/);
+  });
+
+  it("counts store errors by op and goes on without the cache", async () => {
+    const { kv, metrics, lookup } = await setUp();
+    kv.failing = true;
+    expect((await lookup(body)).kind).toBe("bypass");
+    kv.failing = false;
+    const miss = await lookup(body);
+    kv.failing = true;
+    if (miss.kind === "miss") await miss.fill(answer());
+    kv.failing = false;
+    const text = await metrics.text();
+    expect(text).toContain('svc_cache_errors_total{service_type="chat",model="m",op="get"} 1');
+    expect(text).toContain('svc_cache_errors_total{service_type="chat",model="m",op="set"} 1');
+  });
+});

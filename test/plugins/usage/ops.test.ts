@@ -1,0 +1,120 @@
+/**
+ * The usage plugin's atomic operations on both stores: the memory store's JS twin and the
+ * Lua script on the suite's redis-server. Keys live under a random prefix per test.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { RedisKv } from "../../../adapters/kv-redis/index.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import type { KvStore } from "../../../core/stores/kv.ts";
+import { hashesRead, rankPage, usageRecord } from "../../../plugins/usage/ops.ts";
+
+const stores: { name: string; open: () => Promise<KvStore> }[] = [
+  { name: "memory", open: async () => new MemoryKv(new ManualClock()) },
+  { name: "redis", open: async () => await RedisKv.connect({ url: inject("redisUrl") }) },
+];
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const NOW = Date.UTC(2026, 11, 31, 12);
+
+describe.each(stores)("usage ops: $name", ({ open }) => {
+  let kv: KvStore;
+  let p: string;
+  beforeAll(async () => {
+    kv = await open();
+  });
+  afterAll(async () => {
+    await kv.close();
+  });
+  beforeEach(() => {
+    p = `usageops:${crypto.randomUUID()}:`;
+  });
+  const k = (name: string) => `${p}${name}`;
+  const keys = (consumer: string) => [k(`c:${consumer}`), k("consumers"), k("rank:chat"), k("d"), k("w"), k("m")];
+  const record = (consumer: string, counts: { requests?: number; jobs?: number; prompt?: number; completion?: number; seconds?: number }, options: { now?: number; retention?: number } = {}) =>
+    kv.run(usageRecord, keys(consumer), [
+      consumer,
+      options.now ?? NOW,
+      options.retention ?? 0,
+      400 * DAY,
+      800 * DAY,
+      "chat|",
+      counts.requests ?? 0,
+      counts.jobs ?? 0,
+      counts.prompt ?? 0,
+      counts.completion ?? 0,
+      counts.seconds ?? 0,
+    ]);
+
+  it("adds one event's counts to the consumer, the indexes and the three buckets at once", async () => {
+    expect(await record("alice", { requests: 1, prompt: 11, completion: 7 })).toBe(1);
+    expect(await record("alice", { requests: 1, jobs: 1, seconds: 0.25 })).toBe(1);
+    expect(await record("alice", { seconds: 0.5 })).toBe(1);
+    const consumer = await kv.hgetall(k("c:alice"));
+    expect(consumer).toMatchObject({ "chat|requests": "2", "chat|jobs": "1", "chat|prompt_tokens": "11", "chat|completion_tokens": "7", last_active: String(NOW) });
+    expect(Number(consumer["chat|processing_seconds"])).toBeCloseTo(0.75);
+    for (const bucket of ["d", "w", "m"]) {
+      const fields = await kv.hgetall(k(bucket));
+      expect(fields).toMatchObject({ requests: "2", jobs: "1", prompt_tokens: "11", completion_tokens: "7" });
+      expect(Number(fields.processing_seconds)).toBeCloseTo(0.75);
+    }
+    expect(await kv.zscore(k("consumers"), "alice")).toBe(NOW);
+    expect(await kv.zscore(k("rank:chat"), "alice")).toBe(2);
+  });
+
+  it("writes nothing for an event whose counts are all zero, and no field for a zero counter", async () => {
+    expect(await record("bob", {})).toBe(0);
+    expect(await kv.exists(k("c:bob"))).toBe(false);
+    expect(await kv.exists(k("d"))).toBe(false);
+    await record("bob", { requests: 1 });
+    expect(Object.keys(await kv.hgetall(k("d")))).toEqual(["requests"]);
+  });
+
+  it("expires daily and weekly buckets from their first write, never extends them, and keeps monthly ones", async () => {
+    await record("alice", { requests: 1 });
+    await kv.pexpire(k("d"), HOUR);
+    await record("alice", { requests: 1 });
+    expect(await kv.pttl(k("d"))).toBeLessThanOrEqual(HOUR);
+    expect(await kv.pttl(k("w"))).toBeGreaterThan(800 * DAY - 60_000);
+    expect(await kv.pttl(k("m"))).toBe(-1);
+  });
+
+  it("gives a new consumer record the retention TTL and leaves an existing one's alone", async () => {
+    await record("alice", { requests: 1 }, { retention: HOUR });
+    expect(await kv.pttl(k("c:alice"))).toBeGreaterThan(HOUR - 60_000);
+    await kv.pexpire(k("c:alice"), 60_000);
+    await record("alice", { requests: 1 }, { retention: 10 * HOUR });
+    expect(await kv.pttl(k("c:alice"))).toBeLessThanOrEqual(60_000);
+    await record("carol", { requests: 1 });
+    expect(await kv.pttl(k("c:carol"))).toBe(-1);
+  });
+
+  it("restarts the rank score when the consumer's record of that type is new", async () => {
+    await record("alice", { requests: 5 });
+    expect(await kv.zscore(k("rank:chat"), "alice")).toBe(5);
+    await kv.del(k("c:alice"));
+    await record("alice", { requests: 1 });
+    expect(await kv.zscore(k("rank:chat"), "alice")).toBe(1);
+    // Tokens alone do not touch the rank.
+    await record("alice", { prompt: 3 });
+    expect(await kv.zscore(k("rank:chat"), "alice")).toBe(1);
+  });
+
+  it("rankPage pages a sorted set highest first, with its size", async () => {
+    for (const [member, score] of [["a", 1], ["b", 5], ["c", 3], ["d", 5], ["e", 0]] as const) await kv.zadd(k("z"), score, member);
+    expect(await kv.run(rankPage, [k("z")], [0, 3])).toEqual([5, "d", "b", "c"]);
+    expect(await kv.run(rankPage, [k("z")], [3, 3])).toEqual([5, "a", "e"]);
+    expect(await kv.run(rankPage, [k("z")], [10, 3])).toEqual([5]);
+    expect(await kv.run(rankPage, [k("none")], [0, 20])).toEqual([0]);
+  });
+
+  it("hashesRead reads several hashes, [] for missing ones", async () => {
+    await kv.hset(k("h1"), { requests: "3" });
+    await kv.hset(k("h2"), { requests: "1", jobs: "1" });
+    const [h1, missing, h2] = await kv.run(hashesRead, [k("h1"), k("missing"), k("h2")], []);
+    expect(h1).toEqual(["requests", "3"]);
+    expect(missing).toEqual([]);
+    expect(Object.fromEntries([[h2[0], h2[1]], [h2[2], h2[3]]])).toEqual({ requests: "1", jobs: "1" });
+  });
+});

@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import { retryDelayMs } from "../../../plugins/webhooks/backoff.ts";
+
+describe("retry backoff", () => {
+  it("starts at retry_backoff and doubles on each retry, capped at max_backoff (spec defaults 30s / 10m)", () => {
+    const delays = [1, 2, 3, 4, 5, 6, 7].map((retry) => retryDelayMs(retry, 30_000, 600_000));
+    expect(delays).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 600_000, 600_000]);
+  });
+
+  it("caps short schedules too (1s / 2s)", () => {
+    expect([1, 2, 3, 4].map((retry) => retryDelayMs(retry, 1000, 2000))).toEqual([1000, 2000, 2000, 2000]);
+  });
+
+  it("never exceeds the cap, even when the base is larger or the retry count huge", () => {
+    expect(retryDelayMs(1, 5000, 2000)).toBe(2000);
+    expect(retryDelayMs(10_000, 1000, 3_600_000)).toBe(3_600_000);
+    expect(retryDelayMs(3, 0, 1000)).toBe(0);
+  });
+});

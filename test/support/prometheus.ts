@@ -1,0 +1,24 @@
+/** Reading series out of Prometheus text exposition, for tests that check /metrics. */
+
+function unescapeLabel(value: string): string {
+  return value.replace(/\\(["\\n])/g, (_, char: string) => (char === "n" ? "\n" : char));
+}
+
+/** The labels of a sample line's `{...}` part. */
+function labelsOf(inside: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const match of inside.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[match[1]] = unescapeLabel(match[2]);
+  return labels;
+}
+
+/** The value of the series with exactly these labels, or 0 when it is absent (a counter not yet incremented). */
+export function metricValue(text: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels);
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const close = line.lastIndexOf("}");
+    const found = labelsOf(line.slice(name.length + 1, close));
+    if (Object.keys(found).length === wanted.length && wanted.every(([k, v]) => found[k] === v)) return Number(line.slice(close + 1).trim());
+  }
+  return 0;
+}
