@@ -25,7 +25,7 @@ import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { completeAnswer, errorAnswer, streamAnswer, type Answer } from "./answer.ts";
-import { BackendTimeout, backendUrl, callBackend } from "./backend-call.ts";
+import { BackendTimeoutError, backendUrl, callBackend } from "../../core/proxy/backend-call.ts";
 import type { ConsumerTokens } from "./consumer-tokens.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
@@ -178,7 +178,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       if (ctx.request.signal.aborted) {
         // Nobody reads this; the status is for the counters and logs (nginx's 499).
         failure = errorResponse(499, "api_error", "the client closed the request before a backend answered");
-      } else if (result.error instanceof BackendTimeout) {
+      } else if (result.error instanceof BackendTimeoutError) {
         failure = errors.gatewayTimeout(`the backend for model "${service.model}" did not answer in time: ${tried}`).toResponse();
       } else {
         failure = errors.badGateway(`no backend for model "${service.model}" answered: ${tried}`).toResponse();

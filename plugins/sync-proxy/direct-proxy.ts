@@ -10,7 +10,7 @@ import type { RequestContext } from "../../core/pipeline/context.ts";
 import { backendOrder, type BackendTarget } from "../../core/proxy/backends.ts";
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";
-import type { BackendInit } from "./backend-call.ts";
+import type { BackendInit } from "../../core/proxy/backend-call.ts";
 import { backendUrl, forward, type ForwardOptions } from "./forward.ts";
 import { StreamReplay } from "./stream-replay.ts";
 

@@ -8,7 +8,8 @@ import { errorResponse, errors } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
-import { BackendTimeoutError, callBackend, describeFailure, type BackendInit, type CallOptions } from "./backend-call.ts";
+import { BackendTimeoutError, callBackend, describeFailure, type BackendInit, type CallOptions } from "../../core/proxy/backend-call.ts";
+export { backendUrl } from "../../core/proxy/backend-call.ts";
 
 export interface ForwardOptions extends CallOptions {
   log: Logger;
@@ -21,11 +22,6 @@ export type BuildAttempt = (target: BackendTarget) => { url: string; init: Backe
 
 /** Statuses whose responses carry no body (a Response with one cannot be constructed). */
 const NO_BODY = new Set([204, 205, 304]);
-
-/** `base` (which may carry a path prefix) + the client's original path and query. */
-export function backendUrl(base: string, pathAndQuery: string): string {
-  return `${base.replace(/\/+$/, "")}${pathAndQuery}`;
-}
 
 /**
  * An answer with a declared length up to this size is read whole and sent in one write:
@@ -62,15 +58,9 @@ export async function relayResponse(backend: Response, method: string): Promise<
 export async function forward(targets: readonly BackendTarget[], build: BuildAttempt, method: string, options: ForwardOptions): Promise<Response> {
   const result = await withFailover(
     targets,
-    async (target) => {
+    (target) => {
       const { url, init } = build(target);
-      try {
-        return await callBackend(url, init, options);
-      } catch (error) {
-        // The failure list (and so the error body) reads better with the runtime's detail.
-        if (error instanceof BackendTimeoutError) throw error;
-        throw new Error(describeFailure(error));
-      }
+      return callBackend(url, init, options);
     },
     options.clientSignal,
   );

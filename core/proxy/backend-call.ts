@@ -1,5 +1,5 @@
 /**
- * One backend attempt: `server.backend_timeout` bounds the wait for the response headers
+ * One backend attempt, shared by the sync direct proxy and the LLM proxy: `server.backend_timeout` bounds the wait for the response headers
  * (not the body: a long stream is fine once it started), and the client going away aborts
  * the backend request at any point, headers or body.
  */
@@ -47,7 +47,8 @@ export async function callBackend(url: string, init: BackendInit, options: CallO
     if (timedOut && !clientSignal.aborted) {
       throw new BackendTimeoutError(`no response headers within ${options.timeoutMs} ms (server.backend_timeout)`);
     }
-    throw error;
+    // The runtime's own detail ("ECONNREFUSED ...") reads better in an error body than "fetch failed".
+    throw clientSignal.aborted ? error : new Error(describeFailure(error));
   } finally {
     clearTimeout(handle);
   }
@@ -62,4 +63,9 @@ export function describeFailure(error: unknown): string {
     return typeof code === "string" ? `${code} (${cause.message})` : cause.message;
   }
   return error.message;
+}
+
+/** `base` (which may carry a path prefix) + the path and query. */
+export function backendUrl(base: string, pathAndQuery: string): string {
+  return `${base.replace(/\/+$/, "")}${pathAndQuery}`;
 }
