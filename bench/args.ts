@@ -12,6 +12,8 @@ export interface BenchArgs {
   cpuProf: boolean;
   /** The gateway's LOG_LEVEL (default: its own default, info). */
   logLevel?: string;
+  /** Print the tables of a results file instead of running. */
+  report?: string;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -20,7 +22,8 @@ export const USAGE = `npm run bench -- [options]
   --loadgen wrk|autocannon  closed-loop generator (default: wrk when installed)
   --only a,b+c            only the parts whose names contain a, or both b and c (scenario, variant, "async", "upload")
   --cpu-prof              write a .cpuprofile of each Node gateway to bench/results/profiles/
-  --log-level LEVEL       the gateway's LOG_LEVEL`;
+  --log-level LEVEL       the gateway's LOG_LEVEL
+  --report FILE           print the tables of a results file (bench/results/*.json) and exit`;
 
 export function parseArgs(argv: readonly string[]): BenchArgs {
   const args: BenchArgs = { quick: false, runtime: "node", only: [], cpuProf: false };
@@ -43,6 +46,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     } else if (arg === "--only") args.only = value().split(",").filter(Boolean);
     else if (arg === "--cpu-prof") args.cpuProf = true;
     else if (arg === "--log-level") args.logLevel = value();
+    else if (arg === "--report") args.report = value();
     else if (arg === "--help" || arg === "-h") throw new Error(USAGE);
     else throw new Error(`unknown option ${arg}\n${USAGE}`);
   }
@@ -52,7 +56,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
 export function timingFor(quick: boolean): Timing {
   return quick
     ? { warmupSeconds: 1, closedRounds: 1, closedSeconds: 2, openRounds: 1, openSeconds: 2, connections: 32, rate: 100 }
-    : { warmupSeconds: 2, closedRounds: 3, closedSeconds: 3, openRounds: 2, openSeconds: 5, connections: 32, rate: 100 };
+    : { warmupSeconds: 2, closedRounds: 3, closedSeconds: 3, openRounds: 2, openSeconds: 4, connections: 32, rate: 100 };
 }
 
 /**

@@ -14,7 +14,7 @@ export interface JobsResult {
   jobs: number;
   seconds: number;
   jobsPerSecond: number;
-  /** Gateway CPU per job, submission, relay work and the client's polling included. */
+  /** Gateway CPU per job: submission, the relay's work and the client's status polls. */
   cpuUsPerJob: number;
   peakRssMb: number;
   errors: number;
@@ -58,12 +58,13 @@ export async function runJobsEndToEnd(gateway: Target, count: number, concurrenc
       errors++;
     }
   });
-  let pending = ids;
+  // Each job polled like a client waiting for its own result, oldest first (the relay works
+  // the queue in order): one GET, then again every 10 ms until it is done.
   let finished = started;
+  let pendingLeft = 0;
   const deadline = Date.now() + 120_000;
-  while (pending.length > 0 && Date.now() < deadline) {
-    const still: string[] = [];
-    await pool(pending, 8, async (id) => {
+  await pool(ids, 4, async (id) => {
+    while (Date.now() < deadline) {
       try {
         const response = await fetch(`${gateway.base}${PATHS.jobs}/${id}`);
         const view = (await response.json()) as { status?: string; result?: unknown };
@@ -72,15 +73,18 @@ export async function runJobsEndToEnd(gateway: Target, count: number, concurrenc
           finished = performance.now();
           if (!validResult(view)) invalid++;
         } else if (view.status === "failed" || view.status === "cancelled") errors++;
-        else still.push(id);
+        else {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          continue;
+        }
       } catch {
         errors++;
       }
-    });
-    pending = still;
-    if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  errors += pending.length;
+      return;
+    }
+    pendingLeft++;
+  });
+  errors += pendingLeft;
   const cpu = cpuSeconds(gateway.pid) - cpuBefore;
   const sampled = sampler.stop();
   const seconds = (finished - started) / 1000;

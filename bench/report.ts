@@ -42,6 +42,12 @@ const ratio = (value: number | undefined, base: number | undefined) =>
 const added = (value: number | undefined, base: number | undefined) =>
   value === undefined || base === undefined ? "" : ` (${value - base >= 0 ? "+" : ""}${(value - base).toFixed(2)})`;
 
+/** How much of the server core other processes took during the row's rounds (worst of gateway and bare proxy). */
+function foreign(row: RowResult): string {
+  const worst = Math.max(row.figures.gateway?.foreignLoad ?? 0, row.figures.bare?.foreignLoad ?? 0);
+  return `${(worst * 100).toFixed(0)}%`;
+}
+
 function table(header: string[], rows: string[][]): string {
   const lines = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`];
   for (const row of rows) lines.push(`| ${row.join(" | ")} |`);
@@ -60,7 +66,7 @@ function bareFor(rows: RowResult[], row: RowResult): Figures | undefined {
 export function throughputTable(results: Results): string {
   const rows = results.rows.filter((r) => r.load === "c32");
   return table(
-    ["scenario", "config", "req/s direct", "req/s gateway", "req/s bare proxy", "p50 ms d / gw / bare", "p99 ms d / gw / bare", "CPU µs/req gw", "CPU µs/req bare", "gw / bare CPU", "gw peak RSS MB", "wrong"],
+    ["scenario", "config", "req/s direct", "req/s gateway", "req/s bare proxy", "p50 ms d / gw / bare", "p99 ms d / gw / bare", "CPU µs/req gw", "CPU µs/req bare", "gw / bare CPU", "gw peak RSS MB", "core 0 busy with others", "wrong"],
     rows.map((row) => {
       const { direct: d, gateway: g } = row.figures;
       const b = bareFor(results.rows, row);
@@ -78,6 +84,7 @@ export function throughputTable(results: Results): string {
         `${fmt(b?.cpuUsPerRequest)}${own ? "" : "*"}`,
         b && g ? `${(g.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}x` : "-",
         fmt(g?.peakRssMb),
+        foreign(row),
         String(wrong),
       ];
     }),
@@ -87,7 +94,7 @@ export function throughputTable(results: Results): string {
 export function latencyTable(results: Results): string {
   const rows = results.rows.filter((r) => r.load === "r100");
   return table(
-    ["scenario", "config", "p50 ms direct", "p50 gateway (added)", "p50 bare (added)", "p99 ms direct", "p99 gateway (added)", "p99 bare (added)", "first event p50 d / gw (added)", "first event p99 d / gw (added)", "CPU µs/req gw / bare"],
+    ["scenario", "config", "p50 ms direct", "p50 gateway (added)", "p50 bare (added)", "p99 ms direct", "p99 gateway (added)", "p99 bare (added)", "first event p50 d / gw (added)", "first event p99 d / gw (added)", "CPU µs/req gw / bare", "core 0 busy with others"],
     rows.map((row) => {
       const { direct: d, gateway: g, bare: b } = row.figures;
       const stream = row.scenario === "stream";
@@ -103,6 +110,7 @@ export function latencyTable(results: Results): string {
         stream ? `${fmt(d?.ttfbP50Ms, 2)} / ${fmt(g?.ttfbP50Ms, 2)}${added(g?.ttfbP50Ms, d?.ttfbP50Ms)}` : "-",
         stream ? `${fmt(d?.ttfbP99Ms, 2)} / ${fmt(g?.ttfbP99Ms, 2)}${added(g?.ttfbP99Ms, d?.ttfbP99Ms)}` : "-",
         `${fmt(g?.cpuUsPerRequest)} / ${b ? fmt(b.cpuUsPerRequest) : "-"}`,
+        foreign(row),
       ];
     }),
   );
@@ -114,7 +122,7 @@ export function asyncTable(results: Results): string {
   if (jobs) {
     lines.push([
       "async end to end (submit, relay, poll), 100 KB",
-      `${fmt(jobs.jobsPerSecond)} jobs/s${ratio(jobs.jobsPerSecond, jobs.directUploadsPerSecond)} of direct uploads/s`,
+      `${fmt(jobs.jobsPerSecond)} jobs/s (direct uploads of the same file: ${fmt(jobs.directUploadsPerSecond)}/s${ratio(jobs.jobsPerSecond, jobs.directUploadsPerSecond)})`,
       `${fmt(jobs.cpuUsPerJob)} µs CPU/job`,
       `${fmt(jobs.peakRssMb)} MB peak RSS`,
       String(jobs.errors + jobs.invalid),
@@ -179,7 +187,8 @@ export function checkTargets(results: Results, other?: Results): TargetCheck[] {
   for (const upload of results.uploads.filter((u) => u.target === "gateway")) {
     checks.push({ target: `100 MiB upload, RSS growth (${upload.name})`, limit: "<= 64 MB", value: `+${fmt(upload.growthMb)} MB`, met: upload.growthMb <= 64 });
   }
-  if (other && other.runtime !== results.runtime) {
+  // Only runs of the same length compare (a quick run's figures are noisier and warmer).
+  if (other && other.runtime !== results.runtime && other.mode === results.mode) {
     const [deno, node] = results.runtime === "deno" ? [results, other] : [other, results];
     const pairs = deno.rows
       .filter((r) => r.load === "c32")
@@ -207,6 +216,7 @@ export function printAll(results: Results): string {
     throughputTable(results),
     "",
     "`*` bare proxy figure from the basic config of the same scenario (the bare proxy has no features to turn on).",
+    "\"core 0 busy with others\": the share of the gateway's core that other processes used during the rounds; above a few percent, latencies and rates are disturbed (CPU per request much less).",
     "",
     "## Latency at a fixed 100 requests/s",
     "",

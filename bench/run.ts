@@ -116,6 +116,10 @@ function crashed(service: Service, error: unknown): unknown {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.report) {
+    process.stdout.write(`${printAll(JSON.parse(readFileSync(args.report, "utf8")) as Results)}\n`);
+    return 0;
+  }
   const timing = timingFor(args.quick);
   if (!pinProcess(process.pid, OTHER_CORE)) log("taskset not found: processes are not pinned to cores (figures are noisier)");
   let generator: LoadGenerator = args.loadgen ?? "wrk";
@@ -151,7 +155,7 @@ async function main(): Promise<number> {
     const bareTarget: Target = { name: "bare", base: `http://127.0.0.1:${await listeningPort(bare)}`, pid: bare.pid };
 
     let redisAddr = "";
-    const wantRedis = VARIANTS.some((v) => v.config.redis && selected(args, v.id));
+    const wantRedis = VARIANTS.some((v) => v.config.redis && v.scenarios.some((s) => selected(args, v.id, s.id)));
     if (wantRedis) {
       if (spawnSync("redis-server", ["--version"]).status !== 0) {
         log("redis-server is not installed: the prod-redis variant is skipped (apt-get install redis-server)");

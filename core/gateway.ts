@@ -7,7 +7,7 @@ import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
 import { ConfigError, parseConfigText, validateConfig } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import type { GatewayConfig } from "./config/schema.ts";
-import { GatewayError, toErrorResponse } from "./errors.ts";
+import { errorResponse, GatewayError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes } from "./ops.ts";
@@ -110,8 +110,11 @@ export class Gateway {
    * of the response (releasing a slot, filling the cache) then hangs on it instead of the
    * response body being wrapped in another stream to find its end.
    */
-  readonly fetch = (request: Request, options?: { responded?: PromiseLike<unknown> }): Promise<Response> =>
-    this.current.handle(request, options?.responded);
+  readonly fetch = (request: Request, options?: { responded?: PromiseLike<unknown>; target?: string }): Promise<Response> => {
+    const refused = unnormalizedPath(options?.target ?? request.url);
+    if (refused) return Promise.resolve(errorResponse(400, "invalid_request_error", refused));
+    return this.current.handle(request, options?.responded);
+  };
 
   /**
    * Builds a complete new runtime from the file and swaps it in. In-flight requests finish
@@ -212,4 +215,32 @@ async function loadConfig(options: GatewayOptions): Promise<LoadedConfig> {
   if (!result.ok) problems.push(...result.problems);
   if (problems.length > 0 || !result.ok) throw new ConfigError(problems);
   return { config: result.config, extra: result.extra, definitions };
+}
+
+/** A `.` or `..` path segment, literal or percent-encoded (`%2e`). */
+const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?=\/|$)/i;
+/** A percent-encoded unreserved character (ALPHA, DIGIT, "-", ".", "_", "~"), which no URI producer should create (RFC 3986 2.3). */
+const ENCODED_UNRESERVED = /%(?:2[de]|3[0-9]|4[1-9a-f]|5[0-9af]|6[1-9a-f]|7[0-9ae])/i;
+
+/**
+ * Why a request target's path is refused, or undefined when it is in normal form. A path with
+ * dot segments or encoded unreserved characters names another path once normalised (or decoded
+ * by the router), e.g. `/v1/../-/reload` or `/%2d/reload` for `/-/reload`: such a path would
+ * slip past path rules in front of the gateway, so it is refused rather than resolved. `target`
+ * is the raw request target when the server adapter has it (Node normalises `request.url`), else
+ * the request URL.
+ */
+export function unnormalizedPath(target: string): string | undefined {
+  let path = target;
+  const end = path.search(/[?#]/);
+  if (end >= 0) path = path.slice(0, end);
+  if (!path.startsWith("/")) {
+    // An absolute URL (or absolute-form target): the path starts after the authority.
+    const scheme = path.indexOf("://");
+    const slash = scheme < 0 ? -1 : path.indexOf("/", scheme + 3);
+    path = slash < 0 ? "/" : path.slice(slash);
+  }
+  if (DOT_SEGMENT.test(path)) return `the request path ${JSON.stringify(path)} has a "." or ".." segment; send the path in normal form`;
+  if (ENCODED_UNRESERVED.test(path)) return `the request path ${JSON.stringify(path)} percent-encodes a character that needs no encoding; send the path in normal form`;
+  return undefined;
 }

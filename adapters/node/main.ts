@@ -7,7 +7,7 @@ import { respondedOf } from "./responded.ts";
 
 const booted = await boot(nodePlatform, "gateway");
 const { hostname, port } = listenAddress(booted.gateway.config.server.addr, nodePlatform.env);
-const fetch = (request: Request, env: HttpBindings | Http2Bindings) => booted.gateway.fetch(request, { responded: respondedOf(env.outgoing) });
+const fetch = (request: Request, env: HttpBindings | Http2Bindings) => booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url });
 const server = serve({ fetch, hostname, port }, (info) => {
   booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
 }) as Server;

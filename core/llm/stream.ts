@@ -81,3 +81,40 @@ export function translateStream(source: ReadableStream<Uint8Array>, options: Str
     },
   });
 }
+
+/**
+ * A backend's own event stream passed on byte for byte (no translation). If the backend breaks
+ * off mid-stream, the client's stream still ends cleanly, with the same one error event a
+ * translated stream gets (after a blank line when the break cut an event in two), instead of
+ * an end the client cannot tell from a complete answer.
+ */
+export function passStream(source: ReadableStream<Uint8Array>, onError: (reason: string, error: unknown) => void): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  const encoder = new TextEncoder();
+  let tail = "\n\n";
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        onError("the backend stream broke off", error);
+        const separator = tail.endsWith("\n\n") || tail.endsWith("\r\n\r\n") ? "" : "\n\n";
+        const message = `the backend stream broke off: ${error instanceof Error ? error.message : String(error)}`;
+        controller.enqueue(encoder.encode(separator + formatSse(errorEvent(message))));
+        controller.close();
+        void reader.cancel().catch(() => {});
+        return;
+      }
+      if (chunk.done) return controller.close();
+      if (chunk.value.byteLength > 0) {
+        const last = chunk.value.subarray(Math.max(0, chunk.value.byteLength - 4));
+        tail = (tail + String.fromCharCode(...last)).slice(-4);
+        controller.enqueue(chunk.value);
+      }
+    },
+    async cancel(reason) {
+      await reader.cancel(reason).catch(() => {});
+    },
+  });
+}

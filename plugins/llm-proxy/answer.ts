@@ -6,7 +6,7 @@
 import type { CachedAnswer } from "../../core/llm/cache.ts";
 import { parseJson, type Bytes } from "../../core/llm/json.ts";
 import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts";
-import { translateStream } from "../../core/llm/stream.ts";
+import { passStream, translateStream } from "../../core/llm/stream.ts";
 import { usageOf, type TokenUsage } from "../../core/llm/usage.ts";
 import { errors } from "../../core/errors.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
@@ -90,7 +90,10 @@ export function streamAnswer(
   extra: Readonly<Record<string, string>> = {},
 ): Answer {
   if (!translator.translateStreamEvent || !backend.body) {
-    return { response: new Response(backend.body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
+    // An event stream passed on as it is still ends with an error event if the backend breaks off.
+    const sse = format === "sse" && (backend.headers.get("content-type") ?? "").includes("text/event-stream");
+    const body = sse && backend.body ? passStream(backend.body, onError) : backend.body;
+    return { response: new Response(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
   }
   const body = translateStream(backend.body, { format, translator, onError });
   return {

@@ -44,13 +44,28 @@ export class ConsumerTokens {
     });
   }
 
+  /** The two hash fields of a (consumer, user type), built once per pair (bounded: consumers come from a header). */
+  private readonly fields = new Map<string, { prompt: string; completion: string }>();
+
+  private fieldsOf(consumer: string, userType: string): { prompt: string; completion: string } {
+    const id = `${consumer}\u0000${userType}`;
+    let found = this.fields.get(id);
+    if (!found) {
+      if (this.fields.size >= 10_000) this.fields.clear();
+      found = { prompt: JSON.stringify([consumer, userType, "prompt"]), completion: JSON.stringify([consumer, userType, "completion"]) };
+      this.fields.set(id, found);
+    }
+    return found;
+  }
+
   /** Adds one response's tokens. Never throws: a store error is logged and the counts miss it. */
   async add(consumer: string, userType: string, usage: TokenUsage): Promise<void> {
-    const field = (type: TokenType) => JSON.stringify([consumer, userType, type]);
+    const fields = this.fieldsOf(consumer, userType);
     try {
+      // Issued together: the Redis client sends both in one round trip.
       await Promise.all([
-        this.kv.hincrBy(CONSUMER_TOKENS_KEY, field("prompt"), usage.prompt_tokens),
-        this.kv.hincrBy(CONSUMER_TOKENS_KEY, field("completion"), usage.completion_tokens),
+        this.kv.hincrBy(CONSUMER_TOKENS_KEY, fields.prompt, usage.prompt_tokens),
+        this.kv.hincrBy(CONSUMER_TOKENS_KEY, fields.completion, usage.completion_tokens),
       ]);
     } catch (error) {
       this.log.warn("consumer_tokens_not_counted", { consumer, error });

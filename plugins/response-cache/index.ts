@@ -8,6 +8,7 @@
  * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
  */
 import type { CachedAnswer, CacheLookup, CacheRequest, ResponseCache } from "../../core/llm/cache.ts";
+import { labeledChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
 import { decodeEntry, encodeEntry } from "./entry.ts";
 import { cacheKey } from "./key.ts";
@@ -37,6 +38,10 @@ function createCache(api: PluginApi): ResponseCache {
     labelNames: [...labels, "op"],
   });
 
+  // Label sets prepared once per model (see core/metric-labels.ts).
+  const hitsFor = labeledChildren((labels) => hits.labels(labels));
+  const missesFor = labeledChildren((labels) => misses.labels(labels));
+
   return {
     async lookup(request: CacheRequest): Promise<CacheLookup> {
       if (bypassed(request)) return { kind: "bypass" };
@@ -63,14 +68,14 @@ function createCache(api: PluginApi): ResponseCache {
       if (stored !== null) {
         try {
           const answer = decodeEntry(stored);
-          hits.inc(metricLabels);
+          hitsFor(metricLabels).inc();
           return { kind: "hit", answer };
         } catch (error) {
           // Unreadable entry: answer from the backend, whose answer then replaces it.
           failed("get", error);
         }
       }
-      misses.inc(metricLabels);
+      missesFor(metricLabels).inc();
       return {
         kind: "miss",
         async fill(answer: CachedAnswer) {

@@ -25,9 +25,9 @@ const NO_BODY = new Set([204, 205, 304]);
 
 /**
  * An answer with a declared length up to this size is read whole and sent in one write:
- * with the length known nothing streams in between anyway, and a streamed relay costs a
- * web stream and a separate write for the headers (npm run bench: ~60 µs of ~350 per
- * request on Node). Anything longer, of unknown length (SSE) or compressed streams through.
+ * with the length known nothing streams in between anyway, and a streamed relay costs a web
+ * stream (10-25 µs to build on Node 20), a promise per chunk and a separate write for the
+ * headers. Anything longer, of unknown length (SSE) or compressed streams through as it arrives.
  */
 const WHOLE_BODY_LIMIT = 64 * 1024;
 

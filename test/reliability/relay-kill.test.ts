@@ -1,0 +1,154 @@
+/**
+ * Reliability, scenario 5: relays killed (SIGKILL) mid-job under load (spec 4.13, 6.1). A
+ * gateway with the GC on (interval 1s, relay leases of 1s) and three standalone relays
+ * (concurrency 4 each) on the suite's redis-server, database 11 (flushed first), objects in
+ * this file's own bucket. 100 jobs are submitted while the fake backend holds every request;
+ * once all three relays are mid-job, two are killed with SIGKILL. The reaper must requeue their
+ * jobs and the surviving relay finish everything: every job ends `completed` exactly once
+ * (one `relay_job_finished` line across all relays), with its own result. A job may legitimately
+ * run twice at the backend (once on a killed relay, once after the reap). No sleeps.
+ */
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
+import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+
+const DB = 11;
+const BUCKET = "reliability-relays";
+const JOBS = 100;
+const CONCURRENCY = 4;
+
+let backend: InferenceBackend;
+let redis: ReturnType<typeof createClient>;
+const running: GatewayProcess[] = [];
+
+beforeAll(async () => {
+  backend = await startInferenceBackend();
+  redis = createClient({ url: inject("redisUrl"), database: DB });
+  await redis.connect();
+  await redis.flushDb();
+});
+afterAll(async () => {
+  backend?.release();
+  await Promise.all(running.splice(0).map((p) => p.kill()));
+  await redis?.close();
+  await backend?.close();
+});
+
+function config(): string {
+  return `
+redis:
+  addr: ${JSON.stringify(inject("redisUrl"))}
+  db: ${DB}
+object_store:
+  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
+  access_key: S3RVER
+  secret_key: S3RVER
+  bucket: ${BUCKET}
+relay:
+  embedded: false
+  lease_seconds: 1
+  concurrency: ${CONCURRENCY}
+lifecycle:
+  persists_result: true
+  gc: { enabled: true, interval: 1s, max_reap_attempts: 5 }
+services:
+  - type: transcription
+    model: whisper
+    inference_url: ${backend.url}
+    operations: { transcribe: ["/v1/audio/transcriptions"] }
+`;
+}
+
+async function submit(gw: GatewayProcess, content: string): Promise<string> {
+  const body = new FormData();
+  body.append("file", new Blob([content]), "clip.wav");
+  const response = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body });
+  if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { job_id: string }).job_id;
+}
+
+function finishedLines(procs: GatewayProcess[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const proc of procs) {
+    for (const line of proc.output().split("\n")) {
+      if (!line.includes('"event":"relay_job_finished"')) continue;
+      const { job_id: id, status } = JSON.parse(line) as { job_id: string; status: string };
+      const key = `${id}:${status}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+describe("scenario 5: two of three relays killed mid-job", () => {
+  it("completes every job exactly once with its own result", async () => {
+    const yaml = config();
+    const gw = await startGateway(yaml);
+    running.push(gw);
+    const relays: GatewayProcess[] = [];
+    for (let i = 0; i < 3; i++) {
+      const relay = await startGateway(yaml, { role: "relay" });
+      running.push(relay);
+      relays.push(relay);
+    }
+
+    backend.hold();
+    const ids = new Map<string, string>(); // job id -> content
+    for (let batch = 0; batch < JOBS; batch += 10) {
+      const contents = Array.from({ length: Math.min(10, JOBS - batch) }, (_, i) => `job-content-${batch + i}`);
+      const submitted = await Promise.all(contents.map((content) => submit(gw, content)));
+      submitted.forEach((id, i) => ids.set(id, contents[i]));
+    }
+    expect(ids.size).toBe(JOBS);
+
+    // Every relay is mid-job: all 3 x CONCURRENCY requests wait at the backend.
+    await waitUntil(() => backend.held === 3 * CONCURRENCY, 30_000, () => `held ${backend.held}:\n${relays.map((r) => r.output().slice(-1000)).join("\n")}`);
+    const inFlightAtKill = new Set(backend.received.map((job) => job.content));
+    await Promise.all([relays[0].kill(), relays[1].kill()]);
+    backend.release();
+
+    const statusOf = async (id: string) => await redis.hGet(`job:${id}`, "status");
+    let left = [...ids.keys()];
+    await waitUntil(
+      async () => {
+        const statuses = await Promise.all(left.map(statusOf));
+        left = left.filter((_, i) => statuses[i] !== "completed");
+        return left.length === 0;
+      },
+      120_000,
+      () => `${left.length} jobs not completed, e.g. ${left[0]} is ${left[0]}:\n${gw.output().slice(-2000)}\n${relays[2].output().slice(-2000)}`,
+    );
+
+    // Each job completed with its own result, read the way a user reads it.
+    for (const [id, content] of ids) {
+      const response = await fetch(`${gw.url}/jobs/transcription/${id}`);
+      expect(response.status).toBe(200);
+      const job = (await response.json()) as { status: string; result?: { content?: string } };
+      expect(job.status).toBe("completed");
+      expect(job.result?.content).toBe(content);
+    }
+
+    // Exactly one completion per job across all relays (log lines may trail the status).
+    await waitUntil(() => [...ids.keys()].every((id) => (finishedLines(relays).get(`${id}:completed`) ?? 0) >= 1), 10_000);
+    const finished = finishedLines(relays);
+    const duplicatedCompletions = [...ids.keys()].filter((id) => (finished.get(`${id}:completed`) ?? 0) !== 1);
+    expect(duplicatedCompletions).toEqual([]);
+    expect([...finished.keys()].filter((key) => !key.endsWith(":completed"))).toEqual([]);
+
+    // Nothing stuck or dead-lettered; every job ran at least once, only in-flight ones twice at most.
+    expect(await redis.lLen("relay:whisper")).toBe(0);
+    expect(await redis.lLen("relay:whisper:processing")).toBe(0);
+    expect(await redis.lLen("relay:whisper:deadletter")).toBe(0);
+    const reruns = [...ids.values()].filter((content) => (backend.runs.get(content) ?? 0) > 1);
+    for (const content of ids.values()) expect(backend.runs.get(content) ?? 0).toBeGreaterThanOrEqual(1);
+    for (const content of reruns) {
+      expect(inFlightAtKill.has(content)).toBe(true);
+      expect(backend.runs.get(content)).toBe(2);
+    }
+    expect(relays[2].child.exitCode).toBeNull();
+    console.log(
+      `reliability: scenario=relay-kill jobs=${JOBS} relays=3 killed=2 in_flight_at_kill=${inFlightAtKill.size} reran_after_reap=${reruns.length} backend_aborts=${backend.aborts} completed=${ids.size} lost=0 duplicated_completions=${duplicatedCompletions.length}`,
+    );
+  }, 180_000);
+});

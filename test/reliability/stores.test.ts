@@ -1,0 +1,284 @@
+/**
+ * Reliability, scenarios 1 and 2 (spec 7): a store goes away under steady traffic and comes
+ * back on the same port, with the gateway process left running.
+ *
+ * 1. A private redis-server is stopped and restarted: sync requests keep being served (limits
+ *    fail open, errors counted), job submissions answer 503 and leave no object behind,
+ *    `/health?ready=1` answers 503; once Redis is back everything recovers.
+ * 2. A private s3rver is stopped and restarted: submissions answer 500 with no job record left
+ *    in Redis (database 10, flushed at start); once S3 is back everything recovers.
+ *
+ * Every wait polls with a deadline; no sleeps. Figures are printed as `reliability:` lines.
+ */
+import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
+import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
+import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { metricValue } from "../support/prometheus.ts";
+import { freePort, startRedis, startS3, TEST_BUCKET, type RunningServer } from "../support/servers.ts";
+
+interface ErrorBody {
+  error: { message: string; type: string };
+}
+
+let echo: FakeBackend;
+let inference: InferenceBackend;
+const running: GatewayProcess[] = [];
+const servers: RunningServer[] = [];
+
+beforeAll(async () => {
+  [echo, inference] = await Promise.all([startBackend({ kind: "echo" }), startInferenceBackend()]);
+});
+afterAll(async () => {
+  await Promise.all(running.splice(0).map((p) => p.kill()));
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+  await Promise.all([echo.close(), inference.close()]);
+});
+
+function services(): string {
+  return `
+rate_limits:
+  echo:
+    "*": { rate: 100000, period: 1m }
+services:
+  - type: echo
+    model: echo
+    inference_url: ${echo.url}
+    operations: { run: [/v1/echo] }
+  - type: transcription
+    model: whisper
+    inference_url: ${inference.url}
+    operations: { transcribe: [/transcribe] }
+`;
+}
+
+/** Steady sync traffic in the background until `stop()`: every answer's status counted. */
+function steadyTraffic(gw: GatewayProcess, consumer: string): { stop(): Promise<Map<number, number>>; readonly sent: number } {
+  const counts = new Map<number, number>();
+  let stopped = false;
+  let sent = 0;
+  const loop = (async () => {
+    while (!stopped) {
+      sent++;
+      let status = 0;
+      try {
+        const response = await fetch(`${gw.url}/v1/echo`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-consumer": consumer },
+          body: JSON.stringify({ n: sent }),
+        });
+        await response.arrayBuffer();
+        status = response.status;
+      } catch {
+        status = -1;
+      }
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+    }
+  })();
+  return {
+    get sent() {
+      return sent;
+    },
+    async stop() {
+      stopped = true;
+      await loop;
+      return counts;
+    },
+  };
+}
+
+function submit(gw: GatewayProcess, content: string): Promise<Response> {
+  const form = new FormData();
+  form.append("file", new Blob([content], { type: "audio/wav" }), "clip.wav");
+  return fetch(`${gw.url}/jobs/transcription`, { method: "POST", body: form, headers: { "x-consumer": "rel" } });
+}
+
+async function jobStatus(gw: GatewayProcess, id: string): Promise<string> {
+  const response = await fetch(`${gw.url}/jobs/transcription/${id}`);
+  if (response.status !== 200) return `http ${response.status}`;
+  return ((await response.json()) as { status: string }).status;
+}
+
+async function readyStatus(gw: GatewayProcess): Promise<number> {
+  const response = await fetch(`${gw.url}/health?ready=1`);
+  await response.arrayBuffer();
+  return response.status;
+}
+
+async function bucketKeys(endpoint: string, bucket: string): Promise<string[]> {
+  const client = new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+  try {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, ContinuationToken: token }));
+      for (const item of page.Contents ?? []) if (item.Key) keys.push(item.Key);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return keys.sort();
+  } finally {
+    client.destroy();
+  }
+}
+
+async function metricsOf(gw: GatewayProcess): Promise<string> {
+  return await (await fetch(`${gw.url}/metrics`)).text();
+}
+
+describe("scenario 1: Redis stopped and restarted under steady traffic", () => {
+  const BUCKET = "reliability-redis";
+
+  it("serves sync requests, refuses jobs with 503 and no leftovers, and recovers without a restart", async () => {
+    const port = await freePort();
+    let redis = await startRedis(port);
+    servers.push(redis);
+    const gw = await startGateway(`
+server:
+  consumer_header: X-Consumer
+redis:
+  addr: ${JSON.stringify(redis.url)}
+object_store:
+  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
+  access_key: S3RVER
+  secret_key: S3RVER
+  bucket: ${BUCKET}
+relay:
+  embedded: true
+${services()}`);
+    running.push(gw);
+    expect(await readyStatus(gw)).toBe(200);
+    const endpoint = inject("s3Endpoint");
+    const keysBefore = await bucketKeys(endpoint, BUCKET);
+
+    const traffic = steadyTraffic(gw, "steady");
+    // A job accepted before the outage completes.
+    const before = await submit(gw, "before-outage");
+    expect(before.status).toBe(202);
+    const beforeId = ((await before.json()) as { job_id: string }).job_id;
+    await waitUntil(async () => (await jobStatus(gw, beforeId)) === "completed", 20_000, () => gw.output().slice(-2000));
+    const keysWithJob = await bucketKeys(endpoint, BUCKET);
+
+    await waitUntil(() => traffic.sent >= 20, 10_000);
+    const sentBeforeOutage = traffic.sent;
+    await redis.stop();
+
+    // While Redis is down: not ready, submissions refused with a clear error, sync traffic served.
+    await waitUntil(async () => (await readyStatus(gw)) === 503, 10_000, () => "ready never went 503");
+    const ready = (await (await fetch(`${gw.url}/health?ready=1`)).json()) as { status: string; checks: { kv: string; objects: string } };
+    expect(ready.status).toBe("unavailable");
+    expect(ready.checks.kv).toMatch(/^down/);
+    expect(ready.checks.objects).toBe("ok");
+
+    const refused: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const response = await submit(gw, `during-outage-${i}`);
+      refused.push(response.status);
+      const body = (await response.json()) as ErrorBody;
+      expect(typeof body.error.message).toBe("string");
+      expect(body.error.message.length).toBeGreaterThan(0);
+      expect(typeof body.error.type).toBe("string");
+    }
+    expect(refused).toEqual([503, 503, 503, 503, 503]);
+    // Nothing half-created: the objects uploaded for the refused jobs were removed.
+    expect(await bucketKeys(endpoint, BUCKET)).toEqual(keysWithJob);
+
+    await waitUntil(() => traffic.sent >= sentBeforeOutage + 30, 15_000, () => "sync traffic stalled while Redis was down");
+    const errorsDuringOutage = metricValue(await metricsOf(gw), "svc_ratelimit_errors_total", { service_type: "echo" });
+    expect(errorsDuringOutage).toBeGreaterThan(0);
+
+    // Redis comes back on the same port: the same gateway process recovers.
+    redis = await startRedis(port);
+    servers.push(redis);
+    await waitUntil(async () => (await readyStatus(gw)) === 200, 30_000, () => "the gateway never reconnected to Redis");
+    const after = await submit(gw, "after-outage");
+    expect(after.status).toBe(202);
+    const afterId = ((await after.json()) as { job_id: string }).job_id;
+    await waitUntil(async () => (await jobStatus(gw, afterId)) === "completed", 30_000, () => gw.output().slice(-2000));
+    const sentAtRecovery = traffic.sent;
+    await waitUntil(() => traffic.sent >= sentAtRecovery + 20, 10_000);
+    const counts = await traffic.stop();
+
+    // Every sync request got its answer, all of them 200: none failed, none lost.
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    expect(Object.fromEntries(counts)).toEqual({ 200: total });
+    expect(gw.child.exitCode).toBeNull();
+    expect(keysBefore.length).toBeLessThanOrEqual(keysWithJob.length);
+    console.log(
+      `reliability: scenario=redis-restart requests=${total} errors=0 submissions_refused=${refused.length} ratelimit_errors_counted=${errorsDuringOutage} jobs_completed=2 lost=0 duplicated=0`,
+    );
+  }, 120_000);
+});
+
+describe("scenario 2: object store stopped and restarted", () => {
+  const DB = 10;
+
+  it("answers 500 with nothing half-created while S3 is down, and recovers without a restart", async () => {
+    const port = await freePort();
+    let s3 = await startS3(port);
+    servers.push(s3);
+    const kv = createClient({ url: inject("redisUrl"), database: DB });
+    await kv.connect();
+    try {
+      await kv.flushDb();
+      const gw = await startGateway(`
+server:
+  consumer_header: X-Consumer
+redis:
+  addr: ${JSON.stringify(inject("redisUrl"))}
+  db: ${DB}
+object_store:
+  endpoint: ${JSON.stringify(s3.url)}
+  access_key: S3RVER
+  secret_key: S3RVER
+  bucket: ${TEST_BUCKET}
+relay:
+  embedded: true
+${services()}`);
+      running.push(gw);
+      const jobKeys = async () => (await kv.keys("job:*")).sort();
+
+      const before = await submit(gw, "s3-before");
+      expect(before.status).toBe(202);
+      const beforeId = ((await before.json()) as { job_id: string }).job_id;
+      await waitUntil(async () => (await jobStatus(gw, beforeId)) === "completed", 20_000, () => gw.output().slice(-2000));
+      const recordsBefore = await jobKeys();
+
+      await s3.stop();
+      await waitUntil(async () => (await readyStatus(gw)) === 503, 15_000, () => "ready never went 503 with S3 down");
+
+      const refused: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const response = await submit(gw, `s3-during-${i}`);
+        refused.push(response.status);
+        const body = (await response.json()) as ErrorBody;
+        expect(body.error.message.length).toBeGreaterThan(0);
+        expect(typeof body.error.type).toBe("string");
+      }
+      expect(refused).toEqual([500, 500, 500, 500, 500]);
+      // No job record for any refused submission; the queue did not grow.
+      expect(await jobKeys()).toEqual(recordsBefore);
+      expect(await kv.lLen("relay:whisper")).toBe(0);
+      // Sync traffic does not need the object store.
+      const sync = await fetch(`${gw.url}/v1/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      expect(sync.status).toBe(200);
+      await sync.arrayBuffer();
+
+      s3 = await startS3(port);
+      servers.push(s3);
+      await waitUntil(async () => (await readyStatus(gw)) === 200, 30_000, () => "the gateway never saw S3 come back");
+      const after = await submit(gw, "s3-after");
+      expect(after.status).toBe(202);
+      const afterId = ((await after.json()) as { job_id: string }).job_id;
+      await waitUntil(async () => (await jobStatus(gw, afterId)) === "completed", 30_000, () => gw.output().slice(-2000));
+      expect(inference.runs.get("s3-after")).toBe(1);
+      expect(inference.runs.get("s3-before")).toBe(1);
+      for (let i = 0; i < 5; i++) expect(inference.runs.get(`s3-during-${i}`)).toBeUndefined();
+      expect(gw.child.exitCode).toBeNull();
+      console.log(`reliability: scenario=s3-restart submissions=7 refused_500=${refused.length} half_created=0 jobs_completed=2 lost=0 duplicated=0`);
+    } finally {
+      await kv.close();
+    }
+  }, 120_000);
+});
