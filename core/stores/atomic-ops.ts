@@ -188,3 +188,24 @@ return 0
 `,
   js: (data, [key], [token, ttlMs]) => (data.get(key) === token && data.pexpire(key, Number(ttlMs)) ? 1 : 0),
 };
+
+/**
+ * A building block for scripts, not an operation of its own: the Lua function
+ * `extend_index(key, ttl)` and its JS twin `extendIndex`. They extend a key's TTL to at least
+ * `ttl` ms; they never shorten it and never create the key (a missing key is left alone).
+ */
+export const LUA_EXTEND_INDEX = `
+local function extend_index(key, ttl)
+  if not key then return end
+  local current = redis.call('PTTL', key)
+  if current == -1 or (current >= 0 and current < tonumber(ttl)) then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+`;
+
+export function extendIndex(data: KvData, key: string | undefined, ttl: number): void {
+  if (key === undefined) return;
+  const current = data.pttl(key);
+  if (current === -1 || (current >= 0 && current < ttl)) data.pexpire(key, ttl);
+}

@@ -12,6 +12,7 @@
  * Optional keys come last in KEYS (Lua sees `nil`, the JS twin `undefined`). Record
  * fields travel as trailing ARGV name/value pairs.
  */
+import { extendIndex, LUA_EXTEND_INDEX } from "../../core/stores/atomic-ops.ts";
 import type { AtomicOp, KvData } from "../../core/stores/kv.ts";
 
 function pairs(args: string[], from: number): Record<string, string> {
@@ -20,22 +21,6 @@ function pairs(args: string[], from: number): Record<string, string> {
   return fields;
 }
 
-/** Lua: extends a consumer index to at least `ttl` ms; never shortens it, never creates it. */
-const LUA_EXTEND_INDEX = `
-local function extend_index(key, ttl)
-  if not key then return end
-  local current = redis.call('PTTL', key)
-  if current == -1 or (current >= 0 and current < tonumber(ttl)) then
-    redis.call('PEXPIRE', key, ttl)
-  end
-end
-`;
-
-function extendIndex(data: KvData, key: string | undefined, ttl: number): void {
-  if (key === undefined) return;
-  const current = data.pttl(key);
-  if (current === -1 || (current >= 0 && current < ttl)) data.pexpire(key, ttl);
-}
 
 /**
  * Creates a job.
