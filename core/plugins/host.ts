@@ -100,6 +100,7 @@ export class Runtime {
   private readonly listeners = new Map<string, Array<(payload: never) => void>>();
   private readonly tasks: BackgroundTask[] = [];
   private readonly closers: Array<() => void | Promise<void>> = [];
+  private readonly readyChecks: Array<() => void | Promise<void>> = [];
   private readonly contexts = new WeakMap<Request, RequestState>();
   /** Per request: settles when the server adapter has sent the response (see `Gateway.fetch`). */
   private readonly responded = new WeakMap<Request, PromiseLike<unknown>>();
@@ -133,6 +134,7 @@ export class Runtime {
       await definition.setup(this.apiFor(definition));
       this.activePlugins.push(definition.name);
     }
+    for (const check of this.readyChecks) await check();
   }
 
   /** The request context of a request a mode is handling, if any (for metrics and logs). */
@@ -275,6 +277,9 @@ export class Runtime {
       emit: (event, payload) => this.emit(event, payload),
       onClose: (fn) => {
         this.closers.push(fn);
+      },
+      onReady: (check) => {
+        this.readyChecks.push(check);
       },
     };
   }

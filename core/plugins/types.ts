@@ -106,6 +106,12 @@ export interface PluginApi<Section = unknown> {
   on<E extends EventName>(event: E, listener: (payload: GatewayEvents[E]) => void): void;
   emit<E extends EventName>(event: E, payload: GatewayEvents[E]): void;
   onClose(fn: () => void | Promise<void>): void;
+  /**
+   * Runs once every active plugin is set up, before the runtime serves (at start and on
+   * reload): for checks that need what later plugins registered (user providers, say).
+   * Throwing a PluginError refuses the start or the reload with its message as a config problem.
+   */
+  onReady(check: () => void | Promise<void>): void;
 }
 
 export interface PluginDefinition<S extends TSchema = TSchema> {

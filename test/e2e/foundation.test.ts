@@ -93,6 +93,22 @@ services:
     expect(await (await fetch(`${gw.url}/hello`)).json()).toEqual({ greeting: "hello again" });
   });
 
+  it("refuses a service whose provider no plugin registered, at start and on reload", async () => {
+    const typo = "services:\n  - { type: chat, model: m, provider: chat_completion, inference_url: http://127.0.0.1:9 }\n";
+    const refusedStart = await start(typo, { noWait: true });
+    expect(await exitCode(refusedStart)).not.toBe(0);
+    expect(refusedStart.output()).toContain('plugins: model "m" names provider "chat_completion", which no plugin registered');
+
+    const gw = await start(typo.replace("chat_completion,", "chat_completions,"));
+    gw.writeConfig(typo);
+    const refused = await fetch(`${gw.url}/-/reload`, { method: "POST" });
+    expect(refused.status).toBe(500);
+    const body = (await refused.json()) as { error: { message: string; type: string } };
+    expect(body.error).toMatchObject({ type: "config_error" });
+    expect(body.error.message).toContain("registered providers: chat_completions");
+    expect((await fetch(`${gw.url}/health?ready=1`)).status).toBe(200);
+  });
+
   it("answers unknown routes with a 404 error body", async () => {
     const gw = await start("services: []\n");
     const response = await fetch(`${gw.url}/nowhere`);

@@ -56,11 +56,13 @@ services:
   - { type: chat, model: bare, provider: chat_completions, inference_url: "http://backend.test/", operations: { chat: [/v1/chat/completions] } }
   - { type: chat, model: nousage, provider: chat_completions, inference_url: "http://nousage.test", operations: { chat: [/v1/chat/completions] } }
   - { type: chat, model: slow, provider: chat_completions, inference_url: "http://slow.test", operations: { chat: [/v1/chat/completions] } }
+`;
+const UNKNOWN_PROVIDER = `
   - { type: chat, model: mystery, provider: not_installed, inference_url: "http://backend.test", operations: { chat: [/v1/chat/completions] } }
 `;
 
-async function setUp(extraPlugins: PluginDefinition[] = []) {
-  const { config, extra } = loadConfig(SERVICES, {});
+async function setUp(extraPlugins: PluginDefinition[] = [], extraServices = "") {
+  const { config, extra } = loadConfig(SERVICES + extraServices, {});
   const sent: Sent[] = [];
   const events: LlmUsageEvent[] = [];
   const backendAborts: string[] = [];
@@ -146,13 +148,10 @@ describe("llm-proxy mode", () => {
     expect(backendAborts).toEqual(["http://slow.test/v1/chat/completions"]);
   });
 
-  it("answers 500 naming the registered providers when a service's provider is not installed", async () => {
-    const { call } = await setUp();
-    const response = await call({ model: "mystery", messages: [] });
-    expect(response.status).toBe(500);
-    const body = (await response.json()) as { error: { type: string; message: string } };
-    expect(body.error.type).toBe("config_error");
-    expect(body.error.message).toContain('provider "not_installed" is not registered; registered providers: chat_completions');
+  it("refuses to set up when a service names a provider no plugin registered, naming the registered ones", async () => {
+    await expect(setUp([], UNKNOWN_PROVIDER)).rejects.toThrow(
+      'model "mystery" names provider "not_installed", which no plugin registered (registered providers: chat_completions)',
+    );
   });
 
   it("refuses a second provider with the same name at setup", async () => {
