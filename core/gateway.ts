@@ -7,7 +7,7 @@ import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
 import { ConfigError, parseConfigText, validateConfig } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import type { GatewayConfig } from "./config/schema.ts";
-import { errorResponse, GatewayError, toErrorResponse } from "./errors.ts";
+import { GatewayError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes } from "./ops.ts";
@@ -111,9 +111,7 @@ export class Gateway {
    * response body being wrapped in another stream to find its end.
    */
   readonly fetch = (request: Request, options?: { responded?: PromiseLike<unknown>; target?: string }): Promise<Response> => {
-    const refused = unnormalizedPath(options?.target ?? request.url);
-    if (refused) return Promise.resolve(errorResponse(400, "invalid_request_error", refused));
-    return this.current.handle(request, options?.responded);
+    return this.current.handle(request, options?.responded, unnormalizedPath(options?.target ?? request.url));
   };
 
   /**

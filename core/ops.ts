@@ -1,4 +1,5 @@
 /** The core's own endpoints: liveness/readiness, Prometheus metrics, hot reload; and the request counter. */
+import { errorResponse } from "./errors.ts";
 import { labeledChildren } from "./metric-labels.ts";
 import type { Runtime } from "./plugins/host.ts";
 
@@ -42,6 +43,13 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
       status: c.res.status,
       durationMs: clock.now() - started,
     });
+  });
+
+  // Before every route: `/v1/../-/reload` must not reach the reload route on runtimes that normalise.
+  app.use("*", async function refuseUnnormalizedPaths(c, next) {
+    const refusal = runtime.refusalOf(c.req.raw);
+    if (refusal) return errorResponse(400, "invalid_request_error", refusal);
+    await next();
   });
 
   app.get("/health", async (c) => {

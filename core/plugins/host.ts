@@ -104,6 +104,8 @@ export class Runtime {
   private readonly contexts = new WeakMap<Request, RequestState>();
   /** Per request: settles when the server adapter has sent the response (see `Gateway.fetch`). */
   private readonly responded = new WeakMap<Request, PromiseLike<unknown>>();
+  /** Requests the gateway refuses before routing (a path not in normal form), with why. */
+  private readonly refusals = new WeakMap<Request, string>();
   private readonly middlewares: MiddlewareHandler[] = [];
   private readonly taskControl = new AbortController();
   private readonly taskTimers = new Set<ReturnType<typeof setTimeout>>();
@@ -137,13 +139,19 @@ export class Runtime {
     for (const check of this.readyChecks) await check();
   }
 
+  refusalOf(request: Request): string | undefined {
+    return this.refusals.get(request);
+  }
+
   /** The request context of a request a mode is handling, if any (for metrics and logs). */
   contextOf(request: Request): RequestState | undefined {
     return this.contexts.get(request);
   }
 
-  async handle(request: Request, responded?: PromiseLike<unknown>): Promise<Response> {
+  /** `refusal`: answer 400 with this message before any route (still counted, traced and audited). */
+  async handle(request: Request, responded?: PromiseLike<unknown>, refusal?: string): Promise<Response> {
     if (responded) this.responded.set(request, responded);
+    if (refusal) this.refusals.set(request, refusal);
     this.inflight++;
     try {
       return await this.app.fetch(request);

@@ -4,6 +4,8 @@
  */
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { exitCode, onDeno, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { metricValue } from "../support/prometheus.ts";
+import { rawRequest } from "../support/raw-http.ts";
 import { freePort } from "../support/servers.ts";
 
 const running: GatewayProcess[] = [];
@@ -107,6 +109,17 @@ services:
     expect(body.error).toMatchObject({ type: "config_error" });
     expect(body.error.message).toContain("registered providers: chat_completions");
     expect((await fetch(`${gw.url}/health?ready=1`)).status).toBe(200);
+  });
+
+  it("refuses a path with dot segments before any route, and counts the refusal", async () => {
+    const gw = await start("services: []\n");
+    const refused = await rawRequest(gw.port, `POST /v1/../-/reload HTTP/1.1\nHost: 127.0.0.1\nConnection: close`);
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('"type":"invalid_request_error"');
+    expect(refused.text).toContain("send the path in normal form");
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metricValue(metrics, "svc_gateway_requests_total", { status: "400", mode: "admin", service_type: "" })).toBe(1);
+    expect(gw.output()).not.toContain('"event":"reloaded"');
   });
 
   it("answers unknown routes with a 404 error body", async () => {
