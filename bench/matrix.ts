@@ -43,7 +43,7 @@ function rotated<T>(items: readonly T[], by: number): T[] {
   return [...items.slice(shift), ...items.slice(0, shift)];
 }
 
-function specFor(scenario: Scenario, target: Target, consumers?: number): RequestSpec {
+export function specFor(scenario: Scenario, target: Target, consumers?: number): RequestSpec {
   const spec = scenario.request(target.base, target.name);
   return consumers ? { ...spec, consumers, headers: { ...spec.headers, "X-User-Type": "standard" } } : spec;
 }

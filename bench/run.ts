@@ -6,25 +6,21 @@
  * proxy in interleaved rounds, prints the tables and writes bench/results/. Exits 1 when
  * any answer was wrong (status or body) anywhere.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { freePort, waitForPort } from "../test/support/servers.ts";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs, selected, timingFor, type BenchArgs } from "./args.ts";
 import { gatewayConfig, MODELS, PATHS, type ConfigOptions } from "./config.ts";
+import { machine, redisInstalled, repoRoot, resultsDir, startGateway, startRedis, type Gateway } from "./gateway.ts";
 import { runJobsEndToEnd } from "./jobs.ts";
 import { wrkInstalled } from "./load/wrk.ts";
-import { runScenario, type LoadId, type RowContext, type RowResult } from "./matrix.ts";
+import { runScenario, type LoadId, type RowContext } from "./matrix.ts";
 import type { LoadGenerator, Target } from "./measure.ts";
-import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, waitHealthy, hasTaskset, type Service } from "./procs.ts";
-import { checkTargets, printAll, type Machine, type Results } from "./report.ts";
+import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, type Service } from "./procs.ts";
+import { checkTargets, printAll, type Results } from "./report.ts";
 import { SCENARIOS, type ScenarioId } from "./scenarios.ts";
 import { jobAccepted, mockAnswered, uploadOnce } from "./upload.ts";
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const resultsDir = join(repoRoot, "bench/results");
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 interface Variant {
@@ -62,50 +58,20 @@ const VARIANTS: Variant[] = [
   },
 ];
 
-function machine(): Machine {
-  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
-  const deno = spawnSync(join(repoRoot, "node_modules/deno/deno"), ["--version"], { encoding: "utf8" });
-  const os = readFileSync("/etc/os-release", "utf8").match(/^PRETTY_NAME="?(.*?)"?$/m)?.[1] ?? process.platform;
-  return {
-    nproc: cpus().length,
-    cpu: cpuinfo.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? "unknown",
-    node: process.version,
-    deno: deno.status === 0 ? deno.stdout.split("\n")[0] : undefined,
-    os,
-    pinned: hasTaskset(),
-  };
-}
-
-interface Gateway {
-  service: Service;
-  target: Target;
-  plugins: string[];
-}
-
-async function startGateway(args: BenchArgs, variant: string, config: string, workDir: string): Promise<Gateway> {
-  const port = await freePort();
+/** Starts the gateway of one config variant; `--cpu-prof` profiles it (Node only). */
+async function startVariant(args: BenchArgs, variant: string, config: string, workDir: string): Promise<Gateway> {
   const configPath = join(workDir, `gateway-${variant}.yaml`);
   writeFileSync(configPath, config);
   const profiles = join(resultsDir, "profiles");
   if (args.cpuProf) mkdirSync(profiles, { recursive: true });
-  const argv =
-    args.runtime === "deno"
-      ? [join(repoRoot, "node_modules/deno/deno"), "run", "--allow-all", join(repoRoot, "adapters/deno/main.ts")]
-      : [
-          process.execPath,
-          ...(args.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=gateway-${variant}.cpuprofile`] : []),
-          join(repoRoot, "dist/adapters/node/main.js"),
-        ];
-  const service = spawnService(`gateway (${variant})`, argv, {
-    core: SERVER_CORE,
-    cwd: repoRoot,
-    env: { CONFIG_PATH: configPath, GATEWAY_ADDR: `127.0.0.1:${port}`, ...(args.logLevel ? { LOG_LEVEL: args.logLevel } : {}) },
+  const profile = args.cpuProf && args.runtime === "node" ? ["--cpu-prof", `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=gateway-${variant}.cpuprofile`] : [];
+  return await startGateway({
+    runtime: args.runtime,
+    name: `gateway (${variant})`,
+    configPath,
+    runtimeFlags: profile,
+    env: args.logLevel ? { LOG_LEVEL: args.logLevel } : {},
   });
-  const base = `http://127.0.0.1:${port}`;
-  await waitHealthy(service, `${base}/health`);
-  const started = /"event":"gateway_started".*?"plugins":(\[[^\]]*\])/.exec(service.output());
-  const plugins = started ? (JSON.parse(started[1]) as string[]) : [];
-  return { service, target: { name: "gateway", base, pid: service.pid }, plugins };
 }
 
 /** A failure during a run names the gateway's own last words when it was the gateway that died. */
@@ -157,16 +123,12 @@ async function main(): Promise<number> {
     let redisAddr = "";
     const wantRedis = VARIANTS.some((v) => v.config.redis && v.scenarios.some((s) => selected(args, v.id, s.id)));
     if (wantRedis) {
-      if (spawnSync("redis-server", ["--version"]).status !== 0) {
+      if (!redisInstalled()) {
         log("redis-server is not installed: the prod-redis variant is skipped (apt-get install redis-server)");
       } else {
-        const port = await freePort();
-        const redis = spawnService("redis", ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workDir], {
-          core: OTHER_CORE,
-        });
-        services.push(redis);
-        await waitForPort(port);
-        redisAddr = `127.0.0.1:${port}`;
+        const redis = await startRedis(workDir);
+        services.push(redis.service);
+        redisAddr = redis.addr;
       }
     }
 
@@ -177,7 +139,7 @@ async function main(): Promise<number> {
       if (variant.config.redis && redisAddr === "") continue;
       const objectDir = mkdtempSync(join(workDir, "objects-"));
       const config = gatewayConfig({ ...variant.config, mockUrl, objectDir, redisAddr: variant.config.redis ? redisAddr : "" });
-      const gateway = await startGateway(args, variant.id, config, workDir);
+      const gateway = await startVariant(args, variant.id, config, workDir);
       results.plugins[variant.id] = gateway.plugins;
       log(`${variant.id}: gateway pid ${gateway.service.pid}, plugins: ${gateway.plugins.join(", ")}`);
       const context: RowContext = { variant: variant.id, timing, generator, repoRoot, consumers: variant.consumers, log };
@@ -208,7 +170,7 @@ async function main(): Promise<number> {
 
     if (selected(args, "async", "jobs")) {
       const objectDir = mkdtempSync(join(workDir, "objects-"));
-      const gateway = await startGateway(args, "async-relay", gatewayConfig({ production: false, relay: true, mockUrl, objectDir, redisAddr: "" }), workDir);
+      const gateway = await startVariant(args, "async-relay", gatewayConfig({ production: false, relay: true, mockUrl, objectDir, redisAddr: "" }), workDir);
       results.plugins["async-relay"] = gateway.plugins;
       try {
         const jobs = await runJobsEndToEnd(gateway.target, args.quick ? 200 : 1000, 16);

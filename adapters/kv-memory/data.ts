@@ -364,9 +364,11 @@ export class MemoryData implements KvData {
 
   /** The key's entry if it exists and has not expired; an expired one is deleted here. */
   private live(key: string): Entry | undefined {
-    this.sweep();
+    // One clock read per key access: several per atomic operation add up on the hot path.
+    const now = this.clock.now();
+    this.sweep(now);
     const entry = this.entries.get(key);
-    if (entry?.expiresAt !== undefined && entry.expiresAt <= this.clock.now()) {
+    if (entry?.expiresAt !== undefined && entry.expiresAt <= now) {
       this.entries.delete(key);
       return undefined;
     }
@@ -413,8 +415,7 @@ export class MemoryData implements KvData {
     return value;
   }
 
-  private sweep(): void {
-    const now = this.clock.now();
+  private sweep(now = this.clock.now()): void {
     for (let i = 0; i < SWEEP_BUDGET; i++) {
       const key = this.expiries.popDue(now);
       if (key === undefined) return;

@@ -35,6 +35,8 @@ const body = readFileSync(input.spec.bodyFile);
 const spec: RequestSpec = { ...input.spec, body };
 const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 let counter = 0;
+/** Unique per run: the counter restarts each run, and a warm-up's answers are still cached when the next round starts. */
+const run = `${process.pid}-${Date.now()}`;
 
 const result = await autocannon({
   url: spec.url,
@@ -49,7 +51,7 @@ const result = await autocannon({
       setupRequest(request: AutocannonRequest): AutocannonRequest {
         counter++;
         const headers = spec.consumers ? { ...request.headers, [CONSUMER_HEADER]: `consumer-${counter % spec.consumers}` } : request.headers;
-        const text = spec.uniqueMarker ? body.toString().replace(spec.uniqueMarker, `ac-${counter}`) : body;
+        const text = spec.uniqueMarker ? body.toString().replace(spec.uniqueMarker, `ac-${run}-${counter}`) : body;
         return { ...request, headers, body: text };
       },
     },

@@ -24,12 +24,52 @@ export interface StreamTranslation {
   onError(reason: string, error: unknown): void;
 }
 
+/** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
+const READ_SIZE = 4096;
+
+interface ChunkReader {
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/**
+ * Whether a stream refused a BYOB reader. A refusal is a thrown TypeError, which costs more
+ * than the reads it would save, so once one stream refused (Node's client makes plain
+ * streams) no later one is asked; a stream read the default way is only slower, never wrong.
+ */
+let byobRefused = false;
+
+/**
+ * Reads a backend stream with the gateway's own 4 KiB buffers when it is a byte stream (a
+ * BYOB reader: Deno's fetch bodies), else with its default reader (Node's client). Deno's
+ * default reader allocates 64 KiB per chunk, however small the chunk; for a stream of small
+ * SSE events that allocation was most of the CPU the gateway spent passing it on. (A byte
+ * stream must answer a pending read with `byobRequest.respond(0)` when it closes, as the
+ * runtimes' fetch bodies do; one built by hand that only calls `close()` would never end.)
+ */
+function chunkReader(source: ReadableStream<Uint8Array>): ChunkReader {
+  let byob: ReadableStreamBYOBReader | undefined;
+  if (!byobRefused) {
+    try {
+      byob = source.getReader({ mode: "byob" });
+    } catch {
+      byobRefused = true;
+    }
+  }
+  if (byob) {
+    const reader = byob;
+    return { read: () => reader.read(new Uint8Array(READ_SIZE)), cancel: (reason) => reader.cancel(reason) };
+  }
+  const defaultReader = source.getReader();
+  return { read: () => defaultReader.read(), cancel: (reason) => defaultReader.cancel(reason) };
+}
+
 export function errorEvent(message: string): OutEvent {
   return { data: { error: { message, type: "backend_error" } } };
 }
 
 export function translateStream(source: ReadableStream<Uint8Array>, options: StreamTranslation): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
+  const reader = chunkReader(source);
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
   const parser: EventParser = options.format === "ndjson" ? new NdjsonParser() : new SseParser();
@@ -89,9 +129,13 @@ export function translateStream(source: ReadableStream<Uint8Array>, options: Str
  * an end the client cannot tell from a complete answer.
  */
 export function passStream(source: ReadableStream<Uint8Array>, onError: (reason: string, error: unknown) => void): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
-  const encoder = new TextEncoder();
+  const reader = chunkReader(source);
+  // The end of what was passed on, to tell at a break whether the stream stopped between
+  // events: the last chunk itself when it holds 4 bytes or more (kept, not copied: per chunk
+  // that is one assignment), else the last 4 bytes as text.
+  let last: Uint8Array | undefined;
   let tail = "\n\n";
+  const tailText = () => (last ? String.fromCharCode(...last.subarray(last.byteLength - 4)) : tail);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
@@ -99,19 +143,23 @@ export function passStream(source: ReadableStream<Uint8Array>, onError: (reason:
         chunk = await reader.read();
       } catch (error) {
         onError("the backend stream broke off", error);
-        const separator = tail.endsWith("\n\n") || tail.endsWith("\r\n\r\n") ? "" : "\n\n";
+        const end = tailText();
+        const separator = end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
         const message = `the backend stream broke off: ${error instanceof Error ? error.message : String(error)}`;
-        controller.enqueue(encoder.encode(separator + formatSse(errorEvent(message))));
+        controller.enqueue(new TextEncoder().encode(separator + formatSse(errorEvent(message))));
         controller.close();
         void reader.cancel().catch(() => {});
         return;
       }
       if (chunk.done) return controller.close();
-      if (chunk.value.byteLength > 0) {
-        const last = chunk.value.subarray(Math.max(0, chunk.value.byteLength - 4));
-        tail = (tail + String.fromCharCode(...last)).slice(-4);
-        controller.enqueue(chunk.value);
+      const bytes = chunk.value;
+      if (bytes.byteLength >= 4) {
+        last = bytes;
+      } else if (bytes.byteLength > 0) {
+        tail = (tailText() + String.fromCharCode(...bytes)).slice(-4);
+        last = undefined;
       }
+      if (bytes.byteLength > 0) controller.enqueue(bytes);
     },
     async cancel(reason) {
       await reader.cancel(reason).catch(() => {});

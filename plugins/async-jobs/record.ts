@@ -43,6 +43,7 @@ export function fromHash(hash: Record<string, string>): JobRecord | null {
     error: optional("error"),
     started_at: optional("started_at"),
     completed_at: optional("completed_at"),
+    traceparent: optional("traceparent"),
   };
 }
 

@@ -16,7 +16,7 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import type { JobTarget } from "../../core/registry/registry.ts";
+import type { JobTarget, ListedFilter } from "../../core/registry/registry.ts";
 import type { SubmissionCounter } from "./metrics.ts";
 import { readJobForm, type FilePart } from "./multipart.ts";
 import type { KvJobStore } from "./store.ts";
@@ -51,6 +51,8 @@ class Submission {
   target?: JobTarget;
   callbackUrl?: string;
   saved = false;
+  /** The models an error message may name to this caller (visibility: hidden ones never are). */
+  private listed?: ListedFilter;
 
   constructor(
     private readonly api: PluginApi,
@@ -62,6 +64,10 @@ class Submission {
 
   async resolve(ctx: RequestContext): Promise<Response | undefined> {
     const type = ctx.serviceType;
+    if (this.api.has("visibility")) {
+      const visibility = this.api.use("visibility");
+      this.listed = (service) => visibility.isVisible(ctx.principal, service);
+    }
     const services = this.api.registry.servicesOfType(type);
     if (services.length === 0) {
       const unknown = this.api.registry.resolveJob(type, undefined, undefined);
@@ -86,7 +92,7 @@ class Submission {
       const refused = await this.api.use("webhooks").validateCallbackUrl(this.callbackUrl);
       if (refused !== null) throw errors.badRequest(`callback_url is not accepted: ${refused}`);
     }
-    const resolved = this.api.registry.resolveJob(type, form.fields.get("model"), form.fields.get("operation"));
+    const resolved = this.api.registry.resolveJob(type, form.fields.get("model"), form.fields.get("operation"), this.listed);
     if (!resolved.ok) throw resolved.error;
     const upload = this.upload;
     if (!upload) throw new Error("unreachable: the file part was handled without storing it");
@@ -129,6 +135,8 @@ class Submission {
       filename: upload.filename,
       content_type: upload.mimeType,
       size: upload.size,
+      // Looked up now, not at setup: the relay joins this request's trace when tracing is on.
+      traceparent: this.api.has("tracing") ? this.api.use("tracing").traceparent() : undefined,
     };
     try {
       await this.store.create(job);
@@ -199,7 +207,7 @@ class Submission {
     if (model === undefined || model === "") return undefined;
     const service = this.api.registry.servicesOfType(type).find((s) => s.model === model);
     if (service) return service;
-    const resolved = this.api.registry.resolveJob(type, model, undefined);
+    const resolved = this.api.registry.resolveJob(type, model, undefined, this.listed);
     if (!resolved.ok && resolved.error.status === 404) throw resolved.error;
     return undefined;
   }

@@ -51,6 +51,11 @@ export interface JobRecord {
   error?: string;
   started_at?: string;
   completed_at?: string;
+  /**
+   * The W3C traceparent of the submitting request's span when tracing is on: the relay runs
+   * the job in that trace. Records saved before this field existed have none.
+   */
+  traceparent?: string;
 }
 
 /** The submission answer (spec 2.1); also the body an idempotent replay repeats. */

@@ -8,7 +8,9 @@
  * The key is also looked up before the body is read, so a plain retry is answered without
  * uploading and storing its file a second time. Two identical requests racing past that
  * check both upload; the reservation picks one, and the other deletes its file and
- * replays the winner (waiting briefly for the winner's record to be saved).
+ * replays the winner (waiting briefly for the winner's record to be saved). A repeat that
+ * finds the key reserved only just now (its winner, maybe on another replica, is between
+ * reservation and save) waits for the record the same way instead of answering 409.
  *
  * It plugs into `POST /jobs/{type}` through the job store's submission hooks.
  */
@@ -89,10 +91,15 @@ export default definePlugin({
       async beforeUpload(ctx) {
         const key = keyOf(ctx);
         if (key === undefined) return undefined;
-        const stored = await api.kv.get(jobs.keys.idempotency(ctx.principal.consumer, key)).catch(() => {
+        const storeKey = jobs.keys.idempotency(ctx.principal.consumer, key);
+        const [stored, ttlLeftMs] = await Promise.all([api.kv.get(storeKey), api.kv.pttl(storeKey)]).catch(() => {
           throw storeError();
         });
-        return stored === null ? undefined : await answerFor(ctx, key, stored, 0);
+        if (stored === null) return undefined;
+        // Reserved within the wait: the winner is about to save its record (a key reserved by a
+        // replica with a shorter idempotency_ttl looks older than it is, and answers 409 at once).
+        const justReserved = ttlLeftMs >= 0 && ttlMs - ttlLeftMs < WINNER_WAIT_MS;
+        return await answerFor(ctx, key, stored, justReserved ? WINNER_WAIT_MS : 0);
       },
       async beforeSave(ctx, accepted) {
         const key = keyOf(ctx);

@@ -8,7 +8,8 @@
  *     request rate -> processing time -> concurrent jobs (reserved last, so no other
  *     check can refuse a request after it took a slot)
  *   sync and LLM, stage `limits`, after routing, visibility and policy (spec 4.5):
- *     request rate -> token budget (LLM) -> concurrency cap (503)
+ *     request rate -> token budget (LLM) -> concurrency cap (503); the first two are one
+ *     store operation (sync-limits.ts)
  *
  * Counting that happens after the response comes from events: `llm.usage` (tokens),
  * `relay.processed` (inference seconds) and `job.terminal` (a job's slot is free). The
@@ -27,7 +28,8 @@ import { addProcessingTime, checkProcessingTime } from "./processing-time.ts";
 import { checkRequestRate } from "./request-rate.ts";
 import { syncCap } from "./sync-cap.ts";
 import { LimitTable } from "./table.ts";
-import { checkTokens, countTokens } from "./tokens.ts";
+import { checkSyncLimits } from "./sync-limits.ts";
+import { countTokens } from "./tokens.ts";
 import { limitWindows } from "./windows.ts";
 import type {} from "./types.ts";
 
@@ -75,11 +77,7 @@ export default definePlugin({
       if (ctx.mode === "async") return;
       const service = ctx.service;
       const consumer = ctx.principal.consumer;
-      if (consumer !== undefined) {
-        const limits = table.forType(ctx.serviceType, ctx.principal.userType);
-        if (limits) await checkRequestRate(deps, ctx.serviceType, consumer, limits);
-        if (ctx.mode === "llm" && service) await checkTokens(deps, service, consumer, ctx.principal.userType, limits);
-      }
+      if (consumer !== undefined) await checkSyncLimits(deps, ctx, service, consumer);
       // The cap protects the model's backends, so it counts anonymous requests too.
       if (service) await acquireSyncSlot(ctx, service);
     });

@@ -122,3 +122,53 @@ return out
 `,
   js: (data, keys) => keys.flatMap((key) => [data.get(key) ?? "", data.pttl(key)]),
 };
+
+/**
+ * The sync request's limit checks in one round trip (spec 4.5): counts the request in its
+ * rate window (as `windowIncrement`), then reads the token-budget counters (as `windowPeek`).
+ * KEYS[1] the rate counter when ARGV[1] is 1 (none when 0), then the token counters.
+ * ARGV[1] 1 when the rate is counted, 0 when it is off; ARGV[2] the rate window length ms.
+ * Reply: [rate count, rate window remaining ms (0 when off), value 1, pttl 1, ...] with the
+ * token counters as `windowPeek` replies them. The caller judges the rate first, so a
+ * request refused by it never looks at the budgets (whose counters are only read).
+ */
+export const limitsAdmit: AtomicOp<(string | number)[]> = {
+  name: "limitsAdmit",
+  lua: `
+local out = {0, 0}
+local first = 1
+if ARGV[1] == '1' then
+  local value = redis.call('INCRBY', KEYS[1], 1)
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    ttl = tonumber(ARGV[2])
+  end
+  out[1] = value
+  out[2] = ttl
+  first = 2
+end
+for i = first, #KEYS do
+  out[#out + 1] = redis.call('GET', KEYS[i]) or ''
+  out[#out + 1] = redis.call('PTTL', KEYS[i])
+end
+return out
+`,
+  js: (data, keys, [counted, windowMs]) => {
+    const out: (string | number)[] = [0, 0];
+    let first = 0;
+    if (counted === "1") {
+      const key = keys[0];
+      out[0] = data.incrBy(key, 1);
+      let ttl = data.pttl(key);
+      if (ttl < 0) {
+        data.pexpire(key, Number(windowMs));
+        ttl = Number(windowMs);
+      }
+      out[1] = ttl;
+      first = 1;
+    }
+    for (let i = first; i < keys.length; i++) out.push(data.get(keys[i]) ?? "", data.pttl(keys[i]));
+    return out;
+  },
+};

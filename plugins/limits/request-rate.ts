@@ -19,6 +19,11 @@ export async function checkRequestRate(deps: LimitDeps, serviceType: string, con
   } catch (error) {
     return failOpen(deps, "rate", "request_rate", serviceType, error);
   }
+  judgeRequestRate(deps, serviceType, limits, count, ttlMs);
+}
+
+/** The verdict on a counted request: `count` requests in a window with `ttlMs` left. Throws the 429. */
+export function judgeRequestRate(deps: LimitDeps, serviceType: string, limits: TypeLimits, count: number, ttlMs: number): void {
   if (count <= limits.rate) {
     deps.metrics.rate(serviceType, limits.entry, "allowed", false);
     return;

@@ -13,10 +13,9 @@ import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
 import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
-import { windowPeek } from "./ops.ts";
 import type { TypeLimits } from "./table.ts";
 
-interface Budget {
+export interface Budget {
   key: string;
   rate: number;
   periodMs: number;
@@ -25,7 +24,7 @@ interface Budget {
   scope: string;
 }
 
-function budgets(deps: LimitDeps, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Budget[] {
+export function tokenBudgets(deps: LimitDeps, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Budget[] {
   const out: Budget[] = [];
   const model = deps.table.forModel(service, userType);
   if (model) {
@@ -49,29 +48,24 @@ function budgets(deps: LimitDeps, service: Pick<ServiceConfig, "type" | "model">
   return out;
 }
 
-/** Model budget first, then the type's: one read of both counters. */
-export async function checkTokens(deps: LimitDeps, service: ServiceConfig, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Promise<void> {
-  const list = budgets(deps, service, consumer, userType, typeLimits);
-  if (list.length === 0) return;
+/**
+ * Model budget first, then the type's. `reply` holds each budget's counter and its
+ * remaining ms from `at` on, as `windowPeek` answers. Throws the 429.
+ */
+export function judgeTokens(deps: LimitDeps, serviceType: string, list: readonly Budget[], reply: readonly (string | number)[], at: number): void {
   // The entry the metric names: the type's when it has a budget, else the model's.
   const label = list[list.length - 1].entry;
-  let reply: (string | number)[];
-  try {
-    reply = await deps.kv.run(windowPeek, list.map((b) => b.key), []);
-  } catch (error) {
-    return failOpen(deps, "tokens", "token_budget", service.type, error);
-  }
   for (const [index, budget] of list.entries()) {
-    const used = Number(reply[2 * index] || 0);
+    const used = Number(reply[at + 2 * index] || 0);
     if (used < budget.rate) continue;
-    deps.metrics.tokens(service.type, label, "rejected");
-    const retryAfter = retryAfterSeconds(Number(reply[2 * index + 1]), budget.periodMs);
+    deps.metrics.tokens(serviceType, label, "rejected");
+    const retryAfter = retryAfterSeconds(Number(reply[at + 2 * index + 1]), budget.periodMs);
     throw errors.rateLimited(
       `token budget of ${budget.scope} used up: ${used} of ${budget.rate} tokens per ${formatDuration(budget.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
       retryAfter,
     );
   }
-  deps.metrics.tokens(service.type, label, "allowed");
+  deps.metrics.tokens(serviceType, label, "allowed");
 }
 
 /** Adds a response's tokens to every budget that measures it (the crossing request already passed). */
@@ -80,7 +74,7 @@ export async function countTokens(deps: LimitDeps, event: LlmUsageEvent): Promis
   const tokens = Math.round(event.prompt + event.completion);
   if (!(tokens > 0)) return;
   const userType = event.userType === "" ? undefined : event.userType;
-  const list = budgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
+  const list = tokenBudgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
   try {
     // Concurrent commands share one connection's pipeline: one round trip in practice.
     await Promise.all(list.map((b) => deps.kv.run(windowIncrement, [b.key], [tokens, b.periodMs])));

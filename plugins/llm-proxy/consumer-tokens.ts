@@ -9,11 +9,15 @@
  * its value the cumulative count. Ranking is by prompt + completion per (consumer, user type);
  * the gauge carries both types of the top N. Totals are all-time (no TTL): the gauge ranks
  * the heaviest consumers ever seen, which is what it is for.
+ *
+ * Counts are gathered for one turn of the event loop and added with one store operation
+ * (`hashAdd`) for every response of that turn; `flush` (on close) writes what is gathered.
  */
 import type { Logger } from "../../core/log.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { TokenUsage } from "../../core/llm/usage.ts";
+import { hashAdd } from "./ops.ts";
 
 export const CONSUMER_TOKENS_KEY = "llm:consumer_tokens";
 /** Spec 8.5. */
@@ -58,18 +62,36 @@ export class ConsumerTokens {
     return found;
   }
 
-  /** Adds one response's tokens. Never throws: a store error is logged and the counts miss it. */
-  async add(consumer: string, userType: string, usage: TokenUsage): Promise<void> {
+  /** Tokens gathered this turn, by hash field. */
+  private readonly gathered = new Map<string, number>();
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly writing = new Set<Promise<void>>();
+
+  /** Adds one response's tokens (written at the end of the turn). Never throws. */
+  add(consumer: string, userType: string, usage: TokenUsage): void {
     const fields = this.fieldsOf(consumer, userType);
-    try {
-      // Issued together: the Redis client sends both in one round trip.
-      await Promise.all([
-        this.kv.hincrBy(CONSUMER_TOKENS_KEY, fields.prompt, usage.prompt_tokens),
-        this.kv.hincrBy(CONSUMER_TOKENS_KEY, fields.completion, usage.completion_tokens),
-      ]);
-    } catch (error) {
-      this.log.warn("consumer_tokens_not_counted", { consumer, error });
+    this.gathered.set(fields.prompt, (this.gathered.get(fields.prompt) ?? 0) + usage.prompt_tokens);
+    this.gathered.set(fields.completion, (this.gathered.get(fields.completion) ?? 0) + usage.completion_tokens);
+    this.flushTimer ??= setTimeout(() => void this.flush(), 0);
+  }
+
+  /** Writes what was gathered and waits for every write in flight. A store error is logged and the counts miss it. */
+  async flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    if (this.gathered.size > 0) {
+      const args = [...this.gathered].flat();
+      this.gathered.clear();
+      const written = this.kv
+        .run(hashAdd, [CONSUMER_TOKENS_KEY], args)
+        .then(
+          () => undefined,
+          (error: unknown) => this.log.warn("consumer_tokens_not_counted", { error }),
+        )
+        .finally(() => this.writing.delete(written));
+      this.writing.add(written);
     }
+    await Promise.all(this.writing);
   }
 
   /** Republishes the gauge from the store: the top N (consumer, user type) pairs by total tokens. */

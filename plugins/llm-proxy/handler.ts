@@ -128,7 +128,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     deps.metrics.usage(labels, usage);
     const consumer = ctx.principal.consumer ?? "";
     const userType = ctx.principal.userType ?? "";
-    if (deps.tokens && consumer !== "") void deps.tokens.add(consumer, userType, usage);
+    if (deps.tokens && consumer !== "") deps.tokens.add(consumer, userType, usage);
     deps.emitUsage({
       serviceType: ctx.serviceType || labels.service_type,
       model: labels.model,

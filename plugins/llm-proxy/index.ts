@@ -19,6 +19,7 @@ export default definePlugin({
     let tokens: ConsumerTokens | undefined;
     if (config.metrics.top_consumers > 0 && config.server.consumer_header !== "") {
       const tracker = new ConsumerTokens(api.kv, api.metrics, config.metrics.top_consumers, api.log);
+      api.onClose(() => tracker.flush());
       api.task({ name: "llm-consumer-tokens-top", everyMs: TOP_REFRESH_MS, runAtStart: true, run: () => tracker.refresh() });
       tokens = tracker;
     }

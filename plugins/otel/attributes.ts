@@ -1,6 +1,7 @@
 /**
  * Span attribute names: OpenTelemetry's HTTP semantic conventions where one exists, and
- * `gateway.*` for what only the gateway knows (the model and who asked for it).
+ * `gateway.*` for what only the gateway knows (the model, the job and who asked for it).
+ * Plain constants, without the SDK: the relay names its job spans with them too.
  */
 export const ATTR = {
   method: "http.request.method",
@@ -21,4 +22,6 @@ export const ATTR = {
   userType: "gateway.user_type",
   attempt: "gateway.attempt",
   outcome: "gateway.outcome",
+  jobId: "gateway.job_id",
+  operation: "gateway.operation",
 } as const;

@@ -4,11 +4,11 @@
  * headers), and once more when the runtime closes. The push itself is not traced, and a
  * failed push is logged at most once a minute; the next one carries the cumulative values.
  */
-import { api as otel, core } from "@opentelemetry/sdk-node";
 import { durationMs } from "../../core/config/duration.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { signalUrl } from "./endpoint.ts";
 import { otlpMetrics, type PromMetric } from "./metrics-otlp.ts";
+import type { Untraced } from "./tracing.ts";
 
 type RegistryJson = Awaited<ReturnType<PluginApi<unknown>["metrics"]["registry"]["getMetricsAsJSON"]>>;
 
@@ -30,7 +30,8 @@ const REPORT_EVERY_MS = 60_000;
 /** Prometheus counters count from process start; so do the exported sums. */
 const PROCESS_STARTED = Date.now();
 
-export function exportMetrics(api: PluginApi<unknown>): void {
+/** `untraced` keeps the push out of the traces when this runtime traces its outbound calls. */
+export function exportMetrics(api: PluginApi<unknown>, untraced: Untraced): void {
   const settings = api.config.opentelemetry;
   const url = signalUrl(settings.exporter, "metrics");
   let lastReport = Number.NEGATIVE_INFINITY;
@@ -39,7 +40,7 @@ export function exportMetrics(api: PluginApi<unknown>): void {
     try {
       const body = otlpMetrics(fromRegistry(await api.metrics.registry.getMetricsAsJSON()), { "service.name": settings.service_name }, PROCESS_STARTED, api.clock.now());
       const timeout = AbortSignal.timeout(PUSH_TIMEOUT_MS);
-      const response = await otel.context.with(core.suppressTracing(otel.context.active()), () =>
+      const response = await untraced(() =>
         api.fetch(url, {
           method: "POST",
           headers: { "content-type": "application/json", ...settings.exporter.headers },

@@ -10,14 +10,24 @@ import type { Tracer } from "./sdk.ts";
 
 export type SpanAttributes = Record<string, string | number | boolean>;
 
+/** The span `continueTrace` runs in, for what is only known at the end (an outcome). */
+export interface WorkSpan {
+  setAttributes(attributes: SpanAttributes): void;
+  /** Marks the span as failed (the work ended in an error it handled itself). */
+  fail(message: string): void;
+}
+
 export interface Tracing {
-  /** The W3C traceparent of the span active now; undefined outside a recorded span. */
+  /**
+   * The W3C traceparent of the span active now (flagged not sampled when the request is
+   * not, so the later work is not sampled either); undefined outside any span.
+   */
   traceparent(): string | undefined;
   /**
    * Runs `fn` inside a new span continuing the trace `traceparent` names (a new trace
    * when it is missing or invalid); spans started in `fn` (backend calls) are its children.
    */
-  continueTrace<T>(name: string, traceparent: string | undefined, attributes: SpanAttributes, fn: () => Promise<T>): Promise<T>;
+  continueTrace<T>(name: string, traceparent: string | undefined, attributes: SpanAttributes, fn: (span: WorkSpan) => Promise<T>): Promise<T>;
 }
 
 declare module "../../core/plugins/types.ts" {
@@ -31,11 +41,14 @@ const carrierGetter: otel.TextMapGetter<Record<string, string>> = {
   get: (carrier, key) => carrier[key],
 };
 
+/** For work that runs untraced because the tracer failed. */
+const untracedWork: WorkSpan = { setAttributes: () => {}, fail: () => {} };
+
 export function tracingService(tracer: Tracer, propagator: otel.TextMapPropagator): Tracing {
   return {
     traceparent() {
       const span = otel.trace.getActiveSpan();
-      if (!span?.isRecording()) return undefined;
+      if (!span || !otel.isSpanContextValid(span.spanContext())) return undefined;
       const carrier: Record<string, string> = {};
       propagator.inject(otel.context.active(), carrier, { set: (c, k, v) => (c[k] = v) });
       return carrier.traceparent;
@@ -48,10 +61,14 @@ export function tracingService(tracer: Tracer, propagator: otel.TextMapPropagato
         parent = traceparent ? propagator.extract(otel.ROOT_CONTEXT, { traceparent }, carrierGetter) : otel.ROOT_CONTEXT;
         span = tracer.startSpan(name, { kind: otel.SpanKind.CONSUMER, attributes }, parent);
       } catch {
-        return await fn();
+        return await fn(untracedWork);
       }
+      const work: WorkSpan = {
+        setAttributes: (attributes) => span.setAttributes(attributes),
+        fail: (message) => span.setStatus({ code: otel.SpanStatusCode.ERROR, message }),
+      };
       try {
-        return await otel.context.with(otel.trace.setSpan(parent, span), fn);
+        return await otel.context.with(otel.trace.setSpan(parent, span), () => fn(work));
       } catch (error) {
         span.recordException(error instanceof Error ? error : String(error));
         span.setStatus({ code: otel.SpanStatusCode.ERROR });

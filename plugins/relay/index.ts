@@ -7,6 +7,7 @@
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { jobTrace } from "./job-trace.ts";
 import { relayMetrics } from "./metrics.ts";
 import { RelayWorker } from "./worker.ts";
 
@@ -52,6 +53,7 @@ export default definePlugin({
         emit: (event, payload) => api.emit(event, payload),
         leaseMs,
         requestTimeoutMs: durationMs(api.config.relay.request_timeout) || durationMs("10m"),
+        inJobTrace: jobTrace(api),
       },
       { concurrency: api.config.relay.concurrency, leaseMs },
       api.log,

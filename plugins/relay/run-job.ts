@@ -1,7 +1,8 @@
 /**
  * Runs one claimed job to its end: pending -> processing, the backend call under the
  * job's lease (renewed while it works) with the cancel signal watched, then the terminal
- * update (completed, failed or cancelled), the events and the metrics.
+ * update (completed, failed or cancelled), the events and the metrics. With tracing on,
+ * all of it runs in the job's span (job-trace.ts), which ends with the relay's outcome.
  */
 import type { Clock } from "../../core/clock.ts";
 import { formatDuration } from "../../core/config/duration.ts";
@@ -9,8 +10,10 @@ import type { Logger } from "../../core/log.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
 import type { ClaimedJob, JobRecord, JobStore } from "../async-jobs/types.ts";
+import { ATTR } from "../otel/attributes.ts";
 import { callBackend, type BackendOutcome } from "./backend.ts";
-import type { RelayMetrics } from "./metrics.ts";
+import { untracedJobs, type InJobTrace, type JobSpan } from "./job-trace.ts";
+import type { RelayMetrics, RelayOutcome } from "./metrics.ts";
 
 /** How often a running job checks for a DELETE (ms). Each check is one KV read. */
 const CANCEL_POLL_MS = 200;
@@ -26,6 +29,20 @@ export interface RunDeps {
   emit<E extends "job.terminal" | "relay.processed">(event: E, payload: GatewayEvents[E]): void;
   leaseMs: number;
   requestTimeoutMs: number;
+  /** Runs a job in its trace (default: untraced). */
+  inJobTrace?: InJobTrace;
+}
+
+/** One job's run: the outcome goes to the metrics and to the job's span. */
+interface Run {
+  deps: RunDeps;
+  claim: ClaimedJob;
+  span: JobSpan;
+}
+
+function record(run: Run, outcome: RelayOutcome): void {
+  run.deps.metrics.outcome(run.claim.model, outcome);
+  run.span.setAttributes({ [ATTR.outcome]: outcome });
 }
 
 type StopReason = "cancelled" | "lease-lost" | "timeout" | "shutdown";
@@ -64,22 +81,23 @@ async function storeResult(deps: RunDeps, job: JobRecord, stored: string): Promi
 
 /** Ends the claim with a terminal status; emits job.terminal when this call made it terminal. */
 async function finish(
-  deps: RunDeps,
-  claim: ClaimedJob,
+  run: Run,
   job: JobRecord,
   to: "completed" | "failed" | "cancelled",
   fields: { result_key?: string; error?: string },
   result?: unknown,
 ): Promise<void> {
+  const { deps, claim } = run;
   const outcome = await deps.jobs.finish(claim, job, to, fields);
   if (outcome.previous === "leased") {
-    deps.metrics.outcome(claim.model, "lost");
+    record(run, "lost");
     deps.log.warn("relay_job_lost", { job_id: job.id, model: claim.model, message: "another relay holds the lease; this result is dropped" });
   } else if (!outcome.applied) {
     // Gone (expired, purged) or already terminal: nobody will read a result.
-    deps.metrics.outcome(claim.model, "skipped");
+    record(run, "skipped");
   } else {
-    deps.metrics.outcome(claim.model, to);
+    record(run, to);
+    if (fields.error) run.span.fail(fields.error);
     const finished = (await deps.jobs.get(job.id).catch(() => null)) ?? { ...job, status: to, ...fields };
     deps.emit("job.terminal", to === "completed" ? { job: finished, result } : { job: finished });
     deps.log.info("relay_job_finished", { job_id: job.id, model: claim.model, status: to, ...(fields.error ? { error: fields.error } : {}) });
@@ -99,17 +117,22 @@ export async function runJob(deps: RunDeps, claim: ClaimedJob, shutdown: AbortSi
     deps.metrics.outcome(claim.model, "skipped");
     return;
   }
+  await (deps.inJobTrace ?? untracedJobs)(job, (span) => runPending({ deps, claim, span }, job, shutdown));
+}
+
+async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Promise<void> {
+  const { deps, claim } = run;
   const started = await deps.jobs.transition(job, ["pending"], "processing");
   if (!started.applied) {
     await deps.jobs.drop(claim);
-    deps.metrics.outcome(claim.model, "skipped");
+    record(run, "skipped");
     return;
   }
   const running: JobRecord = { ...job, status: "processing" };
   const service = deps.jobs.serviceOf(job);
   if (!service) {
     const error = `model "${job.model}" of service type "${job.service_type}" is no longer configured`;
-    return await finish(deps, claim, running, "failed", { error });
+    return await finish(run, running, "failed", { error });
   }
 
   const control = new AbortController();
@@ -141,28 +164,28 @@ export async function runJob(deps: RunDeps, claim: ClaimedJob, shutdown: AbortSi
   deps.emit("relay.processed", { consumer: job.consumer_name, userType: job.user_type, serviceType: job.service_type, model: job.model, seconds });
 
   if (reason === "lease-lost") {
-    deps.metrics.outcome(claim.model, "lost");
+    record(run, "lost");
     deps.log.warn("relay_job_lost", { job_id: job.id, model: claim.model, message: "another relay took the lease over; stopped" });
     return;
   }
   if (reason === "shutdown") {
     const released = await deps.jobs.release(claim);
-    if (released === "cancel") return await finish(deps, claim, running, "cancelled", {});
-    deps.metrics.outcome(claim.model, released === "requeued" ? "requeued" : "skipped");
+    if (released === "cancel") return await finish(run, running, "cancelled", {});
+    record(run, released === "requeued" ? "requeued" : "skipped");
     return;
   }
-  if (reason === "cancelled") return await finish(deps, claim, running, "cancelled", {});
+  if (reason === "cancelled") return await finish(run, running, "cancelled", {});
   if (reason === "timeout") {
     const error = `the backend did not answer within ${formatDuration(deps.requestTimeoutMs)} (relay.request_timeout)`;
-    return await finish(deps, claim, running, "failed", { error });
+    return await finish(run, running, "failed", { error });
   }
-  if (!outcome.ok) return await finish(deps, claim, running, "failed", { error: outcome.error });
+  if (!outcome.ok) return await finish(run, running, "failed", { error: outcome.error });
   let resultKey: string;
   try {
     resultKey = await storeResult(deps, job, outcome.stored);
   } catch (error) {
     deps.log.error("relay_result_store_failed", { job_id: job.id, error });
-    return await finish(deps, claim, running, "failed", { error: "the result could not be stored in the object store" });
+    return await finish(run, running, "failed", { error: "the result could not be stored in the object store" });
   }
-  await finish(deps, claim, running, "completed", { result_key: resultKey }, outcome.result);
+  await finish(run, running, "completed", { result_key: resultKey }, outcome.result);
 }

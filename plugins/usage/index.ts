@@ -24,6 +24,8 @@ export default definePlugin({
     if (api.config.server.consumer_header !== "") {
       const recorder = new UsageRecorder({ kv: api.kv, clock: api.clock, log: api.log, retentionMs });
       api.on("relay.processed", (event) => recorder.processed(event));
+      // Counts gathered in the last turn are written before the stores close.
+      api.onClose(() => recorder.flush());
       if (api.role === "gateway") {
         api.on("llm.usage", (event) => recorder.tokens(event));
         api.on("job.submitted", ({ job }) => recorder.submitted(job));

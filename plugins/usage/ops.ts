@@ -3,95 +3,141 @@
  * (core/stores/atomic-ops.ts): a Lua script for Redis and a synchronous JS twin for the
  * memory store. test/plugins/usage/ops.test.ts runs every op on both stores.
  *
- * `usageRecord` is why they exist: everything one event changes (the consumer's record,
- * the consumer and rank indexes, three calendar buckets and their expiries) in a single
- * round trip, so counting stays cheap on the hot path.
+ * `usageRecord` is why they exist: everything a batch of events changes (the consumers'
+ * records, the consumer and rank indexes, three calendar buckets and their expiries) in a
+ * single round trip, so counting stays cheap on the hot path.
  */
 import type { AtomicOp, KvData } from "../../core/stores/kv.ts";
 
-/** Integer counters, in ARGV order (ARGV[7..10]); `processing_seconds` (a float) is ARGV[11]. */
+/** The integer counters, in ARGV order; `processing_seconds` (a decimal) comes after them. */
 const INTEGER_COUNTERS = ["requests", "jobs", "prompt_tokens", "completion_tokens"] as const;
 
+/** ARGV values per record of `usageRecord`. */
+const RECORD_ARGS = 7;
+
 /**
- * Adds one event's counts.
- * KEYS[1] consumer hash, KEYS[2] consumer index (zset), KEYS[3] the type's rank (zset),
- * KEYS[4] daily, KEYS[5] weekly, KEYS[6] monthly bucket (hashes).
- * ARGV[1] consumer, ARGV[2] now ms, ARGV[3] retention ms (0 = none), ARGV[4] daily TTL ms,
- * ARGV[5] weekly TTL ms, ARGV[6] the consumer-hash field prefix (`<type>|`),
- * ARGV[7] requests, ARGV[8] jobs, ARGV[9] prompt tokens, ARGV[10] completion tokens
- * (integers), ARGV[11] processing seconds (a decimal).
- * Zero counts write nothing (an absent field means "never tracked"). The consumer hash
- * gets the retention TTL only when this call created it; bucket TTLs are set when the
- * bucket has none, so neither is ever extended. The rank score is set rather than added
- * to when the type's `requests` field is new (the consumer's record expired and restarted).
- * Reply: 1 when something was written, 0 when every count was zero.
+ * Adds the counts of several consumers of one service type and one calendar day: a batch
+ * of events, one round trip.
+ * KEYS[1] consumer index (zset), KEYS[2] the type's rank (zset), KEYS[3] daily,
+ * KEYS[4] weekly, KEYS[5] monthly bucket (hashes), KEYS[5 + i] the consumer hash of record i.
+ * ARGV[1] retention ms (0 = none), ARGV[2] daily TTL ms, ARGV[3] weekly TTL ms,
+ * ARGV[4] the consumer-hash field prefix (`<type>|`), ARGV[5..9] what the buckets get:
+ * requests, jobs, prompt tokens, completion tokens (integers), processing seconds (a
+ * decimal), the sums of the records' counts (the caller adds them up: Lua would format a
+ * float sum with 14 digits); then per record i, 7 values from ARGV[10 + 7 (i - 1)]:
+ * consumer, now ms, requests, jobs, prompt tokens, completion tokens, processing seconds.
+ * Zero counts write nothing (an absent field means "never tracked"); a record of zeros
+ * changes nothing. A consumer hash gets the retention TTL only when this call created it;
+ * bucket TTLs are set when the bucket has none, so neither is ever extended. The rank score
+ * is set rather than added to when the type's `requests` field is new (the consumer's record
+ * expired and restarted).
+ * Reply: the number of records that wrote something.
  */
 export const usageRecord: AtomicOp<number> = {
   name: "usageRecord",
   lua: `
 local names = {'requests', 'jobs', 'prompt_tokens', 'completion_tokens'}
-local prefix = ARGV[6]
-local created = redis.call('EXISTS', KEYS[1]) == 0
-local fresh_type = redis.call('HEXISTS', KEYS[1], prefix .. 'requests') == 0
-local wrote = false
-for i, name in ipairs(names) do
-  local by = tonumber(ARGV[6 + i])
-  if by ~= 0 then
-    redis.call('HINCRBY', KEYS[1], prefix .. name, by)
-    for b = 4, 6 do redis.call('HINCRBY', KEYS[b], name, by) end
+local prefix = ARGV[4]
+local written = 0
+for r = 6, #KEYS do
+  local key = KEYS[r]
+  local at = 10 + 7 * (r - 6)
+  local consumer = ARGV[at]
+  local created = redis.call('EXISTS', key) == 0
+  local fresh_type = redis.call('HEXISTS', key, prefix .. 'requests') == 0
+  local wrote = false
+  for i, name in ipairs(names) do
+    local by = tonumber(ARGV[at + 1 + i])
+    if by ~= 0 then
+      redis.call('HINCRBY', key, prefix .. name, by)
+      wrote = true
+    end
+  end
+  if tonumber(ARGV[at + 6]) ~= 0 then
+    redis.call('HINCRBYFLOAT', key, prefix .. 'processing_seconds', ARGV[at + 6])
     wrote = true
   end
-end
-if tonumber(ARGV[11]) ~= 0 then
-  redis.call('HINCRBYFLOAT', KEYS[1], prefix .. 'processing_seconds', ARGV[11])
-  for b = 4, 6 do redis.call('HINCRBYFLOAT', KEYS[b], 'processing_seconds', ARGV[11]) end
-  wrote = true
-end
-if not wrote then return 0 end
-redis.call('HSET', KEYS[1], 'last_active', ARGV[2])
-if created and tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-local requests = tonumber(ARGV[7])
-if requests ~= 0 then
-  if fresh_type then
-    redis.call('ZADD', KEYS[3], requests, ARGV[1])
-  else
-    redis.call('ZINCRBY', KEYS[3], requests, ARGV[1])
+  if wrote then
+    written = written + 1
+    redis.call('HSET', key, 'last_active', ARGV[at + 1])
+    if created and tonumber(ARGV[1]) > 0 then redis.call('PEXPIRE', key, ARGV[1]) end
+    redis.call('ZADD', KEYS[1], ARGV[at + 1], consumer)
+    local requests = tonumber(ARGV[at + 2])
+    if requests ~= 0 then
+      if fresh_type then
+        redis.call('ZADD', KEYS[2], requests, consumer)
+      else
+        redis.call('ZINCRBY', KEYS[2], requests, consumer)
+      end
+    end
   end
 end
-if redis.call('PTTL', KEYS[4]) == -1 then redis.call('PEXPIRE', KEYS[4], ARGV[4]) end
-if redis.call('PTTL', KEYS[5]) == -1 then redis.call('PEXPIRE', KEYS[5], ARGV[5]) end
-return 1
+local bucketed = false
+for i, name in ipairs(names) do
+  local by = tonumber(ARGV[4 + i])
+  if by ~= 0 then
+    for b = 3, 5 do redis.call('HINCRBY', KEYS[b], name, by) end
+    bucketed = true
+  end
+end
+if tonumber(ARGV[9]) ~= 0 then
+  for b = 3, 5 do redis.call('HINCRBYFLOAT', KEYS[b], 'processing_seconds', ARGV[9]) end
+  bucketed = true
+end
+if bucketed then
+  if redis.call('PTTL', KEYS[3]) == -1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
+  if redis.call('PTTL', KEYS[4]) == -1 then redis.call('PEXPIRE', KEYS[4], ARGV[3]) end
+end
+return written
 `,
   js: (data, keys, args) => {
-    const [consumerKey, index, rank, daily, weekly, monthly] = keys;
-    const [consumer, now, retention, dailyTtl, weeklyTtl, prefix] = args;
-    const buckets = [daily, weekly, monthly];
-    const created = !data.exists(consumerKey);
-    const freshType = data.hget(consumerKey, `${prefix}requests`) === null;
-    let wrote = false;
-    INTEGER_COUNTERS.forEach((name, i) => {
-      const by = Number(args[6 + i]);
-      if (by === 0) return;
-      data.hincrBy(consumerKey, `${prefix}${name}`, by);
-      for (const bucket of buckets) data.hincrBy(bucket, name, by);
-      wrote = true;
-    });
-    const seconds = Number(args[10]);
-    if (seconds !== 0) {
-      data.hincrByFloat(consumerKey, `${prefix}processing_seconds`, seconds);
-      for (const bucket of buckets) data.hincrByFloat(bucket, "processing_seconds", seconds);
-      wrote = true;
+    const [index, rank, daily, weekly, monthly] = keys;
+    const [retention, dailyTtl, weeklyTtl, prefix] = args;
+    let written = 0;
+    for (let r = 5; r < keys.length; r++) {
+      const key = keys[r];
+      const at = 9 + RECORD_ARGS * (r - 5);
+      const [consumer, now] = [args[at], args[at + 1]];
+      const created = !data.exists(key);
+      const freshType = data.hget(key, `${prefix}requests`) === null;
+      let wrote = false;
+      INTEGER_COUNTERS.forEach((name, i) => {
+        const by = Number(args[at + 2 + i]);
+        if (by === 0) return;
+        data.hincrBy(key, `${prefix}${name}`, by);
+        wrote = true;
+      });
+      const seconds = Number(args[at + 6]);
+      if (seconds !== 0) {
+        data.hincrByFloat(key, `${prefix}processing_seconds`, seconds);
+        wrote = true;
+      }
+      if (!wrote) continue;
+      written++;
+      data.hset(key, { last_active: now });
+      if (created && Number(retention) > 0) data.pexpire(key, Number(retention));
+      data.zadd(index, Number(now), consumer);
+      const requests = Number(args[at + 2]);
+      if (requests !== 0) data.zadd(rank, freshType ? requests : (data.zscore(rank, consumer) ?? 0) + requests, consumer);
     }
-    if (!wrote) return 0;
-    data.hset(consumerKey, { last_active: now });
-    if (created && Number(retention) > 0) data.pexpire(consumerKey, Number(retention));
-    data.zadd(index, Number(now), consumer);
-    const requests = Number(args[6]);
-    if (requests !== 0) data.zadd(rank, freshType ? requests : (data.zscore(rank, consumer) ?? 0) + requests, consumer);
-    expireIfPersistent(data, daily, Number(dailyTtl));
-    expireIfPersistent(data, weekly, Number(weeklyTtl));
-    return 1;
+    const buckets = [daily, weekly, monthly];
+    let bucketed = false;
+    INTEGER_COUNTERS.forEach((name, i) => {
+      const by = Number(args[4 + i]);
+      if (by === 0) return;
+      for (const bucket of buckets) data.hincrBy(bucket, name, by);
+      bucketed = true;
+    });
+    const seconds = Number(args[8]);
+    if (seconds !== 0) {
+      for (const bucket of buckets) data.hincrByFloat(bucket, "processing_seconds", seconds);
+      bucketed = true;
+    }
+    if (bucketed) {
+      expireIfPersistent(data, daily, Number(dailyTtl));
+      expireIfPersistent(data, weekly, Number(weeklyTtl));
+    }
+    return written;
   },
 };
 

@@ -1,6 +1,8 @@
 /**
- * Counts usage from the events of a request's life, after the response, with at most one
- * store round trip per request (`usageRecord`):
+ * Counts usage from the events of a request's life, after the response. Counts are gathered
+ * for one turn of the event loop and written together, one store operation (`usageRecord`)
+ * per service type and day for every event of that turn, so under load a request costs a
+ * share of a round trip; `close` writes what is still gathered (nothing is lost on shutdown).
  *
  * - sync and LLM: `request.finished` counts the request (when it was served: status below
  *   400) and carries the tokens its `llm.usage` event left waiting (the event comes first,
@@ -48,8 +50,25 @@ export interface RecorderDeps {
   retentionMs: number;
 }
 
+/** One consumer's counts gathered in the current turn, with the time of its latest event. */
+interface Gathered {
+  consumer: string;
+  now: number;
+  counts: Required<Increments>;
+}
+
+/** The events of one service type and one UTC day: one `usageRecord` call. */
+interface Batch {
+  type: string;
+  day: number;
+  consumers: Map<string, Gathered>;
+}
+
 export class UsageRecorder {
   private readonly waiting = new Map<string, { prompt: number; completion: number }>();
+  private readonly batches = new Map<string, Batch>();
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly writing = new Set<Promise<void>>();
 
   constructor(private readonly deps: RecorderDeps) {}
 
@@ -63,7 +82,7 @@ export class UsageRecorder {
     } else if (this.waiting.size < MAX_WAITING) {
       this.waiting.set(id, { prompt: event.prompt, completion: event.completion });
     } else {
-      void this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion });
+      this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion });
     }
   }
 
@@ -75,49 +94,92 @@ export class UsageRecorder {
     if (held) this.waiting.delete(id);
     const served = event.status < 400 ? 1 : 0;
     if (!served && !held) return;
-    void this.write(consumer, serviceType, { requests: served, prompt: held?.prompt, completion: held?.completion });
+    this.write(consumer, serviceType, { requests: served, prompt: held?.prompt, completion: held?.completion });
   }
 
   submitted(job: JobRecord): void {
     if (job.consumer_name === undefined || job.consumer_name === "") return;
-    void this.write(job.consumer_name, job.service_type, { requests: 1, jobs: 1 });
+    this.write(job.consumer_name, job.service_type, { requests: 1, jobs: 1 });
   }
 
   processed(event: GatewayEvents["relay.processed"]): void {
     if (event.consumer === undefined || event.consumer === "" || !(event.seconds > 0)) return;
-    void this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds });
+    this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds });
   }
 
-  /** One round trip: the consumer's record, the indexes and the three calendar buckets. */
-  async write(consumer: string, type: string, counts: Increments): Promise<void> {
+  /** Adds counts to the current turn's batch; the batch is written when the turn ends. */
+  write(consumer: string, type: string, counts: Increments): void {
     const now = this.deps.clock.now();
+    const day = Math.floor(now / DAY_MS);
+    const id = `${day}\n${type}`;
+    let batch = this.batches.get(id);
+    if (!batch) {
+      batch = { type, day, consumers: new Map() };
+      this.batches.set(id, batch);
+    }
+    let gathered = batch.consumers.get(consumer);
+    if (!gathered) {
+      gathered = { consumer, now, counts: { requests: 0, jobs: 0, prompt: 0, completion: 0, processingSeconds: 0 } };
+      batch.consumers.set(consumer, gathered);
+    }
+    gathered.now = Math.max(gathered.now, now);
+    const sum = gathered.counts;
+    sum.requests += Math.round(counts.requests ?? 0);
+    sum.jobs += Math.round(counts.jobs ?? 0);
+    sum.prompt += Math.round(counts.prompt ?? 0);
+    sum.completion += Math.round(counts.completion ?? 0);
+    sum.processingSeconds += counts.processingSeconds ?? 0;
+    this.flushTimer ??= setTimeout(() => void this.flush(), 0);
+  }
+
+  /** Writes everything gathered so far and waits for every write in flight. */
+  async flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    for (const batch of this.batches.values()) {
+      const written = this.writeBatch(batch).finally(() => this.writing.delete(written));
+      this.writing.add(written);
+    }
+    this.batches.clear();
+    await Promise.all(this.writing);
+  }
+
+  /** One round trip: the consumers' records, the indexes and the three calendar buckets. */
+  private async writeBatch(batch: Batch): Promise<void> {
+    const dayStart = batch.day * DAY_MS;
+    const keys = [
+      usageKeys.consumers,
+      usageKeys.rank(batch.type),
+      usageKeys.bucket("daily", batch.type, labelOf("daily", dayStart)),
+      usageKeys.bucket("weekly", batch.type, labelOf("weekly", dayStart)),
+      usageKeys.bucket("monthly", batch.type, labelOf("monthly", dayStart)),
+    ];
+    const totals = { requests: 0, jobs: 0, prompt: 0, completion: 0, processingSeconds: 0 };
+    const records: (string | number)[] = [];
+    for (const { consumer, now, counts } of batch.consumers.values()) {
+      keys.push(usageKeys.consumer(consumer));
+      records.push(consumer, now, counts.requests, counts.jobs, counts.prompt, counts.completion, counts.processingSeconds);
+      totals.requests += counts.requests;
+      totals.jobs += counts.jobs;
+      totals.prompt += counts.prompt;
+      totals.completion += counts.completion;
+      totals.processingSeconds += counts.processingSeconds;
+    }
     try {
-      await this.deps.kv.run(
-        usageRecord,
-        [
-          usageKeys.consumer(consumer),
-          usageKeys.consumers,
-          usageKeys.rank(type),
-          usageKeys.bucket("daily", type, labelOf("daily", now)),
-          usageKeys.bucket("weekly", type, labelOf("weekly", now)),
-          usageKeys.bucket("monthly", type, labelOf("monthly", now)),
-        ],
-        [
-          consumer,
-          now,
-          this.deps.retentionMs,
-          DAILY_TTL_MS,
-          WEEKLY_TTL_MS,
-          usageKeys.fieldPrefix(type),
-          Math.round(counts.requests ?? 0),
-          Math.round(counts.jobs ?? 0),
-          Math.round(counts.prompt ?? 0),
-          Math.round(counts.completion ?? 0),
-          counts.processingSeconds ?? 0,
-        ],
-      );
+      await this.deps.kv.run(usageRecord, keys, [
+        this.deps.retentionMs,
+        DAILY_TTL_MS,
+        WEEKLY_TTL_MS,
+        usageKeys.fieldPrefix(batch.type),
+        totals.requests,
+        totals.jobs,
+        totals.prompt,
+        totals.completion,
+        totals.processingSeconds,
+        ...records,
+      ]);
     } catch (error) {
-      this.deps.log.warn("usage_not_recorded", { consumer, service_type: type, error });
+      this.deps.log.warn("usage_not_recorded", { consumers: [...batch.consumers.keys()], service_type: batch.type, error });
     }
   }
 }

@@ -3,15 +3,20 @@
  * local receiver. Asserted: the server span (route template, service type, model,
  * consumer, status) as a child of the caller's traceparent, a client span per backend
  * attempt (host, attempt number, outcome) as children of it, traceparent forwarded to the
- * backends, the exporter headers and service name, sampling at 1 and 0, ignored paths.
+ * backends, the exporter headers and service name, sampling at 1 and 0, ignored paths;
+ * a job run by a separate relay process in the submitting request's trace, and the log
+ * lines as OTLP log records with their trace context. Jobs use the suite's redis-server
+ * (database 14, flushed first) and s3rver (this file's bucket `otel-e2e`).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "redis";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
 import { flatten, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../fixtures/otlp-receiver.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 
 const SERVER = 2;
 const CLIENT = 3;
+const CONSUMER = 5;
 
 let receiver: OtlpReceiver;
 let echo: FakeBackend;
@@ -29,6 +34,7 @@ afterEach(async () => {
   receiver.spans.length = 0;
   receiver.exports.length = 0;
   receiver.metrics.length = 0;
+  receiver.logs.length = 0;
   echo.reset();
   failing.reset();
 });
@@ -241,5 +247,96 @@ describe("OpenTelemetry traces", () => {
     await response.body?.cancel();
     await waitUntil(() => gw.output().includes('"event":"otel_export_failed"'), 15_000, () => gw.output());
     expect((await read(gw)).status).toBe(200);
+  });
+});
+
+describe("OpenTelemetry for jobs and logs", () => {
+  const DB = 14;
+  const jobsConfig = (serviceName: string) => `
+server:
+  consumer_header: X-Consumer
+redis:
+  addr: ${JSON.stringify(inject("redisUrl"))}
+  db: ${DB}
+object_store:
+  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
+  access_key: S3RVER
+  secret_key: S3RVER
+  bucket: otel-e2e
+relay:
+  embedded: false
+opentelemetry:
+  enabled: true
+  service_name: ${serviceName}
+  exporter:
+    endpoint: ${receiver.url}
+    headers: { x-collector-token: s3cret }
+  logs:
+    enabled: true
+services:
+  - type: ocr
+    model: quiet
+    inference_url: ${echo.url}
+    operations: { read: [/v1/quiet] }
+`;
+
+  beforeAll(async () => {
+    const redis = createClient({ url: inject("redisUrl"), database: DB });
+    await redis.connect();
+    await redis.flushDb();
+    await redis.close();
+  });
+
+  it("runs a job in a separate relay inside the submitting request's trace, and exports both processes' logs with it", async () => {
+    const env = { OTEL_BSP_SCHEDULE_DELAY: "100" };
+    const gw = await startGateway(jobsConfig("gateway-under-test"), { env });
+    running.push(gw);
+    const relay = await startGateway(jobsConfig("relay-under-test"), { env, role: "relay" });
+    running.push(relay);
+
+    const body = new FormData();
+    body.append("model", "quiet");
+    body.append("file", new Blob(["page"]), "page.png");
+    const submitted = await fetch(`${gw.url}/jobs/ocr`, { method: "POST", body, headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01`, "X-Consumer": "alice" } });
+    expect(submitted.status).toBe(202);
+    const { job_id: jobId } = (await submitted.json()) as { job_id: string };
+    let view: Record<string, unknown> = {};
+    await waitUntil(async () => {
+      view = (await (await fetch(`${gw.url}/jobs/ocr/${jobId}`, { headers: { "X-Consumer": "alice" } })).json()) as Record<string, unknown>;
+      return view.status === "completed";
+    }, 15_000, () => `${JSON.stringify(view)}\nrelay:\n${relay.output()}`);
+    // The stored trace context is not part of the job's API view.
+    expect(view).not.toHaveProperty("traceparent");
+
+    const spans = await spansOfTrace(TRACE_ID, 3);
+    const submit = spans.find((s) => s.kind === SERVER);
+    const job = spans.find((s) => s.kind === CONSUMER);
+    const call = spans.find((s) => s.kind === CLIENT);
+    expect(submit).toMatchObject({ name: "POST /jobs/{type}", parentSpanId: CALLER_SPAN });
+    expect(submit?.resource["service.name"]).toBe("gateway-under-test");
+    expect(job).toMatchObject({ name: "relay job", parentSpanId: submit?.spanId, status: 0 });
+    expect(job?.resource["service.name"]).toBe("relay-under-test");
+    expect(job?.attributes).toMatchObject({
+      "gateway.job_id": jobId,
+      "gateway.service_type": "ocr",
+      "gateway.model": "quiet",
+      "gateway.consumer": "alice",
+      "gateway.operation": "read",
+      "gateway.outcome": "completed",
+    });
+    expect(call).toMatchObject({ parentSpanId: job?.spanId });
+    expect(call?.attributes).toMatchObject({ "server.port": echo.port, "gateway.outcome": "success" });
+    // The backend joined the trace as a child of the relay's client span.
+    expect(traceparentOf(echo)).toEqual(["00", TRACE_ID, call?.spanId, "01"]);
+
+    // The relay's log line about the job carries the job span's trace context.
+    await waitUntil(() => receiver.logs.some((r) => r.eventName === "relay_job_finished"), 15_000, () => JSON.stringify(receiver.logs).slice(0, 3000));
+    const finished = receiver.logs.find((r) => r.eventName === "relay_job_finished");
+    expect(finished).toMatchObject({ traceId: TRACE_ID, spanId: job?.spanId, severityText: "INFO", severityNumber: 9, body: "relay_job_finished" });
+    expect(finished?.attributes).toMatchObject({ job_id: jobId, status: "completed", role: "relay", plugin: "relay" });
+    expect(finished?.resource["service.name"]).toBe("relay-under-test");
+    // The gateway exports its own lines too (its start-up, outside any trace).
+    await waitUntil(() => receiver.logs.some((r) => r.resource["service.name"] === "gateway-under-test"), 15_000);
+    expect(receiver.exports.every((headers) => headers["x-collector-token"] === "s3cret")).toBe(true);
   });
 });

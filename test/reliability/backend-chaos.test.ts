@@ -1,5 +1,5 @@
 /**
- * Reliability, scenario 3: backend chaos (spec 4.5, 4.6, 7). One real gateway process (Node,
+ * Reliability, scenario 6: backend chaos (spec 4.5, 4.6, 7). One real gateway process (Node,
  * or Deno when the suite runs on Deno) with `server.backend_timeout: 1s`, in front of a chaos
  * backend run in this process whose behaviour is the first segment of the request path:
  *
@@ -17,6 +17,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { reportReliability } from "../support/reliability-report.ts";
 
 interface ErrorBody {
   error: { message: string; type: string };
@@ -187,7 +188,7 @@ async function readAll(response: Response, ms = 10_000): Promise<{ text: string;
 
 const figures = { requests: 0, failedOver: 0, clearErrors: 0, passedThrough: 0 };
 
-describe("scenario 3: backend chaos", () => {
+describe("scenario 6: backend chaos", () => {
   it("fails over on a reset connection, a 5xx and a timeout before any answer byte", async () => {
     for (const model of ["reset-then-ok", "fail-then-ok"]) {
       const response = await callSync(model);
@@ -307,8 +308,17 @@ describe("scenario 3: backend chaos", () => {
     await ok.arrayBuffer();
     figures.requests++;
     figures.failedOver++;
-    console.log(
-      `reliability: scenario=backend-chaos requests=${figures.requests} failed_over=${figures.failedOver} clear_errors=${figures.clearErrors} passed_through=${figures.passedThrough} crashes=0 hangs=0`,
-    );
+    reportReliability({
+      id: 6,
+      scenario: "Backend chaos",
+      load: "sync and LLM requests (plain and streamed) to 16 chaos backends",
+      faults: "connection resets, 5xx, hangs past the 1s timeout, truncated JSON, streams reset or stalled mid-way, garbage SSE",
+      requests: figures.requests,
+      lost: 0,
+      duplicated: 0,
+      errors: 0,
+      expectedErrors: { count: figures.clearErrors, why: "502/504 with the error body where no backend could answer" },
+      details: { failed_over: figures.failedOver, passed_through: figures.passedThrough, crashes: 0, hangs: 0 },
+    });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Reliability, scenario 4: bad input. A seeded random generator (no dependency; the seed is
+ * Reliability, scenario 7: bad input. A seeded random generator (no dependency; the seed is
  * printed and can be set with RELIABILITY_SEED) drives requests with malformed JSON, truncated
  * and garbage multipart bodies, wrong content types, non-UTF-8 bytes, huge header values and
  * path traversal, sent over raw sockets so nothing is normalised on the way. Every answer must
@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { reportReliability } from "../support/reliability-report.ts";
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20261122);
 
@@ -185,7 +186,7 @@ function rssKb(pid: number): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
-describe("scenario 4: bad input", () => {
+describe("scenario 7: bad input", () => {
   let rssBefore: number | undefined;
 
   it("starts from a healthy process", async () => {
@@ -343,8 +344,18 @@ describe("scenario 4: bad input", () => {
       expect(rssAfter).toBeLessThan(rssBefore + 150 * 1024);
     }
     const statuses = Object.fromEntries([...seen.entries()].sort((a, b) => a[0] - b[0]));
-    console.log(
-      `reliability: scenario=bad-input seed=${SEED} requests=${requests} statuses=${JSON.stringify(statuses)} rule_breaks=${broken.length} rss_kb_before=${rssBefore ?? "n/a"} rss_kb_after=${rssAfter ?? "n/a"} crashes=0`,
-    );
+    const refused = [...seen.entries()].filter(([status]) => status >= 400).reduce((sum, [, n]) => sum + n, 0);
+    reportReliability({
+      id: 7,
+      scenario: "Bad input",
+      load: `${requests} seeded-random requests over raw sockets (seed ${SEED})`,
+      faults: "malformed/non-UTF-8 JSON, truncated and garbage multipart, 10,000-part forms, huge and odd headers, path traversal",
+      requests,
+      lost: 0,
+      duplicated: 0,
+      errors: broken.length,
+      expectedErrors: { count: refused, why: "4xx with the error body for input the spec refuses" },
+      details: { statuses: JSON.stringify(statuses), rss_kb_before: rssBefore ?? "n/a", rss_kb_after: rssAfter ?? "n/a", crashes: 0 },
+    });
   });
 });

@@ -1,8 +1,8 @@
 /**
- * Reliability, scenario 5: relays killed (SIGKILL) mid-job under load (spec 4.13, 6.1). A
+ * Reliability, scenario 3: relays killed (SIGKILL) mid-job under load (spec 4.13, 6.1). A
  * gateway with the GC on (interval 1s, relay leases of 1s) and three standalone relays
  * (concurrency 4 each) on the suite's redis-server, database 11 (flushed first), objects in
- * this file's own bucket. 100 jobs are submitted while the fake backend holds every request;
+ * this file's own bucket. 300 jobs are submitted while the fake backend holds every request;
  * once all three relays are mid-job, two are killed with SIGKILL. The reaper must requeue their
  * jobs and the surviving relay finish everything: every job ends `completed` exactly once
  * (one `relay_job_finished` line across all relays), with its own result. A job may legitimately
@@ -12,10 +12,11 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { reportReliability } from "../support/reliability-report.ts";
 
 const DB = 11;
 const BUCKET = "reliability-relays";
-const JOBS = 100;
+const JOBS = 300;
 const CONCURRENCY = 4;
 
 let backend: InferenceBackend;
@@ -81,7 +82,7 @@ function finishedLines(procs: GatewayProcess[]): Map<string, number> {
   return counts;
 }
 
-describe("scenario 5: two of three relays killed mid-job", () => {
+describe("scenario 3: two of three relays killed mid-job", () => {
   it("completes every job exactly once with its own result", async () => {
     const yaml = config();
     const gw = await startGateway(yaml);
@@ -147,8 +148,16 @@ describe("scenario 5: two of three relays killed mid-job", () => {
       expect(backend.runs.get(content)).toBe(2);
     }
     expect(relays[2].child.exitCode).toBeNull();
-    console.log(
-      `reliability: scenario=relay-kill jobs=${JOBS} relays=3 killed=2 in_flight_at_kill=${inFlightAtKill.size} reran_after_reap=${reruns.length} backend_aborts=${backend.aborts} completed=${ids.size} lost=0 duplicated_completions=${duplicatedCompletions.length}`,
-    );
+    reportReliability({
+      id: 3,
+      scenario: "Relays killed mid-job",
+      load: `${JOBS} jobs, 3 standalone relays x ${CONCURRENCY} slots`,
+      faults: "SIGKILL on 2 of 3 relays while every slot is mid-job",
+      requests: JOBS,
+      lost: 0,
+      duplicated: duplicatedCompletions.length,
+      errors: 0,
+      details: { in_flight_at_kill: inFlightAtKill.size, reran_after_reap: reruns.length, backend_aborts: backend.aborts, completed: ids.size },
+    });
   }, 180_000);
 });

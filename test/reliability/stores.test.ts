@@ -8,7 +8,8 @@
  * 2. A private s3rver is stopped and restarted: submissions answer 500 with no job record left
  *    in Redis (database 10, flushed at start); once S3 is back everything recovers.
  *
- * Every wait polls with a deadline; no sleeps. Figures are printed as `reliability:` lines.
+ * Every wait polls with a deadline; no sleeps. Figures go to the reliability report
+ * (test/support/reliability-report.ts).
  */
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { createClient } from "redis";
@@ -17,6 +18,7 @@ import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
+import { reportReliability } from "../support/reliability-report.ts";
 import { freePort, startRedis, startS3, TEST_BUCKET, type RunningServer } from "../support/servers.ts";
 
 interface ErrorBody {
@@ -189,6 +191,7 @@ ${services()}`);
     expect(errorsDuringOutage).toBeGreaterThan(0);
 
     // Redis comes back on the same port: the same gateway process recovers.
+    const syncDuringOutage = traffic.sent - sentBeforeOutage;
     redis = await startRedis(port);
     servers.push(redis);
     await waitUntil(async () => (await readyStatus(gw)) === 200, 30_000, () => "the gateway never reconnected to Redis");
@@ -205,9 +208,18 @@ ${services()}`);
     expect(Object.fromEntries(counts)).toEqual({ 200: total });
     expect(gw.child.exitCode).toBeNull();
     expect(keysBefore.length).toBeLessThanOrEqual(keysWithJob.length);
-    console.log(
-      `reliability: scenario=redis-restart requests=${total} errors=0 submissions_refused=${refused.length} ratelimit_errors_counted=${errorsDuringOutage} jobs_completed=2 lost=0 duplicated=0`,
-    );
+    reportReliability({
+      id: 1,
+      scenario: "Redis stopped and restarted",
+      load: "steady sync traffic (1 client) + job submissions, embedded relay",
+      faults: "redis-server stopped, then restarted on the same port; gateway left running",
+      requests: total + 2 + refused.length,
+      lost: 0,
+      duplicated: 0,
+      errors: 0,
+      expectedErrors: { count: refused.length, why: "job submissions answered 503 while Redis was down" },
+      details: { sync_requests: total, sync_during_outage: syncDuringOutage, ratelimit_errors_counted: errorsDuringOutage, jobs_completed: 2 },
+    });
   }, 120_000);
 });
 
@@ -276,7 +288,18 @@ ${services()}`);
       expect(inference.runs.get("s3-before")).toBe(1);
       for (let i = 0; i < 5; i++) expect(inference.runs.get(`s3-during-${i}`)).toBeUndefined();
       expect(gw.child.exitCode).toBeNull();
-      console.log(`reliability: scenario=s3-restart submissions=7 refused_500=${refused.length} half_created=0 jobs_completed=2 lost=0 duplicated=0`);
+      reportReliability({
+        id: 2,
+        scenario: "Object store stopped and restarted",
+        load: "job submissions + sync requests, embedded relay",
+        faults: "s3rver stopped, then restarted on the same port; gateway left running",
+        requests: 7 + 1,
+        lost: 0,
+        duplicated: 0,
+        errors: 0,
+        expectedErrors: { count: refused.length, why: "job submissions answered 500 while S3 was down, nothing half-created" },
+        details: { half_created: 0, jobs_completed: 2 },
+      });
     } finally {
       await kv.close();
     }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { StreamEvent } from "../../../core/llm/events.ts";
 import { translateStream } from "../../../core/llm/stream.ts";
 
@@ -12,6 +12,26 @@ function source(chunks: string[], error?: Error): ReadableStream<Uint8Array> {
       if (i < chunks.length) controller.enqueue(encoder.encode(chunks[i++]));
       else if (error) controller.error(error);
       else controller.close();
+    },
+  });
+}
+
+/**
+ * The same as a byte stream (what Deno's and undici's fetch bodies are), which the gateway
+ * reads with its own buffers. Closing answers the pending read with `respond(0)`, as a byte
+ * source must for a reader that brings its buffer (the runtimes' own bodies do).
+ */
+function byteSource(chunks: string[], error?: Error): ReadableStream<Uint8Array> {
+  let i = 0;
+  return new ReadableStream({
+    type: "bytes",
+    pull(controller) {
+      if (i < chunks.length) controller.enqueue(encoder.encode(chunks[i++]));
+      else if (error) controller.error(error);
+      else {
+        controller.close();
+        controller.byobRequest?.respond(0);
+      }
     },
   });
 }
@@ -84,5 +104,43 @@ describe("translateStream", () => {
     expect(await text(out)).toBe(
       'data: 1\n\ndata: {"error":{"message":"the backend stream broke off: socket hang up","type":"backend_error"}}\n\n',
     );
+  });
+});
+
+describe.each([
+  { kind: "default", make: source },
+  { kind: "byte", make: byteSource },
+])("passStream over a $kind stream", ({ make }) => {
+  // A fresh module each: once a plain stream refused a BYOB reader, the module stops asking.
+  let passStream: typeof import("../../../core/llm/stream.ts").passStream;
+  beforeAll(async () => {
+    vi.resetModules();
+    ({ passStream } = await import("../../../core/llm/stream.ts"));
+  });
+  const broke = 'data: {"error":{"message":"the backend stream broke off: reset","type":"backend_error"}}\n\n';
+
+  it("passes every byte on unchanged, chunks larger than its read buffer included", async () => {
+    const big = `data: ${"x".repeat(10_000)}\n\n`;
+    expect(await text(passStream(make(["data: 1\n\n", big, "data: [DONE]\n\n"]), () => {}))).toBe(`data: 1\n\n${big}data: [DONE]\n\n`);
+  });
+
+  it("ends with one error event after a break between events", async () => {
+    const reasons: string[] = [];
+    const out = passStream(make(["data: 1\n\n"], new Error("reset")), (reason) => reasons.push(reason));
+    expect(await text(out)).toBe(`data: 1\n\n${broke}`);
+    expect(reasons).toEqual(["the backend stream broke off"]);
+  });
+
+  it("closes a cut event with a blank line first, however the last bytes were split into chunks", async () => {
+    expect(await text(passStream(make(["data: 1\n\ndata: 2"], new Error("reset")), () => {}))).toBe(`data: 1\n\ndata: 2\n\n${broke}`);
+    expect(await text(passStream(make(["data: 1\n\ndata", ":", " ", "2"], new Error("reset")), () => {}))).toBe(`data: 1\n\ndata: 2\n\n${broke}`);
+    expect(await text(passStream(make(["data: 1", "\r\n", "\r", "\n"], new Error("reset")), () => {}))).toBe(`data: 1\r\n\r\n${broke}`);
+    expect(await text(passStream(make([], new Error("reset")), () => {}))).toBe(broke);
+  });
+
+  it("goes on with whichever kind of stream comes next", async () => {
+    const other = make === source ? byteSource : source;
+    expect(await text(passStream(other(["data: 1\n\n", "data: 2\n\n"]), () => {}))).toBe("data: 1\n\ndata: 2\n\n");
+    expect(await text(passStream(make(["data: 3\n\n"]), () => {}))).toBe("data: 3\n\n");
   });
 });

@@ -13,7 +13,7 @@ import { loadConfig } from "../../../core/config/load.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { Runtime } from "../../../core/plugins/host.ts";
-import { definePlugin, type PluginApi, type ProcessRole } from "../../../core/plugins/types.ts";
+import { definePlugin, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
@@ -38,6 +38,8 @@ export interface HarnessOptions {
   objects?: ObjectStore;
   clock?: Clock;
   role?: ProcessRole;
+  /** Plugins set up before the async-jobs ones (visibility, for example). */
+  plugins?: readonly PluginDefinition[];
 }
 
 export async function jobsRuntime(yaml: string, options: HarnessOptions = {}): Promise<JobsRuntime> {
@@ -68,7 +70,7 @@ export async function jobsRuntime(yaml: string, options: HarnessOptions = {}): P
       for (const name of ["job.submitted", "job.terminal", "relay.processed"] as const) api.on(name, (payload) => events.push({ name, payload }));
     },
   });
-  await runtime.install([asyncJobs, idempotency, relay, probePlugin]);
+  await runtime.install([...(options.plugins ?? []), asyncJobs, idempotency, relay, probePlugin]);
   return {
     runtime,
     events,

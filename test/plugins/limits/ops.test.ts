@@ -8,7 +8,7 @@ import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
-import { semaphoreAcquireFirst, slotAcquire, slotConvert, windowPeek } from "../../../plugins/limits/ops.ts";
+import { limitsAdmit, semaphoreAcquireFirst, slotAcquire, slotConvert, windowPeek } from "../../../plugins/limits/ops.ts";
 
 const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
   { name: "memory", open: async () => [new MemoryKv(new ManualClock())] },
@@ -107,6 +107,30 @@ describe.each(stores)("limits ops: $name", ({ open }) => {
       expect(ttlMissing).toBe(-2);
       expect(Number(ttlA)).toBeGreaterThan(0);
       expect(Number(ttlA)).toBeLessThanOrEqual(MINUTE);
+    });
+  });
+
+  describe("limitsAdmit", () => {
+    it("counts the request in a window opened by the first one, then reads the budgets as windowPeek does", async () => {
+      await kv.set(k("tok"), "12", 2 * MINUTE);
+      const first = await kv.run(limitsAdmit, [k("rl"), k("tok"), k("missing")], [1, MINUTE]);
+      expect(first.slice(0, 2)).toEqual([1, MINUTE]);
+      expect([first[2], first[4], first[5]]).toEqual(["12", "", -2]);
+      expect(Number(first[3])).toBeGreaterThan(MINUTE);
+      const second = await kv.run(limitsAdmit, [k("rl"), k("tok"), k("missing")], [1, MINUTE]);
+      expect(second[0]).toBe(2);
+      // The window is not extended by later requests.
+      expect(Number(second[1])).toBeLessThanOrEqual(MINUTE);
+      expect(Number(second[1])).toBeGreaterThan(0);
+      expect(await kv.get(k("rl"))).toBe("2");
+    });
+
+    it("only reads the budgets when the rate is off", async () => {
+      await kv.set(k("tok"), "3.5", MINUTE);
+      const reply = await kv.run(limitsAdmit, [k("tok")], [0, 0]);
+      expect(reply.slice(0, 3)).toEqual([0, 0, "3.5"]);
+      expect(reply).toHaveLength(4);
+      expect(await kv.exists(k("rl"))).toBe(false);
     });
   });
 });

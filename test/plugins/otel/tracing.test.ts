@@ -62,8 +62,10 @@ describe("tracing service", () => {
     expect(handedOver).toMatch(new RegExp(`^00-${submit.spanContext().traceId}-${submit.spanContext().spanId}-01$`));
     expect(tracing.traceparent()).toBeUndefined();
 
-    const result = await tracing.continueTrace("relay job", handedOver, { "gateway.job_id": "job-1" }, async () => {
+    const result = await tracing.continueTrace("relay job", handedOver, { "gateway.job_id": "job-1" }, async (span) => {
       sdk.tracer.startSpan("POST", { kind: otel.SpanKind.CLIENT }).end();
+      span.setAttributes({ "gateway.outcome": "failed" });
+      span.fail("the backend answered HTTP 500");
       return 42;
     });
     expect(result).toBe(42);
@@ -76,10 +78,28 @@ describe("tracing service", () => {
     expect(job.traceId).toBe(submit.spanContext().traceId);
     expect(job.parentSpanId).toBe(submit.spanContext().spanId);
     expect(job.kind).toBe(5);
-    expect(job.attributes["gateway.job_id"]).toBe("job-1");
+    expect(job.attributes).toMatchObject({ "gateway.job_id": "job-1", "gateway.outcome": "failed" });
+    expect(job.status).toBe(2);
     expect(receiver.spans.find((s) => s.name === "POST")?.parentSpanId).toBe(job.spanId);
     expect(fresh.traceId).not.toBe(submit.spanContext().traceId);
     expect(fresh.parentSpanId).toBeUndefined();
     expect(failed.status).toBe(2);
+  });
+
+  it("hands an unsampled request's decision on, so the later work is not recorded either", async () => {
+    receiver.spans.length = 0;
+    const { config } = loadConfig(`opentelemetry: { enabled: true, exporter: { endpoint: ${JSON.stringify(receiver.url)} } }\n`, {});
+    const sdk = await acquire("unit-test", runtimeTelemetry(config.opentelemetry, silentLogger, Date.now));
+    const tracing = tracingService(sdk.tracer, sdk.propagator);
+    const caller = sdk.propagator.extract(otel.ROOT_CONTEXT, { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" }, otel.defaultTextMapGetter);
+    const request = sdk.tracer.startSpan("POST /jobs/{type}", { kind: otel.SpanKind.SERVER }, caller);
+    const handedOver = otel.context.with(otel.trace.setSpan(caller, request), () => tracing.traceparent());
+    request.end();
+    expect(handedOver).toMatch(/^00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-00$/);
+    await tracing.continueTrace("relay job", handedOver, {}, async () => {
+      sdk.tracer.startSpan("POST", { kind: otel.SpanKind.CLIENT }).end();
+    });
+    await sdk.release();
+    expect(receiver.spans).toEqual([]);
   });
 });

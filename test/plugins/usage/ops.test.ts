@@ -31,21 +31,20 @@ describe.each(stores)("usage ops: $name", ({ open }) => {
     p = `usageops:${crypto.randomUUID()}:`;
   });
   const k = (name: string) => `${p}${name}`;
-  const keys = (consumer: string) => [k(`c:${consumer}`), k("consumers"), k("rank:chat"), k("d"), k("w"), k("m")];
-  const record = (consumer: string, counts: { requests?: number; jobs?: number; prompt?: number; completion?: number; seconds?: number }, options: { now?: number; retention?: number } = {}) =>
-    kv.run(usageRecord, keys(consumer), [
-      consumer,
-      options.now ?? NOW,
-      options.retention ?? 0,
-      400 * DAY,
-      800 * DAY,
-      "chat|",
-      counts.requests ?? 0,
-      counts.jobs ?? 0,
-      counts.prompt ?? 0,
-      counts.completion ?? 0,
-      counts.seconds ?? 0,
-    ]);
+  const shared = () => [k("consumers"), k("rank:chat"), k("d"), k("w"), k("m")];
+  type Counts = { requests?: number; jobs?: number; prompt?: number; completion?: number; seconds?: number };
+  const countsOf = (c: Counts) => [c.requests ?? 0, c.jobs ?? 0, c.prompt ?? 0, c.completion ?? 0, c.seconds ?? 0];
+  /** A batch of records; the buckets get the sums, as the recorder passes them. */
+  const recordMany = (records: Array<{ consumer: string; counts: Counts; now?: number }>, options: { retention?: number } = {}) => {
+    const totals = [0, 0, 0, 0, 0];
+    for (const r of records) countsOf(r.counts).forEach((n, i) => (totals[i] += n));
+    return kv.run(
+      usageRecord,
+      [...shared(), ...records.map((r) => k(`c:${r.consumer}`))],
+      [options.retention ?? 0, 400 * DAY, 800 * DAY, "chat|", ...totals, ...records.flatMap((r) => [r.consumer, r.now ?? NOW, ...countsOf(r.counts)])],
+    );
+  };
+  const record = (consumer: string, counts: Counts, options: { now?: number; retention?: number } = {}) => recordMany([{ consumer, counts, now: options.now }], options);
 
   it("adds one event's counts to the consumer, the indexes and the three buckets at once", async () => {
     expect(await record("alice", { requests: 1, prompt: 11, completion: 7 })).toBe(1);
@@ -99,6 +98,27 @@ describe.each(stores)("usage ops: $name", ({ open }) => {
     // Tokens alone do not touch the rank.
     await record("alice", { prompt: 3 });
     expect(await kv.zscore(k("rank:chat"), "alice")).toBe(1);
+  });
+
+  it("writes a batch of consumers in one call: each its own record, the buckets the sums", async () => {
+    await record("alice", { requests: 2 });
+    const written = await recordMany([
+      { consumer: "alice", counts: { requests: 1, prompt: 10 }, now: NOW + 1 },
+      { consumer: "bob", counts: { requests: 3, completion: 4, seconds: 0.5 }, now: NOW + 2 },
+      { consumer: "carol", counts: {} },
+    ]);
+    expect(written).toBe(2);
+    expect(await kv.hgetall(k("c:alice"))).toEqual({ "chat|requests": "3", "chat|prompt_tokens": "10", last_active: String(NOW + 1) });
+    expect(await kv.hgetall(k("c:bob"))).toMatchObject({ "chat|requests": "3", "chat|completion_tokens": "4", last_active: String(NOW + 2) });
+    expect(await kv.exists(k("c:carol"))).toBe(false);
+    expect(await kv.zscore(k("rank:chat"), "alice")).toBe(3);
+    expect(await kv.zscore(k("rank:chat"), "bob")).toBe(3);
+    expect(await kv.zscore(k("consumers"), "carol")).toBeNull();
+    for (const bucket of ["d", "w", "m"]) {
+      const fields = await kv.hgetall(k(bucket));
+      expect(fields).toMatchObject({ requests: "6", prompt_tokens: "10", completion_tokens: "4" });
+      expect(Number(fields.processing_seconds)).toBeCloseTo(0.5);
+    }
   });
 
   it("rankPage pages a sorted set highest first, with its size", async () => {

@@ -1,0 +1,84 @@
+/**
+ * The processes `npm run bench` and `npm run soak` both start: the gateway (Node from
+ * dist/, or Deno from the source) pinned to the server core, a private redis-server on the
+ * other core, and the description of the machine the figures come from.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, waitForPort } from "../test/support/servers.ts";
+import type { Target } from "./measure.ts";
+import { hasTaskset, OTHER_CORE, SERVER_CORE, spawnService, waitHealthy, type Service } from "./procs.ts";
+import type { Machine } from "./report.ts";
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const resultsDir = join(repoRoot, "bench/results");
+const denoBinary = join(repoRoot, "node_modules/deno/deno");
+
+export type Runtime = "node" | "deno";
+
+export function machine(): Machine {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+  const deno = spawnSync(denoBinary, ["--version"], { encoding: "utf8" });
+  return {
+    nproc: cpus().length,
+    cpu: cpuinfo.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? "unknown",
+    node: process.version,
+    deno: deno.status === 0 ? deno.stdout.split("\n")[0] : undefined,
+    os: readFileSync("/etc/os-release", "utf8").match(/^PRETTY_NAME="?(.*?)"?$/m)?.[1] ?? process.platform,
+    pinned: hasTaskset(),
+  };
+}
+
+export function redisInstalled(): boolean {
+  return spawnSync("redis-server", ["--version"]).status === 0;
+}
+
+/** A redis-server that keeps nothing on disk, on the core the gateway does not use. */
+export async function startRedis(workDir: string): Promise<{ service: Service; addr: string; port: number }> {
+  const port = await freePort();
+  const service = spawnService("redis", ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workDir], {
+    core: OTHER_CORE,
+  });
+  await waitForPort(port);
+  return { service, addr: `127.0.0.1:${port}`, port };
+}
+
+export interface GatewayOptions {
+  runtime: Runtime;
+  /** Names the process in logs and errors. */
+  name: string;
+  configPath: string;
+  /** Runtime flags before the entry point (`--cpu-prof ...`, `--inspect=...`). */
+  runtimeFlags?: string[];
+  env?: Record<string, string>;
+}
+
+export interface Gateway {
+  service: Service;
+  target: Target;
+  port: number;
+  /** The plugins it started with, from its `gateway_started` log line. */
+  plugins: string[];
+}
+
+/** Starts the gateway on a free port and waits for `/health`. */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const port = await freePort();
+  const flags = options.runtimeFlags ?? [];
+  const argv =
+    options.runtime === "deno"
+      ? [denoBinary, "run", ...flags, "--allow-all", join(repoRoot, "adapters/deno/main.ts")]
+      : [process.execPath, ...flags, join(repoRoot, "dist/adapters/node/main.js")];
+  const service = spawnService(options.name, argv, {
+    core: SERVER_CORE,
+    cwd: repoRoot,
+    env: { CONFIG_PATH: options.configPath, GATEWAY_ADDR: `127.0.0.1:${port}`, ...options.env },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(service, `${base}/health`);
+  const started = /"event":"gateway_started".*?"plugins":(\[[^\]]*\])/.exec(service.output());
+  return { service, target: { name: "gateway", base, pid: service.pid }, port, plugins: started ? (JSON.parse(started[1]) as string[]) : [] };
+}

@@ -1,0 +1,58 @@
+/**
+ * Job submissions and model visibility (spec 4.10): the errors of `POST /jobs/{type}` that
+ * list the available models name only those the caller may see, so a hidden model stays
+ * unknown to callers outside its audience.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import visibility from "../../../plugins/visibility/index.ts";
+import { jobForm, jobsRuntime, type JobsRuntime } from "./harness.ts";
+
+const open: JobsRuntime[] = [];
+afterEach(async () => {
+  for (const gw of open.splice(0)) await gw.close();
+});
+
+const config = `
+server:
+  user_type_header: X-User-Type
+services:
+  - type: asr
+    model: whisper
+    inference_url: http://127.0.0.1:9
+    operations: { transcribe: ["/v1/audio/transcriptions"] }
+  - type: asr
+    model: whisper-secret
+    inference_url: http://127.0.0.1:9
+    operations: { transcribe: ["/v1/audio/transcriptions"] }
+    visibility: { user_types: [premium] }
+`;
+
+async function errorOf(gw: JobsRuntime, fields: Record<string, string>, userType?: string, fileFirst = false): Promise<{ status: number; message: string }> {
+  const response = await gw.request("/jobs/asr", {
+    method: "POST",
+    body: jobForm(fields, { name: "clip.wav", content: "audio" }, fileFirst),
+    headers: userType ? { "X-User-Type": userType } : {},
+  });
+  const body = (await response.json()) as { error: { message: string } };
+  return { status: response.status, message: body.error.message };
+}
+
+describe("job submission errors and hidden models", () => {
+  it("lists only the models the caller may see, wherever the model field comes", async () => {
+    const gw = await jobsRuntime(config, { plugins: [visibility] });
+    open.push(gw);
+
+    for (const fileFirst of [false, true]) {
+      const outsider = await errorOf(gw, { model: "gpt-9" }, undefined, fileFirst);
+      expect(outsider).toEqual({ status: 404, message: 'model "gpt-9" is not available for service type "asr"; available models: whisper' });
+      expect(outsider.message).not.toContain("whisper-secret");
+    }
+    // No model and no default: the 400 names the choices, also without the hidden one.
+    const ambiguous = await errorOf(gw, {}, "free");
+    expect(ambiguous.status).toBe(400);
+    expect(ambiguous.message).toBe('several models serve service type "asr" and none is the default; set "model" to one of: whisper');
+
+    // The audience sees it.
+    expect((await errorOf(gw, { model: "gpt-9" }, "premium")).message).toContain("available models: whisper, whisper-secret");
+  });
+});

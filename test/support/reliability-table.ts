@@ -1,0 +1,48 @@
+/**
+ * Prints README's reliability results table from the lines the reliability scenarios
+ * appended (test/support/reliability-report.ts); the newest line of each scenario wins.
+ *
+ *   npx tsx test/support/reliability-table.ts [--runtime node|deno] [report.jsonl]
+ *
+ * The file defaults to $RELIABILITY_REPORT, else `<tmpdir>/gateway-reliability.jsonl`.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { reliabilityReportPath, type ReliabilityLine } from "./reliability-report.ts";
+
+function argument(name: string): string | undefined {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? process.argv[at + 1] : undefined;
+}
+
+const runtime = argument("--runtime") ?? "node";
+const positional = process.argv.slice(2).filter((arg, i, all) => !arg.startsWith("--") && all[i - 1] !== "--runtime");
+const file = positional[0] ?? reliabilityReportPath();
+if (!existsSync(file)) {
+  console.error(`no report at ${file}: run the reliability suite first (npx vitest run test/reliability)`);
+  process.exit(1);
+}
+
+const newest = new Map<number, ReliabilityLine>();
+for (const text of readFileSync(file, "utf8").split("\n")) {
+  if (text.trim() === "") continue;
+  const line = JSON.parse(text) as ReliabilityLine;
+  if (line.runtime !== runtime) continue;
+  const seen = newest.get(line.id);
+  if (!seen || seen.at <= line.at) newest.set(line.id, line);
+}
+if (newest.size === 0) {
+  console.error(`no ${runtime} lines in ${file}`);
+  process.exit(1);
+}
+
+const cell = (text: string | number) => String(text).replaceAll("|", "\\|");
+const errors = (line: ReliabilityLine) =>
+  line.expectedErrors && line.expectedErrors.count > 0 ? `${line.errors} (+${line.expectedErrors.count} as specified: ${line.expectedErrors.why})` : String(line.errors);
+
+console.log("| # | Scenario | Load | Faults injected | Requests | Lost | Duplicated | Errors |");
+console.log("|---|---|---|---|---:|---:|---:|---|");
+for (const line of [...newest.values()].sort((a, b) => a.id - b.id)) {
+  console.log(`| ${line.id} | ${[line.scenario, line.load, line.faults].map(cell).join(" | ")} | ${line.requests} | ${line.lost} | ${line.duplicated} | ${cell(errors(line))} |`);
+}
+const stamps = [...newest.values()].map((line) => line.at).sort();
+console.log(`\n${runtime}, run ${stamps[0].slice(0, 10)}${stamps.length > 1 && stamps.at(-1)!.slice(0, 10) !== stamps[0].slice(0, 10) ? ` to ${stamps.at(-1)!.slice(0, 10)}` : ""}`);
