@@ -4,12 +4,13 @@
  * and S3, in front of the fake backend of test/fixtures/access-backend.ts, with a JWKS
  * endpoint of our own for oauth2.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startAccessBackend, type AccessBackend } from "../fixtures/access-backend.ts";
 import { startJwksServer, type JwksServer } from "../fixtures/jwks-server.ts";
 import { exitCode, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { newSigningKey, signToken, type SigningKey, type TokenOptions } from "../support/jwt.ts";
 import { metricValue } from "../support/prometheus.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 interface ErrorBody {
   error: { message: string; type: string };
@@ -39,13 +40,7 @@ afterEach(async () => {
 
 /** Production stores: quota windows live in Redis, shared by every replica. */
 const stores = () => `
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: gateway-test
+${storesYaml({ bucket: "gateway-test" })}
 `;
 
 /** A chat model on the LLM path; `extra` lines are indented as service keys. */

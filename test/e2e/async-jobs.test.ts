@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, i
 import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 /**
  * This file's own bucket (the gateway creates it at start): the tests check that nothing is
@@ -65,14 +66,7 @@ function config({ db = 2, relay = "embedded: true", extra = "", stores = "produc
   const storeSection =
     stores === "production"
       ? `
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-  db: ${db}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: ${BUCKET}
+${storesYaml({ db: db, bucket: BUCKET })}
 `
       : `
 object_store:

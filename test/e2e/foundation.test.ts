@@ -7,6 +7,7 @@ import { exitCode, onDeno, startGateway, type GatewayProcess } from "../support/
 import { metricValue } from "../support/prometheus.ts";
 import { rawRequest } from "../support/raw-http.ts";
 import { freePort } from "../support/servers.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 const running: GatewayProcess[] = [];
 async function start(yaml: string, options?: Parameters<typeof startGateway>[1]): Promise<GatewayProcess> {
@@ -141,13 +142,7 @@ services:
 
 describe("gateway on Redis and S3", () => {
   const production = (redisAddr: string) => `
-redis:
-  addr: ${JSON.stringify(redisAddr)}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: gateway-test
+${storesYaml({ bucket: "gateway-test", redisAddr })}
 services: []
 `;
 

@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vi
 import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
 import { flatten, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../fixtures/otlp-receiver.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -255,14 +256,7 @@ describe("OpenTelemetry for jobs and logs", () => {
   const jobsConfig = (serviceName: string) => `
 server:
   consumer_header: X-Consumer
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-  db: ${DB}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: otel-e2e
+${storesYaml({ db: DB, bucket: "otel-e2e" })}
 relay:
   embedded: false
 opentelemetry:

@@ -4,53 +4,24 @@
  * (test/fixtures/webhook-receiver.ts). The receiver's callback URL says how it answers
  * each job (`?fail=N` first N deliveries get 500, `?status=S` then S).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { join } from "node:path";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
 import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
 import type { ReceivedDelivery } from "../fixtures/webhook-receiver.ts";
-import { onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
-import { freePort, TEST_BUCKET, waitForPort } from "../support/servers.ts";
+import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { TEST_BUCKET } from "../support/servers.ts";
+import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 const REDIS_DB = 5;
 const SECRET = "whsec_e2e";
 const RESULT = { text: "transcribed", words: 2 };
 
-interface Receiver {
-  url: string;
-  received(jobId?: string): Promise<ReceivedDelivery[]>;
-  stop(): Promise<void>;
-}
-
-/** The receiver fixture as a child process: Node runs it through tsx, Deno directly. */
-async function startReceiver(): Promise<Receiver> {
-  const port = await freePort();
-  const file = join(repoRoot, "test/fixtures/webhook-receiver.ts");
-  const args = onDeno ? ["run", "--allow-all", file] : ["--import", "tsx", file];
-  const child: ChildProcess = spawn(process.execPath, [...args, "--port", String(port)], { cwd: repoRoot, stdio: "ignore" });
-  await waitForPort(port, 30_000);
-  const url = `http://127.0.0.1:${port}`;
-  return {
-    url,
-    async received(jobId) {
-      const response = await fetch(`${url}/received${jobId ? `?job=${jobId}` : ""}`);
-      return (await response.json()) as ReceivedDelivery[];
-    },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
-
 type Redis = ReturnType<typeof createClient>;
 let redis: Redis;
-let receiver: Receiver;
+let receiver: ReceiverProcess;
 let backend: FakeBackend;
 
 beforeAll(async () => {
@@ -58,7 +29,7 @@ beforeAll(async () => {
   await redis.connect();
   await redis.flushDb();
   [receiver, backend] = await Promise.all([
-    startReceiver(),
+    startReceiverProcess(),
     startBackend({ kind: "status", status: 200, body: JSON.stringify(RESULT) }),
   ]);
 });
@@ -77,14 +48,7 @@ interface ConfigOptions {
 function gatewayConfig(options: ConfigOptions): string {
   const webhooks = { signing_secret: SECRET, allow_private_networks: true, retry_backoff: "1s", max_backoff: "2s", max_retries: 4, timeout: "5s", ...options.webhooks };
   return `
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-  db: ${REDIS_DB}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: ${TEST_BUCKET}
+${storesYaml({ db: REDIS_DB, bucket: TEST_BUCKET })}
 lifecycle:
   persists_result: ${options.persistsResult ?? false}
 webhooks: ${JSON.stringify(webhooks)}

@@ -16,15 +16,14 @@
  * state frozen at the kill (the delivery still in the retry schedule) and reported; a 2xx
  * repeat of a delivery the store had already finished is a duplicate and fails the test.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { join } from "node:path";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import type { ReceivedDelivery } from "../fixtures/webhook-receiver.ts";
-import { onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
-import { freePort, waitForPort } from "../support/servers.ts";
+import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 12;
 const BUCKET = "reliability-webhooks";
@@ -32,39 +31,13 @@ const SETTLED_JOBS = 30;
 const HELD_JOBS = 10;
 const CONCURRENCY = 4;
 
-interface Receiver {
-  url: string;
-  received(): Promise<ReceivedDelivery[]>;
-  stop(): Promise<void>;
-}
-
-/** The receiver fixture as its own process (Node through tsx, Deno directly), so it outlives nothing but the test. */
-async function startReceiver(): Promise<Receiver> {
-  const port = await freePort();
-  const file = join(repoRoot, "test/fixtures/webhook-receiver.ts");
-  const args = onDeno ? ["run", "--allow-all", file] : ["--import", "tsx", file];
-  const child: ChildProcess = spawn(process.execPath, [...args, "--port", String(port)], { cwd: repoRoot, stdio: "ignore" });
-  await waitForPort(port, 30_000);
-  const url = `http://127.0.0.1:${port}`;
-  return {
-    url,
-    received: async () => (await (await fetch(`${url}/received`)).json()) as ReceivedDelivery[],
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
-
 let backend: InferenceBackend;
-let receiver: Receiver;
+let receiver: ReceiverProcess;
 let redis: ReturnType<typeof createClient>;
 const running: GatewayProcess[] = [];
 
 beforeAll(async () => {
-  [backend, receiver] = await Promise.all([startInferenceBackend(), startReceiver()]);
+  [backend, receiver] = await Promise.all([startInferenceBackend(), startReceiverProcess()]);
   redis = createClient({ url: inject("redisUrl"), database: DB });
   await redis.connect();
   await redis.flushDb();
@@ -77,14 +50,7 @@ afterAll(async () => {
 
 function config(): string {
   return `
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-  db: ${DB}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: ${BUCKET}
+${storesYaml({ db: DB, bucket: BUCKET })}
 relay:
   embedded: true
   lease_seconds: 2

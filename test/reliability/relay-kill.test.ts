@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 11;
 const BUCKET = "reliability-relays";
@@ -38,14 +39,7 @@ afterAll(async () => {
 
 function config(): string {
   return `
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-  db: ${DB}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: ${BUCKET}
+${storesYaml({ db: DB, bucket: BUCKET })}
 relay:
   embedded: false
   lease_seconds: 1

@@ -20,6 +20,7 @@ import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway
 import { metricValue } from "../support/prometheus.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 import { freePort, startRedis, startS3, TEST_BUCKET, type RunningServer } from "../support/servers.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 interface ErrorBody {
   error: { message: string; type: string };
@@ -139,13 +140,7 @@ describe("scenario 1: Redis stopped and restarted under steady traffic", () => {
     const gw = await startGateway(`
 server:
   consumer_header: X-Consumer
-redis:
-  addr: ${JSON.stringify(redis.url)}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: ${BUCKET}
+${storesYaml({ bucket: BUCKET, redisAddr: redis.url })}
 relay:
   embedded: true
 ${services()}`);
@@ -237,14 +232,7 @@ describe("scenario 2: object store stopped and restarted", () => {
       const gw = await startGateway(`
 server:
   consumer_header: X-Consumer
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-  db: ${DB}
-object_store:
-  endpoint: ${JSON.stringify(s3.url)}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: ${TEST_BUCKET}
+${storesYaml({ db: DB, bucket: TEST_BUCKET, s3Endpoint: s3.url })}
 relay:
   embedded: true
 ${services()}`);

@@ -26,6 +26,7 @@ import { startInferenceBackend, type InferenceBackend } from "../fixtures/infere
 import { startLlmBackend, type FakeBackend as LlmBackend } from "../fixtures/llm-backends.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 13;
 const BUCKET = "reliability-replicas";
@@ -110,14 +111,7 @@ function config(extra?: string): string {
   return `
 server:
   consumer_header: X-Consumer
-redis:
-  addr: ${JSON.stringify(inject("redisUrl"))}
-  db: ${DB}
-object_store:
-  endpoint: ${JSON.stringify(inject("s3Endpoint"))}
-  access_key: S3RVER
-  secret_key: S3RVER
-  bucket: ${BUCKET}
+${storesYaml({ db: DB, bucket: BUCKET })}
 relay:
   embedded: true
   concurrency: 2

@@ -1,0 +1,25 @@
+/**
+ * The `redis` and `object_store` blocks of a test gateway's config: the suite's own
+ * redis-server and s3rver (test/support/global-setup.ts) unless a test brings its own.
+ */
+import { inject } from "vitest";
+
+export interface StoresOptions {
+  /** A Redis database of its own keeps a test's keys apart from the others'. */
+  db?: number;
+  bucket: string;
+  redisAddr?: string;
+  s3Endpoint?: string;
+}
+
+/** The blocks, without a final newline: `${storesYaml(...)}` stands on a line of its own. */
+export function storesYaml(options: StoresOptions): string {
+  const db = options.db === undefined ? "" : `  db: ${options.db}\n`;
+  return `redis:
+  addr: ${JSON.stringify(options.redisAddr ?? inject("redisUrl"))}
+${db}object_store:
+  endpoint: ${JSON.stringify(options.s3Endpoint ?? inject("s3Endpoint"))}
+  access_key: S3RVER
+  secret_key: S3RVER
+  bucket: ${options.bucket}`;
+}
