@@ -73,7 +73,7 @@ export class Dispatcher {
     return this.track(Promise.resolve(job).then((ready) => this.persistAndAttempt(ready, mode)));
   }
 
-  /** Attempts this process has under way (the outbox sweep leaves room for retries with it). */
+  /** Deliveries this process has under way (the outbox sweep takes no more than the room left). */
   get busy(): number {
     return this.inflight.size;
   }
