@@ -209,3 +209,24 @@ export function extendIndex(data: KvData, key: string | undefined, ttl: number):
   const current = data.pttl(key);
   if (current === -1 || (current >= 0 && current < ttl)) data.pexpire(key, ttl);
 }
+
+/**
+ * A building block for scripts, not an operation of its own: the Lua function
+ * `schedule_if_field(hash, field, zset, score, member)` and its JS twin `scheduleIfField`.
+ * They add `member` to the sorted set `zset` with `score` when the hash's `field` is set and
+ * not empty, so a status change can enqueue follow-up work (the job store's notification
+ * outbox) in the same step, decided by the stored record rather than by the caller.
+ */
+export const LUA_SCHEDULE_IF_FIELD = `
+local function schedule_if_field(hash, field, zset, score, member)
+  local value = redis.call('HGET', hash, field)
+  if value and value ~= '' then
+    redis.call('ZADD', zset, score, member)
+  end
+end
+`;
+
+export function scheduleIfField(data: KvData, hash: string, field: string, zset: string, score: number, member: string): void {
+  const value = data.hget(hash, field);
+  if (value !== null && value !== "") data.zadd(zset, score, member);
+}

@@ -15,6 +15,7 @@
  * | relay:<model>:deadletter          | list   | ids the GC reaper gave up on                 | none (not self-draining)
  * | relay-lease:<id>                  | string | the claiming relay's token                   | relay.lease_seconds, renewed every third of it while the backend works
  * | idempotency:<consumer>:<key>      | string | the 2.1 body of the job the key created      | jobs.idempotency_ttl
+ * | jobs:notify-outbox                | zset   | job id -> sweep-after ms: ended with a callback_url, webhook not yet persisted | none (the webhooks plugin removes an entry when it persists the delivery, or drops it when the job is gone)
  *
  * `<consumer>` is URI-encoded (so it holds no ":"); "" for anonymous callers. `<model>` is
  * the model alias, or the service type for a service without one.
@@ -31,6 +32,7 @@ const PREFIX = {
   tombstone: "job-expired:",
   cancel: "job-cancel:",
   consumerIndex: "jobs:consumer:",
+  notifyOutbox: "jobs:notify-outbox",
   queue: "relay:",
   lease: "relay-lease:",
   idempotency: "idempotency:",
@@ -51,6 +53,11 @@ export const jobKeys = {
   tombstone: (id: string) => `${PREFIX.tombstone}${id}`,
   cancel: (id: string) => `${PREFIX.cancel}${id}`,
   consumerIndex: (consumer: string) => `${PREFIX.consumerIndex}${encodeURIComponent(consumer)}`,
+  /**
+   * The notification outbox: the terminal status change adds a job with a callback_url in
+   * the same atomic op, so its webhook survives a crash before the delivery is persisted.
+   */
+  notifyOutbox: PREFIX.notifyOutbox,
   queue: (model: string) => `${PREFIX.queue}${model}`,
   processing: (model: string) => `${PREFIX.queue}${model}:processing`,
   deadletter: (model: string) => `${PREFIX.queue}${model}:deadletter`,

@@ -11,8 +11,13 @@
  *
  * Optional keys come last in KEYS (Lua sees `nil`, the JS twin `undefined`). Record
  * fields travel as trailing ARGV name/value pairs.
+ *
+ * The terminal changes (jobFinish, jobCancel's pending -> cancelled) also add a job with a
+ * callback_url to the notification outbox (keys.ts `jobs:notify-outbox`) in the same step:
+ * from the moment a job ends, its webhook is on record even if the process dies before the
+ * webhooks plugin persists the delivery.
  */
-import { extendIndex, LUA_EXTEND_INDEX } from "../../core/stores/atomic-ops.ts";
+import { extendIndex, LUA_EXTEND_INDEX, LUA_SCHEDULE_IF_FIELD, scheduleIfField } from "../../core/stores/atomic-ops.ts";
 import type { AtomicOp, KvData } from "../../core/stores/kv.ts";
 
 function pairs(args: string[], from: number): Record<string, string> {
@@ -124,56 +129,68 @@ return transition(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4],
 };
 
 /**
- * A relay ends its claim: the status change, the processing-list entry, the lease and the
- * cancel signal, together. It acts only while the caller's lease is held or has lapsed
- * unclaimed: when another relay holds the lease now (the GC reaper requeued the job and it
- * was claimed again), nothing changes and the reply is [0, "leased"].
+ * A relay ends its claim: the status change (to a terminal status), the processing-list
+ * entry, the lease, the cancel signal and the notification outbox entry, together. It acts
+ * only while the caller's lease is held or has lapsed unclaimed: when another relay holds
+ * the lease now (the GC reaper requeued the job and it was claimed again), nothing changes
+ * and the reply is [0, "leased"].
  * KEYS[1] record, KEYS[2] tombstone, KEYS[3] processing list, KEYS[4] lease, KEYS[5]
- * cancel signal, KEYS[6] consumer index (optional).
+ * cancel signal, KEYS[6] notification outbox, KEYS[7] consumer index (optional).
  * ARGV[1] job id, ARGV[2] lease token, ARGV[3] allowed statuses, ARGV[4] new status,
- * ARGV[5] record TTL ms, ARGV[6] tombstone TTL ms, ARGV[7..] more field/value pairs.
+ * ARGV[5] record TTL ms, ARGV[6] tombstone TTL ms, ARGV[7] outbox score (sweep-after ms),
+ * ARGV[8..] more field/value pairs.
+ * When the status changed and the record has a callback_url, the id joins the outbox.
  * Reply: as jobTransition.
  */
 export const jobFinish: AtomicOp<[number, string]> = {
   name: "jobFinish",
-  lua: `${LUA_TRANSITION}
+  lua: `${LUA_TRANSITION}${LUA_SCHEDULE_IF_FIELD}
 local holder = redis.call('GET', KEYS[4])
 if holder and holder ~= ARGV[2] then return {0, 'leased'} end
 redis.call('LREM', KEYS[3], 0, ARGV[1])
 redis.call('DEL', KEYS[4], KEYS[5])
-return transition(KEYS[1], KEYS[2], KEYS[6], ARGV[3], ARGV[4], ARGV[5], ARGV[6], 7)
+local outcome = transition(KEYS[1], KEYS[2], KEYS[7], ARGV[3], ARGV[4], ARGV[5], ARGV[6], 8)
+if outcome[1] == 1 then
+  schedule_if_field(KEYS[1], 'callback_url', KEYS[6], ARGV[7], ARGV[1])
+end
+return outcome
 `,
-  js: (data, [record, tombstone, processing, lease, cancel, index], args) => {
-    const [id, token, allowed, status, ttl, tombTtl] = args;
+  js: (data, [record, tombstone, processing, lease, cancel, outbox, index], args) => {
+    const [id, token, allowed, status, ttl, tombTtl, notifyAfter] = args;
     const holder = data.get(lease);
     if (holder !== null && holder !== token) return [0, "leased"];
     data.lrem(processing, 0, id);
     data.del(lease);
     data.del(cancel);
-    return transition(data, { record, tombstone, index }, allowed, status, Number(ttl), Number(tombTtl), pairs(args, 6));
+    const outcome = transition(data, { record, tombstone, index }, allowed, status, Number(ttl), Number(tombTtl), pairs(args, 7));
+    if (outcome[0] === 1) scheduleIfField(data, record, "callback_url", outbox, Number(notifyAfter), id);
+    return outcome;
   },
 };
 
 /**
  * DELETE /jobs/{type}/{id} (DESIGN 4): a pending job is cancelled and leaves its queue at
- * once; a processing one gets a cancel signal the relay acts on; others are left alone.
+ * once (joining the notification outbox when it has a callback_url); a processing one gets
+ * a cancel signal the relay acts on; others are left alone.
  * KEYS[1] record, KEYS[2] tombstone, KEYS[3] queue, KEYS[4] cancel signal, KEYS[5]
- * consumer index (optional).
+ * notification outbox, KEYS[6] consumer index (optional).
  * ARGV[1] id, ARGV[2] cancelled record TTL ms, ARGV[3] tombstone TTL ms, ARGV[4] signal
- * TTL ms, ARGV[5..] field/value pairs for a cancelled record.
+ * TTL ms, ARGV[5] outbox score (sweep-after ms), ARGV[6..] field/value pairs for a
+ * cancelled record.
  * Reply: [status after the call, status before] ("" / "" when the record is gone).
  */
 export const jobCancel: AtomicOp<[string, string]> = {
   name: "jobCancel",
-  lua: `${LUA_EXTEND_INDEX}
+  lua: `${LUA_EXTEND_INDEX}${LUA_SCHEDULE_IF_FIELD}
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {'', ''} end
 if current == 'pending' then
-  redis.call('HSET', KEYS[1], 'status', 'cancelled', unpack(ARGV, 5))
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', unpack(ARGV, 6))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   redis.call('LREM', KEYS[3], 0, ARGV[1])
-  extend_index(KEYS[5], ARGV[2])
+  extend_index(KEYS[6], ARGV[2])
+  schedule_if_field(KEYS[1], 'callback_url', KEYS[5], ARGV[5], ARGV[1])
   return {'cancelled', current}
 end
 if current == 'processing' then
@@ -181,16 +198,17 @@ if current == 'processing' then
 end
 return {current, current}
 `,
-  js: (data, [record, tombstone, queue, cancel, index], args) => {
-    const [id, ttl, tombTtl, signalTtl] = args;
+  js: (data, [record, tombstone, queue, cancel, outbox, index], args) => {
+    const [id, ttl, tombTtl, signalTtl, notifyAfter] = args;
     const current = data.hget(record, "status");
     if (current === null) return ["", ""];
     if (current === "pending") {
-      data.hset(record, { status: "cancelled", ...pairs(args, 4) });
+      data.hset(record, { status: "cancelled", ...pairs(args, 5) });
       data.pexpire(record, Number(ttl));
       data.pexpire(tombstone, Number(tombTtl));
       data.lrem(queue, 0, id);
       extendIndex(data, index, Number(ttl));
+      scheduleIfField(data, record, "callback_url", outbox, Number(notifyAfter), id);
       return ["cancelled", current];
     }
     if (current === "processing") data.set(cancel, "1", Number(signalTtl));

@@ -13,7 +13,7 @@ import type { ObjectStore } from "../../core/stores/objects.ts";
 import { jobKeys } from "./keys.ts";
 import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, relayClaim } from "./ops.ts";
 import { fromHash, toHash } from "./record.ts";
-import { jobTtlMs, markerTtlMs } from "./ttl.ts";
+import { jobTtlMs, markerTtlMs, NOTIFY_GRACE_MS } from "./ttl.ts";
 import type {
   ClaimedJob,
   FinishFields,
@@ -129,13 +129,14 @@ export class KvJobStore implements JobStore {
 
   async cancel(job: JobRecord): Promise<{ status: JobStatus; job?: JobRecord } | null> {
     const ttl = this.ttlFor("cancelled");
-    const keys = [jobKeys.record(job.id), jobKeys.tombstone(job.id), jobKeys.queue(job.model), jobKeys.cancel(job.id)];
+    const keys = [jobKeys.record(job.id), jobKeys.tombstone(job.id), jobKeys.queue(job.model), jobKeys.cancel(job.id), jobKeys.notifyOutbox];
     if (job.consumer_name !== undefined) keys.push(jobKeys.consumerIndex(job.consumer_name));
     const [after, before] = await this.kv.run(jobCancel, keys, [
       job.id,
       ttl,
       ttl + this.markerMs(),
       this.ttlFor("processing"),
+      this.notifyAfter(),
       ...Object.entries(this.changeFields("cancelled", {})).flat(),
     ]);
     if (after === "") return null;
@@ -235,6 +236,7 @@ export class KvJobStore implements JobStore {
       jobKeys.processing(claim.model),
       jobKeys.lease(job.id),
       jobKeys.cancel(job.id),
+      jobKeys.notifyOutbox,
     ];
     if (job.consumer_name !== undefined) keys.push(jobKeys.consumerIndex(job.consumer_name));
     const reply = await this.kv.run(jobFinish, keys, [
@@ -244,6 +246,7 @@ export class KvJobStore implements JobStore {
       to,
       ttl,
       ttl + this.markerMs(),
+      this.notifyAfter(),
       ...Object.entries(this.changeFields(to, fields)).flat(),
     ]);
     const outcome: Transition = { applied: reply[0] === 1, previous: reply[1] as Transition["previous"] };
@@ -272,6 +275,11 @@ export class KvJobStore implements JobStore {
 
   private markerMs(): number {
     return markerTtlMs(this.deps.config.jobs);
+  }
+
+  /** The notification outbox score of a job ending now: when the webhooks sweep may take it. */
+  private notifyAfter(): number {
+    return this.deps.clock.now() + NOTIFY_GRACE_MS;
   }
 
   private recordKeys(job: JobRecord): string[] {

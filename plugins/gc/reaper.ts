@@ -7,6 +7,7 @@
  * reaping at the same moment reclaim each job exactly once.
  */
 import { formatDuration } from "../../core/config/duration.ts";
+import { NOTIFY_GRACE_MS } from "../async-jobs/ttl.ts";
 import type { JobRecord } from "../async-jobs/types.ts";
 import type { GcContext } from "./context.ts";
 import { afterGcFailed } from "./failed.ts";
@@ -58,6 +59,7 @@ async function reapOne(ctx: GcContext, model: string, id: string): Promise<ReapO
     jobs.keys.record(id),
     jobs.keys.lease(id),
     jobs.keys.tombstone(id),
+    jobs.keys.notifyOutbox,
   ];
   if (job.consumer_name !== undefined) keys.push(jobs.keys.consumerIndex(job.consumer_name));
   const now = new Date(ctx.clock.now()).toISOString();
@@ -74,6 +76,7 @@ async function reapOne(ctx: GcContext, model: string, id: string): Promise<ReapO
     failedTtl + ctx.markerMs,
     now,
     error,
+    ctx.clock.now() + NOTIFY_GRACE_MS,
   ]);
   const fields = { job_id: id, model, reap_attempts: attempts };
   if (outcome === "requeued") {

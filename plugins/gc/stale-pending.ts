@@ -9,6 +9,7 @@
  * and the sweep never both win, and replicas sweeping together fail it once.
  */
 import { formatDuration } from "../../core/config/duration.ts";
+import { NOTIFY_GRACE_MS } from "../async-jobs/ttl.ts";
 import type { JobRecord } from "../async-jobs/types.ts";
 import type { GcContext } from "./context.ts";
 import { afterGcFailed } from "./failed.ts";
@@ -47,12 +48,12 @@ export async function sweepStalePending(ctx: GcContext, model: string, signal: A
 
 async function failOne(ctx: GcContext, model: string, job: JobRecord): Promise<boolean> {
   const { jobs } = ctx;
-  const keys = [jobs.keys.queue(model), jobs.keys.record(job.id), jobs.keys.tombstone(job.id)];
+  const keys = [jobs.keys.queue(model), jobs.keys.record(job.id), jobs.keys.tombstone(job.id), jobs.keys.notifyOutbox];
   if (job.consumer_name !== undefined) keys.push(jobs.keys.consumerIndex(job.consumer_name));
   const now = new Date(ctx.clock.now()).toISOString();
   const ttl = jobs.ttlFor("failed");
   const error = staleError(ctx.settings.pendingMaxAgeMs);
-  const failed = await ctx.kv.run(gcFailStalePending, keys, [job.id, ttl, ttl + ctx.markerMs, now, error]);
+  const failed = await ctx.kv.run(gcFailStalePending, keys, [job.id, ttl, ttl + ctx.markerMs, now, error, ctx.clock.now() + NOTIFY_GRACE_MS]);
   if (failed !== 1) return false;
   ctx.log.info("gc_stale_pending_failed", { job_id: job.id, model, created_at: job.created_at });
   await afterGcFailed(ctx, { ...job, status: "failed", error, updated_at: now, completed_at: now });

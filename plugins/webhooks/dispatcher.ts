@@ -12,7 +12,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
 import { attemptDelivery, type AttemptOutcome, type AttemptSettings } from "./attempt.ts";
 import { retryDelayMs } from "./backoff.ts";
-import type { DeliveryQueue, DeliveryRecord } from "./queue.ts";
+import type { CreateMode, DeliveryQueue, DeliveryRecord } from "./queue.ts";
 
 /** A job that reached a terminal state and has a callback URL. */
 export interface TerminalJob {
@@ -66,10 +66,16 @@ export class Dispatcher {
   /**
    * Persists the delivery, then makes the inline attempt. Resolves when that attempt is
    * settled; never rejects (failures are logged). `job` may still be in the making (its
-   * result being read): a runtime closing waits for it either way.
+   * result being read): a runtime closing waits for it either way. `mode` "listed" is the
+   * outbox sweep's (see DeliveryQueue.create).
    */
-  dispatch(job: TerminalJob | Promise<TerminalJob>): Promise<void> {
-    return this.track(Promise.resolve(job).then((ready) => this.persistAndAttempt(ready)));
+  dispatch(job: TerminalJob | Promise<TerminalJob>, mode: CreateMode = "any"): Promise<void> {
+    return this.track(Promise.resolve(job).then((ready) => this.persistAndAttempt(ready, mode)));
+  }
+
+  /** Deliveries this process has under way (the outbox sweep takes no more than the room left). */
+  get busy(): number {
+    return this.inflight.size;
   }
 
   /** Claims due retries and starts them; does not wait for them (see `idle`). */
@@ -95,7 +101,7 @@ export class Dispatcher {
     observe.depth(await queue.depth());
   }
 
-  private async persistAndAttempt(job: TerminalJob): Promise<void> {
+  private async persistAndAttempt(job: TerminalJob, mode: CreateMode): Promise<void> {
     const { queue, clock, log } = this.options;
     const now = clock.now();
     const record: DeliveryRecord = {
@@ -109,7 +115,7 @@ export class Dispatcher {
       created_at: new Date(now).toISOString(),
     };
     // Stored (leased) before the attempt: if this process dies during it, the delivery becomes due again.
-    if (!(await queue.create(record, now + this.options.leaseMs))) {
+    if (!(await queue.create(record, now + this.options.leaseMs, mode))) {
       log.info("webhook_duplicate_ignored", { job_id: job.jobId });
       return;
     }

@@ -2,13 +2,15 @@
  * Durable signed job-completion webhooks (spec 6.1). Runs in the gateway and in relay
  * processes: a webhook is sent by the process where the job ends, and every process
  * polls the shared retry schedule (the atomic claim keeps replicas from sending the same
- * attempt twice). Deliveries start from the `job.terminal` event (async-jobs, relay). Offers
- * the `webhooks` service so job submission can validate `callback_url` (400 with the
- * reason) before accepting a job.
+ * attempt twice). Deliveries start from the `job.terminal` event (async-jobs, relay), and
+ * from the job store's notification outbox for a job whose process died before it
+ * persisted the delivery (outbox.ts). Offers the `webhooks` service so job submission can
+ * validate `callback_url` (400 with the reason) before accepting a job.
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
 import { Dispatcher, type TerminalJob } from "./dispatcher.ts";
+import { OutboxSweep } from "./outbox.ts";
 import { DeliveryQueue } from "./queue.ts";
 import { checkCallbackUrl } from "./target.ts";
 
@@ -34,6 +36,8 @@ const RECORD_TTL_MARGIN_MS = 24 * 3_600_000;
 const DEFAULT_TIMEOUT_MS = 10_000;
 /** After a failed poll (store down), wait this long before polling again: one log line, not four a second. */
 const POLL_PAUSE_AFTER_FAILURE_MS = 5_000;
+/** How often each process sweeps the notification outbox; entries are due only after its grace period anyway. */
+const OUTBOX_SWEEP_MS = 5_000;
 
 export default definePlugin({
   name: "webhooks",
@@ -58,8 +62,10 @@ export default definePlugin({
     });
 
     const policy = { allowPrivateNetworks: settings.allow_private_networks, lookupHost: api.lookupHost };
+    // Looked up when used: async-jobs sets up after this plugin, and may not run at all.
+    const jobs = () => (api.has("jobs") ? api.use("jobs") : undefined);
     const dispatcher = new Dispatcher({
-      queue: new DeliveryQueue(api.kv, recordTtlMs),
+      queue: new DeliveryQueue(api.kv, recordTtlMs, () => jobs()?.keys.notifyOutbox),
       attempt: { ...policy, fetch: api.fetch, signingSecret: settings.signing_secret, timeoutMs, now: () => api.clock.now() },
       maxAttempts: settings.max_retries,
       backoffMs,
@@ -107,6 +113,32 @@ export default definePlugin({
           // Retries stay in the store; they are taken once it answers again.
           pausedUntil = api.clock.now() + POLL_PAUSE_AFTER_FAILURE_MS;
           api.log.warn("webhook_retry_poll_failed", { error, retry_in_ms: POLL_PAUSE_AFTER_FAILURE_MS });
+        }
+      },
+    });
+    const outbox = new OutboxSweep({
+      kv: api.kv,
+      jobs,
+      dispatcher,
+      notification: (job) => terminalJob({ job }),
+      leaseMs,
+      concurrency: CONCURRENCY,
+      clock: api.clock,
+      log: api.log,
+    });
+    let sweepPausedUntil = 0;
+    api.task({
+      name: "webhooks.outbox",
+      everyMs: OUTBOX_SWEEP_MS,
+      runAtStart: true,
+      run: async (signal) => {
+        if (signal.aborted || api.clock.now() < sweepPausedUntil) return;
+        try {
+          await outbox.sweep();
+        } catch (error) {
+          // Entries stay in the outbox (a taken one is due again when its lease ends).
+          sweepPausedUntil = api.clock.now() + POLL_PAUSE_AFTER_FAILURE_MS;
+          api.log.warn("webhook_outbox_sweep_failed", { error, retry_in_ms: POLL_PAUSE_AFTER_FAILURE_MS });
         }
       },
     });

@@ -8,9 +8,13 @@
  *
  * A delivery being attempted stays in the schedule with a lease as its due time, so if
  * the process dies mid-attempt the delivery becomes due again when the lease runs out.
+ *
+ * Creating a delivery also takes its job off the job store's notification outbox (see
+ * outbox.ts), in the same atomic op (ops.ts `deliveryCreate`).
  */
 import { claimDue } from "../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
+import { deliveryCreate } from "./ops.ts";
 
 export const RETRIES_KEY = "webhook:retries";
 export const DEADLETTER_KEY = "webhook:deadletter";
@@ -40,18 +44,30 @@ export interface DeadLetterEntry {
   last_error: string;
 }
 
+/**
+ * Which notifications may create a delivery: "any" for a job that just ended in this process;
+ * "listed" for one the outbox sweep found, only while the outbox still names it.
+ */
+export type CreateMode = "any" | "listed";
+
 export class DeliveryQueue {
   constructor(
     private readonly kv: KvStore,
     /** How long a record outlives its last write: a safety net for records whose schedule entry was lost. */
     private readonly recordTtlMs: number,
+    /** The job store's notification outbox key; undefined when no job store runs in this process. */
+    private readonly outboxKey: () => string | undefined = () => undefined,
   ) {}
 
-  /** Stores a new delivery leased until `leaseUntil`; false when a delivery for that id already exists. */
-  async create(record: DeliveryRecord, leaseUntil: number): Promise<boolean> {
-    if (!(await this.kv.setIfAbsent(RECORD_PREFIX + record.id, JSON.stringify(record), this.recordTtlMs))) return false;
-    await this.kv.zadd(RETRIES_KEY, leaseUntil, record.id);
-    return true;
+  /**
+   * Stores a new delivery leased until `leaseUntil` and takes its job off the notification
+   * outbox, atomically. False when a delivery for that id already exists (or, "listed",
+   * when the outbox no longer names the job): the outbox entry is gone either way.
+   */
+  async create(record: DeliveryRecord, leaseUntil: number, mode: CreateMode = "any"): Promise<boolean> {
+    const outbox = this.outboxKey();
+    const keys = [RECORD_PREFIX + record.id, RETRIES_KEY, ...(outbox === undefined ? [] : [outbox])];
+    return (await this.kv.run(deliveryCreate, keys, [record.id, JSON.stringify(record), this.recordTtlMs, leaseUntil, mode])) === 1;
   }
 
   /** Atomically takes due deliveries off the schedule: no two callers receive the same id. */

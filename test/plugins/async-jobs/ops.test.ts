@@ -16,6 +16,9 @@ const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
 ];
 
 const HOUR = 3_600_000;
+/** The notification outbox score the ops are given (sweep-after ms). */
+const NOTIFY_AFTER = 30_000;
+const CALLBACK = { callback_url: "https://hooks.example.com/done" };
 
 describe.each(stores)("job store ops: $name", ({ open }) => {
   let all: KvStore[];
@@ -33,6 +36,7 @@ describe.each(stores)("job store ops: $name", ({ open }) => {
   });
 
   const k = (name: string) => `${p}${name}`;
+  const outbox = () => kv.zrangeByScore(k("outbox"), -Infinity, Infinity);
   const create = (id: string, options: { end?: "head" | "tail"; index?: boolean; fields?: Record<string, string> } = {}) =>
     kv.run(
       jobCreate,
@@ -85,7 +89,7 @@ describe.each(stores)("job store ops: $name", ({ open }) => {
     await create("a");
     await create("b");
     const cancel = (id: string) =>
-      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`)], [id, HOUR, 2 * HOUR, 60_000, "updated_at", "t"]);
+      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER, "updated_at", "t"]);
     expect(await cancel("a")).toEqual(["cancelled", "pending"]);
     expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "cancelled", updated_at: "t" });
     expect(await kv.lrange(k("queue"), 0, -1)).toEqual(["b"]);
@@ -96,6 +100,21 @@ describe.each(stores)("job store ops: $name", ({ open }) => {
     expect(await kv.get(k("cancel:b"))).toBe("1");
     expect(await kv.hget(k("job:b"), "status")).toBe("processing");
     expect(await cancel("missing")).toEqual(["", ""]);
+    // No callback_url: nobody to notify.
+    expect(await outbox()).toEqual([]);
+  });
+
+  it("jobCancel puts a cancelled job with a callback_url in the notification outbox, not a signalled one", async () => {
+    await create("a", { fields: CALLBACK });
+    await create("b", { fields: CALLBACK });
+    await kv.hset(k("job:b"), { status: "processing" });
+    const cancel = (id: string) =>
+      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("index")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER]);
+    expect(await cancel("a")).toEqual(["cancelled", "pending"]);
+    expect(await cancel("b")).toEqual(["processing", "processing"]);
+    expect(await outbox()).toEqual(["a"]);
+    expect(await kv.zscore(k("outbox"), "a")).toBe(NOTIFY_AFTER);
+    expect(await kv.pttl(k("index"))).toBeGreaterThan(HOUR - 10_000);
   });
 
   it("relayClaim moves the head to the processing list with a lease", async () => {
@@ -131,8 +150,8 @@ describe.each(stores)("job store ops: $name", ({ open }) => {
     await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
     await kv.hset(k("job:a"), { status: "processing" });
     await kv.set(k("cancel:a"), "1");
-    const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("index")];
-    const finish = (token: string) => kv.run(jobFinish, keys, ["a", token, "pending,processing", "completed", HOUR, 2 * HOUR, "result_key", "r"]);
+    const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("outbox"), k("index")];
+    const finish = (token: string) => kv.run(jobFinish, keys, ["a", token, "pending,processing", "completed", HOUR, 2 * HOUR, NOTIFY_AFTER, "result_key", "r"]);
 
     expect(await finish("theirs")).toEqual([0, "leased"]);
     expect(await kv.llen(k("processing"))).toBe(1);
@@ -143,6 +162,23 @@ describe.each(stores)("job store ops: $name", ({ open }) => {
     expect(await kv.exists(k("cancel:a"))).toBe(false);
     // Already terminal: the claim cleanup still happens, the status stays.
     expect(await finish("mine")).toEqual([0, "completed"]);
+    // No callback_url: nobody to notify.
+    expect(await outbox()).toEqual([]);
+  });
+
+  it("jobFinish puts a job with a callback_url in the notification outbox only when it made the change", async () => {
+    await create("a", { fields: CALLBACK, index: false });
+    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("outbox")];
+    const finish = (token: string, score: number) => kv.run(jobFinish, keys, ["a", token, "pending,processing", "failed", HOUR, 2 * HOUR, score, "error", "e"]);
+
+    expect(await finish("theirs", NOTIFY_AFTER)).toEqual([0, "leased"]);
+    expect(await outbox()).toEqual([]);
+    expect(await finish("mine", NOTIFY_AFTER)).toEqual([1, "pending"]);
+    expect(await kv.zscore(k("outbox"), "a")).toBe(NOTIFY_AFTER);
+    // A repeat finds it terminal: the outbox entry keeps its first score.
+    expect(await finish("mine", 2 * NOTIFY_AFTER)).toEqual([0, "failed"]);
+    expect(await kv.zscore(k("outbox"), "a")).toBe(NOTIFY_AFTER);
   });
 
   it("jobRelease requeues at the head, leaves cancelled and foreign claims alone", async () => {

@@ -17,6 +17,8 @@ const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
 
 const HOUR = 3_600_000;
 const NOW = "2026-01-01T00:00:00.000Z";
+/** The notification outbox score the ops are given (sweep-after ms). */
+const NOTIFY_AFTER = 30_000;
 
 describe.each(stores)("gc ops: $name", ({ open }) => {
   let all: KvStore[];
@@ -46,10 +48,12 @@ describe.each(stores)("gc ops: $name", ({ open }) => {
     k(`job:${id}`),
     k(`lease:${id}`),
     k(`tomb:${id}`),
+    k("outbox"),
     ...(index ? [k("index")] : []),
   ];
   const reap = (store: KvStore, id: string, max = 3, end: "head" | "tail" = "head") =>
-    store.run(gcReap, reapKeys(id), [id, max, end, 2 * HOUR, 3 * HOUR, 4 * HOUR, 5 * HOUR, NOW, "given up"]);
+    store.run(gcReap, reapKeys(id), [id, max, end, 2 * HOUR, 3 * HOUR, 4 * HOUR, 5 * HOUR, NOW, "given up", NOTIFY_AFTER]);
+  const outbox = () => kv.zrangeByScore(k("outbox"), -Infinity, Infinity);
 
   describe("gcReap", () => {
     it("leaves a leased job alone", async () => {
@@ -125,6 +129,18 @@ describe.each(stores)("gc ops: $name", ({ open }) => {
       });
       expect(await kv.pttl(k("job:a"))).toBeGreaterThan(4 * HOUR - 10_000);
       expect(await kv.pttl(k("tomb:a"))).toBeGreaterThan(5 * HOUR - 10_000);
+      // No callback_url: nobody to notify.
+      expect(await outbox()).toEqual([]);
+    });
+
+    it("puts a dead-lettered job with a callback_url in the notification outbox, not a requeued one", async () => {
+      await record("a", { status: "processing", callback_url: "https://hooks.example.com/x" });
+      await kv.push(k("processing"), "a", "tail");
+      expect(await reap(kv, "a", 1)).toEqual(["requeued", 1]);
+      expect(await outbox()).toEqual([]);
+      await kv.move(k("queue"), k("processing"), "head", "tail");
+      expect(await reap(kv, "a", 1)).toEqual(["deadletter", 2]);
+      expect(await kv.zscore(k("outbox"), "a")).toBe(NOTIFY_AFTER);
     });
 
     it("dead-letters at the first reap when max_reap_attempts is 0", async () => {
@@ -145,7 +161,7 @@ describe.each(stores)("gc ops: $name", ({ open }) => {
     it("works without a consumer index key", async () => {
       await record("a", { status: "processing" });
       await kv.push(k("processing"), "a", "tail");
-      expect(await kv.run(gcReap, reapKeys("a", false), ["a", 3, "head", HOUR, HOUR, HOUR, HOUR, NOW, "x"])).toEqual(["requeued", 1]);
+      expect(await kv.run(gcReap, reapKeys("a", false), ["a", 3, "head", HOUR, HOUR, HOUR, HOUR, NOW, "x", NOTIFY_AFTER])).toEqual(["requeued", 1]);
     });
 
     it("reaps each job exactly once when replicas race", async () => {
@@ -167,7 +183,11 @@ describe.each(stores)("gc ops: $name", ({ open }) => {
 
   describe("gcFailStalePending", () => {
     const fail = (store: KvStore, id: string, index = true) =>
-      store.run(gcFailStalePending, [k("queue"), k(`job:${id}`), k(`tomb:${id}`), ...(index ? [k("index")] : [])], [id, 4 * HOUR, 5 * HOUR, NOW, "too old"]);
+      store.run(
+        gcFailStalePending,
+        [k("queue"), k(`job:${id}`), k(`tomb:${id}`), k("outbox"), ...(index ? [k("index")] : [])],
+        [id, 4 * HOUR, 5 * HOUR, NOW, "too old", NOTIFY_AFTER],
+      );
 
     it("fails a queued pending job and takes it out of the queue", async () => {
       await record("a", { status: "pending" }, 60_000);
@@ -178,12 +198,21 @@ describe.each(stores)("gc ops: $name", ({ open }) => {
       expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "failed", error: "too old", updated_at: NOW, completed_at: NOW });
       expect(await kv.pttl(k("job:a"))).toBeGreaterThan(4 * HOUR - 10_000);
       expect(await kv.pttl(k("tomb:a"))).toBeGreaterThan(5 * HOUR - 10_000);
+      expect(await outbox()).toEqual([]);
+    });
+
+    it("puts a failed job with a callback_url in the notification outbox", async () => {
+      await record("a", { status: "pending", callback_url: "https://hooks.example.com/x" });
+      await kv.push(k("queue"), "a", "tail");
+      expect(await fail(kv, "a")).toBe(1);
+      expect(await kv.zscore(k("outbox"), "a")).toBe(NOTIFY_AFTER);
     });
 
     it("does nothing when a relay claimed it first (no longer queued)", async () => {
       await record("a", { status: "pending" });
       expect(await fail(kv, "a", false)).toBe(0);
       expect(await kv.hget(k("job:a"), "status")).toBe("pending");
+      expect(await outbox()).toEqual([]);
     });
 
     it("does nothing to a job that is not pending, nor to its entry", async () => {

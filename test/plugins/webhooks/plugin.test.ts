@@ -11,6 +11,7 @@ import { Metrics } from "../../../core/metrics.ts";
 import { Runtime } from "../../../core/plugins/host.ts";
 import { definePlugin, type GatewayServices } from "../../../core/plugins/types.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
+import { jobKeys } from "../../../plugins/async-jobs/keys.ts";
 import webhooks from "../../../plugins/webhooks/index.ts";
 
 type JobRecord = Parameters<GatewayServices["jobs"]["consume"]>[0];
@@ -45,7 +46,7 @@ const job = (overrides: Partial<JobRecord> = {}): JobRecord => ({
   ...overrides,
 });
 
-async function start(yaml: string, receiverStatus = 200, options: { log?: Logger; kv?: (kv: MemoryKv) => MemoryKv } = {}) {
+async function start(yaml: string, receiverStatus = 200, options: { log?: Logger; kv?: (kv: MemoryKv) => MemoryKv; withoutJobs?: boolean } = {}) {
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 10));
   const kv = (options.kv ?? ((store) => store))(new MemoryKv(clock));
   const metrics = new Metrics();
@@ -58,6 +59,7 @@ async function start(yaml: string, receiverStatus = 200, options: { log?: Logger
     roles: ["gateway", "relay"],
     setup(api) {
       api.provide("jobs", {
+        keys: jobKeys,
         get: async (id: string) => stored.get(id) ?? null,
         consume: async (record: JobRecord) => {
           consumed.push(record.id);
@@ -93,7 +95,7 @@ async function start(yaml: string, receiverStatus = 200, options: { log?: Logger
       webhookService = api.use("webhooks");
     },
   });
-  await runtime.install([fakeJobs, webhooks, submitter]);
+  await runtime.install([...(options.withoutJobs ? [] : [fakeJobs]), webhooks, submitter]);
   return { runtime, clock, kv, metrics, sent, consumed, stored, webhookService };
 }
 
@@ -162,6 +164,16 @@ describe("webhooks plugin", () => {
     await failed.runtime.close();
     expect(keep.consumed).toEqual([]);
     expect(failed.consumed).toEqual([]);
+  });
+
+  it("works without a jobs service: notifies on job.terminal, and its outbox sweep has nothing to do", async () => {
+    const gw = await start("lifecycle:\n  persists_result: true\n", 200, { withoutJobs: true });
+    gw.runtime.emit("job.terminal", { job: job(), result: { text: "at hand" } });
+    await settled(() => gw.sent.length === 1);
+    gw.clock.advance(3_600_000);
+    await gw.runtime.runTaskNow("webhooks.outbox");
+    await gw.runtime.close();
+    expect(gw.sent).toHaveLength(1);
   });
 
   it("ignores jobs without a callback_url", async () => {

@@ -1,0 +1,119 @@
+/**
+ * The webhooks plugin's atomic operations on both stores: the memory store's JS twin and
+ * the Lua script on the suite's redis-server (several connections, so races are real).
+ * Keys live under a random prefix per test.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { RedisKv } from "../../../adapters/kv-redis/index.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import type { KvStore } from "../../../core/stores/kv.ts";
+import { deliveryCreate, outboxClaim } from "../../../plugins/webhooks/ops.ts";
+
+const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
+  { name: "memory", open: async () => [new MemoryKv(new ManualClock())] },
+  { name: "redis", open: async () => await Promise.all(Array.from({ length: 4 }, () => RedisKv.connect({ url: inject("redisUrl") }))) },
+];
+
+const HOUR = 3_600_000;
+
+describe.each(stores)("webhooks ops: $name", ({ open }) => {
+  let all: KvStore[];
+  let kv: KvStore;
+  let p: string;
+  beforeAll(async () => {
+    all = await open();
+    kv = all[0];
+  });
+  afterAll(async () => {
+    await Promise.all(all.map((s) => s.close()));
+  });
+  beforeEach(() => {
+    p = `webhookops:${crypto.randomUUID()}:`;
+  });
+
+  const k = (name: string) => `${p}${name}`;
+  const members = (key: string) => kv.zrangeByScore(k(key), -Infinity, Infinity);
+  const create = (store: KvStore, id: string, options: { body?: string; mode?: "any" | "listed"; outbox?: boolean } = {}) =>
+    store.run(
+      deliveryCreate,
+      [k(`delivery:${id}`), k("retries"), ...(options.outbox === false ? [] : [k("outbox")])],
+      [id, options.body ?? `{"id":"${id}"}`, HOUR, 5000, options.mode ?? "any"],
+    );
+
+  describe("deliveryCreate", () => {
+    it("stores the record with its TTL, schedules it and takes the job off the outbox", async () => {
+      await kv.zadd(k("outbox"), 1000, "a");
+      await kv.zadd(k("outbox"), 1000, "other");
+      expect(await create(kv, "a")).toBe(1);
+      expect(await kv.get(k("delivery:a"))).toBe(`{"id":"a"}`);
+      expect(await kv.pttl(k("delivery:a"))).toBeGreaterThan(HOUR - 10_000);
+      expect(await kv.zscore(k("retries"), "a")).toBe(5000);
+      expect(await members("outbox")).toEqual(["other"]);
+    });
+
+    it("refuses an existing delivery, changes nothing of it, and still takes the job off the outbox", async () => {
+      expect(await create(kv, "a")).toBe(1);
+      await kv.zadd(k("retries"), 9000, "a");
+      await kv.zadd(k("outbox"), 1000, "a");
+      expect(await create(kv, "a", { body: "second" })).toBe(0);
+      expect(await kv.get(k("delivery:a"))).toBe(`{"id":"a"}`);
+      expect(await kv.zscore(k("retries"), "a")).toBe(9000);
+      expect(await members("outbox")).toEqual([]);
+    });
+
+    it("creates a job the outbox does not name in mode any (a job that just ended here)", async () => {
+      expect(await create(kv, "a")).toBe(1);
+      expect(await members("outbox")).toEqual([]);
+    });
+
+    it("in mode listed, creates only while the outbox names the job: a delivery made and finished meanwhile is never made again", async () => {
+      await kv.zadd(k("outbox"), 1000, "a");
+      expect(await create(kv, "a", { mode: "listed" })).toBe(1);
+      // Delivered: the record and schedule entry are removed (DeliveryQueue.finish).
+      await kv.del(k("delivery:a"));
+      await kv.zrem(k("retries"), "a");
+      expect(await create(kv, "a", { mode: "listed" })).toBe(0);
+      expect(await kv.exists(k("delivery:a"))).toBe(false);
+      expect(await kv.zcard(k("retries"))).toBe(0);
+    });
+
+    it("works without an outbox key (no job store in this process)", async () => {
+      expect(await create(kv, "a", { outbox: false })).toBe(1);
+      expect(await create(kv, "a", { outbox: false })).toBe(0);
+      expect(await kv.zscore(k("retries"), "a")).toBe(5000);
+    });
+
+    it("creates one delivery when the event and the sweep race", async () => {
+      await kv.zadd(k("outbox"), 1000, "a");
+      const replies = await Promise.all(all.flatMap((store) => [create(store, "a"), create(store, "a", { mode: "listed" })]));
+      expect(replies.filter((r) => r === 1)).toHaveLength(1);
+      expect(await members("outbox")).toEqual([]);
+    });
+  });
+
+  describe("outboxClaim", () => {
+    it("takes the due members, lowest first, and keeps them leased until the lease ends", async () => {
+      await kv.zadd(k("outbox"), 300, "c");
+      await kv.zadd(k("outbox"), 100, "a");
+      await kv.zadd(k("outbox"), 200, "b");
+      await kv.zadd(k("outbox"), 5000, "later");
+      expect(await kv.run(outboxClaim, [k("outbox")], [1000, 2, 61_000])).toEqual(["a", "b"]);
+      expect(await kv.zscore(k("outbox"), "a")).toBe(61_000);
+      expect(await kv.zscore(k("outbox"), "b")).toBe(61_000);
+      expect(await kv.run(outboxClaim, [k("outbox")], [1000, 10, 61_000])).toEqual(["c"]);
+      expect(await kv.run(outboxClaim, [k("outbox")], [1000, 10, 61_000])).toEqual([]);
+      // The lease ended without a delivery being created: due again.
+      expect(await kv.run(outboxClaim, [k("outbox")], [61_000, 10, 122_000])).toEqual(["later", "a", "b", "c"]);
+    });
+
+    it("never gives one member to two sweepers", async () => {
+      const ids = Array.from({ length: 40 }, (_, i) => `j${i}`);
+      for (const id of ids) await kv.zadd(k("outbox"), 100, id);
+      const replies = await Promise.all([...all, ...all].map((store) => store.run(outboxClaim, [k("outbox")], [1000, 7, 61_000])));
+      const taken = replies.flat();
+      expect(new Set(taken).size).toBe(taken.length);
+      expect(await members("outbox")).toHaveLength(40);
+    });
+  });
+});
