@@ -87,7 +87,11 @@ class Submission {
       );
     }
     this.callbackUrl = validCallback(form.fields.get("callback_url"));
-    if (this.callbackUrl !== undefined && this.api.has("webhooks")) {
+    if (this.callbackUrl !== undefined) {
+      // Accepting a callback nobody will send would lose the notification without a word.
+      if (!this.api.has("webhooks")) {
+        throw errors.badRequest("callback_url is not accepted: webhooks are turned off in this deployment (plugins: {webhooks: false}); poll GET /jobs/{type}/{id} instead");
+      }
       // Refused targets (metadata, private networks) fail now, not at delivery time.
       const refused = await this.api.use("webhooks").validateCallbackUrl(this.callbackUrl);
       if (refused !== null) throw errors.badRequest(`callback_url is not accepted: ${refused}`);

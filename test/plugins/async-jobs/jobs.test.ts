@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../core/clock.ts";
+import { definePlugin } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { startInferenceBackend, type InferenceBackend } from "../../fixtures/inference-backend.ts";
@@ -56,6 +57,14 @@ services:
     inference_url: ${backend.url}
     operations: { run: ["/text/{model}"] }
 `;
+
+/** Stands in for the webhooks plugin where a test only needs callback URLs accepted. */
+const acceptingWebhooks = definePlugin({
+  name: "webhooks",
+  setup(api) {
+    api.provide("webhooks", { validateCallbackUrl: async () => null });
+  },
+});
 
 async function start(extra = "", options: HarnessOptions = {}): Promise<JobsRuntime> {
   const gw = await jobsRuntime(`${extra}\n${services()}`, options);
@@ -188,6 +197,11 @@ describe("submission", () => {
     const badCallback = await submit(gw, "asr", { callback_url: "ftp://example.com/x" });
     expect(badCallback.status).toBe(400);
 
+    // No webhooks plugin in this runtime: a callback would never be sent, so it is refused.
+    const noWebhooks = await submit(gw, "asr", { callback_url: "https://hooks.example.com/done" });
+    expect(noWebhooks.status).toBe(400);
+    expect(await errorOf(noWebhooks)).toContain("webhooks are turned off");
+
     expect(await objectKeys(gw.objects)).toEqual([]);
     expect(await gw.kv.scan("job:", "0", 1000)).toMatchObject({ keys: [] });
   });
@@ -295,7 +309,7 @@ describe("relay results", () => {
   });
 
   it("emits job.submitted, relay.processed and job.terminal (with the result) for the plugins that follow jobs", async () => {
-    const gw = await start("server:\n  consumer_header: X-Consumer\n  user_type_header: X-User-Type");
+    const gw = await start("server:\n  consumer_header: X-Consumer\n  user_type_header: X-User-Type", { plugins: [acceptingWebhooks] });
     const job = await accepted(await submit(gw, "asr", { callback_url: "https://hooks.example.com/done" }, undefined, { "x-consumer": "ann", "x-user-type": "pro" }));
     await gw.relay();
     expect(gw.events.map((e) => e.name)).toEqual(["job.submitted", "relay.processed", "job.terminal"]);
