@@ -3,39 +3,23 @@
  * Lua script on the suite's redis-server (several connections, so races are real). Keys
  * live under a random prefix per test.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { RedisKv } from "../../../adapters/kv-redis/index.ts";
-import { ManualClock } from "../../../core/clock.ts";
+import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
+import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
 import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, relayClaim } from "../../../plugins/async-jobs/ops.ts";
-
-const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
-  { name: "memory", open: async () => [new MemoryKv(new ManualClock())] },
-  { name: "redis", open: async () => await Promise.all(Array.from({ length: 4 }, () => RedisKv.connect({ url: inject("redisUrl") }))) },
-];
 
 const HOUR = 3_600_000;
 /** The notification outbox score the ops are given (sweep-after ms). */
 const NOTIFY_AFTER = 30_000;
 const CALLBACK = { callback_url: "https://hooks.example.com/done" };
 
-describe.each(stores)("job store ops: $name", ({ open }) => {
+describe.each(opsStores)("job store ops: $name", ({ open }) => {
   let all: KvStore[];
   let kv: KvStore;
-  let p: string;
-  beforeAll(async () => {
-    all = await open();
-    kv = all[0];
+  const k = keysPerTest("opstest", open, (opened) => {
+    all = opened;
+    kv = opened[0];
   });
-  afterAll(async () => {
-    await Promise.all(all.map((s) => s.close()));
-  });
-  beforeEach(() => {
-    p = `opstest:${crypto.randomUUID()}:`;
-  });
-
-  const k = (name: string) => `${p}${name}`;
   const outbox = () => kv.zrangeByScore(k("outbox"), -Infinity, Infinity);
   const create = (id: string, options: { end?: "head" | "tail"; index?: boolean; fields?: Record<string, string> } = {}) =>
     kv.run(

@@ -3,39 +3,23 @@
  * on the suite's redis-server (several connections, so races between "replicas" are real).
  * Every key is passed in KEYS, so each test uses its own random key prefix.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { RedisKv } from "../../../adapters/kv-redis/index.ts";
-import { ManualClock } from "../../../core/clock.ts";
+import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
+import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
 import { gcDropQueueOrphan, gcFailStalePending, gcReap } from "../../../plugins/gc/ops.ts";
-
-const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
-  { name: "memory", open: async () => [new MemoryKv(new ManualClock())] },
-  { name: "redis", open: async () => await Promise.all(Array.from({ length: 4 }, () => RedisKv.connect({ url: inject("redisUrl") }))) },
-];
 
 const HOUR = 3_600_000;
 const NOW = "2026-01-01T00:00:00.000Z";
 /** The notification outbox score the ops are given (sweep-after ms). */
 const NOTIFY_AFTER = 30_000;
 
-describe.each(stores)("gc ops: $name", ({ open }) => {
+describe.each(opsStores)("gc ops: $name", ({ open }) => {
   let all: KvStore[];
   let kv: KvStore;
-  let p: string;
-  beforeAll(async () => {
-    all = await open();
-    kv = all[0];
+  const k = keysPerTest("gcops", open, (opened) => {
+    all = opened;
+    kv = opened[0];
   });
-  afterAll(async () => {
-    await Promise.all(all.map((s) => s.close()));
-  });
-  beforeEach(() => {
-    p = `gcops:${crypto.randomUUID()}:`;
-  });
-
-  const k = (name: string) => `${p}${name}`;
   const record = async (id: string, fields: Record<string, string>, ttl = HOUR) => {
     await kv.hset(k(`job:${id}`), { id, ...fields });
     await kv.pexpire(k(`job:${id}`), ttl);

@@ -3,36 +3,20 @@
  * the Lua script on the suite's redis-server (several connections, so races are real).
  * Keys live under a random prefix per test.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { RedisKv } from "../../../adapters/kv-redis/index.ts";
-import { ManualClock } from "../../../core/clock.ts";
+import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
+import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
 import { deliveryCreate, outboxClaim } from "../../../plugins/webhooks/ops.ts";
-
-const stores: { name: string; open: () => Promise<KvStore[]> }[] = [
-  { name: "memory", open: async () => [new MemoryKv(new ManualClock())] },
-  { name: "redis", open: async () => await Promise.all(Array.from({ length: 4 }, () => RedisKv.connect({ url: inject("redisUrl") }))) },
-];
 
 const HOUR = 3_600_000;
 
-describe.each(stores)("webhooks ops: $name", ({ open }) => {
+describe.each(opsStores)("webhooks ops: $name", ({ open }) => {
   let all: KvStore[];
   let kv: KvStore;
-  let p: string;
-  beforeAll(async () => {
-    all = await open();
-    kv = all[0];
+  const k = keysPerTest("webhookops", open, (opened) => {
+    all = opened;
+    kv = opened[0];
   });
-  afterAll(async () => {
-    await Promise.all(all.map((s) => s.close()));
-  });
-  beforeEach(() => {
-    p = `webhookops:${crypto.randomUUID()}:`;
-  });
-
-  const k = (name: string) => `${p}${name}`;
   const members = (key: string) => kv.zrangeByScore(k(key), -Infinity, Infinity);
   const create = (store: KvStore, id: string, options: { body?: string; mode?: "any" | "listed"; outbox?: boolean } = {}) =>
     store.run(

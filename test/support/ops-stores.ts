@@ -1,0 +1,41 @@
+/**
+ * The two stores every atomic-op test runs on: the memory store (the ops' JS twins) and the
+ * suite's redis-server (the Lua scripts), the latter over several connections so that races
+ * between "replicas" are real.
+ */
+import { afterAll, beforeAll, beforeEach, inject } from "vitest";
+import { MemoryKv } from "../../adapters/kv-memory/index.ts";
+import { RedisKv } from "../../adapters/kv-redis/index.ts";
+import { ManualClock } from "../../core/clock.ts";
+import type { KvStore } from "../../core/stores/kv.ts";
+
+export interface OpsStore {
+  name: string;
+  open: () => Promise<KvStore[]>;
+}
+
+export const opsStores: OpsStore[] = [
+  { name: "memory", open: async () => [new MemoryKv(new ManualClock())] },
+  { name: "redis", open: async () => await Promise.all(Array.from({ length: 4 }, () => RedisKv.connect({ url: inject("redisUrl") }))) },
+];
+
+/**
+ * For a `describe.each(opsStores)` block: opens the stores before its tests (handing them to
+ * `onOpen`), closes them after, and gives each test a random key prefix of its own, so tests
+ * never see each other's keys. Returns the key builder.
+ */
+export function keysPerTest(prefix: string, open: OpsStore["open"], onOpen: (stores: KvStore[]) => void): (name: string) => string {
+  let opened: KvStore[] = [];
+  let current = "";
+  beforeAll(async () => {
+    opened = await open();
+    onOpen(opened);
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((store) => store.close()));
+  });
+  beforeEach(() => {
+    current = `${prefix}:${crypto.randomUUID()}:`;
+  });
+  return (name) => `${current}${name}`;
+}
