@@ -34,6 +34,9 @@ const MAX_OPEN_SCANS = 16;
 /** Expired keys reclaimed per operation, so one burst of expiries never stalls a caller. */
 const SWEEP_BUDGET = 32;
 
+/** Stale expiry entries tolerated beyond one per key before the heap is rebuilt. */
+const EXPIRY_SLACK = 1024;
+
 /** Redis's string2ll: optional minus, no leading zeros, no spaces, no plus sign. */
 const INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
 
@@ -405,6 +408,20 @@ export class MemoryData implements KvData {
   private expireAt(key: string, entry: Entry, at: number): void {
     entry.expiresAt = at;
     this.expiries.push(at, key);
+    // Keys whose TTL is renewed on every write (usage counters kept 400 days, limit windows)
+    // leave one stale heap entry per renewal until its far-off time: without a rebuild the
+    // heap would grow with the request count, not with the keys.
+    if (this.expiries.size > 2 * this.entries.size + EXPIRY_SLACK) this.rebuildExpiries();
+  }
+
+  private rebuildExpiries(): void {
+    this.expiries.clear();
+    for (const [key, entry] of this.entries) if (entry.expiresAt !== undefined) this.expiries.push(entry.expiresAt, key);
+  }
+
+  /** Entries in the expiry heap (live keys with a TTL, plus stale ones): bounded by the key count. */
+  get pendingExpiries(): number {
+    return this.expiries.size;
   }
 
   private popFrom(key: string, end: ListEnd): string | null {

@@ -1,0 +1,43 @@
+/**
+ * The embedded store's expiry bookkeeping under keys whose TTL is renewed on every write, as
+ * the usage counters (kept 400 days) and limit windows are on every request: its memory must
+ * follow the number of keys, not the number of writes, and keys must still expire on time.
+ */
+import { describe, expect, it } from "vitest";
+import { MemoryData } from "../../adapters/kv-memory/data.ts";
+import { ManualClock } from "../../core/clock.ts";
+
+const DAY = 86_400_000;
+
+describe("memory store expiries", () => {
+  it("keeps its expiry heap bounded when the same keys' TTLs are renewed on every write", () => {
+    const data = new MemoryData(new ManualClock());
+    for (let i = 0; i < 100_000; i++) {
+      const key = `usage:${i % 50}`;
+      data.hincrBy(key, "requests", 1);
+      data.pexpire(key, 400 * DAY);
+    }
+    expect(data.hget("usage:7", "requests")).toBe("2000");
+    // 50 keys: one heap entry each, plus at most the slack of stale ones before a rebuild.
+    expect(data.pendingExpiries).toBeLessThanOrEqual(2 * 50 + 1024 + 1);
+  });
+
+  it("still expires every key at its latest TTL after the heap was rebuilt", () => {
+    const clock = new ManualClock();
+    const data = new MemoryData(clock);
+    for (let round = 0; round < 50; round++) {
+      for (let k = 0; k < 100; k++) data.set(`window:${k}`, String(round), (k % 2 === 0 ? 1 : 3) * 60_000);
+      clock.advance(100);
+    }
+    data.set("forever", "1");
+    clock.advance(2 * 60_000);
+    expect(data.get("window:0")).toBeNull();
+    expect(data.get("window:1")).toBe("49");
+    clock.advance(2 * 60_000);
+    expect(data.get("window:1")).toBeNull();
+    expect(data.get("forever")).toBe("1");
+    // Every expired key was reclaimed by the sweeps, not only the ones read above.
+    for (let i = 0; i < 100; i++) data.get("forever");
+    expect(data.pendingExpiries).toBe(0);
+  });
+});
