@@ -25,30 +25,56 @@ export const USAGE = `npm run bench -- [options]
   --log-level LEVEL       the gateway's LOG_LEVEL
   --report FILE           print the tables of a results file (bench/results/*.json) and exit`;
 
+/** Walks a command line for an option parser; its errors carry the command's usage text. */
+export class ArgvReader {
+  private index = -1;
+  constructor(
+    private readonly argv: readonly string[],
+    private readonly usage: string,
+  ) {}
+
+  /** The next option, or undefined at the end. */
+  next(): string | undefined {
+    return this.argv[++this.index];
+  }
+
+  /** The value of `option`, the next word. */
+  value(option: string): string {
+    const value = this.argv[++this.index];
+    if (value === undefined) throw new Error(`${option} needs a value\n${this.usage}`);
+    return value;
+  }
+
+  choice<T extends string>(option: string, choices: readonly T[]): T {
+    const value = this.value(option);
+    if (!(choices as readonly string[]).includes(value)) throw new Error(`${option} must be ${choices.join(" or ")}\n${this.usage}`);
+    return value as T;
+  }
+
+  positive(option: string): number {
+    const number = Number(this.value(option));
+    if (!(number > 0)) throw new Error(`${option} must be a positive number\n${this.usage}`);
+    return number;
+  }
+
+  /** The error for an option the parser does not know (the usage itself for --help). */
+  unknown(option: string): Error {
+    return new Error(option === "--help" || option === "-h" ? this.usage : `unknown option ${option}\n${this.usage}`);
+  }
+}
+
 export function parseArgs(argv: readonly string[]): BenchArgs {
   const args: BenchArgs = { quick: false, runtime: "node", only: [], cpuProf: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const value = () => {
-      const next = argv[++i];
-      if (next === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
-      return next;
-    };
+  const reader = new ArgvReader(argv, USAGE);
+  for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--quick") args.quick = true;
-    else if (arg === "--runtime") {
-      const runtime = value();
-      if (runtime !== "node" && runtime !== "deno") throw new Error(`--runtime must be node or deno\n${USAGE}`);
-      args.runtime = runtime;
-    } else if (arg === "--loadgen") {
-      const loadgen = value();
-      if (loadgen !== "wrk" && loadgen !== "autocannon") throw new Error(`--loadgen must be wrk or autocannon\n${USAGE}`);
-      args.loadgen = loadgen;
-    } else if (arg === "--only") args.only = value().split(",").filter(Boolean);
+    else if (arg === "--runtime") args.runtime = reader.choice(arg, ["node", "deno"] as const);
+    else if (arg === "--loadgen") args.loadgen = reader.choice(arg, ["wrk", "autocannon"] as const);
+    else if (arg === "--only") args.only = reader.value(arg).split(",").filter(Boolean);
     else if (arg === "--cpu-prof") args.cpuProf = true;
-    else if (arg === "--log-level") args.logLevel = value();
-    else if (arg === "--report") args.report = value();
-    else if (arg === "--help" || arg === "-h") throw new Error(USAGE);
-    else throw new Error(`unknown option ${arg}\n${USAGE}`);
+    else if (arg === "--log-level") args.logLevel = reader.value(arg);
+    else if (arg === "--report") args.report = reader.value(arg);
+    else throw reader.unknown(arg);
   }
   return args;
 }

@@ -19,6 +19,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../test/support/servers.ts";
+import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
 import { machine, redisInstalled, repoRoot, resultsDir, startGateway, startRedis } from "./gateway.ts";
 import { runOpenLoop } from "./load/open-loop.ts";
@@ -54,32 +55,16 @@ interface SoakArgs {
 
 function parseSoakArgs(argv: readonly string[]): SoakArgs {
   const args: SoakArgs = { duration: 300, rate: 200, runtime: "node", sampleEvery: 10, gc: true };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const value = () => {
-      const next = argv[++i];
-      if (next === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
-      return next;
-    };
-    const positive = () => {
-      const number = Number(value());
-      if (!(number > 0)) throw new Error(`${arg} must be a positive number\n${USAGE}`);
-      return number;
-    };
-    if (arg === "--duration") args.duration = positive();
-    else if (arg === "--rate") args.rate = positive();
-    else if (arg === "--warmup") args.warmup = Number(value());
-    else if (arg === "--sample-every") args.sampleEvery = positive();
+  const reader = new ArgvReader(argv, USAGE);
+  for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
+    if (arg === "--duration") args.duration = reader.positive(arg);
+    else if (arg === "--rate") args.rate = reader.positive(arg);
+    else if (arg === "--warmup") args.warmup = Number(reader.value(arg));
+    else if (arg === "--sample-every") args.sampleEvery = reader.positive(arg);
     else if (arg === "--no-gc") args.gc = false;
-    else if (arg === "--runtime") {
-      const runtime = value();
-      if (runtime !== "node" && runtime !== "deno") throw new Error(`--runtime must be node or deno\n${USAGE}`);
-      args.runtime = runtime;
-    } else if (arg === "--store") {
-      const store = value();
-      if (store !== "redis" && store !== "embedded") throw new Error(`--store must be redis or embedded\n${USAGE}`);
-      args.store = store;
-    } else throw new Error(arg === "--help" || arg === "-h" ? USAGE : `unknown option ${arg}\n${USAGE}`);
+    else if (arg === "--runtime") args.runtime = reader.choice(arg, ["node", "deno"] as const);
+    else if (arg === "--store") args.store = reader.choice(arg, ["redis", "embedded"] as const);
+    else throw reader.unknown(arg);
   }
   return args;
 }
