@@ -100,22 +100,28 @@ export default definePlugin({
       if (event.job.callback_url) void dispatcher.dispatch(terminalJob(event));
     });
 
-    let pausedUntil = 0;
-    api.task({
-      name: "webhooks.retries",
-      everyMs: POLL_MS,
-      runAtStart: true,
-      run: async (signal) => {
-        if (signal.aborted || api.clock.now() < pausedUntil) return;
-        try {
-          await dispatcher.poll();
-        } catch (error) {
-          // Retries stay in the store; they are taken once it answers again.
-          pausedUntil = api.clock.now() + POLL_PAUSE_AFTER_FAILURE_MS;
-          api.log.warn("webhook_retry_poll_failed", { error, retry_in_ms: POLL_PAUSE_AFTER_FAILURE_MS });
-        }
-      },
-    });
+    /**
+     * A task against the store that pauses after a failure (store down): one log line per
+     * pause, not one per tick. What it works on stays in the store for the next run.
+     */
+    const storeTask = (name: string, everyMs: number, failedEvent: string, run: () => Promise<unknown>) => {
+      let pausedUntil = 0;
+      api.task({
+        name,
+        everyMs,
+        runAtStart: true,
+        run: async (signal) => {
+          if (signal.aborted || api.clock.now() < pausedUntil) return;
+          try {
+            await run();
+          } catch (error) {
+            pausedUntil = api.clock.now() + POLL_PAUSE_AFTER_FAILURE_MS;
+            api.log.warn(failedEvent, { error, retry_in_ms: POLL_PAUSE_AFTER_FAILURE_MS });
+          }
+        },
+      });
+    };
+    storeTask("webhooks.retries", POLL_MS, "webhook_retry_poll_failed", () => dispatcher.poll());
     const outbox = new OutboxSweep({
       kv: api.kv,
       jobs,
@@ -126,22 +132,8 @@ export default definePlugin({
       clock: api.clock,
       log: api.log,
     });
-    let sweepPausedUntil = 0;
-    api.task({
-      name: "webhooks.outbox",
-      everyMs: OUTBOX_SWEEP_MS,
-      runAtStart: true,
-      run: async (signal) => {
-        if (signal.aborted || api.clock.now() < sweepPausedUntil) return;
-        try {
-          await outbox.sweep();
-        } catch (error) {
-          // Entries stay in the outbox (a taken one is due again when its lease ends).
-          sweepPausedUntil = api.clock.now() + POLL_PAUSE_AFTER_FAILURE_MS;
-          api.log.warn("webhook_outbox_sweep_failed", { error, retry_in_ms: POLL_PAUSE_AFTER_FAILURE_MS });
-        }
-      },
-    });
+    // A taken outbox entry that fails is due again when its lease ends.
+    storeTask("webhooks.outbox", OUTBOX_SWEEP_MS, "webhook_outbox_sweep_failed", () => outbox.sweep());
     // Attempts under way finish (bounded by the timeout) before the runtime closes.
     api.onClose(() => dispatcher.idle());
 
