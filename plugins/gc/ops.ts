@@ -15,7 +15,7 @@
  * record before `job.terminal` is emitted.
  */
 import { extendIndex, LUA_EXTEND_INDEX, LUA_SCHEDULE_IF_FIELD, scheduleIfField } from "../../core/stores/atomic-ops.ts";
-import type { AtomicOp, KvData } from "../../core/stores/kv.ts";
+import type { AtomicOp } from "../../core/stores/kv.ts";
 
 
 /** What `gcReap` did with one processing-list entry. */

@@ -17,6 +17,7 @@ import type { Logger } from "../../core/log.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { TokenUsage } from "../../core/llm/usage.ts";
+import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { hashAdd } from "./ops.ts";
 
 export const CONSUMER_TOKENS_KEY = "llm:consumer_tokens";
@@ -64,34 +65,29 @@ export class ConsumerTokens {
 
   /** Tokens gathered this turn, by hash field. */
   private readonly gathered = new Map<string, number>();
-  private flushTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly writing = new Set<Promise<void>>();
+  private readonly writer = new EndOfTurnWriter(() => this.writeGathered());
 
   /** Adds one response's tokens (written at the end of the turn). Never throws. */
   add(consumer: string, userType: string, usage: TokenUsage): void {
     const fields = this.fieldsOf(consumer, userType);
     this.gathered.set(fields.prompt, (this.gathered.get(fields.prompt) ?? 0) + usage.prompt_tokens);
     this.gathered.set(fields.completion, (this.gathered.get(fields.completion) ?? 0) + usage.completion_tokens);
-    this.flushTimer ??= setTimeout(() => void this.flush(), 0);
+    this.writer.schedule();
   }
 
   /** Writes what was gathered and waits for every write in flight. A store error is logged and the counts miss it. */
-  async flush(): Promise<void> {
-    clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
-    if (this.gathered.size > 0) {
-      const args = [...this.gathered].flat();
-      this.gathered.clear();
-      const written = this.kv
-        .run(hashAdd, [CONSUMER_TOKENS_KEY], args)
-        .then(
-          () => undefined,
-          (error: unknown) => this.log.warn("consumer_tokens_not_counted", { error }),
-        )
-        .finally(() => this.writing.delete(written));
-      this.writing.add(written);
-    }
-    await Promise.all(this.writing);
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  private writeGathered(): Promise<void> | undefined {
+    if (this.gathered.size === 0) return undefined;
+    const args = [...this.gathered].flat();
+    this.gathered.clear();
+    return this.kv.run(hashAdd, [CONSUMER_TOKENS_KEY], args).then(
+      () => undefined,
+      (error: unknown) => this.log.warn("consumer_tokens_not_counted", { error }),
+    );
   }
 
   /** Republishes the gauge from the store: the top N (consumer, user type) pairs by total tokens. */

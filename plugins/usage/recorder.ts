@@ -20,6 +20,7 @@ import type { GatewayEvents } from "../../core/plugins/types.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import type { JobRecord } from "../async-jobs/types.ts";
+import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { DAY_MS, labelOf } from "./calendar.ts";
 import { usageKeys } from "./keys.ts";
 import { usageRecord } from "./ops.ts";
@@ -67,8 +68,7 @@ interface Batch {
 export class UsageRecorder {
   private readonly waiting = new Map<string, { prompt: number; completion: number }>();
   private readonly batches = new Map<string, Batch>();
-  private flushTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly writing = new Set<Promise<void>>();
+  private readonly writer = new EndOfTurnWriter(() => this.writeGathered());
 
   constructor(private readonly deps: RecorderDeps) {}
 
@@ -129,19 +129,19 @@ export class UsageRecorder {
     sum.prompt += Math.round(counts.prompt ?? 0);
     sum.completion += Math.round(counts.completion ?? 0);
     sum.processingSeconds += counts.processingSeconds ?? 0;
-    this.flushTimer ??= setTimeout(() => void this.flush(), 0);
+    this.writer.schedule();
   }
 
   /** Writes everything gathered so far and waits for every write in flight. */
-  async flush(): Promise<void> {
-    clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
-    for (const batch of this.batches.values()) {
-      const written = this.writeBatch(batch).finally(() => this.writing.delete(written));
-      this.writing.add(written);
-    }
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  private writeGathered(): Promise<void> | undefined {
+    if (this.batches.size === 0) return undefined;
+    const written = Promise.all([...this.batches.values()].map((batch) => this.writeBatch(batch))).then(() => undefined);
     this.batches.clear();
-    await Promise.all(this.writing);
+    return written;
   }
 
   /** One round trip: the consumers' records, the indexes and the three calendar buckets. */
