@@ -64,10 +64,23 @@ export interface Gateway {
   plugins: string[];
 }
 
+/**
+ * The runtime flags of `npm start` (`deno task start`): the V8 heap settings users run the
+ * gateway with, so the bench measures the same process (package.json and deno.json hold them).
+ */
+export function startFlags(runtime: Runtime): string[] {
+  const command =
+    runtime === "deno"
+      ? (JSON.parse(readFileSync(join(repoRoot, "deno.json"), "utf8")) as { tasks: { start: string } }).tasks.start
+      : (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  const words = command.split(/\s+/);
+  return runtime === "deno" ? words.filter((word) => word.startsWith("--v8-flags=")) : words.slice(words.indexOf("node") + 1).filter((word) => word.startsWith("--"));
+}
+
 /** Starts the gateway on a free port and waits for `/health`. */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const port = await freePort();
-  const flags = options.runtimeFlags ?? [];
+  const flags = [...startFlags(options.runtime), ...(options.runtimeFlags ?? [])];
   const argv =
     options.runtime === "deno"
       ? [denoBinary, "run", ...flags, "--allow-all", join(repoRoot, "adapters/deno/main.ts")]
