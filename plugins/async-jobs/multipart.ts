@@ -102,11 +102,38 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<v
   await reader.cancel().catch(() => undefined);
 }
 
-/** A promise that settles only through `resolve`, for racing reads against a failure. */
+/** A promise that settles only through `resolve`. */
 function signal(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/**
+ * Waits for one step or for a failure, whichever comes first. Each wait races against a
+ * fresh promise: racing every chunk's read against one long-lived promise would leave a
+ * reaction on it per read, each holding that read's chunk, so an upload would stay in
+ * memory whole until the request ended.
+ */
+class Interruptible {
+  private wake: (() => void) | undefined;
+  private interrupted = false;
+
+  interrupt(): void {
+    this.interrupted = true;
+    this.wake?.();
+  }
+
+  /** The step's value, or undefined once interrupted. */
+  async wait<T>(step: Promise<T>): Promise<T | undefined> {
+    if (this.interrupted) return undefined;
+    const woken = new Promise<undefined>((resolve) => (this.wake = () => resolve(undefined)));
+    try {
+      return await Promise.race([step, woken]);
+    } finally {
+      this.wake = undefined;
+    }
+  }
 }
 
 export async function readJobForm(request: Request, onFile: FileHandler): Promise<FormResult> {
@@ -128,11 +155,11 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
   let fileTask: Promise<void> | undefined;
   let abortFile: ((reason: unknown) => void) | undefined;
   let failure: { error: unknown } | undefined;
-  const stop = signal();
+  const stop = new Interruptible();
   const fail = (error: unknown) => {
     if (failure) return;
     failure = { error };
-    stop.resolve();
+    stop.interrupt();
   };
   const closed = signal();
 
@@ -172,7 +199,7 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
   const reader = body.getReader();
   try {
     while (!failure) {
-      const next = await Promise.race([reader.read(), stop.promise.then(() => undefined)]);
+      const next = await stop.wait(reader.read());
       if (!next || failure) break;
       if (next.done) {
         parser.end();
@@ -180,11 +207,11 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
       }
       if (!parser.write(next.value)) {
         const drained = new Promise<void>((resolve) => parser.once("drain", resolve));
-        await Promise.race([drained, stop.promise]);
+        await stop.wait(drained);
       }
     }
     // The parser closes once every part was read, the file part included.
-    await Promise.race([closed.promise, stop.promise]);
+    await stop.wait(closed.promise);
     await fileTask;
   } catch (error) {
     // The client went away mid-upload, or the body stream failed.

@@ -2,12 +2,12 @@
  * The sync direct proxy as a user meets it (spec 1 mode 2, 2.3, 4.5, 4.7, 5.3, 7): the real
  * gateway process in front of fake backends from test/fixtures, run in this process.
  */
-import { existsSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startBackend, type Behaviour, type FakeBackend, type RecordedRequest } from "../fixtures/http-backend.ts";
 import { multipartUpload } from "../fixtures/multipart-stream.ts";
 import { onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { rawRequest } from "../support/raw-http.ts";
+import { watchRss } from "../support/process-memory.ts";
 import { freePort } from "../support/servers.ts";
 
 const MIB = 1024 * 1024;
@@ -198,11 +198,6 @@ function bySeq(...fakesToRead: FakeBackend[]): Array<{ fake: FakeBackend; reques
   return fakesToRead.flatMap((fake) => fake.requests.map((request) => ({ fake, request }))).sort((a, b) => a.request.seq - b.request.seq);
 }
 
-function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) * 1024;
-}
-
 describe("direct proxy", () => {
   it("forwards to the backend base + original path + query string, with model rewritten to backend_model", async () => {
     const body = { model: "echo-model", input: "hi", nested: { keep: [1, 2] } };
@@ -292,35 +287,23 @@ describe("direct proxy", () => {
     // Warm-up: the first upload loads the code paths every later one reuses.
     await upload(2 * MIB);
 
-    const pid = gw.child.pid;
-    const measure = pid !== undefined && existsSync(`/proc/${pid}/status`);
-    const before = measure ? rssBytes(pid) : 0;
-    let peak = before;
-    let uploading = true;
-    // Sampling while the uploads run (not a wait): the peak is what matters, not the end.
-    const sampler = (async () => {
-      while (measure && uploading) {
-        peak = Math.max(peak, rssBytes(pid));
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    const watch = watchRss(gw.child.pid);
     const peaks: number[] = [];
     try {
       await upload(50 * 1000 * 1000);
-      peaks.push(peak);
+      if (watch) peaks.push(watch.peak());
       // A collector may leave tens of MB of spent chunks uncollected (V8 waits for ~64 MB
       // of external memory), so a 50 MB upload alone cannot tell streaming from buffering:
       // with the body held whole it measured 61 MB on Node. 150 MB more can.
       await upload(150 * 1000 * 1000);
-      peaks.push(peak);
+      if (watch) peaks.push(watch.peak());
     } finally {
-      uploading = false;
-      await sampler;
+      await watch?.stop();
     }
-    if (measure) {
-      const growth = peaks.map((p) => p - before);
+    if (watch) {
+      const growth = peaks.map((p) => p - watch.before);
       console.log(
-        `gateway RSS (${onDeno ? "deno" : "node"}): before ${(before / MIB).toFixed(1)} MiB; peak growth during 50 MB upload ${(growth[0] / MIB).toFixed(1)} MiB, after 150 MB more ${(growth[1] / MIB).toFixed(1)} MiB`,
+        `gateway RSS (${onDeno ? "deno" : "node"}): before ${(watch.before / MIB).toFixed(1)} MiB; peak growth during 50 MB upload ${(growth[0] / MIB).toFixed(1)} MiB, after 150 MB more ${(growth[1] / MIB).toFixed(1)} MiB`,
       );
       expect(growth[0]).toBeLessThan(64 * MIB);
       // Held whole, the second body alone would add 143 MiB; the allocator's own growth
