@@ -41,14 +41,16 @@ export class FsObjectStore implements ObjectStore {
 
   async put(key: string, body: ReadableStream<Uint8Array> | Uint8Array, options?: PutOptions): Promise<{ size: number }> {
     const source = new BodySource(body);
-    let temp: { path: string; handle: FileHandle } | undefined;
+    let temp: { path: string; handle: FileHandle; createdDir: boolean } | undefined;
     let tempPath: string | undefined;
     try {
       const target = this.pathOf(key);
-      // Fail before reading what may be a large body, not at the final rename.
-      if (await isDirectory(target)) throw clash(key);
       temp = await this.createTemp(dirname(target), key);
       tempPath = temp.path;
+      // Fail before reading what may be a large body, not at the final rename. A directory
+      // this put just created holds nothing yet, so the (costly, usually ENOENT) check is
+      // only needed when it already existed.
+      if (!temp.createdDir && (await isDirectory(target))) throw clash(key);
       for (let chunk = await source.read(); chunk !== null; chunk = await source.read()) {
         await writeAll(temp.handle, chunk);
       }
@@ -164,16 +166,17 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  /** Creates a uniquely named temp file in `dir`, creating `dir` first. */
-  private async createTemp(dir: string, key: string): Promise<{ path: string; handle: FileHandle }> {
+  /** Creates a uniquely named temp file in `dir`, creating `dir` first; `createdDir` when `dir` did not exist. */
+  private async createTemp(dir: string, key: string): Promise<{ path: string; handle: FileHandle; createdDir: boolean }> {
     // A concurrent delete may prune the directory between mkdir and open; try again then.
     for (let attempt = 1; ; attempt++) {
-      await mkdir(dir, { recursive: true }).catch((error: unknown) => {
+      // With `recursive`, mkdir answers the first directory it created, undefined when all existed.
+      const created = await mkdir(dir, { recursive: true }).catch((error: unknown) => {
         throw conflictOr(error, key);
       });
       const path = join(dir, `${INTERNAL_PREFIX}tmp.${crypto.randomUUID()}`);
       try {
-        return { path, handle: await open(path, "wx") };
+        return { path, handle: await open(path, "wx"), createdDir: created !== undefined };
       } catch (error) {
         if (!hasCode(error, "ENOENT") || attempt >= 3) throw conflictOr(error, key);
       }
