@@ -1,6 +1,7 @@
 /**
  * One measured round against one target: the load, and around it the CPU time and peak
- * memory of the process that serves the target (the gateway, the bare proxy, or for the
+ * memory of the process that serves the target (the gateway, the bare proxy, the framework
+ * floor, or for the
  * direct baseline the mock backend itself).
  */
 import { runAutocannon } from "./load/autocannon.ts";
@@ -10,7 +11,8 @@ import { runWrk } from "./load/wrk.ts";
 import { performance } from "node:perf_hooks";
 import { coreBusySeconds, cpuSeconds, memory, resetPeak, RssSampler, SERVER_CORE } from "./procs.ts";
 
-export type TargetName = "direct" | "gateway" | "bare";
+/** `floor`: the framework floor (bench/framework-floor.ts), next to `bare`, the node:http proxy. */
+export type TargetName = "direct" | "gateway" | "bare" | "floor";
 
 export interface Target {
   name: TargetName;

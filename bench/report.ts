@@ -42,9 +42,9 @@ const ratio = (value: number | undefined, base: number | undefined) =>
 const added = (value: number | undefined, base: number | undefined) =>
   value === undefined || base === undefined ? "" : ` (${value - base >= 0 ? "+" : ""}${(value - base).toFixed(2)})`;
 
-/** How much of the server core other processes took during the row's rounds (worst of gateway and bare proxy). */
+/** How much of the server core other processes took during the row's rounds (worst of the gateway and the floors). */
 function foreign(row: RowResult): string {
-  const worst = Math.max(row.figures.gateway?.foreignLoad ?? 0, row.figures.bare?.foreignLoad ?? 0);
+  const worst = Math.max(row.figures.gateway?.foreignLoad ?? 0, row.figures.bare?.foreignLoad ?? 0, row.figures.floor?.foreignLoad ?? 0);
   return `${(worst * 100).toFixed(0)}%`;
 }
 
@@ -111,6 +111,32 @@ export function latencyTable(results: Results): string {
         stream ? `${fmt(d?.ttfbP99Ms, 2)} / ${fmt(g?.ttfbP99Ms, 2)}${added(g?.ttfbP99Ms, d?.ttfbP99Ms)}` : "-",
         `${fmt(g?.cpuUsPerRequest)} / ${b ? fmt(b.cpuUsPerRequest) : "-"}`,
         foreign(row),
+      ];
+    }),
+  );
+}
+
+/**
+ * CPU per request of the two floors and the gateway, side by side: the bare node:http proxy,
+ * the framework floor (Hono on @hono/node-server with the gateway's HTTP client, nothing else)
+ * and the gateway. The first ratio is the price of the WHATWG Request/Response layer, the
+ * second that of the gateway's own work on top of it.
+ */
+export function floorTable(results: Results): string {
+  const rows = results.rows.filter((r) => r.load === "c32" && r.figures.floor && r.figures.bare && r.figures.gateway);
+  return table(
+    ["scenario", "config", "CPU µs/req bare", "CPU µs/req framework floor (x bare)", "CPU µs/req gateway (x floor)", "gateway x bare", "req/s floor", "floor peak RSS MB"],
+    rows.map((row) => {
+      const { bare: b, floor: f, gateway: g } = row.figures as Required<RowResult["figures"]>;
+      return [
+        row.title,
+        row.variant,
+        fmt(b.cpuUsPerRequest),
+        `${fmt(f.cpuUsPerRequest)}${ratio(f.cpuUsPerRequest, b.cpuUsPerRequest)}`,
+        `${fmt(g.cpuUsPerRequest)}${ratio(g.cpuUsPerRequest, f.cpuUsPerRequest)}`,
+        `${(g.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}x`,
+        fmt(f.rps),
+        fmt(f.peakRssMb),
       ];
     }),
   );
@@ -221,6 +247,10 @@ export function printAll(results: Results): string {
     "## Latency at a fixed 100 requests/s",
     "",
     latencyTable(results),
+    "",
+    "## The two floors: node:http, and Hono on node:http",
+    "",
+    floorTable(results),
     "",
     "## Async jobs and large uploads",
     "",

@@ -1,17 +1,17 @@
 /**
- * `npm run bench`: starts the mock backend, the bare proxy floor and the gateway (one
- * process per config variant) as real processes, pins the gateway and the bare proxy to
- * core 0 and everything else (mock, load generators, Redis, this runner) to core 1, runs
- * every scenario against the backend directly, through the gateway and through the bare
- * proxy in interleaved rounds, prints the tables and writes bench/results/. Exits 1 when
- * any answer was wrong (status or body) anywhere.
+ * `npm run bench`: starts the mock backend, the two floors (the bare node:http proxy and the
+ * framework floor) and the gateway (one process per config variant) as real processes, pins
+ * the gateway and the floors to core 0 and everything else (mock, load generators, Redis, this
+ * runner) to core 1, runs every scenario against the backend directly, through the gateway and
+ * through the floors in interleaved rounds, prints the tables and writes bench/results/. Exits 1
+ * when any answer was wrong (status or body) anywhere.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, selected, timingFor, type BenchArgs } from "./args.ts";
 import { gatewayConfig, MODELS, PATHS, type ConfigOptions } from "./config.ts";
-import { machine, redisInstalled, repoRoot, resultsDir, startGateway, startRedis, type Gateway } from "./gateway.ts";
+import { machine, redisInstalled, repoRoot, resultsDir, startFlags, startGateway, startRedis, type Gateway } from "./gateway.ts";
 import { runJobsEndToEnd } from "./jobs.ts";
 import { wrkInstalled } from "./load/wrk.ts";
 import { runScenario, type LoadId, type RowContext } from "./matrix.ts";
@@ -26,8 +26,8 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 interface Variant {
   id: string;
   config: Omit<ConfigOptions, "mockUrl" | "objectDir" | "redisAddr"> & { redis: boolean };
-  /** Scenarios with the loads to run and whether the bare proxy runs alongside. */
-  scenarios: Array<{ id: ScenarioId; loads: LoadId[]; bare: boolean }>;
+  /** Scenarios with the loads to run and whether the bare proxy (and the framework floor) run alongside. */
+  scenarios: Array<{ id: ScenarioId; loads: LoadId[]; bare: boolean; floor?: boolean }>;
   consumers?: number;
 }
 
@@ -36,14 +36,14 @@ const VARIANTS: Variant[] = [
   {
     id: "basic",
     config: { production: false, redis: false, relay: false },
-    scenarios: (["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true })),
+    scenarios: (["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true, floor: true })),
   },
   ...(["prod-memory", "prod-redis"] as const).map((id) => ({
     id,
     config: { production: true, redis: id === "prod-redis", relay: false },
     consumers: 50,
     scenarios: [
-      { id: "llm-miss" as const, loads: BOTH, bare: true },
+      { id: "llm-miss" as const, loads: BOTH, bare: true, floor: true },
       { id: "llm-hit" as const, loads: BOTH, bare: false },
       { id: "stream" as const, loads: BOTH, bare: false },
     ],
@@ -117,8 +117,11 @@ async function main(): Promise<number> {
     const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
     const bare = spawnService("bare proxy", [process.execPath, join(repoRoot, "dist/bench/bare-proxy.js"), "0", mockUrl], { core: SERVER_CORE });
     services.push(bare);
+    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], { core: SERVER_CORE });
+    services.push(floor);
     const direct: Target = { name: "direct", base: mockUrl, pid: mock.pid };
     const bareTarget: Target = { name: "bare", base: `http://127.0.0.1:${await listeningPort(bare)}`, pid: bare.pid };
+    const floorTarget: Target = { name: "floor", base: `http://127.0.0.1:${await listeningPort(floor)}`, pid: floor.pid };
 
     let redisAddr = "";
     const wantRedis = VARIANTS.some((v) => v.config.redis && v.scenarios.some((s) => selected(args, v.id, s.id)));
@@ -145,7 +148,7 @@ async function main(): Promise<number> {
       const context: RowContext = { variant: variant.id, timing, generator, repoRoot, consumers: variant.consumers, log };
       try {
         for (const scenario of scenarios) {
-          const targets = scenario.bare ? [direct, gateway.target, bareTarget] : [direct, gateway.target];
+          const targets = scenario.bare ? [direct, gateway.target, bareTarget, ...(scenario.floor ? [floorTarget] : [])] : [direct, gateway.target];
           results.rows.push(...(await runScenario(context, SCENARIOS[scenario.id], targets, scenario.loads)));
         }
         if (uploads) {

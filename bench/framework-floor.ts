@@ -1,0 +1,36 @@
+/**
+ * The framework floor: `node dist/bench/framework-floor.js PORT TARGET_URL`, the least a proxy
+ * built the gateway's way can cost on Node. One Hono route on @hono/node-server (every request
+ * a WHATWG `Request`, every answer a `Response`), the body read whole, forwarded with the
+ * gateway's own HTTP client (adapters/node/http-client.ts) over pooled keep-alive connections,
+ * the answer read whole (an event stream passed on as it arrives). No pipeline, no config, no
+ * features. Next to the bare node:http proxy it shows what the Request/Response layer alone
+ * costs; next to the gateway, what the gateway's own work costs.
+ */
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import { createNodeFetch } from "../adapters/node/http-client.ts";
+import { forwardHeaders, responseHeaders } from "../core/proxy/headers.ts";
+
+const port = Number(process.argv[2] ?? 0);
+const target = (process.argv[3] ?? "http://127.0.0.1:9000").replace(/\/+$/, "");
+const backend = createNodeFetch();
+
+const app = new Hono();
+app.all("*", async (c) => {
+  const request = c.req.raw;
+  const url = new URL(request.url);
+  const body = request.method === "GET" || request.method === "HEAD" ? null : new Uint8Array(await request.arrayBuffer());
+  const answer = await backend(`${target}${url.pathname}${url.search}`, { method: request.method, headers: forwardHeaders(request.headers), body, redirect: "manual" });
+  const headers = responseHeaders(answer.headers);
+  if ((answer.headers.get("content-type") ?? "").includes("text/event-stream")) return new Response(answer.body, { status: answer.status, headers });
+  return new Response(new Uint8Array(await answer.arrayBuffer()), { status: answer.status, headers });
+});
+
+const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, (info) => {
+  process.stdout.write(`${JSON.stringify({ listening: info.port })}\n`);
+});
+process.on("SIGTERM", () => {
+  server.close();
+  process.exit(0);
+});
