@@ -94,7 +94,8 @@ export function isRetryable(status: number): boolean {
 
 /**
  * Tries `targets` in order with `attempt` until one answers 2xx-4xx. A passed-over 5xx
- * body is cancelled so its connection is released. Stops early when `signal` aborts.
+ * body is cancelled so its connection is released. Stops early when `signal` aborts; the
+ * attempt that the abort cancelled is not a failure (nothing is logged as a failover).
  */
 export async function withFailover(
   targets: readonly BackendTarget[],
@@ -118,6 +119,8 @@ export async function withFailover(
       last = { response, target };
     } catch (caught) {
       error = caught instanceof Error ? caught : new Error(String(caught));
+      // The client went away: the attempt was cancelled, the backend did not fail.
+      if (signal?.aborted) break;
       failures.push({ target, reason: error.message });
     }
   }

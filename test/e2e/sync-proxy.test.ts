@@ -331,6 +331,11 @@ describe("direct proxy", () => {
     client.abort();
     expect(await settled).toBeInstanceOf(Error);
     await waitUntil(() => fakes.hang.requests.some((r) => r.aborted), 5000, () => "the backend request was not aborted");
+    // Counted as the client's doing (499), and not logged as a backend failing over.
+    const clientClosed = /svc_gateway_requests_total\{status="499",mode="sync",service_type="hang"\} 1/;
+    let metrics = "";
+    await waitUntil(async () => clientClosed.test((metrics = await (await fetch(`${gw.url}/metrics`)).text())), 5000, () => `no 499 counted:\n${metrics.split("\n").filter((l) => l.startsWith("svc_gateway_requests_total")).join("\n")}`);
+    expect(gw.output()).not.toMatch(/"event":"backend_failover".*"model":"hanger"/);
   });
 
   it("aborts the backend stream when the client disconnects mid-stream", async () => {
