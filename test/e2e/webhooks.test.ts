@@ -257,12 +257,19 @@ describe("two replicas", () => {
     expect(perJob.size).toBe(100);
     for (const [id, answers] of perJob) expect(answers, id).toEqual([500, 200]);
     expect((await deadLetters()).filter((e) => wanted.has(String(e.job_id)))).toEqual([]);
-    const delivered = await Promise.all(
-      replicas.map(async (gw) => Number(/svc_webhook_deliveries_total\{result="delivered"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0)),
-    );
+    const deliveredTotal = async () => {
+      const counts = await Promise.all(
+        replicas.map(async (gw) => Number(/svc_webhook_deliveries_total\{result="delivered"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0)),
+      );
+      return counts[0] + counts[1];
+    };
+    // A replica counts a delivery once its store op taking it off the retry queue has answered,
+    // a moment after the queue reads empty here: wait for the counters to catch up.
+    let delivered = 0;
+    await waitUntil(async () => (delivered = await deliveredTotal()) >= 100, 10_000, () => `${delivered} deliveries counted`);
     // Every first attempt failed, so these are all retries, each made by one replica or the other
     // (how they split depends on which polls first after a retry falls due).
-    expect(delivered[0] + delivered[1]).toBe(100);
+    expect(delivered).toBe(100);
   }));
 });
 
