@@ -1,8 +1,7 @@
 /**
  * One measured round against one target: the load, and around it the CPU time and peak
  * memory of the process that serves the target (the gateway, the bare proxy, the framework
- * floor, or for the
- * direct baseline the mock backend itself).
+ * floor, or for the direct baseline the mock backend itself).
  */
 import { runAutocannon } from "./load/autocannon.ts";
 import { runOpenLoop } from "./load/open-loop.ts";
