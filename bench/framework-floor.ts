@@ -27,10 +27,7 @@ app.all("*", async (c) => {
   return new Response(new Uint8Array(await answer.arrayBuffer()), { status: answer.status, headers });
 });
 
-const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, (info) => {
+serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, (info) => {
   process.stdout.write(`${JSON.stringify({ listening: info.port })}\n`);
 });
-process.on("SIGTERM", () => {
-  server.close();
-  process.exit(0);
-});
+process.on("SIGTERM", () => process.exit(0));
