@@ -11,6 +11,7 @@ import type { Metrics } from "../metrics.ts";
 import { RequestState, type RequestMode } from "../pipeline/context.ts";
 import { headerIdentity } from "../pipeline/identity.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
+import { existingSlotOf, slotOf } from "../pipeline/request-slot.ts";
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
@@ -101,11 +102,6 @@ export class Runtime {
   private readonly tasks: BackgroundTask[] = [];
   private readonly closers: Array<() => void | Promise<void>> = [];
   private readonly readyChecks: Array<() => void | Promise<void>> = [];
-  private readonly contexts = new WeakMap<Request, RequestState>();
-  /** Per request: settles when the server adapter has sent the response (see `Gateway.fetch`). */
-  private readonly responded = new WeakMap<Request, PromiseLike<unknown>>();
-  /** Requests the gateway refuses before routing (a path not in normal form), with why. */
-  private readonly refusals = new WeakMap<Request, string>();
   private readonly middlewares: MiddlewareHandler[] = [];
   private readonly taskControl = new AbortController();
   private readonly taskTimers = new Set<ReturnType<typeof setTimeout>>();
@@ -140,18 +136,21 @@ export class Runtime {
   }
 
   refusalOf(request: Request): string | undefined {
-    return this.refusals.get(request);
+    return existingSlotOf(request)?.refusal;
   }
 
   /** The request context of a request a mode is handling, if any (for metrics and logs). */
   contextOf(request: Request): RequestState | undefined {
-    return this.contexts.get(request);
+    return existingSlotOf(request)?.context;
   }
 
   /** `refusal`: answer 400 with this message before any route (still counted, traced and audited). */
   async handle(request: Request, responded?: PromiseLike<unknown>, refusal?: string): Promise<Response> {
-    if (responded) this.responded.set(request, responded);
-    if (refusal) this.refusals.set(request, refusal);
+    if (responded || refusal) {
+      const slot = slotOf(request);
+      slot.responded = responded;
+      slot.refusal = refusal;
+    }
     this.inflight++;
     try {
       return await this.app.fetch(request);
@@ -225,7 +224,6 @@ export class Runtime {
   }
 
   private apiFor(definition: PluginDefinition): PluginApi {
-    const runtime = this;
     const deps = this.deps;
     const log = deps.log.child({ plugin: definition.name });
     const allowed = new Set(definition.dependsOn ?? []);
@@ -250,15 +248,16 @@ export class Runtime {
       middleware: (handler) => {
         this.middlewares.push(handler);
       },
-      contextOf: (request) => this.contexts.get(request),
+      contextOf: (request) => this.contextOf(request),
       readAsset: (path) => {
         if (!deps.readAsset) return Promise.reject(new Error(`cannot read "${path}": this runtime provides no asset reader`));
         return deps.readAsset(path);
       },
       pipeline: this.pipeline,
       newContext(request: Request, mode: RequestMode, serviceType: string) {
-        const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), runtime.responded.get(request));
-        runtime.contexts.set(request, ctx);
+        const slot = slotOf(request);
+        const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), slot.responded);
+        slot.context = ctx;
         return ctx;
       },
       stage: (stage, step) => this.pipeline.add(stage, step),
