@@ -28,9 +28,21 @@ export type CacheLookup =
   /** Not cached yet: `fill` stores the answer (it ignores non-2xx, never throws, gives up after its timeout). */
   | { kind: "miss"; fill(answer: CachedAnswer): Promise<void> };
 
+/** A lookup whose store read is under way; `result` judges it and counts it as a hit or miss. */
+export interface PendingLookup {
+  /** Never throws (see `lookup`). Call it once. */
+  result(): Promise<CacheLookup>;
+}
+
 export interface ResponseCache {
   /** Never throws: a store error is counted and logged, and the request goes on as a miss or bypass. */
   lookup(request: CacheRequest): Promise<CacheLookup>;
+  /**
+   * Starts the store read now and counts nothing until `result()`: the LLM proxy starts it as
+   * soon as the model is resolved, so on Redis the read travels with the limit check instead
+   * of after it, and a request refused in between (visibility, policy, limits) counts no lookup.
+   */
+  begin(request: CacheRequest): PendingLookup;
 }
 
 declare module "../plugins/types.ts" {

@@ -18,6 +18,12 @@ export interface SyncMode {
   /** The request mode this handler serves (metrics label). */
   mode: RequestMode;
   accepts(service: ServiceConfig, body: SyncBody): boolean;
+  /**
+   * Called once the model is resolved, before visibility, policy and limits: starts read-only
+   * work `handle` will need, so it overlaps the limit checks' store round trip (the LLM mode's
+   * cache read). It must not answer, count or change anything: the request may still be refused.
+   */
+  prepare?(ctx: RequestContext, body: SyncBody): void;
   handle(ctx: RequestContext, body: SyncBody): Promise<Response>;
 }
 

@@ -12,7 +12,7 @@
  *
  * Nothing here names a provider: the service's `provider` is looked up in the registry.
  */
-import type { CacheLookup, ResponseCache } from "../../core/llm/cache.ts";
+import type { CacheLookup, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import type { Bytes } from "../../core/llm/json.ts";
 import type { ProviderDefinition, ProviderRegistry, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
@@ -38,6 +38,13 @@ const NOT_FORWARDED = ["accept-encoding", "content-type"];
 
 /** Set on answers as they are built (a header added afterwards costs a `Headers` per response). */
 const MISS: Readonly<Record<string, string>> = Object.freeze({ "x-cache": "MISS" });
+
+declare module "../../core/pipeline/context.ts" {
+  interface RequestVars {
+    /** The response cache's read, started as soon as the model was resolved (`prepare`). */
+    llmCacheLookup: PendingLookup | undefined;
+  }
+}
 
 export interface LlmModeDeps {
   providers: ProviderRegistry;
@@ -140,6 +147,10 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     });
   }
 
+  function beginLookup(ctx: RequestContext, service: ServiceConfig, body: Extract<SyncBody, { kind: "json" }>): PendingLookup | undefined {
+    return deps.cache()?.begin({ service, body: body.value, headers: ctx.request.headers });
+  }
+
   async function handle(ctx: RequestContext, body: SyncBody): Promise<Response> {
     const service = ctx.service;
     if (!service || body.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
@@ -154,9 +165,10 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       user_type: ctx.principal.userType ?? "",
     };
 
-    // 1. Cache lookup: the cache decides what bypasses it (streams, no-cache, TTL 0).
-    const cache = deps.cache();
-    const lookup: CacheLookup = cache ? await cache.lookup({ service, body: body.value, headers: ctx.request.headers }) : { kind: "bypass" };
+    // 1. Cache lookup (its store read started in `prepare`): the cache decides what bypasses it
+    //    (streams, no-cache, TTL 0).
+    const pending = ctx.vars.llmCacheLookup ?? beginLookup(ctx, service, body);
+    const lookup: CacheLookup = pending ? await pending.result() : { kind: "bypass" };
     if (lookup.kind === "hit") {
       const { answer } = lookup;
       return new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, "x-cache": "HIT" } });
@@ -232,6 +244,9 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   return {
     mode: "llm",
     accepts: (service, body) => service.provider !== "" && body.kind === "json",
+    prepare(ctx, body) {
+      if (ctx.service && body.kind === "json") ctx.vars.llmCacheLookup = beginLookup(ctx, ctx.service, body);
+    },
     handle,
   };
 }

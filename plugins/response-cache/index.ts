@@ -7,7 +7,7 @@
  * `Cache-Control` contains `no-cache`. Only 2xx answers are stored. A store error is counted
  * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
  */
-import type { CachedAnswer, CacheLookup, CacheRequest, ResponseCache } from "../../core/llm/cache.ts";
+import type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import { labeledChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
 import { decodeEntry, encodeEntry } from "./entry.ts";
@@ -42,53 +42,66 @@ function createCache(api: PluginApi): ResponseCache {
   const hitsFor = labeledChildren((labels) => hits.labels(labels));
   const missesFor = labeledChildren((labels) => misses.labels(labels));
 
-  return {
-    async lookup(request: CacheRequest): Promise<CacheLookup> {
-      if (bypassed(request)) return { kind: "bypass" };
-      const { service } = request;
-      const metricLabels = { service_type: service.type, model: service.model };
-      const failed = (op: "key" | "get" | "set", error: unknown) => {
-        failures.inc({ ...metricLabels, op });
-        api.log.warn("response_cache_error", { op, model: service.model, error });
-      };
-      let key: string;
-      try {
-        key = cacheKey(service.model, request.body);
-      } catch (error) {
-        failed("key", error);
-        return { kind: "bypass" };
-      }
-      let stored: string | null;
-      try {
-        stored = await api.kv.get(key);
-      } catch (error) {
-        failed("get", error);
-        return { kind: "bypass" };
-      }
-      if (stored !== null) {
-        try {
-          const answer = decodeEntry(stored);
-          hitsFor(metricLabels).inc();
-          return { kind: "hit", answer };
-        } catch (error) {
-          // Unreadable entry: answer from the backend, whose answer then replaces it.
-          failed("get", error);
-        }
-      }
-      missesFor(metricLabels).inc();
+  const bypass: PendingLookup = { result: () => Promise.resolve({ kind: "bypass" }) };
+
+  function begin(request: CacheRequest): PendingLookup {
+    if (bypassed(request)) return bypass;
+    const { service } = request;
+    const metricLabels = { service_type: service.type, model: service.model };
+    const failed = (op: "key" | "get" | "set", error: unknown) => {
+      failures.inc({ ...metricLabels, op });
+      api.log.warn("response_cache_error", { op, model: service.model, error });
+    };
+    let key: string;
+    try {
+      key = cacheKey(service.model, request.body);
+    } catch (error) {
       return {
-        kind: "miss",
-        async fill(answer: CachedAnswer) {
-          if (answer.status < 200 || answer.status > 299) return;
-          try {
-            await withTimeout(api.kv.set(key, encodeEntry(answer), service.response_cache_ttl * 1000), FILL_TIMEOUT_MS);
-          } catch (error) {
-            failed("set", error);
-          }
+        result: () => {
+          failed("key", error);
+          return Promise.resolve({ kind: "bypass" });
         },
       };
-    },
-  };
+    }
+    // Settles with the entry or the store's error, never rejects: nobody may be waiting yet.
+    const read = api.kv.get(key).then(
+      (stored) => ({ stored }),
+      (error: unknown) => ({ error }),
+    );
+    return {
+      async result(): Promise<CacheLookup> {
+        const outcome = await read;
+        if ("error" in outcome) {
+          failed("get", outcome.error);
+          return { kind: "bypass" };
+        }
+        if (outcome.stored !== null) {
+          try {
+            const answer = decodeEntry(outcome.stored);
+            hitsFor(metricLabels).inc();
+            return { kind: "hit", answer };
+          } catch (error) {
+            // Unreadable entry: answer from the backend, whose answer then replaces it.
+            failed("get", error);
+          }
+        }
+        missesFor(metricLabels).inc();
+        return {
+          kind: "miss",
+          async fill(answer: CachedAnswer) {
+            if (answer.status < 200 || answer.status > 299) return;
+            try {
+              await withTimeout(api.kv.set(key, encodeEntry(answer), service.response_cache_ttl * 1000), FILL_TIMEOUT_MS);
+            } catch (error) {
+              failed("set", error);
+            }
+          },
+        };
+      },
+    };
+  }
+
+  return { begin, lookup: (request) => begin(request).result() };
 }
 
 export default definePlugin({

@@ -54,6 +54,7 @@ export default definePlugin({
       return await api.pipeline.run(ctx, {
         resolve: async (ctx) => {
           resolved = await resolveSyncRequest(resolveDeps, match, ctx);
+          resolved.mode?.prepare?.(ctx, resolved.body);
         },
         handle: (ctx) => {
           if (!resolved) throw new Error("sync handler reached without a resolved request");

@@ -644,6 +644,10 @@ describe("LLM response cache on Redis", () => {
     backend = await startLlmBackend();
     await redis.connect();
     gw = await startGateway(`
+server:
+  consumer_header: x-consumer
+rate_limits:
+  chat: { "*": { rate: 2, period: 1m } }
 redis:
   addr: ${JSON.stringify(inject("redisUrl"))}
   db: 1
@@ -674,6 +678,19 @@ services:
     const ttl = await redis.pTTL(keys[0]);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(30_000);
+  });
+
+  it("a request the rate limit refuses counts no cache lookup (the cache read starts before the limit check)", async () => {
+    const consumer = { "x-consumer": `rl-${Date.now()}` };
+    const ask = (n: number) => postJson(gw, { model: "redis-cached", messages: [user(`rl-${Date.now()}-${n}`)] }, consumer);
+    const misses = () => metric(gw, "svc_cache_misses_total", { service_type: "chat", model: "redis-cached" });
+    expect((await ask(1)).status).toBe(200);
+    expect((await ask(2)).status).toBe(200);
+    const before = await misses();
+    const refused = await ask(3);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: { type: "rate_limit_error" } });
+    expect(await misses()).toBe(before);
   });
 });
 

@@ -55,7 +55,9 @@ describe("cache entries", () => {
 /** A memory store whose operations can be made to fail. */
 class FlakyKv extends MemoryKv {
   failing = false;
+  reads = 0;
   override async get(key: string): Promise<string | null> {
+    this.reads++;
     if (this.failing) throw new Error("store down");
     return await super.get(key);
   }
@@ -91,7 +93,8 @@ describe("the responseCache service", () => {
       const service = config.services.find((s) => s.model === body.model) ?? config.services[0];
       return (cache as ResponseCache).lookup({ service, body, headers: new Headers(headers) });
     };
-    return { kv, metrics, lookup };
+    const begin = (body: Record<string, unknown>) => (cache as ResponseCache).begin({ service: config.services[0], body, headers: new Headers() });
+    return { kv, metrics, lookup, begin };
   }
 
   const answer = (status = 200): CachedAnswer => ({ status, contentType: "application/json", body: new TextEncoder().encode('{"ok":true}') });
@@ -136,5 +139,28 @@ describe("the responseCache service", () => {
     const text = await metrics.text();
     expect(text).toContain('svc_cache_errors_total{service_type="chat",model="m",op="get"} 1');
     expect(text).toContain('svc_cache_errors_total{service_type="chat",model="m",op="set"} 1');
+  });
+
+  it("begin reads the store at once and counts the lookup only when its result is asked for", async () => {
+    const { kv, metrics, lookup, begin } = await setUp();
+    const first = await lookup(body);
+    if (first.kind === "miss") await first.fill(answer());
+    const readsBefore = kv.reads;
+
+    const pending = begin(body);
+    expect(kv.reads).toBe(readsBefore + 1);
+    expect(await metrics.text()).not.toContain("svc_cache_hits_total{");
+    expect(await pending.result()).toEqual({ kind: "hit", answer: answer() });
+    expect(await metrics.text()).toContain('svc_cache_hits_total{service_type="chat",model="m"} 1');
+  });
+
+  it("a begun lookup nobody asks about counts nothing, even when the store fails", async () => {
+    const { kv, metrics, begin } = await setUp();
+    kv.failing = true;
+    begin(body);
+    begin({ ...body, messages: [] });
+    // Let the failed reads settle: an unobserved rejection would fail the run.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(await metrics.text()).not.toMatch(/svc_cache_(hits|misses|errors)_total\{/);
   });
 });
