@@ -146,11 +146,9 @@ export class Runtime {
 
   /** `refusal`: answer 400 with this message before any route (still counted, traced and audited). */
   async handle(request: Request, responded?: PromiseLike<unknown>, refusal?: string): Promise<Response> {
-    if (responded || refusal) {
-      const slot = slotOf(request);
-      slot.responded = responded;
-      slot.refusal = refusal;
-    }
+    const slot = slotOf(request);
+    slot.responded = responded;
+    slot.refusal = refusal;
     this.inflight++;
     try {
       return await this.app.fetch(request);
