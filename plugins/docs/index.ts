@@ -20,11 +20,13 @@ const MAX_CACHED_DOCUMENTS = 64;
 export default definePlugin({
   name: "docs",
   async setup(api) {
-    // Read at startup so the first page load does not wait; a failure only disables the page.
-    const assets = await loadAssets((path) => api.readAsset(path)).catch((error: unknown) => {
-      api.log.warn("docs_assets_unavailable", { error, message: "GET /docs answers 503; /openapi.yaml still works" });
-      return undefined;
-    });
+    // Read on the first page load, not at start: ~2 MB that every process would otherwise hold
+    // whether or not anyone opens the page. A failure only disables the page (and is retried).
+    const assets = () =>
+      loadAssets((path) => api.readAsset(path)).catch((error: unknown) => {
+        api.log.warn("docs_assets_unavailable", { error, message: "GET /docs answers 503; /openapi.yaml still works" });
+        return undefined;
+      });
     const specs = new BackendSpecs({ fetch: api.fetch, now: () => api.clock.now(), ttlMs: 60_000, timeoutMs: 10_000 });
     const documents = new Map<string, string>();
     const served = servedRoutes(api.routes);
@@ -43,16 +45,16 @@ export default definePlugin({
     });
 
     api.routes.get("/docs", async (c) => {
-      if (!assets) return errors.overloaded("the API docs page is unavailable: its Swagger UI files could not be read (see the startup log)").toResponse();
+      if (!(await assets())) return errors.overloaded("the API docs page is unavailable: its Swagger UI files could not be read (see the log)").toResponse();
       const { visible } = await audienceOf(api, c.req.raw);
       const documented = visible.filter((s) => s.swagger_url !== "" && s.model !== "");
       return c.html(docsPage(documented), 200, { "content-security-policy": PAGE_CSP, "cache-control": "private, no-cache" });
     });
 
-    api.routes.get("/docs/assets/:file", (c) => {
+    api.routes.get("/docs/assets/:file", async (c) => {
       const file = c.req.param("file");
       if (file === "init.js") return c.body(INIT_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8" });
-      const body = assets?.get(file);
+      const body = UI_ASSETS[file] ? (await assets())?.get(file) : undefined;
       const type = UI_ASSETS[file];
       if (!body || !type) return errors.notFound(`no docs asset "${file}"`).toResponse();
       return c.body(body, 200, { "content-type": type, "cache-control": "public, max-age=3600" });
