@@ -8,6 +8,11 @@ import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { proxyIdentity } from "./proxy.ts";
 
+// At the top level, as in the otel plugin: tsc (5.9) leaves the `.ts` extension of an
+// `import()` nested in a plugin's setup, which Node then cannot find.
+const loadKeySource = () => import("./key-source.ts");
+const loadOAuth2 = () => import("./oauth2.ts");
+
 export default definePlugin({
   name: "auth",
   enabled: (config) => config.auth.mode !== "none",
@@ -20,7 +25,8 @@ export default definePlugin({
     if (auth.mode !== "oauth2") return;
     // The JWT library (jose) is loaded only when tokens are verified: ~2.5 MB of resident
     // memory in every gateway otherwise, since every plugin module is imported at start.
-    const [{ keySource, oauth2Problems }, { oauth2Identity, tokenVerifier }] = await Promise.all([import("./key-source.ts"), import("./oauth2.ts")]);
+    const { keySource, oauth2Problems } = await loadKeySource();
+    const { oauth2Identity, tokenVerifier } = await loadOAuth2();
     const problems = oauth2Problems(auth.oauth2);
     if (problems.length > 0) throw new PluginError(problems.join("; "));
     for (const field of ["issuer", "audience"] as const) {
