@@ -1,25 +1,31 @@
 /**
- * The gateway's outbound HTTP client on Node: `fetch` semantics on node:http(s) with pooled
- * keep-alive agents. The core takes it through `GatewayOptions.fetch`, so plugins keep
- * calling `api.fetch` and stay runtime-agnostic; Deno keeps its own (native) fetch.
+ * The gateway's outbound HTTP client on Node: `fetch` semantics on `undici.request` with
+ * pooled keep-alive connections. The core takes it through `GatewayOptions.fetch`, so plugins
+ * keep calling `api.fetch` and stay runtime-agnostic; Deno keeps its own (native) fetch.
  *
- * Why: Node 20's fetch costs about 2.5x node:http's CPU per call. Measured on one core: a
- * minimal Hono proxy spent 725 µs of CPU per request with it and 276 µs with this client (the
- * bare node:http proxy in bench/: 153 µs). Fetch turns every body into a web stream (10-25 µs
- * each to build on Node 20) and runs the whole WHATWG request machinery per call. Here a byte
- * body is written as is, and a response body becomes a web stream only if someone reads
- * `.body`; `arrayBuffer()`/`text()`/`json()` read the socket directly.
+ * Why: Node 20's fetch costs about 5x `undici.request`'s CPU per call, and node:http about
+ * 1.3x under load (`node dist/bench/http-clients.js`; README "Where the time goes"). Fetch
+ * turns every body into a web stream (10-25 µs each to build on Node 20) and runs the whole
+ * WHATWG request machinery per call. Here a byte body is written as is, and a response body
+ * becomes a web stream only if someone reads `.body`; `arrayBuffer()`/`text()`/`json()` read
+ * the connection's stream directly.
  *
  * Handled here: http/https URLs given as a string or URL; string, bytes, ReadableStream or no
  * body; `redirect: "manual"` (the 3xx is returned) or `"error"`; `signal`; gzip/deflate/br
  * answers decoded as fetch does (the same `accept-encoding` is offered). Anything else
  * (a `Request` object, redirects to follow, form or blob bodies) goes to the runtime's fetch
  * unchanged, so behaviour never depends on which path a call took.
+ *
+ * No header or body timeouts of the client's own (undici's default is 300 s each): the
+ * gateway bounds the wait for headers itself (`server.backend_timeout`), and a stream may
+ * pause as long as its backend likes. Idle pooled connections close before the usual
+ * backend keep-alive timeouts (5 s) can close them under a request, and undici also honours
+ * a backend's `Keep-Alive: timeout=N` hint.
  */
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import type { Readable } from "node:stream";
+import { createRequire } from "node:module";
+import type { Agent as UndiciAgent, Dispatcher } from "undici";
 import { IncomingResponse } from "./incoming-response.ts";
 
 export interface NodeFetchOptions {
@@ -73,8 +79,8 @@ function abortReason(signal: AbortSignal): unknown {
 }
 
 /** The body as fetch hands it over: decoded when the server compressed it. */
-function decoded(incoming: IncomingMessage): Readable {
-  const encoding = (incoming.headers["content-encoding"] ?? "").trim().toLowerCase();
+function decoded(body: Readable, contentEncoding: string | string[] | undefined): Readable {
+  const encoding = String(contentEncoding ?? "").trim().toLowerCase();
   const decoder =
     encoding === "gzip" || encoding === "x-gzip"
       ? createGunzip()
@@ -83,122 +89,91 @@ function decoded(incoming: IncomingMessage): Readable {
         : encoding === "br"
           ? createBrotliDecompress()
           : undefined;
-  if (!decoder) return incoming;
-  incoming.on("error", (error) => decoder.destroy(error));
-  return incoming.pipe(decoder);
+  if (!decoder) return body;
+  body.on("error", (error) => decoder.destroy(error));
+  return body.pipe(decoder);
 }
 
-/** Name/value pairs as they came (repeats kept): the Response builds its Headers from them once. */
-function responseHeaders(incoming: IncomingMessage): Array<[string, string]> {
+/** Name/value pairs (repeats kept, each its own pair): the Response builds its Headers from them once. */
+function responseHeaders(headers: Record<string, string | string[] | undefined>): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
-  const raw = incoming.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) pairs.push([raw[i], raw[i + 1]]);
+  for (const name in headers) {
+    const value = headers[name];
+    if (typeof value === "string") pairs.push([name, value]);
+    else if (value) for (const one of value) pairs.push([name, one]);
+  }
   return pairs;
 }
 
-function drained(req: ClientRequest): Promise<void> {
-  return new Promise((resolve) => {
-    const go = () => {
-      req.off("drain", go);
-      req.off("close", go);
-      resolve();
-    };
-    req.on("drain", go);
-    req.on("close", go);
-  });
+/**
+ * A web stream body as the Node stream undici writes from. Nothing is read from it before
+ * undici starts writing, which is after the connection is up: a refused connection then has
+ * taken no chunk, and the caller's failover can resend it whole. A request that ends early
+ * (aborted, connection lost) cancels it.
+ */
+function nodeBody(stream: ReadableStream<Uint8Array>): Readable {
+  async function* chunks() {
+    const reader = stream.getReader();
+    let finished = false;
+    try {
+      while (true) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        yield value;
+      }
+      finished = true;
+    } finally {
+      if (!finished) await reader.cancel().catch(() => {});
+      reader.releaseLock();
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
 }
 
-/** Writes a web stream body into the request, as fast as the connection takes it. */
-async function pump(stream: ReadableStream<Uint8Array>, req: ClientRequest): Promise<void> {
-  const reader = stream.getReader();
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (req.destroyed) throw new Error("the request was closed while its body was being sent");
-      if (!req.write(value)) await drained(req);
-    }
-    req.end();
-  } catch (error) {
-    req.destroy(error instanceof Error ? error : new Error(String(error)));
-    await reader.cancel(error).catch(() => {});
-  }
-}
+// Only undici's connection pool and its `request`, not the package's index: that also loads
+// its fetch, WebSocket, cache and mocks, ~13 MB of resident memory (measured) the gateway
+// never uses; these two cost ~4.5 MB. The package has no exports map, and `undici` is pinned
+// to one minor version in package.json so the paths cannot move under us unnoticed.
+const require = createRequire(import.meta.url);
+const Agent = require("undici/lib/dispatcher/agent.js") as typeof UndiciAgent;
+const request = require("undici/lib/api/api-request.js") as (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
 
 export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const idle = options.idleTimeoutMs ?? 4000;
-  const agents = {
-    "http:": new HttpAgent({ keepAlive: true, timeout: idle }),
-    "https:": new HttpsAgent({ keepAlive: true, timeout: idle }),
-  };
+  const agent = new Agent({ keepAliveTimeout: idle, keepAliveMaxTimeout: idle, headersTimeout: 0, bodyTimeout: 0 });
   const fallback = options.fallback ?? ((input, init) => globalThis.fetch(input, init));
 
-  function send(url: URL, method: string, headers: Record<string, string>, body: Body, init: RequestInit, retried: boolean): Promise<Response> {
+  async function send(url: URL, method: string, headers: Record<string, string>, body: Body, init: RequestInit): Promise<Response> {
     const signal = init.signal ?? undefined;
-    return new Promise<Response>((resolve, reject) => {
-      if (signal?.aborted) return reject(abortReason(signal));
-      const https = url.protocol === "https:";
-      let req: ClientRequest;
-      try {
-        req = (https ? httpsRequest : httpRequest)({
-          protocol: url.protocol,
-          hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
-          port: url.port,
-          path: url.pathname + url.search,
-          method,
-          headers,
-          agent: agents[https ? "https:" : "http:"],
-        });
-      } catch (error) {
-        // An invalid header name or value, as fetch would refuse it.
-        return reject(fetchFailed(error));
-      }
-      let settled = false;
-      const onAbort = () => req.destroy(signal ? (abortReason(signal) as Error) : undefined);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      const done = () => signal?.removeEventListener("abort", onAbort);
-
-      // `on`, not `once`: a request aborted after its answer arrived may still report an error.
-      req.on("error", (error: Error & { code?: string }) => {
-        if (settled) return;
-        settled = true;
-        done();
-        if (signal?.aborted) return reject(abortReason(signal));
-        // A pooled connection the server closed just as it was reused: once more on a new
-        // one, when the body can be sent again (node:http's documented pattern).
-        if (!retried && req.reusedSocket && error.code === "ECONNRESET" && !(body instanceof ReadableStream)) {
-          return resolve(send(url, method, headers, body, init, true));
-        }
-        reject(fetchFailed(error));
+    if (signal?.aborted) throw abortReason(signal);
+    let answer: Dispatcher.ResponseData;
+    try {
+      answer = await request.call(agent, {
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: body instanceof ReadableStream ? nodeBody(body) : body,
+        // undici keeps listening until the body is fully read: aborting then errors the body.
+        signal,
       });
-      req.once("response", (incoming) => {
-        settled = true;
-        const status = incoming.statusCode ?? 0;
-        if (REDIRECT_STATUS.has(status) && init.redirect === "error" && incoming.headers.location !== undefined) {
-          done();
-          incoming.resume();
-          return reject(fetchFailed(new Error(`unexpected redirect to ${incoming.headers.location}`)));
-        }
-        const empty = NULL_BODY_STATUS.has(status) || method === "HEAD";
-        if (empty) incoming.resume();
-        const source = empty ? null : decoded(incoming);
-        // The abort listener stays until the body is fully read: aborting then errors the body.
-        if (source) source.once("close", done);
-        else done();
-        resolve(new IncomingResponse(source, { status, statusText: incoming.statusMessage ?? "", headers: responseHeaders(incoming) }));
-      });
-
-      if (body instanceof ReadableStream) {
-        // Nothing is read from a streamed body before the connection is up: a refused
-        // connection then has taken no chunk, and the caller's failover can resend it whole.
-        req.once("socket", (socket) => {
-          if (socket.connecting) socket.once("connect", () => void pump(body, req));
-          else void pump(body, req);
-        });
-      } else {
-        req.end(body ?? undefined);
-      }
-    });
+    } catch (error) {
+      if (signal?.aborted) throw abortReason(signal);
+      // An invalid header name or value, a refused or reset connection: as fetch reports them.
+      throw fetchFailed(error);
+    }
+    const status = answer.statusCode;
+    // A body nobody reads may still fail (the backend resets the connection): unobserved, that
+    // would be an uncaught error. Readers attach their own listeners and see it.
+    answer.body.on("error", () => {});
+    if (REDIRECT_STATUS.has(status) && init.redirect === "error" && answer.headers.location !== undefined) {
+      answer.body.destroy();
+      throw fetchFailed(new Error(`unexpected redirect to ${String(answer.headers.location)}`));
+    }
+    const empty = NULL_BODY_STATUS.has(status) || method === "HEAD";
+    if (empty) answer.body.resume();
+    const source = empty ? null : decoded(answer.body, answer.headers["content-encoding"]);
+    return new IncomingResponse(source, { status, statusText: answer.statusText ?? "", headers: responseHeaders(answer.headers) });
   }
 
   return async function nodeFetch(input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
@@ -216,7 +191,6 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     if (body !== null && (method === "GET" || method === "HEAD")) throw new TypeError("a GET or HEAD request cannot have a body");
     const headers = plainHeaders(init.headers);
     headers["accept-encoding"] ??= url.protocol === "https:" ? "br, gzip, deflate" : "gzip, deflate";
-    if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
-    return await send(url, method, headers, body, init, false);
+    return await send(url, method, headers, body, init);
   };
 }
