@@ -248,7 +248,7 @@ export function printAll(results: Results): string {
     "",
     latencyTable(results),
     "",
-    "## The two floors: node:http, and Hono on node:http",
+    "## The two floors: the bare node:http proxy, and Hono on @hono/node-server with the gateway's client",
     "",
     floorTable(results),
     "",
