@@ -22,9 +22,9 @@
  * backend keep-alive timeouts (5 s) can close them under a request, and undici also honours
  * a backend's `Keep-Alive: timeout=N` hint.
  */
+import { createRequire } from "node:module";
 import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { createRequire } from "node:module";
 import type { Agent as UndiciAgent, Dispatcher } from "undici";
 import { IncomingResponse } from "./incoming-response.ts";
 
@@ -56,7 +56,7 @@ function bodyOf(body: BodyInit | null | undefined): Body | undefined {
   return undefined;
 }
 
-/** Request headers as node:http takes them; a repeated name keeps every value, comma-joined as Headers does. */
+/** Request headers as a plain record (lower-case names); a repeated name keeps every value, comma-joined as Headers does. */
 function plainHeaders(init: HeadersInit | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (init === undefined) return out;
