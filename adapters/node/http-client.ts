@@ -163,15 +163,17 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
       throw fetchFailed(error);
     }
     const status = answer.statusCode;
-    // A body nobody reads may still fail (the backend resets the connection): unobserved, that
-    // would be an uncaught error. Readers attach their own listeners and see it.
-    answer.body.on("error", () => {});
     if (REDIRECT_STATUS.has(status) && init.redirect === "error" && answer.headers.location !== undefined) {
       answer.body.destroy();
       throw fetchFailed(new Error(`unexpected redirect to ${String(answer.headers.location)}`));
     }
     const empty = NULL_BODY_STATUS.has(status) || method === "HEAD";
-    if (empty) answer.body.resume();
+    if (empty) {
+      // Drained unread: its error (a reset connection) must not go unobserved, which would be
+      // an uncaught error. A body that is kept gets that listener from IncomingResponse.
+      answer.body.on("error", () => {});
+      answer.body.resume();
+    }
     const source = empty ? null : decoded(answer.body, answer.headers["content-encoding"]);
     return new IncomingResponse(source, { status, statusText: answer.statusText ?? "", headers: responseHeaders(answer.headers) });
   }

@@ -54,8 +54,8 @@ export default definePlugin({
     api.routes.get("/docs/assets/:file", async (c) => {
       const file = c.req.param("file");
       if (file === "init.js") return c.body(INIT_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8" });
-      const body = UI_ASSETS[file] ? (await assets())?.get(file) : undefined;
       const type = UI_ASSETS[file];
+      const body = type ? (await assets())?.get(file) : undefined;
       if (!body || !type) return errors.notFound(`no docs asset "${file}"`).toResponse();
       return c.body(body, 200, { "content-type": type, "cache-control": "public, max-age=3600" });
     });
