@@ -163,15 +163,17 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
       throw fetchFailed(error);
     }
     const status = answer.statusCode;
-    if (REDIRECT_STATUS.has(status) && init.redirect === "error" && answer.headers.location !== undefined) {
-      answer.body.destroy();
-      throw fetchFailed(new Error(`unexpected redirect to ${String(answer.headers.location)}`));
-    }
+    const refusedRedirect = REDIRECT_STATUS.has(status) && init.redirect === "error" && answer.headers.location !== undefined;
     const empty = NULL_BODY_STATUS.has(status) || method === "HEAD";
-    if (empty) {
-      // Drained unread: its error (a reset connection) must not go unobserved, which would be
-      // an uncaught error. A body that is kept gets that listener from IncomingResponse.
+    if (refusedRedirect || empty) {
+      // A body nobody will read: its error (a reset connection; undici reports a destroy()
+      // itself as an abort) must not go unobserved, which would be an uncaught error. A body
+      // that is handed over gets that listener from IncomingResponse.
       answer.body.on("error", () => {});
+      if (refusedRedirect) {
+        answer.body.destroy();
+        throw fetchFailed(new Error(`unexpected redirect to ${String(answer.headers.location)}`));
+      }
       answer.body.resume();
     }
     const source = empty ? null : decoded(answer.body, answer.headers["content-encoding"]);
