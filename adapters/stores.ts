@@ -3,11 +3,12 @@
  * memory store; S3 when `object_store.endpoint` is set, else files under `object_store.dir`;
  * wrapped with AES-256-GCM when `object_store.encryption.key` is set.
  */
+import { systemClock } from "../core/clock.ts";
 import type { GatewayConfig } from "../core/config/schema.ts";
 import type { Stores } from "../core/gateway.ts";
 import type { Logger } from "../core/log.ts";
 import { encryptedObjects } from "../core/stores/encryption.ts";
-import type { KvStore } from "../core/stores/kv.ts";
+import { EVICTABLE_PREFIX, type KvStore } from "../core/stores/kv.ts";
 import type { ObjectStore } from "../core/stores/objects.ts";
 import { MemoryKv } from "./kv-memory/index.ts";
 import { redisUrlFromAddr } from "./kv-redis/address.ts";
@@ -22,7 +23,8 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
     log.warn("embedded_kv_store", {
       message: "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr for production or several replicas.",
     });
-    kv = new MemoryKv();
+    const capMb = config.redis.embedded_cache_max_mb;
+    kv = new MemoryKv(systemClock, capMb > 0 ? { evictable: { prefix: EVICTABLE_PREFIX, maxBytes: capMb * 1024 * 1024 } } : {});
   } else {
     let lastLogged = 0;
     const { RedisKv } = await import("./kv-redis/index.ts");

@@ -8,6 +8,7 @@
  */
 import type { Clock } from "../../core/clock.ts";
 import type { KvData, ListEnd, ScanPage } from "../../core/stores/kv.ts";
+import { EvictableKeys } from "./evictable.ts";
 import { ExpiryHeap } from "./expiry-heap.ts";
 import { SortedSet } from "./sorted-set.ts";
 
@@ -77,14 +78,33 @@ function validateSetTtl(ttlMs: number | undefined): void {
   if (ttlMs <= 0) throw new Error("ERR invalid expire time in 'set' command");
 }
 
+export interface MemoryDataOptions {
+  /**
+   * String keys under `prefix` are dropped, least recently used first, when a write takes
+   * their total size over `maxBytes` (the response cache's cap; see evictable.ts).
+   */
+  evictable?: { prefix: string; maxBytes: number };
+}
+
 export class MemoryData implements KvData {
   private readonly entries = new Map<string, Entry>();
   private readonly expiries = new ExpiryHeap();
+  private readonly evictable: EvictableKeys | undefined;
   /** Sorted key snapshots of unfinished scans, oldest first. */
   private readonly scans = new Map<number, string[]>();
   private nextScanId = 1;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    options: MemoryDataOptions = {},
+  ) {
+    if (options.evictable) this.evictable = new EvictableKeys(options.evictable.prefix, options.evictable.maxBytes);
+  }
+
+  /** Bytes and keys held under the evictable prefix (zeros without a cap). */
+  get evictableUsage(): { bytes: number; keys: number } {
+    return { bytes: this.evictable?.bytes ?? 0, keys: this.evictable?.size ?? 0 };
+  }
 
   // --- keys -------------------------------------------------------------------
 
@@ -111,7 +131,7 @@ export class MemoryData implements KvData {
   }
 
   del(key: string): number {
-    return this.live(key) && this.entries.delete(key) ? 1 : 0;
+    return this.live(key) && this.drop(key) ? 1 : 0;
   }
 
   exists(key: string): boolean {
@@ -138,7 +158,7 @@ export class MemoryData implements KvData {
     if (!entry) return false;
     // Redis deletes a key given a TTL that is already in the past.
     if (ttlMs <= 0) {
-      this.entries.delete(key);
+      this.drop(key);
       return true;
     }
     this.expireAt(key, entry, this.clock.now() + ttlMs);
@@ -173,7 +193,7 @@ export class MemoryData implements KvData {
   hdel(key: string, field: string): number {
     const hash = this.read(key, "hash");
     if (!hash || !hash.delete(field)) return 0;
-    if (hash.size === 0) this.entries.delete(key);
+    if (hash.size === 0) this.drop(key);
     return 1;
   }
 
@@ -248,7 +268,7 @@ export class MemoryData implements KvData {
         }
       }
     }
-    if (list.length === 0) this.entries.delete(key);
+    if (list.length === 0) this.drop(key);
     return removed;
   }
 
@@ -266,7 +286,7 @@ export class MemoryData implements KvData {
     const target = from === to ? source : (existing ?? this.create(to, "list", []));
     if (toEnd === "head") target.unshift(value);
     else target.push(value);
-    if (source.length === 0) this.entries.delete(from);
+    if (source.length === 0) this.drop(from);
     return value;
   }
 
@@ -282,7 +302,7 @@ export class MemoryData implements KvData {
     const zset = this.read(key, "zset");
     if (!zset) return 0;
     const removed = zset.remove(member);
-    if (zset.size === 0) this.entries.delete(key);
+    if (zset.size === 0) this.drop(key);
     return removed;
   }
 
@@ -349,7 +369,7 @@ export class MemoryData implements KvData {
     const keys: string[] = [];
     for (const [key, entry] of this.entries) {
       if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
-        this.entries.delete(key);
+        this.drop(key);
         continue;
       }
       if (key.startsWith(prefix) && (after === undefined || key > after)) keys.push(key);
@@ -361,6 +381,7 @@ export class MemoryData implements KvData {
     this.entries.clear();
     this.expiries.clear();
     this.scans.clear();
+    this.evictable?.clear();
   }
 
   // --- internals --------------------------------------------------------------
@@ -372,9 +393,10 @@ export class MemoryData implements KvData {
     this.sweep(now);
     const entry = this.entries.get(key);
     if (entry?.expiresAt !== undefined && entry.expiresAt <= now) {
-      this.entries.delete(key);
+      this.drop(key);
       return undefined;
     }
+    if (entry && this.evictable?.covers(key)) this.evictable.used(key);
     return entry;
   }
 
@@ -387,22 +409,48 @@ export class MemoryData implements KvData {
   }
 
   private create<T extends TypeName>(key: string, type: T, value: ValueOf<T>): ValueOf<T> {
-    this.entries.set(key, { type, value } as Entry);
+    this.put(key, { type, value } as Entry);
     return value;
   }
 
   /** Replaces the key's value (SET semantics: any previous TTL is dropped unless one is given). */
   private store(key: string, value: Value, ttlMs: number | undefined): void {
     const entry: Entry = { ...value };
-    this.entries.set(key, entry);
+    this.put(key, entry);
     if (ttlMs !== undefined) this.expireAt(key, entry, this.clock.now() + ttlMs);
   }
 
   /** INCR-family writes keep the key's TTL. */
   private writeString(key: string, value: string): void {
     const entry = this.entries.get(key);
-    if (entry?.type === "string") entry.value = value;
-    else this.entries.set(key, { type: "string", value });
+    if (entry?.type === "string") {
+      entry.value = value;
+      this.accountWrite(key, entry);
+    } else this.put(key, { type: "string", value });
+  }
+
+  /** Every write of a whole entry goes through here (and every removal through `drop`) to keep the cap's accounting. */
+  private put(key: string, entry: Entry): void {
+    this.entries.set(key, entry);
+    this.accountWrite(key, entry);
+  }
+
+  private accountWrite(key: string, entry: Entry): void {
+    const evictable = this.evictable;
+    if (!evictable?.covers(key)) return;
+    // Only strings are counted (and so evicted): the cap is for cached answers.
+    if (entry.type !== "string") return evictable.removed(key);
+    // An answer larger than the whole cap is not kept, and costs the others nothing.
+    if (!evictable.written(key, entry.value)) {
+      this.drop(key);
+      return;
+    }
+    for (let victim = evictable.nextToEvict(); victim !== undefined; victim = evictable.nextToEvict()) this.drop(victim);
+  }
+
+  private drop(key: string): boolean {
+    this.evictable?.removed(key);
+    return this.entries.delete(key);
   }
 
   private expireAt(key: string, entry: Entry, at: number): void {
@@ -428,7 +476,7 @@ export class MemoryData implements KvData {
     const list = this.read(key, "list");
     if (!list) return null;
     const value = (end === "head" ? list.shift() : list.pop()) as string;
-    if (list.length === 0) this.entries.delete(key);
+    if (list.length === 0) this.drop(key);
     return value;
   }
 
@@ -438,7 +486,7 @@ export class MemoryData implements KvData {
       if (key === undefined) return;
       const entry = this.entries.get(key);
       // The heap may hold a stale time for a key whose TTL was since changed or removed.
-      if (entry?.expiresAt !== undefined && entry.expiresAt <= now) this.entries.delete(key);
+      if (entry?.expiresAt !== undefined && entry.expiresAt <= now) this.drop(key);
     }
   }
 }

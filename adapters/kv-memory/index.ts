@@ -5,9 +5,9 @@
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
 import type { AtomicOp, KvReply, KvStore, ListEnd, ScanPage } from "../../core/stores/kv.ts";
-import { MemoryData } from "./data.ts";
+import { MemoryData, type MemoryDataOptions } from "./data.ts";
 
-export { MemoryData } from "./data.ts";
+export { MemoryData, type MemoryDataOptions } from "./data.ts";
 
 /**
  * Rejects JS-twin replies the Lua twin could not produce, so an op that only works on
@@ -28,8 +28,13 @@ export class MemoryKv implements KvStore {
   readonly kind = "memory";
   private readonly data: MemoryData;
 
-  constructor(clock: Clock = systemClock) {
-    this.data = new MemoryData(clock);
+  constructor(clock: Clock = systemClock, options: MemoryDataOptions = {}) {
+    this.data = new MemoryData(clock, options);
+  }
+
+  /** Bytes and keys held under the evictable prefix (the response cache's answers). */
+  get evictableUsage(): { bytes: number; keys: number } {
+    return this.data.evictableUsage;
   }
 
   async get(key: string): Promise<string | null> {

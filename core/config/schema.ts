@@ -147,6 +147,11 @@ export const GatewayConfigSchema = Type.Object(
         password: Type.String({ default: "" }),
         db: Type.Integer({ minimum: 0, default: 0 }),
         pending_max_age: Duration("", "Stale-pending sweep age; empty or 0s = off"),
+        embedded_cache_max_mb: Type.Number({
+          minimum: 0,
+          default: 64,
+          description: "Embedded store only: memory cap of the cached LLM answers in MiB, least recently used dropped first; 0 = no cap",
+        }),
       },
       "Key-value store",
     ),

@@ -10,6 +10,13 @@
  * Times are milliseconds. A TTL of `undefined` means "no expiry".
  */
 
+/**
+ * Keys under this prefix hold data that can be rebuilt (the response cache's answers): the
+ * embedded store drops them, least recently used first, past `redis.embedded_cache_max_mb`.
+ * Nothing else may be written under it.
+ */
+export const EVICTABLE_PREFIX = "cache:";
+
 /** A value an atomic operation may return: the subset both Lua and JS can represent. */
 export type KvReply = string | number | null | KvReply[];
 

@@ -6,12 +6,13 @@
  */
 import type { JsonObject } from "../../core/llm/provider.ts";
 import { sha256Hex } from "../../core/crypto/sha256.ts";
+import { EVICTABLE_PREFIX } from "../../core/stores/kv.ts";
 import { canonicalJson } from "./canonical.ts";
 
 export const KEY_FIELDS = ["messages", "system", "temperature", "top_p", "stop", "tools", "tool_choice"] as const;
 
-/** Key prefix in the KV store; the full key is `cache:llm:<sha256 hex>`. */
-export const CACHE_PREFIX = "cache:llm:";
+/** Key prefix in the KV store; the full key is `cache:llm:<sha256 hex>` (evictable: see core/stores/kv.ts). */
+export const CACHE_PREFIX = `${EVICTABLE_PREFIX}llm:`;
 
 export function keySubset(alias: string, body: JsonObject): JsonObject {
   const subset: JsonObject = { model: alias };

@@ -720,3 +720,38 @@ services:
     }
   });
 });
+
+describe("LLM response cache on the embedded store, under its memory cap", () => {
+  it("keeps the most recently used answers and drops the oldest, which a later request fetches again", async () => {
+    const backend = await startLlmBackend();
+    // Each answer echoes a 1,500-character message: about 2 KB stored. A 5,000-byte cap holds two.
+    const gw = await startGateway(`
+redis:
+  embedded_cache_max_mb: ${5000 / 1024 / 1024}
+services:
+  - type: chat
+    model: capped
+    provider: chat_completions
+    response_cache_ttl: 3600
+    inference_url: ${backend.url}
+    operations: { chat: [${CHAT}] }
+`);
+    const ask = (marker: string) => ({ model: "capped", messages: [user(`${marker} ${"x".repeat(1500)}`)] });
+    try {
+      for (const marker of ["cap-a", "cap-b", "cap-c"]) {
+        expect((await post(gw, ask(marker))).headers.get("x-cache")).toBe("MISS");
+        await untilHit(gw, ask(marker));
+      }
+      // cap-c went in last and cap-b before it; cap-a, the least recently used, made room.
+      expect((await post(gw, ask("cap-c"))).headers.get("x-cache")).toBe("HIT");
+      const again = await post(gw, ask("cap-a"));
+      expect(again.headers.get("x-cache")).toBe("MISS");
+      expect(((await again.json()) as Json).choices).toMatchObject([{ message: { content: `echo: ${ask("cap-a").messages[0].content}` } }]);
+      expect(receivedWith(backend, "cap-a")).toHaveLength(2);
+      expect(receivedWith(backend, "cap-c")).toHaveLength(1);
+    } finally {
+      await gw.kill();
+      await backend.stop();
+    }
+  });
+});
