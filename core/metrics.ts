@@ -20,22 +20,17 @@ export interface HistogramSpec extends CounterSpec {
 export class Metrics {
   readonly registry = new client.Registry();
 
-  counter(spec: CounterSpec): client.Counter<string> {
-    return this.existing<client.Counter<string>>(spec.name) ??
-      new client.Counter({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] });
+  /**
+   * A counter or gauge with a `collect` callback reads the state of the runtime that registered
+   * it at each scrape; a reload registers again, and the newest runtime's callback replaces the
+   * previous one.
+   */
+  counter(spec: CounterSpec & { collect?: (this: client.Counter<string>) => void | Promise<void> }): client.Counter<string> {
+    return this.reuse(spec, () => new client.Counter({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] }));
   }
 
-  /**
-   * A gauge with a `collect` callback reads the state of the runtime that registered it; a
-   * reload registers again, and the newest runtime's callback replaces the previous one.
-   */
   gauge(spec: CounterSpec & { collect?: (this: client.Gauge<string>) => void | Promise<void> }): client.Gauge<string> {
-    const existing = this.existing<client.Gauge<string> & { collect?: unknown }>(spec.name);
-    if (existing) {
-      if (spec.collect) existing.collect = spec.collect;
-      return existing;
-    }
-    return new client.Gauge({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] });
+    return this.reuse(spec, () => new client.Gauge({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] }));
   }
 
   histogram(spec: HistogramSpec): client.Histogram<string> {
@@ -49,6 +44,14 @@ export class Metrics {
 
   async text(): Promise<string> {
     return await this.registry.metrics();
+  }
+
+  /** The metric already registered under the name (its `collect` replaced when one is given), else a new one. */
+  private reuse<T>(spec: { name: string; collect?: unknown }, create: () => T): T {
+    const existing = this.existing<T & { collect?: unknown }>(spec.name);
+    if (!existing) return create();
+    if (spec.collect) existing.collect = spec.collect;
+    return existing;
   }
 
   private existing<T>(name: string): T | undefined {

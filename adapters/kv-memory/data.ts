@@ -7,7 +7,7 @@
  * without another caller interleaving, which is the memory store's whole atomicity story.
  */
 import type { Clock } from "../../core/clock.ts";
-import type { KvData, ListEnd, ScanPage } from "../../core/stores/kv.ts";
+import type { EvictableUsage, KvData, ListEnd, ScanPage } from "../../core/stores/kv.ts";
 import { EvictableKeys } from "./evictable.ts";
 import { ExpiryHeap } from "./expiry-heap.ts";
 import { SortedSet } from "./sorted-set.ts";
@@ -101,9 +101,11 @@ export class MemoryData implements KvData {
     if (options.evictable) this.evictable = new EvictableKeys(options.evictable.prefix, options.evictable.maxBytes);
   }
 
-  /** Bytes and keys held under the evictable prefix (zeros without a cap). */
-  get evictableUsage(): { bytes: number; keys: number } {
-    return { bytes: this.evictable?.bytes ?? 0, keys: this.evictable?.size ?? 0 };
+  /** What the keys under the evictable prefix hold; undefined without a cap. */
+  evictableUsage(): EvictableUsage | undefined {
+    const evictable = this.evictable;
+    if (!evictable) return undefined;
+    return { bytes: evictable.bytes, keys: evictable.size, maxBytes: evictable.maxBytes, evicted: evictable.evictions };
   }
 
   // --- keys -------------------------------------------------------------------
@@ -445,7 +447,10 @@ export class MemoryData implements KvData {
       this.drop(key);
       return;
     }
-    for (let victim = evictable.nextToEvict(); victim !== undefined; victim = evictable.nextToEvict()) this.drop(victim);
+    for (let victim = evictable.nextToEvict(); victim !== undefined; victim = evictable.nextToEvict()) {
+      this.drop(victim);
+      evictable.evicted();
+    }
   }
 
   private drop(key: string): boolean {

@@ -20,6 +20,8 @@ export class EvictableKeys {
   /** Key -> bytes, least recently used first. */
   private readonly sizes = new Map<string, number>();
   private total = 0;
+  /** Keys dropped by `evicted` since the store was opened. */
+  evictions = 0;
 
   constructor(
     readonly prefix: string,
@@ -66,6 +68,11 @@ export class EvictableKeys {
     if (bytes === undefined) return;
     this.sizes.delete(key);
     this.total -= bytes;
+  }
+
+  /** Counts a key dropped to make room (after `removed`, which gave its bytes back). */
+  evicted(): void {
+    this.evictions++;
   }
 
   /** The least recently used key while the total is over the cap, else undefined. */

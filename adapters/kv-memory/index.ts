@@ -4,7 +4,7 @@
  * error surfaces as a rejected promise exactly as it would from the Redis store.
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
-import type { AtomicOp, KvReply, KvStore, ListEnd, ScanPage } from "../../core/stores/kv.ts";
+import type { AtomicOp, EvictableUsage, KvReply, KvStore, ListEnd, ScanPage } from "../../core/stores/kv.ts";
 import { MemoryData, type MemoryDataOptions } from "./data.ts";
 
 export { MemoryData, type MemoryDataOptions } from "./data.ts";
@@ -32,9 +32,9 @@ export class MemoryKv implements KvStore {
     this.data = new MemoryData(clock, options);
   }
 
-  /** Bytes and keys held under the evictable prefix (the response cache's answers). */
-  get evictableUsage(): { bytes: number; keys: number } {
-    return this.data.evictableUsage;
+  /** What the response cache's answers hold against the cap; undefined without one. */
+  evictableUsage(): EvictableUsage | undefined {
+    return this.data.evictableUsage();
   }
 
   async get(key: string): Promise<string | null> {

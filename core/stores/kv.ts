@@ -76,6 +76,15 @@ export interface AtomicOp<R extends KvReply = KvReply> {
   readonly js: (data: KvData, keys: string[], args: string[]) => R;
 }
 
+/** What the embedded store's evictable keys hold against its cap (see `EVICTABLE_PREFIX`). */
+export interface EvictableUsage {
+  bytes: number;
+  keys: number;
+  maxBytes: number;
+  /** Keys dropped to stay under the cap since the store was opened. */
+  evicted: number;
+}
+
 export interface ScanPage {
   keys: string[];
   /** "0" when the scan is complete. */
@@ -85,6 +94,8 @@ export interface ScanPage {
 export interface KvStore {
   /** "memory" or "redis", for logs and metrics. */
   readonly kind: string;
+  /** The embedded store only: its cache cap's accounting, undefined without a cap (Redis keeps its own memory). */
+  evictableUsage?(): EvictableUsage | undefined;
 
   get(key: string): Promise<string | null>;
   mget(keys: string[]): Promise<(string | null)[]>;

@@ -104,10 +104,33 @@ function createCache(api: PluginApi): ResponseCache {
   return { begin, lookup: (request) => begin(request).result() };
 }
 
+/** The embedded store's cap (`redis.embedded_cache_max_mb`), read at each scrape; nothing on Redis. */
+function registerMemoryMetrics(api: PluginApi): void {
+  const usage = () => api.kv.evictableUsage?.();
+  if (!usage()) return;
+  api.metrics.gauge({
+    name: "svc_cache_memory_bytes",
+    help: "Embedded store: bytes held by cached LLM answers, as counted against redis.embedded_cache_max_mb",
+    collect() {
+      this.set(usage()?.bytes ?? 0);
+    },
+  });
+  api.metrics.counter({
+    name: "svc_cache_evictions_total",
+    help: "Embedded store: cached LLM answers dropped (least recently used first) to stay under redis.embedded_cache_max_mb",
+    collect() {
+      // The store's own count, which survives reloads: set, not added to.
+      this.reset();
+      this.inc(usage()?.evicted ?? 0);
+    },
+  });
+}
+
 export default definePlugin({
   name: "response-cache",
   enabled: (config) => config.services.some((service) => service.response_cache_ttl > 0),
   setup(api) {
     api.provide("responseCache", createCache(api));
+    registerMemoryMetrics(api);
   },
 });

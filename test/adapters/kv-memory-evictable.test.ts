@@ -23,13 +23,13 @@ describe("memory store: evictable keys under a cap", () => {
   it("drops the least recently used answer when a write goes over the cap", async () => {
     const kv = capped(3);
     for (const n of [1, 2, 3]) await kv.set(key(n), VALUE, 60_000);
-    expect(kv.evictableUsage).toEqual({ bytes: 3 * ONE, keys: 3 });
+    expect(kv.evictableUsage()).toMatchObject({ bytes: 3 * ONE, keys: 3 });
     // A read makes 1 the most recently used: 2 is now the oldest.
     expect(await kv.get(key(1))).toBe(VALUE);
     await kv.set(key(4), VALUE, 60_000);
     expect(await kv.get(key(2))).toBeNull();
     for (const n of [1, 3, 4]) expect(await kv.get(key(n))).toBe(VALUE);
-    expect(kv.evictableUsage).toEqual({ bytes: 3 * ONE, keys: 3 });
+    expect(kv.evictableUsage()).toEqual({ bytes: 3 * ONE, keys: 3, maxBytes: 3 * ONE, evicted: 1 });
   });
 
   it("never drops keys outside the prefix, whatever their size", async () => {
@@ -50,7 +50,8 @@ describe("memory store: evictable keys under a cap", () => {
     await kv.set(key(2), VALUE.repeat(3));
     expect(await kv.get(key(2))).toBeNull();
     expect(await kv.get(key(1))).toBe(VALUE);
-    expect(kv.evictableUsage).toEqual({ bytes: ONE, keys: 1 });
+    // Not kept is not evicted: nothing made room for it.
+    expect(kv.evictableUsage()).toMatchObject({ bytes: ONE, keys: 1, evicted: 0 });
   });
 
   it("gives the bytes back on overwrite, delete and expiry", async () => {
@@ -58,14 +59,14 @@ describe("memory store: evictable keys under a cap", () => {
     const kv = capped(3, clock);
     await kv.set(key(1), VALUE, 1_000);
     await kv.set(key(1), "short", 1_000);
-    expect(kv.evictableUsage.bytes).toBe(key(1).length + 5 + ENTRY_OVERHEAD_BYTES);
+    expect(kv.evictableUsage()?.bytes).toBe(key(1).length + 5 + ENTRY_OVERHEAD_BYTES);
     await kv.set(key(2), VALUE);
     expect(await kv.del(key(2))).toBe(1);
-    expect(kv.evictableUsage).toEqual({ bytes: key(1).length + 5 + ENTRY_OVERHEAD_BYTES, keys: 1 });
+    expect(kv.evictableUsage()).toMatchObject({ bytes: key(1).length + 5 + ENTRY_OVERHEAD_BYTES, keys: 1 });
     clock.advance(1_000);
     // Any operation sweeps what expired.
     await kv.exists("anything");
-    expect(kv.evictableUsage).toEqual({ bytes: 0, keys: 0 });
+    expect(kv.evictableUsage()).toMatchObject({ bytes: 0, keys: 0 });
     // The room freed by expiry is usable again: three answers fit.
     for (const n of [3, 4, 5]) await kv.set(key(n), VALUE, 60_000);
     for (const n of [3, 4, 5]) expect(await kv.get(key(n))).toBe(VALUE);
@@ -74,9 +75,10 @@ describe("memory store: evictable keys under a cap", () => {
   it("holds a steady total under a stream of distinct answers (what a cache-miss load does)", async () => {
     const kv = capped(50);
     for (let n = 0; n < 5_000; n++) await kv.set(`${EVICTABLE_PREFIX}llm:${n}`, VALUE, 3_600_000);
-    const usage = kv.evictableUsage;
+    const usage = kv.evictableUsage() ?? { keys: -1, evicted: -1 };
     expect(usage.keys).toBeLessThanOrEqual(50);
     expect(usage.keys).toBeGreaterThanOrEqual(45);
+    expect(usage.evicted).toBe(5_000 - usage.keys);
     expect(await kv.get(`${EVICTABLE_PREFIX}llm:4999`)).toBe(VALUE);
     expect(await kv.get(`${EVICTABLE_PREFIX}llm:0`)).toBeNull();
   });
@@ -85,6 +87,6 @@ describe("memory store: evictable keys under a cap", () => {
     const kv = new MemoryKv(new ManualClock());
     for (let n = 0; n < 100; n++) await kv.set(key(n), VALUE);
     expect(await kv.get(key(0))).toBe(VALUE);
-    expect(kv.evictableUsage).toEqual({ bytes: 0, keys: 0 });
+    expect(kv.evictableUsage()).toBeUndefined();
   });
 });

@@ -749,6 +749,11 @@ services:
       expect(((await again.json()) as Json).choices).toMatchObject([{ message: { content: `echo: ${ask("cap-a").messages[0].content}` } }]);
       expect(receivedWith(backend, "cap-a")).toHaveLength(2);
       expect(receivedWith(backend, "cap-c")).toHaveLength(1);
+      // Two answers of about 2 KB each held; cap-a made room once, then (asked again) cap-b.
+      const bytes = await metric(gw, "svc_cache_memory_bytes");
+      expect(bytes).toBeGreaterThan(2 * 1500);
+      expect(bytes).toBeLessThanOrEqual(5000);
+      expect(await metric(gw, "svc_cache_evictions_total")).toBe(2);
     } finally {
       await gw.kill();
       await backend.stop();
