@@ -32,6 +32,26 @@ describe("memory store: evictable keys under a cap", () => {
     expect(kv.evictableUsage()).toEqual({ bytes: 3 * ONE, keys: 3, maxBytes: 3 * ONE, evicted: 1 });
   });
 
+  it("keeps use order across many evictions, reads in between, and a store emptied and refilled", async () => {
+    const kv = capped(3);
+    const held = async () => {
+      const kept: number[] = [];
+      for (let n = 0; n < 10; n++) if ((await kv.exists(key(n))) === true) kept.push(n);
+      return kept;
+    };
+    for (const n of [1, 2, 3]) await kv.set(key(n), VALUE);
+    await kv.get(key(1)); // order: 2 3 1
+    await kv.set(key(4), VALUE); // 2 goes: 3 1 4
+    await kv.get(key(3)); // 1 4 3
+    await kv.set(key(5), VALUE); // 1 goes: 4 3 5
+    await kv.set(key(6), VALUE); // 4 goes: 3 5 6
+    expect(await held()).toEqual([3, 5, 6]);
+    await kv.del(key(3), key(5), key(6));
+    for (const n of [7, 8, 9, 0]) await kv.set(key(n), VALUE); // 7 goes
+    expect(await held()).toEqual([0, 8, 9]);
+    expect(kv.evictableUsage()).toMatchObject({ keys: 3, evicted: 4 });
+  });
+
   it("never drops keys outside the prefix, whatever their size", async () => {
     const kv = capped(1);
     await kv.set("job:1", VALUE.repeat(10));
