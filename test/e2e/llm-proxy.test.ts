@@ -714,6 +714,8 @@ services:
       expect(headers.get("x-cache")).toBe("MISS");
       expect(body).toMatchObject({ choices: [{ message: { content: "echo: sd-1" } }] });
       expect(await metric(gw, "svc_cache_errors_total", { service_type: "chat", model: "no-store", op: "get" })).toBe(1);
+      // The cap and its metrics belong to the embedded store; Redis keeps its own memory.
+      expect(await (await fetch(`${gw.url}/metrics`)).text()).not.toMatch(/svc_cache_(memory_bytes|evictions_total)/);
     } finally {
       await gw.kill();
       await backend.stop();
