@@ -447,10 +447,7 @@ export class MemoryData implements KvData {
       this.drop(key);
       return;
     }
-    for (let victim = evictable.nextToEvict(); victim !== undefined; victim = evictable.nextToEvict()) {
-      this.drop(victim);
-      evictable.evicted();
-    }
+    for (let victim = evictable.nextToEvict(); victim !== undefined; victim = evictable.nextToEvict()) this.drop(victim);
   }
 
   private drop(key: string): boolean {

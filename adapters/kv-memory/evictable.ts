@@ -21,8 +21,7 @@ export class EvictableKeys {
   /** Key -> bytes, least recently used first. */
   private readonly sizes = new Map<string, number>();
   private total = 0;
-  /** Keys dropped by `evicted` since the store was opened. */
-  evictions = 0;
+  private evictionCount = 0;
   /**
    * Walks `sizes` from its least recently used end, for the map's whole life. A fresh
    * `keys()` would start at the map's first slot and step over every slot deleted since its
@@ -48,6 +47,11 @@ export class EvictableKeys {
 
   get size(): number {
     return this.sizes.size;
+  }
+
+  /** Keys handed out by `nextToEvict` since the store was opened. */
+  get evictions(): number {
+    return this.evictionCount;
   }
 
   /**
@@ -79,14 +83,9 @@ export class EvictableKeys {
     this.total -= bytes;
   }
 
-  /** Counts a key dropped to make room (after `removed`, which gave its bytes back). */
-  evicted(): void {
-    this.evictions++;
-  }
-
   /**
    * The least recently used key while the total is over the cap, else undefined. The caller
-   * drops it at once (the cursor has passed it).
+   * drops it at once (the cursor has passed it, and it is counted as evicted).
    */
   nextToEvict(): string | undefined {
     if (this.total <= this.maxBytes) return undefined;
@@ -96,7 +95,9 @@ export class EvictableKeys {
       this.cursor = this.sizes.keys();
       next = this.cursor.next();
     }
-    return next.done ? undefined : next.value;
+    if (next.done) return undefined;
+    this.evictionCount++;
+    return next.value;
   }
 
   clear(): void {
