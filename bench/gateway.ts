@@ -66,7 +66,8 @@ export interface Gateway {
 
 /**
  * The runtime flags of `npm start` (`deno task start`): the V8 heap settings users run the
- * gateway with, so the bench measures the same process (package.json and deno.json hold them).
+ * gateway with (and on Deno its request-signal behaviour), so the bench measures the same
+ * process (package.json and deno.json hold them).
  */
 export function startFlags(runtime: Runtime): string[] {
   const command =
@@ -74,7 +75,8 @@ export function startFlags(runtime: Runtime): string[] {
       ? (JSON.parse(readFileSync(join(repoRoot, "deno.json"), "utf8")) as { tasks: { start: string } }).tasks.start
       : (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
   const words = command.split(/\s+/);
-  return runtime === "deno" ? words.filter((word) => word.startsWith("--v8-flags=")) : words.slice(words.indexOf("node") + 1).filter((word) => word.startsWith("--"));
+  // The bench adds its own --allow-all (Deno) and entry point.
+  return runtime === "deno" ? words.filter((word) => word.startsWith("--") && word !== "--allow-all") : words.slice(words.indexOf("node") + 1).filter((word) => word.startsWith("--"));
 }
 
 /** Starts the gateway on a free port and waits for `/health`. */

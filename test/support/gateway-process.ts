@@ -34,7 +34,9 @@ export interface StartOptions {
 
 function command(role: "gateway" | "relay"): string[] {
   const entry = role === "gateway" ? "main" : "relay";
-  if (onDeno) return [process.execPath, "run", "--allow-all", join(repoRoot, `adapters/deno/${entry}.ts`)];
+  // As `deno task start` runs it: a request's signal aborts only when the client goes away.
+  const denoFlags = role === "gateway" ? ["--unstable-no-legacy-abort"] : [];
+  if (onDeno) return [process.execPath, "run", ...denoFlags, "--allow-all", join(repoRoot, `adapters/deno/${entry}.ts`)];
   const built = join(repoRoot, `dist/adapters/node/${entry}.js`);
   if (!existsSync(built)) throw new Error(`${built} is missing: run "npm run build" (npm test does it)`);
   return [process.execPath, built];
