@@ -49,7 +49,7 @@ function parse(argv: readonly string[]): Options {
     if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
     else if (arg === "--scenario") options.scenario = reader.choice(arg, SCENARIO_IDS);
     else if (arg === "--seconds") options.seconds = reader.positive(arg);
-    else if (arg === "--rounds") options.rounds = Math.round(reader.positive(arg));
+    else if (arg === "--rounds") options.rounds = Math.max(1, Math.round(reader.positive(arg)));
     else throw reader.unknown(arg);
   }
   return options;
