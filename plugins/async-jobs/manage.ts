@@ -5,6 +5,7 @@
 import type { Context } from "hono";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
+import { pageParams } from "../../core/pagination.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { expiredResponse, findJob, identify } from "./access.ts";
 import { isJobStatus, toView } from "./record.ts";
@@ -28,13 +29,6 @@ function answering(log: Logger, name: string, handler: (c: Context) => Promise<R
 
 const PAGE_DEFAULT = 20;
 const PAGE_MAX = 100;
-
-function pageParam(value: string | undefined, name: string, fallback: number, min: number): number {
-  if (value === undefined || value === "") return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < min) throw errors.badRequest(`query parameter ${name} must be an integer >= ${min}, got "${value}"`);
-  return parsed;
-}
 
 export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
   const { log, config } = api;
@@ -84,9 +78,7 @@ export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
         throw errors.badRequest(`unknown status "${status}"; use one of pending, processing, completed, failed, cancelled`);
       }
       const serviceType = c.req.query("service_type");
-      // A limit above the maximum is capped rather than refused; the body echoes what was used.
-      const limit = Math.min(pageParam(c.req.query("limit"), "limit", PAGE_DEFAULT, 1), PAGE_MAX);
-      const offset = pageParam(c.req.query("offset"), "offset", 0, 0);
+      const { limit, offset } = pageParams((name) => c.req.query(name), { defaultLimit: PAGE_DEFAULT, maxLimit: PAGE_MAX });
       const page = await store.list({
         consumer,
         serviceType: serviceType === "" ? undefined : serviceType,

@@ -6,6 +6,7 @@
  *
  * Keys: `quota:req:<rule index>:<consumer>` and `quota:tok:<rule index>:<consumer>`.
  */
+import { formatDuration } from "../../core/config/duration.ts";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { StageStep } from "../../core/pipeline/pipeline.ts";
@@ -42,7 +43,7 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
         const [count, ttlMs] = await kv.run(windowIncrement, [requestKey(ruleIndex, consumer)], [1, limits.periodMs]);
         if (count > limits.rate) {
           throw errors.rateLimited(
-            `group quota of policies.rules[${ruleIndex}] exceeded: ${limits.rate} requests per ${limits.periodMs / 1000}s; retry after the window resets`,
+            `group quota of policies.rules[${ruleIndex}] exceeded: ${limits.rate} requests per ${formatDuration(limits.periodMs)}; retry after the window resets`,
             ttlMs / 1000,
           );
         }
@@ -53,7 +54,7 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
         if (used >= limits.tokenRate) {
           const ttlMs = await kv.pttl(key);
           throw errors.rateLimited(
-            `group token quota of policies.rules[${ruleIndex}] exceeded: ${limits.tokenRate} tokens per ${limits.tokenPeriodMs / 1000}s; retry after the window resets`,
+            `group token quota of policies.rules[${ruleIndex}] exceeded: ${limits.tokenRate} tokens per ${formatDuration(limits.tokenPeriodMs)}; retry after the window resets`,
             (ttlMs > 0 ? ttlMs : limits.tokenPeriodMs) / 1000,
           );
         }

@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
+import { pageParams } from "../../core/pagination.ts";
 import { RequestState } from "../../core/pipeline/context.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import type { UsageRecords } from "./records.ts";
@@ -28,17 +29,6 @@ function answering(log: Logger, endpoint: string, handler: (c: Context) => Promi
       return errors.storeUnavailable("usage data cannot be read right now: the key-value store failed; retry later").toResponse();
     }
   };
-}
-
-/** An integer query parameter: absent = `fallback`; anything but a whole number >= `min` is a 400. */
-function integerParam(c: Context, name: string, fallback: number, min: number): number {
-  const text = c.req.query(name);
-  if (text === undefined || text === "") return fallback;
-  const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
-    throw errors.badRequest(`query parameter "${name}" must be a whole number of at least ${min}; got "${text}"`);
-  }
-  return value;
 }
 
 const optional = (value: string | undefined) => (value === undefined || value === "" ? undefined : value);
@@ -70,9 +60,7 @@ export function registerUsageRoutes(api: PluginApi, records: UsageRecords): void
     "/-/usage",
     answering(api.log, "usage_list", async (c) => {
       requireHeader("GET /-/usage");
-      // Larger pages are cut to the maximum (and the echoed limit says so).
-      const limit = Math.min(integerParam(c, "limit", DEFAULT_PAGE, 1), MAX_PAGE);
-      const offset = integerParam(c, "offset", 0, 0);
+      const { limit, offset } = pageParams((name) => c.req.query(name), { defaultLimit: DEFAULT_PAGE, maxLimit: MAX_PAGE });
       const type = optional(c.req.query("type"));
       const consumer = optional(c.req.query("consumer"));
       if (consumer !== undefined) {

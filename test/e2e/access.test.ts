@@ -254,7 +254,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(((await limited.json()) as ErrorBody).error).toEqual({
       type: "rate_limit_error",
-      message: "group quota of policies.rules[8] exceeded: 2 requests per 60s; retry after the window resets",
+      message: "group quota of policies.rules[8] exceeded: 2 requests per 1m; retry after the window resets",
     });
     // Another member has a budget of their own; anonymous members are not limited.
     expect(await status(await chat(gw, "acc-quota", { "x-consumer": "grace", "x-groups": "trial" }))).toBe(200);
@@ -275,7 +275,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
     });
     expect(Number(refused?.headers.get("retry-after"))).toBeGreaterThan(3500);
     expect(((await refused?.json()) as ErrorBody).error.message).toBe(
-      "group token quota of policies.rules[9] exceeded: 100 tokens per 3600s; retry after the window resets",
+      "group token quota of policies.rules[9] exceeded: 100 tokens per 1h; retry after the window resets",
     );
     expect(await status(await chat(gw, "acc-quota", { "x-consumer": "ivan", "x-groups": "metered" }))).toBe(200);
   });

@@ -254,7 +254,9 @@ ${stores()}${services()}`);
     const bobChat = (await get(gw, "/-/usage?consumer=bob&type=chat")).body as unknown as Page;
     expect(bobChat.consumers[0].usage).toEqual([]);
     expect(((await get(gw, "/-/usage?limit=500")).body as unknown as Page).limit).toBe(100);
-    for (const bad of ["limit=0", "limit=abc", "offset=-1"]) {
+    expect(((await get(gw, "/-/usage?limit=99999999999999999999")).body as unknown as Page).limit).toBe(100);
+    expect(((await get(gw, "/-/usage?offset=99999999999999999999")).body as unknown as Page).consumers).toEqual([]);
+    for (const bad of ["limit=0", "limit=abc", "offset=-1", "offset=1e3", "limit=1.5"]) {
       const { status, body } = await get(gw, `/-/usage?${bad}`);
       expect(status).toBe(400);
       expect(JSON.stringify(body)).toContain(bad.split("=")[0]);

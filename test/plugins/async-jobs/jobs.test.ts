@@ -503,6 +503,10 @@ describe("GET /jobs", () => {
     expect((await gw.request("/jobs?status=weird", { headers: ann })).status).toBe(400);
     expect((await gw.request("/jobs?limit=0", { headers: ann })).status).toBe(400);
     expect((await gw.request("/jobs?offset=-1", { headers: ann })).status).toBe(400);
+    // One reading of page parameters everywhere: digits only, a huge limit is cut to the maximum.
+    const offset1e3 = await gw.request("/jobs?offset=1e3", { headers: ann });
+    expect([offset1e3.status, await offset1e3.json()]).toEqual([400, { error: { message: 'query parameter "offset" must be a whole number of at least 0; got "1e3"', type: "invalid_request_error" } }]);
+    expect(((await (await gw.request("/jobs?limit=99999999999999999999", { headers: ann })).json()) as typeof all).limit).toBe(100);
   });
 });
 

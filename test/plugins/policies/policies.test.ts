@@ -134,7 +134,7 @@ describe("per-group quotas", () => {
     expect(limited.headers.get("retry-after")).toBe("60");
     expect(((await limited.json()) as { error: { type: string; message: string } }).error).toEqual({
       type: "rate_limit_error",
-      message: "group quota of policies.rules[0] exceeded: 2 requests per 60s; retry after the window resets",
+      message: "group quota of policies.rules[0] exceeded: 2 requests per 1m; retry after the window resets",
     });
     // Another member has a budget of their own; a rule without limits gives none.
     expect((await chat(rt, "gpt-small", { "x-consumer": "bob", "x-groups": "trial" })).status).toBe(200);
@@ -171,7 +171,7 @@ describe("per-group quotas", () => {
     expect(limited.status).toBe(429);
     expect(limited.headers.get("retry-after")).toBe("3600");
     expect(((await limited.json()) as { error: { message: string } }).error.message).toBe(
-      "group token quota of policies.rules[0] exceeded: 100 tokens per 3600s; retry after the window resets",
+      "group token quota of policies.rules[0] exceeded: 100 tokens per 1h; retry after the window resets",
     );
     // Another member, and a member of a rule without limits, are not affected.
     expect((await chat(rt, "gpt-small", { "x-consumer": "bob", "x-groups": "trial" })).status).toBe(200);
