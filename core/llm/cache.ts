@@ -12,6 +12,8 @@ export interface CacheRequest {
   body: JsonObject;
   /** The client's request headers (`Cache-Control`). */
   headers: Headers;
+  /** The path the client called, with its query (`/v1/x?q=1`): part of the key. */
+  pathAndQuery: string;
 }
 
 /** A response as stored: enough to answer a later identical request byte for byte. */

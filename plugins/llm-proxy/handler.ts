@@ -148,7 +148,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   }
 
   function beginLookup(ctx: RequestContext, service: ServiceConfig, body: Extract<SyncBody, { kind: "json" }>): PendingLookup | undefined {
-    return deps.cache()?.begin({ service, body: body.value, headers: ctx.request.headers });
+    return deps.cache()?.begin({ service, body: body.value, headers: ctx.request.headers, pathAndQuery: `${ctx.url.pathname}${ctx.url.search}` });
   }
 
   async function handle(ctx: RequestContext, body: SyncBody): Promise<Response> {

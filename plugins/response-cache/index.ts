@@ -54,7 +54,7 @@ function createCache(api: PluginApi): ResponseCache {
     };
     let key: string;
     try {
-      key = cacheKey(service.model, request.body);
+      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery }, service.model, request.body);
     } catch (error) {
       return {
         result: () => {

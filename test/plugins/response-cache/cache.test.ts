@@ -27,19 +27,39 @@ describe("canonicalJson", () => {
 
 describe("cacheKey", () => {
   const body = { messages: [{ role: "user", content: "hi" }], temperature: 0.5 };
+  const scope = { serviceType: "chat", pathAndQuery: "/v1/chat/completions" };
 
-  it("is the SHA-256 of the canonical subset with the model alias, under cache:llm:", async () => {
-    const expected = createHash("sha256").update('{"messages":[{"content":"hi","role":"user"}],"model":"alias","temperature":0.5}').digest("hex");
-    expect(await cacheKey("alias", { ...body, model: "ignored-client-value" })).toBe(`cache:llm:${expected}`);
+  it("is the SHA-256 of the service type, path and canonical subset with the model alias, under cache:llm:", () => {
+    const expected = createHash("sha256")
+      .update('["chat","/v1/chat/completions",{"messages":[{"content":"hi","role":"user"}],"model":"alias","temperature":0.5}]')
+      .digest("hex");
+    expect(cacheKey(scope, "alias", { ...body, model: "ignored-client-value" })).toBe(`cache:llm:${expected}`);
   });
 
-  it("ignores user, metadata, stream options and unknown fields; not temperature, top_p, stop, tools, tool_choice, system", async () => {
-    const key = await cacheKey("alias", body);
-    expect(await cacheKey("alias", { ...body, user: "u", metadata: { a: 1 }, max_tokens: 3, whatever: true })).toBe(key);
+  it("ignores user, metadata, stream options and unknown fields; not temperature, top_p, stop, tools, tool_choice, system", () => {
+    const key = cacheKey(scope, "alias", body);
+    expect(cacheKey(scope, "alias", { ...body, user: "u", metadata: { a: 1 }, max_tokens: 3, whatever: true })).toBe(key);
     for (const change of [{ temperature: 0.6 }, { top_p: 1 }, { stop: "x" }, { tools: [] }, { tool_choice: "auto" }, { system: "s" }]) {
-      expect(await cacheKey("alias", { ...body, ...change })).not.toBe(key);
+      expect(cacheKey(scope, "alias", { ...body, ...change })).not.toBe(key);
     }
-    expect(await cacheKey("other-alias", body)).not.toBe(key);
+    expect(cacheKey(scope, "other-alias", body)).not.toBe(key);
+  });
+
+  it("differs by service type, path and query", () => {
+    const key = cacheKey(scope, "alias", body);
+    expect(cacheKey({ ...scope, serviceType: "chatmsg" }, "alias", body)).not.toBe(key);
+    expect(cacheKey({ ...scope, pathAndQuery: "/v1/messages-chat" }, "alias", body)).not.toBe(key);
+    expect(cacheKey({ ...scope, pathAndQuery: "/v1/chat/completions?x=1" }, "alias", body)).not.toBe(key);
+  });
+
+  it("keys a body without messages on all of it but model, user, metadata and stream fields", () => {
+    const input = { model: "client-value", input: "x", dimensions: 8 };
+    const key = cacheKey(scope, "alias", input);
+    expect(cacheKey(scope, "alias", { ...input, model: "other", user: "u", metadata: { a: 1 }, stream: false })).toBe(key);
+    expect(cacheKey(scope, "alias", { ...input, input: "totally different" })).not.toBe(key);
+    expect(cacheKey(scope, "alias", { ...input, dimensions: 16 })).not.toBe(key);
+    expect(cacheKey(scope, "alias", { prompt: "x" })).not.toBe(cacheKey(scope, "alias", { prompt: "y" }));
+    expect(cacheKey(scope, "alias", JSON.parse('{"input":"x","__proto__":{"a":1}}') as Record<string, unknown>)).not.toBe(cacheKey(scope, "alias", { input: "x" }));
   });
 });
 
@@ -91,9 +111,9 @@ describe("the responseCache service", () => {
     await runtime.install([responseCache, definePlugin({ name: "probe", dependsOn: ["response-cache"], setup: (api) => void (cache = api.use("responseCache")) })]);
     const lookup = (body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<CacheLookup> => {
       const service = config.services.find((s) => s.model === body.model) ?? config.services[0];
-      return (cache as ResponseCache).lookup({ service, body, headers: new Headers(headers) });
+      return (cache as ResponseCache).lookup({ service, body, headers: new Headers(headers), pathAndQuery: "/v1/chat/completions" });
     };
-    const begin = (body: Record<string, unknown>) => (cache as ResponseCache).begin({ service: config.services[0], body, headers: new Headers() });
+    const begin = (body: Record<string, unknown>) => (cache as ResponseCache).begin({ service: config.services[0], body, headers: new Headers(), pathAndQuery: "/v1/chat/completions" });
     return { kv, metrics, lookup, begin };
   }
 
