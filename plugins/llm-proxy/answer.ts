@@ -43,10 +43,11 @@ function jsonHeaders(extra: Readonly<Record<string, string>>): Record<string, st
 
 /**
  * A non-2xx answer: the provider's error translation when it has one, else the backend's body.
- * `extra` headers go on the response (set here, so it is built once).
+ * `received` is the body when it was already read (non-streaming requests); a streaming
+ * request's error body is read here. `extra` headers go on the response (set here, so it is built once).
  */
-export async function errorAnswer(backend: Response, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
-  const bytes = await readBody(backend);
+export async function errorAnswer(backend: Response, received: Bytes | undefined, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
+  const bytes = received ?? (await readBody(backend));
   const contentType = backend.headers.get("content-type") ?? "";
   if (!translator.translateError) return answer(backend.status, responseHeaders(backend.headers, extra), contentType, bytes);
   const text = decoder.decode(bytes);
@@ -59,9 +60,12 @@ export async function errorAnswer(backend: Response, translator: Translator, ext
   }
 }
 
-/** A complete 2xx answer, read whole (its usage is needed before the response is written). */
-export async function completeAnswer(backend: Response, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
-  const bytes = await readBody(backend);
+/**
+ * A complete 2xx answer, read whole (its usage is needed before the response is written):
+ * `received` is its body when the attempt already read it (see handler.ts `forward`).
+ */
+export async function completeAnswer(backend: Response, received: Bytes | undefined, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
+  const bytes = received ?? (await readBody(backend));
   if (!translator.translateResponse) {
     // Passed through byte for byte; usage counts only when the body has a top-level usage.
     const usage = usageOf(parseJson(decoder.decode(bytes)));

@@ -25,7 +25,7 @@ import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { completeAnswer, errorAnswer, streamAnswer, type Answer } from "./answer.ts";
-import { BackendTimeoutError, backendUrl, callBackend } from "../../core/proxy/backend-call.ts";
+import { BackendTimeoutError, backendUrl, callBackend, readWhole } from "../../core/proxy/backend-call.ts";
 import type { ConsumerTokens } from "./consumer-tokens.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
@@ -66,6 +66,8 @@ interface Attempt {
   translator: Translator;
   url: string;
   body: Bytes;
+  /** A non-streaming answer's body, read whole within the attempt (see `forward`). */
+  received?: Bytes;
 }
 
 function unknownProvider(service: ServiceConfig, providers: ProviderRegistry): GatewayError {
@@ -101,19 +103,24 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     });
   }
 
-  async function forward(ctx: RequestContext, attempts: Attempt[]) {
+  async function forward(ctx: RequestContext, attempts: Attempt[], stream: boolean) {
     const byTarget = new Map(attempts.map((a) => [a.target, a]));
     const result = await withFailover(
       attempts.map((a) => a.target),
-      (target) => {
+      async (target) => {
         const attempt = byTarget.get(target) as Attempt;
         const headers = forwardHeaders(ctx.request.headers, target.headers, ctx.consumedHeaders.length > 0 ? [...NOT_FORWARDED, ...ctx.consumedHeaders] : NOT_FORWARDED);
         headers["content-type"] = "application/json";
-        return callBackend(attempt.url, { method: "POST", headers, body: attempt.body }, {
+        const response = await callBackend(attempt.url, { method: "POST", headers, body: attempt.body }, {
           fetch: deps.fetch,
           timeoutMs: deps.backendTimeoutMs,
           clientSignal: ctx.request.signal,
         });
+        // A non-streaming answer is read whole before anything goes to the client, so a backend
+        // that breaks off or stalls mid-body is this attempt's failure and the next backend is
+        // tried (spec 4.6 "Backend routing", 7). A stream is the client's from its first byte.
+        if (!stream) attempt.received = await readWhole(response, deps.backendTimeoutMs);
+        return response;
       },
       ctx.request.signal,
     );
@@ -182,7 +189,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
 
     // 3. Per backend, with failover.
     const attempts = prepare(ctx, service, body, provider, targets, stream);
-    const { result, attempt } = await forward(ctx, attempts);
+    const { result, attempt } = await forward(ctx, attempts, stream);
     if (!result.response || !attempt) {
       labels.backend_model = backendModelOf(attempts[attempts.length - 1], body.value, service.model);
       const tried = result.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
@@ -205,7 +212,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     let answer: Answer;
     try {
       if (backend.status < 200 || backend.status > 299) {
-        answer = await errorAnswer(backend, attempt.translator, MISS);
+        answer = await errorAnswer(backend, attempt.received, attempt.translator, MISS);
       } else if (stream) {
         answer = streamAnswer(
           backend,
@@ -215,7 +222,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
           MISS,
         );
       } else {
-        answer = await completeAnswer(backend, attempt.translator, MISS);
+        answer = await completeAnswer(backend, attempt.received, attempt.translator, MISS);
       }
     } catch (error) {
       deps.metrics.request(labels, error instanceof GatewayError ? error.status : 500, seconds(ctx));
