@@ -9,10 +9,16 @@ import type { RequestContext, RequestMode } from "../pipeline/context.ts";
 
 /** The request body as the sync route read it. */
 export type SyncBody =
-  /** A JSON body, read whole (capped at `server.max_body_mb`) because `model` is needed. */
-  | { kind: "json"; value: Record<string, unknown>; bytes: Uint8Array }
+  /**
+   * A JSON body, read whole (capped at `server.max_body_mb`) because `model` is needed.
+   * `retyped`: it came without a JSON content type (none, text/plain, form-urlencoded) on a
+   * path LLM services serve, and is forwarded as `application/json`.
+   */
+  | { kind: "json"; value: Record<string, unknown>; bytes: Uint8Array; retyped?: boolean }
   /** Any other body, still unread: streamed to the backend as it arrives. */
-  | { kind: "stream"; stream: ReadableStream<Uint8Array> | null; contentType: string };
+  | { kind: "stream"; stream: ReadableStream<Uint8Array> | null; contentType: string }
+  /** A body read whole to see whether it is JSON (see `retyped`) that is not: forwarded as it was. */
+  | { kind: "read"; bytes: Uint8Array; contentType: string };
 
 export interface SyncMode {
   /** The request mode this handler serves (metrics label). */

@@ -60,9 +60,14 @@ export function directProxy(settings: CallSettings) {
 
     const build = (target: BackendTarget): { url: string; init: BackendInit } => {
       const drop = ctx.consumedHeaders.length > 0 ? [...NOT_FORWARDED, ...ctx.consumedHeaders] : NOT_FORWARDED;
-      const init: BackendInit = { method, headers: forwardHeaders(ctx.request.headers, target.headers, drop) };
+      const headers = forwardHeaders(ctx.request.headers, target.headers, drop);
+      const init: BackendInit = { method, headers };
       if (body.kind === "json") {
         init.body = jsonFor(body, target);
+        // Sent without a JSON type but read as JSON: the backend is told what it gets.
+        if (body.retyped) headers["content-type"] = "application/json";
+      } else if (body.kind === "read") {
+        init.body = body.bytes as Uint8Array<ArrayBuffer>;
       } else if (streamed) {
         const stream = replay ? replay.next() : streamed;
         if (!stream) throw new Error("not tried: the streamed request body already went to an earlier backend and cannot be replayed");

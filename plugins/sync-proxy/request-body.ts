@@ -79,6 +79,18 @@ async function readCapped(stream: ReadableStream<Uint8Array>, cap: number): Prom
 /** One decoder for every request (building one is a measurable part of a small request). */
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
+/**
+ * Media types a client may put on a JSON body without meaning anything else: none at all,
+ * `text/plain`, and curl's `-d` default. On a path LLM services serve such a body is read to
+ * see whether it is a JSON object (spec 1, 4.5: the LLM mode and the model come from the JSON
+ * body, not from the header). Multipart, octet-stream, audio, ... are never read.
+ */
+const UNTYPED = new Set(["", "text/plain", "application/x-www-form-urlencoded"]);
+
+export function isUntypedContentType(contentType: string): boolean {
+  return UNTYPED.has(contentType.split(";")[0].trim().toLowerCase());
+}
+
 function parseObject(bytes: Uint8Array): Record<string, unknown> {
   let text: string;
   try {
@@ -100,6 +112,34 @@ function parseObject(bytes: Uint8Array): Record<string, unknown> {
     throw errors.badRequest(`the JSON body must be an object (it carries "model"), not ${Array.isArray(value) ? "an array" : typeof value === "object" ? "null" : `a ${typeof value}`}`);
   }
   return value as Record<string, unknown>;
+}
+
+/** The first byte that is not JSON whitespace is `{`: worth trying to parse as a JSON object. */
+function looksLikeObject(bytes: Uint8Array): boolean {
+  for (const byte of bytes) {
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+    return byte === 0x7b;
+  }
+  return false;
+}
+
+/**
+ * An untyped body (see UNTYPED) on a path LLM services serve: read whole within `cap` (413
+ * past it, as a JSON body), then a JSON body when it parses as a JSON object, else the bytes
+ * as they came, for the direct proxy.
+ */
+export async function readUntypedBody(request: Request, stream: ReadableStream<Uint8Array>, contentType: string, cap: number): Promise<SyncBody> {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > cap) throw tooLarge(cap);
+  const bytes = await readCapped(stream, cap);
+  if (looksLikeObject(bytes)) {
+    try {
+      return { kind: "json", value: parseObject(bytes), bytes, retyped: true };
+    } catch {
+      // Not JSON after all: the direct proxy forwards it as it came.
+    }
+  }
+  return { kind: "read", bytes, contentType };
 }
 
 export async function readSyncBody(request: Request, cap: number): Promise<SyncBody> {

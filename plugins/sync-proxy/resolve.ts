@@ -3,11 +3,12 @@
  * the model from the `{model}` path segment or the body's `model`, and choose who serves
  * the request: the first registered sync mode that accepts it, else the direct proxy.
  */
+import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import type { ListedFilter, PathMatch, Registry } from "../../core/registry/registry.ts";
-import { readSyncBody } from "./request-body.ts";
+import { isUntypedContentType, readSyncBody, readUntypedBody } from "./request-body.ts";
 import type { SyncModeList } from "./sync-modes.ts";
 
 declare module "../../core/pipeline/context.ts" {
@@ -16,6 +17,8 @@ declare module "../../core/pipeline/context.ts" {
     syncBody: SyncBody;
   }
 }
+
+const hasProvider = (service: ServiceConfig) => service.provider !== "";
 
 export interface Resolved {
   body: SyncBody;
@@ -33,7 +36,12 @@ export interface ResolveDeps {
 }
 
 export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ctx: RequestContext): Promise<Resolved> {
-  const body = await readSyncBody(ctx.request, deps.capBytes);
+  let body = await readSyncBody(ctx.request, deps.capBytes);
+  // A JSON body sent as text/plain, form-urlencoded or with no type is still an LLM request on
+  // an LLM path (spec 1, 4.5): checked only for such bodies, so a JSON request pays nothing.
+  if (body.kind === "stream" && body.stream && isUntypedContentType(body.contentType) && match.services.some(hasProvider)) {
+    body = await readUntypedBody(ctx.request, body.stream, body.contentType, deps.capBytes);
+  }
   const requested = body.kind === "json" ? body.value.model : undefined;
   if (requested !== undefined && typeof requested !== "string") {
     throw errors.badRequest(`"model" must be a string naming one of the models on ${ctx.url.pathname}`);
