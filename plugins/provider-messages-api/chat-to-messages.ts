@@ -141,12 +141,32 @@ export function convertToolChoice(choice: unknown, parallel: unknown): JsonObjec
   return out;
 }
 
-function stopSequences(stop: unknown): unknown {
+/** `stop` as the chat-completions API takes it: a string or an array of strings. */
+function stopSequences(stop: unknown): string[] {
   if (typeof stop === "string") return [stop];
-  return stop;
+  if (Array.isArray(stop) && stop.every((s) => typeof s === "string")) return stop as string[];
+  throw refuse(`"stop" must be a string or an array of strings, not ${describe(stop)}`);
 }
 
-const positive = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value > 0;
+/** The offending value as the client wrote it, cut short. */
+function describe(value: unknown): string {
+  const text = JSON.stringify(value);
+  return text.length > 40 ? `${text.slice(0, 40)}...` : text;
+}
+
+/**
+ * A token limit the client set: a positive integer, else 400 (sending a default instead would
+ * hide the client's mistake). Absent or null: not set.
+ */
+function tokenLimit(body: JsonObject, field: "max_tokens" | "max_completion_tokens"): number | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === "number" && Number.isInteger(value) && value > 0) return value;
+  throw refuse(`"${field}" must be a positive integer, not ${describe(value)}`);
+}
+
+/** Forwarded as they are, once their type is right (the Messages-style API would refuse others less clearly). */
+const NUMBER_FIELDS = ["temperature", "top_p", "top_k"] as const;
 
 export function chatToMessagesRequest(body: JsonObject): JsonObject {
   const { system, messages } = convertMessages(body.messages, body.system);
@@ -154,10 +174,19 @@ export function chatToMessagesRequest(body: JsonObject): JsonObject {
   if (body.model !== undefined) out.model = body.model;
   if (system !== undefined) out.system = system;
   out.messages = messages;
-  out.max_tokens = positive(body.max_completion_tokens) ? body.max_completion_tokens : positive(body.max_tokens) ? body.max_tokens : DEFAULT_MAX_TOKENS;
+  const maxCompletion = tokenLimit(body, "max_completion_tokens");
+  const maxTokens = tokenLimit(body, "max_tokens");
+  out.max_tokens = maxCompletion ?? maxTokens ?? DEFAULT_MAX_TOKENS;
   if (body.stop !== undefined && body.stop !== null) out.stop_sequences = stopSequences(body.stop);
-  for (const key of ["temperature", "top_p", "top_k", "stream"] as const) {
-    if (body[key] !== undefined && body[key] !== null) out[key] = body[key];
+  for (const key of NUMBER_FIELDS) {
+    const value = body[key];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== "number") throw refuse(`"${key}" must be a number, not ${describe(value)}`);
+    out[key] = value;
+  }
+  if (body.stream !== undefined && body.stream !== null) {
+    if (typeof body.stream !== "boolean") throw refuse(`"stream" must be true or false, not ${describe(body.stream)}`);
+    out.stream = body.stream;
   }
   if (body.tools !== undefined) out.tools = convertTools(body.tools);
   const toolChoice = convertToolChoice(body.tool_choice, body.parallel_tool_calls);

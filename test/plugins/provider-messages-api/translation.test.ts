@@ -25,6 +25,18 @@ describe("messages_api request translation", () => {
     expect(chatToMessagesRequest({ messages: [], max_tokens: 9 }).max_tokens).toBe(9);
   });
 
+  it("refuses fields of the wrong type, naming the field and what it must be", () => {
+    expect(() => chatToMessagesRequest({ messages: [], stop: 5 })).toThrow('"stop" must be a string or an array of strings, not 5');
+    expect(() => chatToMessagesRequest({ messages: [], stop: ["a", 1] })).toThrow('"stop" must be a string or an array of strings, not ["a",1]');
+    expect(() => chatToMessagesRequest({ messages: [], max_tokens: "abc" })).toThrow('"max_tokens" must be a positive integer, not "abc"');
+    expect(() => chatToMessagesRequest({ messages: [], max_tokens: 0 })).toThrow('"max_tokens" must be a positive integer, not 0');
+    expect(() => chatToMessagesRequest({ messages: [], max_completion_tokens: 1.5 })).toThrow('"max_completion_tokens" must be a positive integer, not 1.5');
+    expect(() => chatToMessagesRequest({ messages: [], stream: "yes" })).toThrow('"stream" must be true or false, not "yes"');
+    expect(() => chatToMessagesRequest({ messages: [], temperature: "hot" })).toThrow('"temperature" must be a number, not "hot"');
+    // null is "not set", as the chat-completions API takes it.
+    expect(chatToMessagesRequest({ messages: [], stop: null, max_tokens: null, stream: null, temperature: null })).toEqual({ messages: [], max_tokens: 4096 });
+  });
+
   it("turns stop into stop_sequences and drops fields the Messages API refuses", () => {
     const out = chatToMessagesRequest({ messages: [], stop: "X", n: 2, logprobs: true, response_format: { type: "json_object" }, seed: 1, stream_options: { include_usage: true }, stream: true, top_p: 0.9 });
     expect(out).toEqual({ messages: [], max_tokens: 4096, stop_sequences: ["X"], stream: true, top_p: 0.9 });
