@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { freePort } from "../support/servers.ts";
 import { CHAT_USAGE, LOCAL_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend, type ReceivedRequest } from "../fixtures/llm-backends.ts";
+import { startBackend, type FakeBackend as HttpBackend } from "../fixtures/http-backend.ts";
 
 type Json = Record<string, unknown>;
 
@@ -760,5 +761,173 @@ services:
       await gw.kill();
       await backend.stop();
     }
+  });
+});
+
+describe("LLM proxy: cache scope, answers that break off or stall, JSON sent without a JSON type", () => {
+  let backend: FakeBackend;
+  let dropping: HttpBackend;
+  let stalling: HttpBackend;
+  let gw: GatewayProcess;
+  const TIMEOUT_MS = 800;
+
+  beforeAll(async () => {
+    [backend, dropping, stalling] = await Promise.all([startLlmBackend(), startBackend({ kind: "partial", then: "drop" }), startBackend({ kind: "partial", then: "stall" })]);
+    const chatOps = `operations: { chat: [${CHAT}] }`;
+    const breaking = (first: string) => `backends: [{ url: ${first}, weight: 1 }, { url: ${backend.url}, weight: 0 }]`;
+    gw = await startGateway(`
+server:
+  backend_timeout: ${TIMEOUT_MS}ms
+  consumer_header: x-consumer
+services:
+  - { type: raw, model: pass, provider: passthrough, response_cache_ttl: 60, inference_url: ${backend.url}, operations: { chat: [${CHAT}], other: [/v1/pass/*] } }
+  - { type: chat, model: same, default: true, provider: chat_completions, response_cache_ttl: 60, inference_url: ${backend.url}, ${chatOps} }
+  - { type: chatmsg, model: same, provider: messages_api, response_cache_ttl: 60, inference_url: ${backend.url}, operations: { chat: [/v1/messages-chat] } }
+  - { type: chat, model: msg, provider: messages_api, inference_url: ${backend.url}, ${chatOps} }
+  - { type: chat, model: budget, provider: chat_completions, inference_url: ${backend.url}, token_limits: { "*": { token_rate: 10, token_period: 1m } }, ${chatOps} }
+  - { type: chat, model: drops, provider: chat_completions, ${breaking(dropping.url)}, ${chatOps} }
+  - { type: chat, model: drops-msg, provider: messages_api, ${breaking(dropping.url)}, ${chatOps} }
+  - { type: chat, model: stalls, provider: chat_completions, max_concurrent_sync: 1, ${breaking(stalling.url)}, ${chatOps} }
+  - { type: chat, model: stalls-only, provider: chat_completions, inference_url: ${stalling.url}, ${chatOps} }
+`);
+  });
+
+  afterAll(async () => {
+    await gw?.kill();
+    await Promise.all([backend?.stop(), dropping?.close(), stalling?.close()]);
+  });
+
+  /** POST with a deadline, so an answer that never comes fails the test instead of hanging it. */
+  const send = (path: string, body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = { "content-type": "application/json" }) =>
+    fetch(`${gw.url}${path}`, { method: "POST", headers, body, signal: AbortSignal.timeout(10_000) });
+
+  async function untilHitAt(path: string, body: unknown): Promise<void> {
+    await waitUntil(async () => {
+      const response = await send(path, JSON.stringify(body));
+      await response.arrayBuffer();
+      return response.headers.get("x-cache") === "HIT";
+    }, 10_000, () => `${path} was never served from the cache`);
+  }
+
+  describe("the cache key covers the service type, the path and a non-chat body", () => {
+    it("does not answer another path, query or input of a passthrough wildcard from the cache", async () => {
+      await untilHitAt("/v1/pass/foo/bar?q=1", { model: "pass", input: "x" });
+      const other = await send("/v1/pass/two", JSON.stringify({ model: "pass", input: "totally different" }));
+      expect(other.headers.get("x-cache")).toBe("MISS");
+      expect(await other.json()).toEqual({ echo: { model: "pass", input: "totally different" }, path: "/v1/pass/two" });
+      for (const [path, body] of [["/v1/pass/two", { model: "pass", input: "x" }], ["/v1/pass/foo/bar?q=2", { model: "pass", input: "x" }], ["/v1/pass/foo/bar?q=1", { model: "pass", input: "y" }]] as const) {
+        const response = await send(path, JSON.stringify(body));
+        expect(response.headers.get("x-cache"), `${path} ${JSON.stringify(body)}`).toBe("MISS");
+        expect(((await response.json()) as Json).echo).toEqual(body);
+      }
+      // Still cached for the same path and input, whatever the field order and the user.
+      const again = await send("/v1/pass/foo/bar?q=1", '{"input":"x","user":"someone","model":"pass"}');
+      expect(again.headers.get("x-cache")).toBe("HIT");
+    });
+
+    it("does not answer a service of another type that shares the model alias from the cache", async () => {
+      const body = { model: "same", messages: [user("scope-type")] };
+      await untilHitAt(CHAT, body);
+      const other = await send("/v1/messages-chat", JSON.stringify(body));
+      expect(other.headers.get("x-cache")).toBe("MISS");
+      expect(await other.json()).toMatchObject({ choices: [{ message: { content: "Hello there" } }] });
+      await untilHitAt("/v1/messages-chat", body);
+      const first = await send(CHAT, JSON.stringify(body));
+      expect(first.headers.get("x-cache")).toBe("HIT");
+      expect(await first.json()).toMatchObject({ choices: [{ message: { content: "echo: scope-type" } }] });
+    });
+  });
+
+  describe("a non-streaming answer that breaks off or stalls after its headers", () => {
+    it.each(["drops", "drops-msg"])("%s: a backend that closes mid-body fails over to the next one", async (model) => {
+      const response = await send(CHAT, JSON.stringify({ model, messages: [user(`broken-${model}`)] }));
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as Json;
+      expect((body.choices as Json[])[0]).toMatchObject({ message: { content: model === "drops" ? `echo: broken-${model}` : "Hello there" } });
+      expect(receivedWith(backend, `broken-${model}`)).toHaveLength(1);
+      await waitUntil(() => gw.output().includes(`"answered_by":"${backend.url}"`) && /llm_backend_failover.*the backend broke off its answer/.test(gw.output()), 5000, () => gw.output());
+    });
+
+    it("a backend that goes silent mid-body fails over after server.backend_timeout, and frees the request's max_concurrent_sync slot", async () => {
+      for (const n of [1, 2]) {
+        const response = await send(CHAT, JSON.stringify({ model: "stalls", messages: [user(`stalled-${n}`)] }));
+        expect(response.status).toBe(200);
+        expect(await response.json()).toMatchObject({ choices: [{ message: { content: `echo: stalled-${n}` } }] });
+      }
+      expect(stalling.requests.filter((r) => r.body.includes("stalled-")).length).toBe(2);
+      await waitUntil(() => stalling.requests.every((r) => r.aborted), 5000, () => "the stalled backend requests were never given up");
+    });
+
+    it("answers 504 timeout_error when the only backend goes silent mid-body", async () => {
+      const started = Date.now();
+      const response = await send(CHAT, JSON.stringify({ model: "stalls-only", messages: [user("stalled-only")] }));
+      expect(response.status).toBe(504);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+      const { error } = (await response.json()) as { error: { type: string; message: string } };
+      expect(error.type).toBe("timeout_error");
+      expect(error.message).toContain("server.backend_timeout");
+      expect(await metric(gw, "svc_llm_requests_total", { model: "stalls-only", status: "504" })).toBe(1);
+    });
+  });
+
+  describe("a JSON body sent as text/plain, form-urlencoded or with no content type", () => {
+    const bodyFor = (marker: string, model = "msg") => JSON.stringify({ model, messages: [user(marker)] });
+    const types: Array<[string, Record<string, string>]> = [
+      ["text/plain", { "content-type": "text/plain;charset=UTF-8" }],
+      ["form-urlencoded (curl -d)", { "content-type": "application/x-www-form-urlencoded" }],
+      ["no content type", {}],
+    ];
+
+    it.each(types)("%s: is an LLM request for the body's model, sent to the backend as application/json", async (name, headers) => {
+      const marker = `untyped-${name}`;
+      const response = await send(CHAT, new TextEncoder().encode(bodyFor(marker)), headers);
+      expect(response.status).toBe(200);
+      expect(response.headers.get("x-cache")).toBe("MISS");
+      expect(await response.json()).toMatchObject({ object: "chat.completion", choices: [{ message: { content: "Hello there" } }] });
+      const sent = only(backend, marker);
+      expect(sent.path).toBe("/v1/messages");
+      expect(sent.headers["content-type"]).toBe("application/json");
+    });
+
+    it("counts against the token budget, so switching the content type does not get past a 429", async () => {
+      const who = { "x-consumer": "untyped-budget" };
+      let refused: Response | undefined;
+      await waitUntil(async () => {
+        const response = await send(CHAT, bodyFor(`budget-json-${Date.now()}`, "budget"), { "content-type": "application/json", ...who });
+        await response.arrayBuffer();
+        if (response.status === 429) refused = response;
+        return refused !== undefined;
+      }, 10_000, () => "the token budget never refused a request");
+      for (const [, headers] of types) {
+        const response = await send(CHAT, new TextEncoder().encode(bodyFor("budget-untyped", "budget")), { ...headers, ...who });
+        expect(response.status).toBe(429);
+        expect(await response.json()).toMatchObject({ error: { type: "rate_limit_error" } });
+      }
+      expect(receivedWith(backend, "budget-untyped")).toHaveLength(0);
+    });
+
+    it("a text body that is not a JSON object still goes through the direct proxy as it came", async () => {
+      const response = await send("/v1/pass/raw", "hello, not JSON", { "content-type": "text/plain" });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("x-cache")).toBeNull();
+      expect(await response.json()).toEqual({ echo: "hello, not JSON", path: "/v1/pass/raw" });
+      expect(backend.calls("/v1/pass/raw").at(-1)?.headers["content-type"]).toBe("text/plain");
+    });
+  });
+
+  describe("messages_api request fields of the wrong type", () => {
+    it.each([
+      [{ stop: 5 }, '"stop" must be a string or an array of strings, not 5'],
+      [{ max_tokens: "abc" }, '"max_tokens" must be a positive integer, not "abc"'],
+      [{ stream: "yes" }, '"stream" must be true or false, not "yes"'],
+    ])("%j is refused with 400 naming the field", async (extra, message) => {
+      const marker = `wrong-type-${Object.keys(extra)[0]}`;
+      const response = await send(CHAT, JSON.stringify({ model: "msg", messages: [user(marker)], ...extra }));
+      expect(response.status).toBe(400);
+      const { error } = (await response.json()) as { error: { type: string; message: string } };
+      expect(error.type).toBe("invalid_request_error");
+      expect(error.message).toContain(message);
+      expect(receivedWith(backend, marker)).toHaveLength(0);
+    });
   });
 });
