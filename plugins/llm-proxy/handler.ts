@@ -25,7 +25,7 @@ import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { completeAnswer, errorAnswer, streamAnswer, type Answer } from "./answer.ts";
-import { BackendTimeoutError, backendUrl, callBackend, readWhole } from "../../core/proxy/backend-call.ts";
+import { BackendTimeoutError, backendUrl, callBackend, callBackendWhole } from "../../core/proxy/backend-call.ts";
 import type { ConsumerTokens } from "./consumer-tokens.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
@@ -111,16 +111,15 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         const attempt = byTarget.get(target) as Attempt;
         const headers = forwardHeaders(ctx.request.headers, target.headers, ctx.consumedHeaders.length > 0 ? [...NOT_FORWARDED, ...ctx.consumedHeaders] : NOT_FORWARDED);
         headers["content-type"] = "application/json";
-        const response = await callBackend(attempt.url, { method: "POST", headers, body: attempt.body }, {
-          fetch: deps.fetch,
-          timeoutMs: deps.backendTimeoutMs,
-          clientSignal: ctx.request.signal,
-        });
+        const init = { method: "POST", headers, body: attempt.body };
+        const options = { fetch: deps.fetch, timeoutMs: deps.backendTimeoutMs, clientSignal: ctx.request.signal };
+        if (stream) return callBackend(attempt.url, init, options);
         // A non-streaming answer is read whole before anything goes to the client, so a backend
         // that breaks off or stalls mid-body is this attempt's failure and the next backend is
         // tried (spec 4.6 "Backend routing", 7). A stream is the client's from its first byte.
-        if (!stream) attempt.received = await readWhole(response, deps.backendTimeoutMs);
-        return response;
+        const whole = await callBackendWhole(attempt.url, init, options);
+        attempt.received = whole.body;
+        return whole.response;
       },
       ctx.request.signal,
     );
