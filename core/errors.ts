@@ -53,6 +53,8 @@ export function errorResponse(status: number, type: ErrorType, message: string, 
 export const errors = {
   badRequest: (message: string) => new GatewayError(400, "invalid_request_error", message),
   notFound: (message: string) => new GatewayError(404, "not_found_error", message),
+  /** A path nothing serves (for this caller: a path whose every model is hidden from them reads the same). */
+  noRoute: (method: string, path: string) => new GatewayError(404, "not_found_error", `no route for ${method} ${path}`),
   unauthorized: (message: string, challenge = "Bearer") =>
     new GatewayError(401, "authentication_error", message, { "www-authenticate": challenge }),
   forbidden: (message: string) => new GatewayError(403, "permission_error", message),

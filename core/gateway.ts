@@ -7,7 +7,7 @@ import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
 import { ConfigError, parseConfigText, validateConfig } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import type { GatewayConfig } from "./config/schema.ts";
-import { GatewayError, toErrorResponse } from "./errors.ts";
+import { errors, GatewayError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes } from "./ops.ts";
@@ -166,9 +166,7 @@ export class Gateway {
       if (!(error instanceof GatewayError)) this.deps.log.error("route_failed", { error });
       return toErrorResponse(error);
     });
-    runtime.app.notFound((c) =>
-      c.json({ error: { message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}`, type: "not_found_error" } }, 404),
-    );
+    runtime.app.notFound((c) => errors.noRoute(c.req.method, new URL(c.req.url).pathname).toResponse());
     return runtime;
   }
 }

@@ -59,11 +59,25 @@ function safeDecode(segment: string): string {
   }
 }
 
-/** Which services an error message may name to this caller (hidden models are never named). */
-export type ListedFilter = (service: ServiceConfig) => boolean;
+/**
+ * The services this caller may see (spec 4.10 visibility); undefined: all of them. To a
+ * caller, a service it may not see does not exist: automatic model selection skips it, a
+ * path or type with nothing visible is unknown, and no error message names it.
+ */
+export type VisibleFilter = (service: ServiceConfig) => boolean;
 
-function modelNames(services: readonly ServiceConfig[], listed?: ListedFilter): string {
-  return services.filter((s) => !listed || listed(s)).map((s) => s.model).filter((m) => m !== "").join(", ") || "(none configured)";
+/** What the caller sent, for the messages of a sync request that resolves to nothing. */
+export interface SyncRequestLine {
+  method: string;
+  path: string;
+}
+
+function visibleOf(services: readonly ServiceConfig[], visible?: VisibleFilter): readonly ServiceConfig[] {
+  return visible ? services.filter(visible) : services;
+}
+
+function modelNames(services: readonly ServiceConfig[]): string {
+  return services.map((s) => s.model).filter((m) => m !== "").join(", ") || "(none configured)";
 }
 
 export class Registry {
@@ -129,33 +143,35 @@ export class Registry {
 
   /**
    * Sync model resolution (spec 4.5): the `{model}` path segment, else the body's `model`,
-   * else the only service on the path, else the `default: true` one, else an error listing them.
+   * else the only service on the path, else the `default: true` one, else an error listing
+   * them. Only the services `visible` lets through are candidates for the automatic choice
+   * (spec 4.10: to this caller the others do not exist); a model named outright is found
+   * even when hidden, so the visibility stage answers (and counts) it.
    */
-  resolveSync(match: PathMatch, requestedModel: string | undefined, path: string, listed?: ListedFilter): Resolution<ServiceConfig> {
+  resolveSync(match: PathMatch, requestedModel: string | undefined, request: SyncRequestLine, visible?: VisibleFilter): Resolution<ServiceConfig> {
     const wanted = match.modelFromPath ?? requestedModel;
     if (wanted !== undefined && wanted !== "") {
       const service = match.services.find((s) => s.model === wanted);
       if (service) return ok(service);
-      return fail(errors.notFound(`model "${wanted}" is not available on ${path}; available models: ${modelNames(match.services, listed)}`));
+      return fail(this.unknownSyncModel(match, wanted, request, visible));
     }
-    return this.pickDefault(match.services, `${path}`, listed);
+    const candidates = visibleOf(match.services, visible);
+    if (candidates.length === 0) return fail(errors.noRoute(request.method, request.path));
+    return this.pickDefault(candidates, request.path);
   }
 
-  /** Async model and operation resolution (spec 4.1 rule 3 and the `operation` field). */
-  resolveJob(type: string, requestedModel: string | undefined, operation: string | undefined, listed?: ListedFilter): Resolution<JobTarget> {
+  /** Async model and operation resolution (spec 4.1 rule 3 and the `operation` field); `visible` as for `resolveSync`. */
+  resolveJob(type: string, requestedModel: string | undefined, operation: string | undefined, visible?: VisibleFilter): Resolution<JobTarget> {
     const services = this.servicesOfType(type);
-    if (services.length === 0) {
-      return fail(errors.notFound(`unknown service type "${type}"; configured types: ${this.serviceTypes().join(", ") || "(none)"}`));
-    }
     let service: ServiceConfig;
     if (requestedModel !== undefined && requestedModel !== "") {
       const found = services.find((s) => s.model === requestedModel);
-      if (!found) {
-        return fail(errors.notFound(`model "${requestedModel}" is not available for service type "${type}"; available models: ${modelNames(services, listed)}`));
-      }
+      if (!found) return fail(this.unknownJobModel(type, requestedModel, visible));
       service = found;
     } else {
-      const picked = this.pickDefault(services, `service type "${type}"`, listed);
+      const candidates = visibleOf(services, visible);
+      if (candidates.length === 0) return fail(this.unknownType(type, visible));
+      const picked = this.pickDefault(candidates, `service type "${type}"`);
       if (!picked.ok) return picked;
       service = picked.value;
     }
@@ -174,10 +190,35 @@ export class Registry {
     return ok({ service, operation: "", path: "" });
   }
 
-  private pickDefault(services: readonly ServiceConfig[], where: string, listed?: ListedFilter): Resolution<ServiceConfig> {
-    if (services.length === 1) return ok(services[0]);
-    const fallback = services.find((s) => s.default);
+  /**
+   * The 404 for a model that does not exist on a sync path, or that this caller may not see
+   * (the visibility stage uses it too, so both read the same). A path on which the caller
+   * sees no model at all answers like a path nothing serves.
+   */
+  unknownSyncModel(match: PathMatch, model: string, request: SyncRequestLine, visible?: VisibleFilter): GatewayError {
+    const seen = visibleOf(match.services, visible);
+    if (seen.length === 0) return errors.noRoute(request.method, request.path);
+    return errors.notFound(`model "${model}" is not available on ${request.path}; available models: ${modelNames(seen)}`);
+  }
+
+  /** As `unknownSyncModel`, for a job's type: a type of which the caller sees no model is an unknown type. */
+  unknownJobModel(type: string, model: string, visible?: VisibleFilter): GatewayError {
+    const seen = visibleOf(this.servicesOfType(type), visible);
+    if (seen.length === 0) return this.unknownType(type, visible);
+    return errors.notFound(`model "${model}" is not available for service type "${type}"; available models: ${modelNames(seen)}`);
+  }
+
+  /** The 404 for a job type that does not exist, or of which the caller sees no model; lists only types the caller sees. */
+  unknownType(type: string, visible?: VisibleFilter): GatewayError {
+    const types = this.serviceTypes().filter((t) => visibleOf(this.servicesOfType(t), visible).length > 0);
+    return errors.notFound(`unknown service type "${type}"; configured types: ${types.join(", ") || "(none)"}`);
+  }
+
+  /** Spec 4.1 rule 3 over the caller's candidates (never empty). */
+  private pickDefault(candidates: readonly ServiceConfig[], where: string): Resolution<ServiceConfig> {
+    if (candidates.length === 1) return ok(candidates[0]);
+    const fallback = candidates.find((s) => s.default);
     if (fallback) return ok(fallback);
-    return fail(errors.badRequest(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(services, listed)}`));
+    return fail(errors.badRequest(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(candidates)}`));
   }
 }

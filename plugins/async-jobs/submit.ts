@@ -16,7 +16,7 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import type { JobTarget, ListedFilter } from "../../core/registry/registry.ts";
+import type { JobTarget, VisibleFilter } from "../../core/registry/registry.ts";
 import type { SubmissionCounter } from "./metrics.ts";
 import { readJobForm, type FilePart } from "./multipart.ts";
 import type { KvJobStore } from "./store.ts";
@@ -51,8 +51,8 @@ class Submission {
   target?: JobTarget;
   callbackUrl?: string;
   saved = false;
-  /** The models an error message may name to this caller (visibility: hidden ones never are). */
-  private listed?: ListedFilter;
+  /** The models this caller may see (visibility): only they are auto-selected, named in errors or size the upload limit. */
+  private visible: VisibleFilter = () => true;
 
   constructor(
     private readonly api: PluginApi,
@@ -66,13 +66,12 @@ class Submission {
     const type = ctx.serviceType;
     if (this.api.has("visibility")) {
       const visibility = this.api.use("visibility");
-      this.listed = (service) => visibility.isVisible(ctx.principal, service);
+      this.visible = (service) => visibility.isVisible(ctx.principal, service);
     }
-    const services = this.api.registry.servicesOfType(type);
-    if (services.length === 0) {
-      const unknown = this.api.registry.resolveJob(type, undefined, undefined);
-      throw unknown.ok ? errors.notFound(`unknown service type "${type}"`) : unknown.error;
-    }
+    // A type of which the caller sees no model is unknown to them: refused like a type
+    // nothing serves, before the upload is read.
+    const services = this.api.registry.servicesOfType(type).filter(this.visible);
+    if (services.length === 0) throw this.api.registry.unknownType(type, this.visible);
     for (const hook of this.store.submissionHooks) {
       const answer = await hook.beforeUpload?.(ctx);
       if (answer) return answer;
@@ -96,7 +95,7 @@ class Submission {
       const refused = await this.api.use("webhooks").validateCallbackUrl(this.callbackUrl);
       if (refused !== null) throw errors.badRequest(`callback_url is not accepted: ${refused}`);
     }
-    const resolved = this.api.registry.resolveJob(type, form.fields.get("model"), form.fields.get("operation"), this.listed);
+    const resolved = this.api.registry.resolveJob(type, form.fields.get("model"), form.fields.get("operation"), this.visible);
     if (!resolved.ok) throw resolved.error;
     const upload = this.upload;
     if (!upload) throw new Error("unreachable: the file part was handled without storing it");
@@ -206,14 +205,16 @@ class Submission {
     }
   }
 
-  /** The service the `model` field names, when it came before the file (404 when unknown). */
+  /**
+   * The service the `model` field names, when it came before the file (404 when unknown).
+   * A hidden model gives undefined: its own upload rules would tell the caller it exists;
+   * the request goes on to the visibility stage's 404 once the body is read.
+   */
   private earlyService(type: string, model: string | undefined): ServiceConfig | undefined {
     if (model === undefined || model === "") return undefined;
     const service = this.api.registry.servicesOfType(type).find((s) => s.model === model);
-    if (service) return service;
-    const resolved = this.api.registry.resolveJob(type, model, undefined, this.listed);
-    if (!resolved.ok && resolved.error.status === 404) throw resolved.error;
-    return undefined;
+    if (service) return this.visible(service) ? service : undefined;
+    throw this.api.registry.unknownJobModel(type, model, this.visible);
   }
 }
 

@@ -21,13 +21,14 @@ export default definePlugin({
     api.provide("syncModes", modes);
 
     const settings: CallSettings = { fetch: api.fetch, timeoutMs: durationMs(api.config.server.backend_timeout), log: api.log };
-    // Visibility (when active) is set up before this plugin; error messages then name only the models the caller may see.
+    // Visibility (when active) is set up before this plugin; resolution then considers only
+    // the models the caller may see (automatic choice, error messages).
     const visibility = api.has("visibility") ? api.use("visibility") : undefined;
     const resolveDeps = {
       registry: api.registry,
       modes,
       capBytes: bodyCapBytes(api.config.server.max_body_mb),
-      listedFor: visibility ? (ctx: RequestContext) => (service: ServiceConfig) => visibility.isVisible(ctx.principal, service) : undefined,
+      visibleFor: visibility ? (ctx: RequestContext) => (service: ServiceConfig) => visibility.isVisible(ctx.principal, service) : undefined,
     };
     const direct = directProxy(settings);
     const listModels = modelListHandler({

@@ -7,7 +7,7 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
-import type { ListedFilter, PathMatch, Registry } from "../../core/registry/registry.ts";
+import type { PathMatch, Registry, VisibleFilter } from "../../core/registry/registry.ts";
 import { isUntypedContentType, readSyncBody, readUntypedBody } from "./request-body.ts";
 import type { SyncModeList } from "./sync-modes.ts";
 
@@ -31,8 +31,8 @@ export interface ResolveDeps {
   modes: SyncModeList;
   /** `server.max_body_mb` in bytes. */
   capBytes: number;
-  /** The models an error message may name to this caller (hidden ones are never named). */
-  listedFor?: (ctx: RequestContext) => ListedFilter;
+  /** The models this caller may see (visibility): only they are auto-selected or named in errors. */
+  visibleFor?: (ctx: RequestContext) => VisibleFilter;
 }
 
 export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ctx: RequestContext): Promise<Resolved> {
@@ -46,7 +46,7 @@ export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ct
   if (requested !== undefined && typeof requested !== "string") {
     throw errors.badRequest(`"model" must be a string naming one of the models on ${ctx.url.pathname}`);
   }
-  const resolution = deps.registry.resolveSync(match, requested, ctx.url.pathname, deps.listedFor?.(ctx));
+  const resolution = deps.registry.resolveSync(match, requested, { method: ctx.request.method, path: ctx.url.pathname }, deps.visibleFor?.(ctx));
   if (!resolution.ok) throw resolution.error;
   const service = resolution.value;
   ctx.service = service;

@@ -397,6 +397,92 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
   });
 });
 
+describe("hidden models in automatic model selection (spec 4.1 rule 3, 4.5, 4.10)", () => {
+  let gw: GatewayProcess;
+  const service = (type: string, model: string, path: string, extra = "") =>
+    `\n  - { type: ${type}, model: ${model}, inference_url: ${backend.url}, operations: { e: ["${path}"] }${extra} }`;
+  const staffOnly = ", visibility: { user_types: [staff] }";
+  const staff: Headers = { "x-user-type": "staff" };
+  const outsider: Headers = { "x-user-type": "free" };
+
+  beforeAll(async () => {
+    gw = await startGateway(`${stores()}
+server:
+  consumer_header: X-Consumer
+  user_type_header: X-User-Type
+auth:
+  mode: proxy
+services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-emb", "auto-emb-staff", "/v1/auto-emb", `, default: true${staffOnly}`)}${service("auto-tts", "auto-voice-pub", "/v1/auto-tts")}${service("auto-tts", "auto-voice-staff", "/v1/auto-tts", staffOnly)}${service("auto-solo", "auto-solo-staff", "/v1/auto-solo", staffOnly)}
+`);
+  });
+  afterAll(async () => {
+    await gw?.kill();
+  });
+
+  const post = (path: string, headers: Headers, body: unknown = {}) =>
+    fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  async function jobModel(response: Response): Promise<string> {
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { model: string }).model;
+  }
+
+  it("auto-selects the only model the caller may see, on sync paths and job types", async () => {
+    // auto-emb: the hidden model is the default; auto-tts: the hidden one is a second candidate.
+    for (const path of ["/v1/auto-emb", "/v1/auto-tts"]) {
+      const response = await post(path, outsider);
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { path: string }).path).toBe(path);
+    }
+    expect(await jobModel(await submitJob(gw, "auto-emb", "", outsider))).toBe("auto-emb-pub");
+    expect(await jobModel(await submitJob(gw, "auto-tts", "", outsider))).toBe("auto-voice-pub");
+    // The audience sees both: the default wins, and without one the choice is theirs to make.
+    expect(await jobModel(await submitJob(gw, "auto-emb", "", staff))).toBe("auto-emb-staff");
+    const ambiguous = await submitJob(gw, "auto-tts", "", staff);
+    expect(ambiguous.status).toBe(400);
+    expect(((await ambiguous.json()) as ErrorBody).error.message).toBe(
+      'several models serve service type "auto-tts" and none is the default; set "model" to one of: auto-voice-pub, auto-voice-staff',
+    );
+  });
+
+  it("answers a path or type whose every model is hidden exactly like one that does not exist", async () => {
+    const noRoute = (path: string) => ({ error: { type: "not_found_error", message: `no route for POST ${path}` } });
+    const missingPath = await post("/v1/auto-nothing", outsider);
+    expect(missingPath.status).toBe(404);
+    expect(await missingPath.json()).toEqual(noRoute("/v1/auto-nothing"));
+    for (const body of [{}, { model: "auto-solo-staff" }, { model: "auto-other" }]) {
+      const hiddenPath = await post("/v1/auto-solo", outsider, body);
+      expect(hiddenPath.status).toBe(404);
+      expect(await hiddenPath.json()).toEqual(noRoute("/v1/auto-solo"));
+    }
+    const unknownType = { error: { type: "not_found_error", message: 'unknown service type "auto-solo"; configured types: auto-emb, auto-tts' } };
+    for (const model of ["", "auto-solo-staff", "auto-other"]) {
+      const response = await submitJob(gw, "auto-solo", model, outsider);
+      expect(response.status).toBe(404);
+      expect(await response.json()).toEqual(unknownType);
+    }
+    const missingType = await submitJob(gw, "auto-nosuch", "", outsider);
+    expect(await missingType.json()).toEqual({ error: { type: "not_found_error", message: 'unknown service type "auto-nosuch"; configured types: auto-emb, auto-tts' } });
+    // The audience still reaches it.
+    expect(await status(await post("/v1/auto-solo", staff))).toBe(200);
+    expect(await jobModel(await submitJob(gw, "auto-solo", "", staff))).toBe("auto-solo-staff");
+  });
+
+  it("never names a hidden model in an error, and counts requests that name one", async () => {
+    const named = await post("/v1/auto-emb", outsider, { model: "auto-emb-staff" });
+    expect(await named.json()).toEqual({
+      error: { type: "not_found_error", message: 'model "auto-emb-staff" is not available on /v1/auto-emb; available models: auto-emb-pub' },
+    });
+    const job = await submitJob(gw, "auto-tts", "auto-voice-staff", outsider);
+    expect(await job.json()).toEqual({
+      error: { type: "not_found_error", message: 'model "auto-voice-staff" is not available for service type "auto-tts"; available models: auto-voice-pub' },
+    });
+    const text = await metrics(gw);
+    expect(metricValue(text, "svc_model_hidden_total", { service_type: "auto-emb", model: "auto-emb-staff" })).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, "svc_model_hidden_total", { service_type: "auto-tts", model: "auto-voice-staff" })).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, "svc_model_hidden_total", { service_type: "auto-emb", model: "auto-emb-pub" })).toBe(0);
+  });
+});
+
 describe("oauth2 bearer tokens", () => {
   const ISSUER = "https://idp.example.test/";
   const AUDIENCE = "inference-gateway";

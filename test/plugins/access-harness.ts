@@ -64,7 +64,7 @@ export const probeMode = definePlugin({
         resolve: async (ctx) => {
           const text = await ctx.request.text();
           body = text === "" ? {} : (JSON.parse(text) as ProbeBody);
-          const resolved = api.registry.resolveSync(match, body.model, ctx.url.pathname);
+          const resolved = api.registry.resolveSync(match, body.model, { method: ctx.request.method, path: ctx.url.pathname });
           if (!resolved.ok) throw resolved.error;
           ctx.service = resolved.value;
           ctx.serviceType = resolved.value.type;

@@ -103,7 +103,7 @@ describe("Registry.resolveSync (spec 4.5)", () => {
     { type: "triton", model: "resnet", operations: { infer: ["/v2/models/{model}/infer"] } },
     { type: "triton", model: "bert", operations: { infer: ["/v2/models/{model}/infer"] } },
   ]);
-  const resolve = (path: string, model?: string) => registry.resolveSync(mustMatch(registry, path), model, path);
+  const resolve = (path: string, model?: string) => registry.resolveSync(mustMatch(registry, path), model, { method: "POST", path });
 
   it("picks the service named by the body's model", () => {
     expect(valueOf(resolve("/v1/chat/completions", "large")).model).toBe("large");
@@ -248,6 +248,45 @@ describe("Registry.resolveJob (spec 4.1)", () => {
   it("uses the first path of the chosen operation", () => {
     expect(valueOf(registry.resolveJob("asr", "whisper-l", "translate"))).toMatchObject({ operation: "translate", path: "/asr/translate" });
     expect(valueOf(registry.resolveJob("ocr", undefined, "scan"))).toMatchObject({ operation: "scan", path: "/scan" });
+  });
+});
+
+describe("resolution with a visibility filter (spec 4.1 rule 3, 4.10)", () => {
+  const registry = registryOf([
+    { type: "emb", model: "emb-pub", operations: { e: ["/v1/embeddings"] } },
+    { type: "emb", model: "emb-hidden", default: true, operations: { e: ["/v1/embeddings"] } },
+    { type: "tts", model: "voice-pub", operations: { e: ["/v1/tts"] } },
+    { type: "tts", model: "voice-hidden", operations: { e: ["/v1/tts"] } },
+    { type: "solo", model: "solo-hidden", operations: { e: ["/v1/solo"] } },
+  ]);
+  const visible = (s: { model: string }) => !s.model.endsWith("-hidden");
+  const sync = (path: string, model?: string) => registry.resolveSync(mustMatch(registry, path), model, { method: "POST", path }, visible);
+
+  it("auto-selects among the visible models only: a hidden default or a hidden second model does not count", () => {
+    expect(valueOf(sync("/v1/embeddings")).model).toBe("emb-pub");
+    expect(valueOf(sync("/v1/tts")).model).toBe("voice-pub");
+    expect(valueOf(registry.resolveJob("emb", undefined, undefined, visible)).service.model).toBe("emb-pub");
+    expect(valueOf(registry.resolveJob("tts", undefined, undefined, visible)).service.model).toBe("voice-pub");
+  });
+
+  it("still finds a hidden model named outright (the visibility stage answers it)", () => {
+    expect(valueOf(sync("/v1/embeddings", "emb-hidden")).model).toBe("emb-hidden");
+    expect(valueOf(registry.resolveJob("solo", "solo-hidden", undefined, visible)).service.model).toBe("solo-hidden");
+  });
+
+  it("answers a path or type whose every model is hidden like one nothing serves, naming nothing hidden", () => {
+    expect(errorOf(sync("/v1/solo"))).toEqual({ status: 404, type: "not_found_error", message: "no route for POST /v1/solo" });
+    expect(errorOf(sync("/v1/solo", "other"))).toEqual({ status: 404, type: "not_found_error", message: "no route for POST /v1/solo" });
+    const unknownType = { status: 404, type: "not_found_error", message: 'unknown service type "solo"; configured types: emb, tts' };
+    expect(errorOf(registry.resolveJob("solo", undefined, undefined, visible))).toEqual(unknownType);
+    expect(errorOf(registry.resolveJob("solo", "other", undefined, visible))).toEqual(unknownType);
+    expect(registry.unknownJobModel("solo", "solo-hidden", visible).message).toBe(unknownType.message);
+    expect(errorOf(registry.resolveJob("video", undefined, undefined, visible)).message).toBe('unknown service type "video"; configured types: emb, tts');
+  });
+
+  it("lists only visible models in an unknown-model 404", () => {
+    expect(errorOf(sync("/v1/tts", "nope")).message).toBe('model "nope" is not available on /v1/tts; available models: voice-pub');
+    expect(errorOf(registry.resolveJob("tts", "nope", undefined, visible)).message).toBe('model "nope" is not available for service type "tts"; available models: voice-pub');
   });
 });
 

@@ -47,10 +47,14 @@ describe("job submission errors and hidden models", () => {
       expect(outsider).toEqual({ status: 404, message: 'model "gpt-9" is not available for service type "asr"; available models: whisper' });
       expect(outsider.message).not.toContain("whisper-secret");
     }
-    // No model and no default: the 400 names the choices, also without the hidden one.
-    const ambiguous = await errorOf(gw, {}, "free");
+    // No model: to an outsider the only model is the visible one, auto-selected (spec 4.1 rule 3);
+    // the audience sees two, no default, so the 400 names both.
+    const chosen = await gw.request("/jobs/asr", { method: "POST", body: jobForm({}, { name: "clip.wav", content: "audio" }), headers: { "X-User-Type": "free" } });
+    expect(chosen.status).toBe(202);
+    expect(((await chosen.json()) as { model: string }).model).toBe("whisper");
+    const ambiguous = await errorOf(gw, {}, "premium");
     expect(ambiguous.status).toBe(400);
-    expect(ambiguous.message).toBe('several models serve service type "asr" and none is the default; set "model" to one of: whisper');
+    expect(ambiguous.message).toBe('several models serve service type "asr" and none is the default; set "model" to one of: whisper, whisper-secret');
 
     // The audience sees it.
     expect((await errorOf(gw, { model: "gpt-9" }, "premium")).message).toContain("available models: whisper, whisper-secret");
