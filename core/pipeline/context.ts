@@ -43,8 +43,13 @@ export interface RequestContext {
   readonly responseHeaders: Headers;
   /** Plugin-owned per-request values. */
   readonly vars: Partial<RequestVars>;
-  /** Request headers the gateway itself consumed (a verified bearer token): never forwarded to backends. */
-  readonly consumedHeaders: string[];
+  /**
+   * Client headers the gateway rewrites on every backend request (lower-case names): a
+   * string replaces the client's value, null removes it. Set by an auth mode that verified
+   * the caller (oauth2): the bearer token is removed and the identity headers carry the
+   * verified identity, so a backend never sees identity the client made up.
+   */
+  backendHeaders?: Readonly<Record<string, string | null>>;
   /** Runs `fn` when the response is finished (body fully sent or aborted) or the request failed. */
   defer(fn: () => void | Promise<void>): void;
 }
@@ -62,7 +67,7 @@ export class RequestState implements RequestContext {
   principal: Principal = anonymous;
   priority = false;
   readonly vars: Partial<RequestVars> = {};
-  readonly consumedHeaders: string[] = [];
+  backendHeaders?: Readonly<Record<string, string | null>>;
   readonly finalizers: Array<() => void | Promise<void>> = [];
   // Built on first use: most requests never need them (per-request cost on the hot path).
   #url?: URL;

@@ -20,3 +20,15 @@ export function headerIdentity(server: GatewayConfig["server"]): StageStep {
     ctx.priority = priorityHeader !== "" && headers.has(priorityHeader);
   };
 }
+
+/**
+ * What to tell a caller whose request needs their consumer when none was identified, in
+ * the terms of the auth mode: `headerAdvice` (send the consumer header) unless oauth2,
+ * where that header is ignored and the consumer comes from a token claim.
+ */
+export function missingConsumerMessage(config: GatewayConfig, headerAdvice: string): string {
+  if (config.auth.mode !== "oauth2") return headerAdvice;
+  const claim = config.auth.oauth2.claims.consumer;
+  if (claim === "") return "bearer tokens name no consumer here: set auth.oauth2.claims.consumer to the token claim that names the consumer";
+  return `send a bearer token whose ${claim} claim names the consumer`;
+}

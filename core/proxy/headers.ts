@@ -11,18 +11,31 @@ function isHopByHop(name: string): boolean {
 /**
  * Client headers minus hop-by-hop ones (and `host`/`content-length`, which the HTTP client
  * sets for the outgoing request), plus any names the client's `Connection` header lists,
- * then `inject` overriding same-named client headers. A plain record (lower-case names):
- * what every HTTP client takes, without building a `Headers` per request.
+ * with `rewrite` (the request context's `backendHeaders`) replacing or removing client
+ * headers, then `inject` overriding same-named client headers. A plain record (lower-case
+ * names): what every HTTP client takes, without building a `Headers` per request.
  */
-export function forwardHeaders(client: Headers, inject: Readonly<Record<string, string>> = {}, drop: readonly string[] = []): Record<string, string> {
+export function forwardHeaders(
+  client: Headers,
+  inject: Readonly<Record<string, string>> = {},
+  drop: readonly string[] = [],
+  rewrite?: Readonly<Record<string, string | null>>,
+): Record<string, string> {
   const connection = client.get("connection");
   const listed = connection ? new Set(connection.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) : undefined;
   // No prototype: a client header named like an Object property stays an ordinary entry.
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   client.forEach((value, name) => {
     if (isHopByHop(name) || listed?.has(name) || drop.includes(name)) return;
+    if (rewrite && Object.hasOwn(rewrite, name)) return;
     out[name] = value;
   });
+  if (rewrite) {
+    for (const name in rewrite) {
+      const value = rewrite[name];
+      if (value !== null) out[name] = value;
+    }
+  }
   for (const name in inject) out[name.toLowerCase()] = inject[name];
   return out;
 }

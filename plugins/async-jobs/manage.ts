@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { pageParams } from "../../core/pagination.ts";
+import { missingConsumerMessage } from "../../core/pipeline/identity.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { expiredResponse, findJob, identify } from "./access.ts";
 import { isJobStatus, toView } from "./record.ts";
@@ -72,7 +73,7 @@ export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
       const { ctx, answer } = await identify(api, c, c.req.query("service_type") ?? "");
       if (answer) return answer;
       const consumer = ctx.principal.consumer;
-      if (consumer === undefined) throw errors.badRequest(`send the ${header} header to list your jobs`);
+      if (consumer === undefined) throw errors.badRequest(missingConsumerMessage(config, `send the ${header} header to list your jobs`));
       const status = c.req.query("status");
       if (status !== undefined && status !== "" && !isJobStatus(status)) {
         throw errors.badRequest(`unknown status "${status}"; use one of pending, processing, completed, failed, cancelled`);

@@ -6,6 +6,7 @@
  */
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { backendIdentity } from "./backend-identity.ts";
 import { proxyIdentity } from "./proxy.ts";
 
 // At the top level, as in the otel plugin: tsc (5.9) leaves the `.ts` extension of an
@@ -35,6 +36,6 @@ export default definePlugin({
       }
     }
     const verify = tokenVerifier(auth.oauth2, { keys: keySource(auth.oauth2, api.fetch), clock: api.clock, log: api.log });
-    api.stage("identify", oauth2Identity(verify));
+    api.stage("identify", oauth2Identity(verify, { consumerClaim: auth.oauth2.claims.consumer, backendIdentity: backendIdentity(api.config) }));
   },
 });

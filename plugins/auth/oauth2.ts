@@ -4,6 +4,10 @@
  * principal comes from its claims only: the identity headers a client sends are ignored,
  * so they cannot override the token. A missing or bad token is 401 with a Bearer challenge
  * (RFC 6750); a key set that cannot be fetched is 503, since the token may well be valid.
+ * A valid token must name the consumer (the `auth.oauth2.claims.consumer` claim): limits,
+ * quotas, usage and job ownership are kept per consumer, and a token without one would
+ * pass as anonymous, which bypasses every limit. Backends get the verified identity in
+ * place of the client's identity headers (backend-identity.ts).
  */
 import { jwtVerify, type JWTVerifyGetKey } from "jose";
 import type { Clock } from "../../core/clock.ts";
@@ -13,6 +17,7 @@ import type { Logger } from "../../core/log.ts";
 import type { Principal } from "../../core/pipeline/context.ts";
 import type { StageStep } from "../../core/pipeline/pipeline.ts";
 import { principalFromClaims } from "./claims.ts";
+import type { BackendIdentity } from "./backend-identity.ts";
 import type { OAuth2Config } from "./key-source.ts";
 import { describeTokenError } from "./token-errors.ts";
 
@@ -57,7 +62,21 @@ export function tokenVerifier(oauth2: OAuth2Config, deps: OAuth2Deps): Verifier 
   };
 }
 
-export function oauth2Identity(verify: Verifier): StageStep {
+export interface IdentityOptions {
+  /** `auth.oauth2.claims.consumer`; empty: tokens name no consumer and none is required. */
+  consumerClaim: string;
+  backendIdentity: BackendIdentity;
+}
+
+/** A claim name as it may appear in a quoted `error_description` (no `"` or `\`, RFC 6750 3). */
+function quotable(text: string): string {
+  return text.replace(/["\\]/g, "");
+}
+
+export function oauth2Identity(verify: Verifier, options: IdentityOptions): StageStep {
+  const noConsumer = rejected(
+    `the token names no consumer: its ${quotable(options.consumerClaim)} claim is missing or empty (auth.oauth2.claims.consumer names the consumer claim)`,
+  );
   return async function identifyFromBearerToken(ctx) {
     const token = bearerToken(ctx.request.headers);
     if (token === undefined) {
@@ -65,10 +84,11 @@ export function oauth2Identity(verify: Verifier): StageStep {
       return rejected(sent ? "the Authorization header is not Bearer <JWT>" : "missing bearer token; send Authorization: Bearer <JWT>").toResponse();
     }
     try {
+      const principal = await verify(token);
+      if (options.consumerClaim !== "" && principal.consumer === undefined) return noConsumer.toResponse();
       // Replaced, not merged: nothing the core read from identity headers survives.
-      ctx.principal = await verify(token);
-      // The token authenticates the caller to the gateway; it is not a backend credential.
-      ctx.consumedHeaders.push("authorization");
+      ctx.principal = principal;
+      ctx.backendHeaders = options.backendIdentity(principal);
     } catch (error) {
       if (error instanceof GatewayError) return error.toResponse();
       throw error;

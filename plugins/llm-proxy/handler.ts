@@ -109,7 +109,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       attempts.map((a) => a.target),
       async (target) => {
         const attempt = byTarget.get(target) as Attempt;
-        const headers = forwardHeaders(ctx.request.headers, target.headers, ctx.consumedHeaders.length > 0 ? [...NOT_FORWARDED, ...ctx.consumedHeaders] : NOT_FORWARDED);
+        const headers = forwardHeaders(ctx.request.headers, target.headers, NOT_FORWARDED, ctx.backendHeaders);
         headers["content-type"] = "application/json";
         const init = { method: "POST", headers, body: attempt.body };
         const options = { fetch: deps.fetch, timeoutMs: deps.backendTimeoutMs, clientSignal: ctx.request.signal };

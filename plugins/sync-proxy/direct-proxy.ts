@@ -59,8 +59,7 @@ export function directProxy(settings: CallSettings) {
     const replay = streamed && targets.length > 1 ? new StreamReplay(streamed, REPLAY_LIMIT) : undefined;
 
     const build = (target: BackendTarget): { url: string; init: BackendInit } => {
-      const drop = ctx.consumedHeaders.length > 0 ? [...NOT_FORWARDED, ...ctx.consumedHeaders] : NOT_FORWARDED;
-      const headers = forwardHeaders(ctx.request.headers, target.headers, drop);
+      const headers = forwardHeaders(ctx.request.headers, target.headers, NOT_FORWARDED, ctx.backendHeaders);
       const init: BackendInit = { method, headers };
       if (body.kind === "json") {
         init.body = jsonFor(body, target);

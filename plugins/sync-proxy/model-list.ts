@@ -92,7 +92,7 @@ async function modelInfo(deps: ModelListDeps, ctx: RequestContext, name: string)
   if (targets.length === 0) throw noBackend(service);
   const build = (target: BackendTarget) => ({
     url: backendUrl(target.url, `/v1/models/${encodeURIComponent(target.model || service.model)}`),
-    init: { method: "GET", headers: forwardHeaders(ctx.request.headers, target.headers, ["accept-encoding", "content-type", ...ctx.consumedHeaders]) },
+    init: { method: "GET", headers: forwardHeaders(ctx.request.headers, target.headers, ["accept-encoding", "content-type"], ctx.backendHeaders) },
   });
   return await forward(targets, build, "GET", { ...deps.settings, clientSignal: ctx.request.signal, model: service.model });
 }

@@ -8,6 +8,7 @@ import { errors, GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { pageParams } from "../../core/pagination.ts";
 import { RequestState } from "../../core/pipeline/context.ts";
+import { missingConsumerMessage } from "../../core/pipeline/identity.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import type { UsageRecords } from "./records.ts";
 import { parseReportQuery, usageReport } from "./report.ts";
@@ -51,7 +52,9 @@ export function registerUsageRoutes(api: PluginApi, records: UsageRecords): void
       const answer = await api.pipeline.runStage("identify", ctx);
       if (answer) return answer;
       const consumer = ctx.principal.consumer;
-      if (consumer === undefined) throw errors.badRequest(`send the ${header} header naming the consumer whose usage to show`);
+      if (consumer === undefined) {
+        throw errors.badRequest(missingConsumerMessage(api.config, `send the ${header} header naming the consumer whose usage to show`));
+      }
       return json(await records.one(consumer));
     }),
   );

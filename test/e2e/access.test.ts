@@ -497,6 +497,11 @@ server:
   user_type_header: X-User-Type
 auth:
   mode: oauth2
+  # Read only in proxy mode; named here so the test can see oauth2 mode strips them.
+  proxy:
+    groups_header: X-Groups
+    roles_header: X-Roles
+    scopes_header: X-Scopes
   oauth2:
     issuer: ${ISSUER}
     audience: ${AUDIENCE}
@@ -507,11 +512,15 @@ auth:
 policies:
   rules:
     - match: { scopes: [chat] }
-      allow_models: [acc-public, acc-premium]
+      allow_models: [acc-public, acc-premium, acc-echo]
     - match: { groups: [trial] }
       allow_models: [acc-quota]
       limits: { rate: 1, period: 1m }
 services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility: { user_types: [premium] }")}${chatModel("acc-quota")}
+  - type: acc-echo
+    model: acc-echo
+    operations: { run: [/v1/acc-echo] }
+    inference_url: ${backend.url}
 `;
 
   beforeAll(async () => {
@@ -592,5 +601,56 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
     expect(await status(await chat(gw, "acc-quota", { ...bearer(quinn), "x-consumer": "pat" }))).toBe(200);
     // Scopes come from the token too: without the chat scope no rule grants acc-public.
     expect(await status(await chat(gw, "acc-public", { ...bearer(await sign({ sub: "rob", scope: "models:read" })), "x-consumer": "alice" }))).toBe(403);
+  });
+
+  /** A key of its own, published and accepted (earlier tests rotate the issuer's keys). */
+  async function publishedKey(kid: string): Promise<SigningKey> {
+    const signer = await newSigningKey(kid);
+    jwks.setKeys([signer.jwk]);
+    const probe = await token({ sub: "probe" }, {}, signer);
+    await waitUntil(async () => (await status(await chat(gw, "acc-public", bearer(probe)))) === 200, 15_000);
+    return signer;
+  }
+
+  it("refuses a valid token that names no consumer, whatever the request, so no token bypasses limits or usage", async () => {
+    const signer = await publishedKey("kid-4");
+    const description = "the token names no consumer: its sub claim is missing or empty (auth.oauth2.claims.consumer names the consumer claim)";
+    const nameless = await token({ groups: ["trial"] }, {}, signer);
+    const calls: Array<() => Promise<Response>> = [
+      () => chat(gw, "acc-quota", bearer(nameless)),
+      () => chat(gw, "acc-quota", bearer(nameless)),
+      () => fetch(`${gw.url}/usage`, { headers: bearer(nameless) }),
+      () => fetch(`${gw.url}/jobs`, { headers: bearer(nameless) }),
+      () => fetch(`${gw.url}/v1/models`, { headers: { ...bearer(nameless), "x-consumer": "alice" } }),
+    ];
+    for (const call of calls) await expectInvalid(await call(), description);
+    // The same token with a consumer is limited as usual (rate 1 per minute).
+    const named = await token({ sub: "sam", groups: ["trial"] }, {}, signer);
+    expect(await status(await chat(gw, "acc-quota", bearer(named)))).toBe(200);
+    expect(await status(await chat(gw, "acc-quota", bearer(named)))).toBe(429);
+    expect(await status(await fetch(`${gw.url}/usage`, { headers: bearer(named) }))).toBe(200);
+  });
+
+  it("tells backends the verified identity, never the identity headers the client sent", async () => {
+    const signer = await publishedKey("kid-5");
+    const spoofed: Headers = { "x-consumer": "mallory", "x-user-type": "premium", "x-groups": "admins", "x-roles": "root", "x-scopes": "all" };
+    const withType = await token({ sub: "tina", tier: "gold" }, {}, signer);
+    const withoutType = await token({ sub: "uma" }, {}, signer);
+    const echo = (headers: Headers) => fetch(`${gw.url}/v1/acc-echo`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
+    const requests: Array<[() => Promise<Response>, Record<string, string>]> = [
+      // sync direct proxy
+      [() => echo({ ...spoofed, ...bearer(withType) }), { "x-consumer": "tina", "x-user-type": "gold" }],
+      [() => echo({ ...spoofed, ...bearer(withoutType) }), { "x-consumer": "uma" }],
+      // LLM proxy
+      [() => chat(gw, "acc-public", { ...spoofed, ...bearer(withType) }), { "x-consumer": "tina", "x-user-type": "gold" }],
+      // a model's own entry, fetched from its backend
+      [() => fetch(`${gw.url}/v1/models?model=acc-public`, { headers: { ...spoofed, ...bearer(withoutType) } }), { "x-consumer": "uma" }],
+    ];
+    for (const [request, expected] of requests) {
+      const before = backend.identities.length;
+      expect(await status(await request())).toBe(200);
+      expect(backend.identities.slice(before)).toEqual([expected]);
+      expect(backend.authorizations.at(-1)).toBe("");
+    }
   });
 });

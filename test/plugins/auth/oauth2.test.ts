@@ -84,6 +84,27 @@ describe("auth.mode oauth2 with inline keys", () => {
     expect((await response.json()).principal).toMatchObject({ consumer: "alice", user_type: null });
   });
 
+  it("refuses a valid token whose consumer claim is missing or empty, naming the claim and its config key", async () => {
+    const rt = await start(oauth2Config(inlineKeys(key.jwk)));
+    const description = "the token names no consumer: its sub claim is missing or empty (auth.oauth2.claims.consumer names the consumer claim)";
+    await expectRejected(await chat(rt, { ...bearer(await tokenFor(rt, key, { tier: "premium" })), "x-consumer": "alice" }), description);
+    await expectRejected(await chat(rt, bearer(await tokenFor(rt, key, { sub: " " }))), description);
+    // Another claim named as the consumer: the message names that one.
+    const byEmail = await start(oauth2Config(inlineKeys(key.jwk)).replace("      user_type: tier", "      user_type: tier\n      consumer: email"));
+    await expectRejected(
+      await chat(byEmail, bearer(await tokenFor(byEmail, key, { sub: "alice" }))),
+      "the token names no consumer: its email claim is missing or empty (auth.oauth2.claims.consumer names the consumer claim)",
+    );
+    expect((await (await chat(byEmail, bearer(await tokenFor(byEmail, key, { email: "a@x.test" })))).json()).principal).toMatchObject({ consumer: "a@x.test" });
+  });
+
+  it("accepts tokens without a consumer when auth.oauth2.claims.consumer is empty (every caller anonymous)", async () => {
+    const rt = await start(oauth2Config(inlineKeys(key.jwk)).replace("      user_type: tier", "      user_type: tier\n      consumer: \"\""));
+    const response = await chat(rt, bearer(await tokenFor(rt, key, { sub: "alice", tier: "premium" })));
+    expect(response.status).toBe(200);
+    expect((await response.json()).principal).toMatchObject({ consumer: null, user_type: "premium", authenticated: true });
+  });
+
   it("answers 401 with a Bearer challenge for a missing or non-Bearer Authorization header", async () => {
     const rt = await start(oauth2Config(inlineKeys(key.jwk)));
     await expectRejected(await chat(rt), "missing bearer token; send Authorization: Bearer <JWT>");
