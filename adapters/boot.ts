@@ -2,6 +2,7 @@
  * Start-up and shutdown shared by the Node and Deno entry points. It touches no runtime
  * API itself: each entry point passes the few primitives it needs (`Platform`).
  */
+import { listenAddressProblem, parseListenAddress, type ListenAddress } from "../core/config/addr.ts";
 import { ConfigError } from "../core/config/load.ts";
 import { durationMs } from "../core/config/duration.ts";
 import { Gateway } from "../core/gateway.ts";
@@ -27,19 +28,15 @@ export interface Platform {
   fetch?: typeof fetch;
 }
 
-export interface ListenAddress {
-  hostname?: string;
-  port: number;
-}
-
-/** ":8080" -> all interfaces; "127.0.0.1:9000" -> that host. `GATEWAY_ADDR` / `PORT` override the config. */
-export function listenAddress(configured: string, env: Platform["env"]): ListenAddress {
-  const addr = env.GATEWAY_ADDR || (env.PORT ? `:${env.PORT}` : configured);
-  const at = addr.lastIndexOf(":");
-  const host = at > 0 ? addr.slice(0, at).replace(/^\[|\]$/g, "") : "";
-  const port = Number(at >= 0 ? addr.slice(at + 1) : addr);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError([`server.addr: "${addr}" is not host:port or :port`]);
-  return { hostname: host === "" ? undefined : host, port };
+/**
+ * The `GATEWAY_ADDR` / `PORT` override of `server.addr`: undefined when neither is set, a problem
+ * (naming the variable) when the value is not an address.
+ */
+function listenOverride(env: Platform["env"]): { address?: ListenAddress; problem?: string } {
+  const [name, addr] = env.GATEWAY_ADDR ? ["GATEWAY_ADDR", env.GATEWAY_ADDR] : env.PORT ? ["PORT", `:${env.PORT}`] : [];
+  if (name === undefined || addr === undefined) return {};
+  const address = parseListenAddress(addr);
+  return address ? { address } : { problem: listenAddressProblem(`${name} (environment)`, name === "PORT" ? env.PORT! : addr) };
 }
 
 /** `$CONFIG_PATH`, else ./config.yaml, else ./config.example.yaml. */
@@ -51,6 +48,8 @@ export function configPath(platform: Platform): string {
 export interface Booted {
   gateway: Gateway;
   log: Logger;
+  /** Where the gateway listens: `server.addr`, or the `GATEWAY_ADDR` / `PORT` override. */
+  listen: ListenAddress;
   /** Server timeouts in ms (0 = none). */
   timeouts: { read: number; write: number; idle: number };
 }
@@ -59,6 +58,16 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
   const path = configPath(platform);
   const log = createLogger({ level: (platform.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: { role } });
   log.info("config_source", { path, from: platform.env.CONFIG_PATH ? "CONFIG_PATH" : path === "config.yaml" ? "./config.yaml" : "fallback ./config.example.yaml" });
+  // Every refusal below is one short message saying what to fix, before anything starts.
+  if (!platform.exists(path)) {
+    platform.writeError(`${missingConfigMessage(path, platform.env.CONFIG_PATH !== undefined && platform.env.CONFIG_PATH !== "")}\n`);
+    return platform.exit(1);
+  }
+  const override = role === "gateway" ? listenOverride(platform.env) : {};
+  if (override.problem) {
+    platform.writeError(`cannot start: ${override.problem}\n`);
+    return platform.exit(1);
+  }
   const baseDir = platform.dirname(path);
   try {
     const gateway = await Gateway.create({
@@ -72,11 +81,15 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
       fetch: platform.fetch,
       plugins: builtinPlugins,
       log,
+      // The gateway's tasks start once it listens (adapters call gateway.start()); a relay has no listener.
+      deferStart: role === "gateway",
     });
     const server = gateway.config.server;
     return {
       gateway,
       log,
+      // server.addr passed config validation, so it parses.
+      listen: override.address ?? parseListenAddress(server.addr)!,
       timeouts: { read: durationMs(server.read_timeout), write: durationMs(server.write_timeout), idle: durationMs(server.idle_timeout) },
     };
   } catch (error) {
@@ -87,6 +100,32 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
     }
     return platform.exit(1);
   }
+}
+
+function missingConfigMessage(path: string, fromEnv: boolean): string {
+  if (fromEnv) return `cannot start: CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
+  return `cannot start: no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH`;
+}
+
+/**
+ * The server could not listen (port taken, no permission, address not on this host): one line
+ * saying what to change instead of the runtime's unhandled-error trace, then a clean exit 1.
+ * Node reports `code` ("EADDRINUSE"), Deno the error class name ("AddrInUse").
+ */
+export async function listenFailed(platform: Platform, booted: Booted, error: unknown): Promise<never> {
+  const { code, name, message } = error as { code?: string; name?: string; message?: string };
+  const where = `${booted.listen.hostname ?? ""}:${booted.listen.port}`;
+  const why =
+    code === "EADDRINUSE" || name === "AddrInUse"
+      ? `the port ${booted.listen.port} is already in use by another process; stop that process or choose another port`
+      : code === "EACCES" || name === "PermissionDenied"
+        ? `no permission to listen on port ${booted.listen.port} (ports below 1024 need privileges); choose a port from 1024`
+        : code === "EADDRNOTAVAIL" || name === "AddrNotAvailable"
+          ? `${booted.listen.hostname} is not an address of this machine; use one of its addresses, or ":${booted.listen.port}" for all`
+          : (message ?? String(error));
+  platform.writeError(`cannot start: cannot listen on ${where}: ${why} (server.addr, or the GATEWAY_ADDR / PORT environment variables)\n`);
+  await booted.gateway.close().catch(() => undefined);
+  return platform.exit(1);
 }
 
 /** SIGTERM/SIGINT: stop accepting, let in-flight requests finish, stop tasks, close stores. */

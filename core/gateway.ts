@@ -4,7 +4,7 @@
  * module loading, the stores) and serve `gateway.fetch`.
  */
 import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
-import { ConfigError, parseConfigText, validateConfig } from "./config/load.ts";
+import { ConfigError, parseConfigFile, validateConfig } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import type { GatewayConfig } from "./config/schema.ts";
 import { errors, GatewayError, toErrorResponse } from "./errors.ts";
@@ -41,6 +41,12 @@ export interface GatewayOptions {
   lookupHost?: (hostname: string) => Promise<string[]>;
   /** Reads a file of an installed package (API docs assets); adapters pass one. */
   readAsset?: (path: string) => Promise<Uint8Array>;
+  /**
+   * Leave the background tasks and the `gateway_started` line to `start()`, which the server
+   * adapter calls once it listens: a gateway that cannot listen then takes no job and does not
+   * claim to have started.
+   */
+  deferStart?: boolean;
 }
 
 interface LoadedConfig {
@@ -58,9 +64,14 @@ export class Gateway {
   private current!: Runtime;
   private reloading: Promise<unknown> = Promise.resolve();
 
+  /**
+   * @param started the config the process started with: what is in force for the settings a
+   *   reload cannot change (stores, listener), whatever files were reloaded since.
+   */
   private constructor(
     private readonly options: GatewayOptions,
     private readonly deps: RuntimeDeps,
+    private readonly started: GatewayConfig,
   ) {}
 
   /** Loads and validates the config, opens the stores, builds and starts the first runtime. Throws `ConfigError` listing every problem. */
@@ -83,17 +94,27 @@ export class Gateway {
       }),
       readAsset: options.readAsset,
     };
-    const gateway = new Gateway(options, deps);
+    const gateway = new Gateway(options, deps, loaded.config);
     gateway.current = await gateway.build(loaded);
-    gateway.current.startTasks();
-    log.info("gateway_started", {
-      role: deps.role,
-      plugins: gateway.current.activePlugins,
-      services: loaded.config.services.length,
-      kv: stores.kv.kind,
-      objects: stores.objects.kind,
-    });
+    gateway.storeKinds = { kv: stores.kv.kind, objects: stores.objects.kind };
+    if (!options.deferStart) gateway.start();
     return gateway;
+  }
+
+  private storeKinds = { kv: "", objects: "" };
+  private startedTasks = false;
+
+  /** Starts the background tasks (relay, GC, webhook retries) and logs `gateway_started`; once. */
+  start(): void {
+    if (this.startedTasks) return;
+    this.startedTasks = true;
+    this.current.startTasks();
+    this.deps.log.info("gateway_started", {
+      role: this.deps.role,
+      plugins: this.current.activePlugins,
+      services: this.current.config.services.length,
+      ...this.storeKinds,
+    });
   }
 
   get runtime(): Runtime {
@@ -140,12 +161,14 @@ export class Gateway {
       return { ok: false, problems };
     }
     const previous = this.current;
-    const ignored = restartOnlyChanges(previous.config, runtime.config);
+    // Against the start, not the previous file: a reload never applied these keys, so a file
+    // that puts back the started values needs no restart.
+    const ignored = restartOnlyChanges(this.started, runtime.config);
     if (ignored.length > 0) {
-      this.deps.log.warn("reload_needs_restart", { keys: ignored, message: "these settings changed in the file but apply only after a restart" });
+      this.deps.log.warn("reload_needs_restart", { keys: ignored, message: "these settings differ from the ones running (read at start) and apply only after a restart" });
     }
     this.current = runtime;
-    runtime.startTasks();
+    if (this.startedTasks) runtime.startTasks(); // else start() will
     this.deps.log.info("reloaded", { plugins: runtime.activePlugins, services: runtime.config.services.length });
     void previous.idle().then(() => previous.close());
     return { ok: true, services: runtime.config.services.length };
@@ -158,7 +181,7 @@ export class Gateway {
       await runtime.install(loaded.definitions);
     } catch (error) {
       await runtime.close();
-      if (error instanceof PluginError) throw new ConfigError([`plugins: ${error.message}`]);
+      if (error instanceof PluginError) throw new ConfigError(error.problems ? [...error.problems] : [`plugins: ${error.message}`]);
       throw error;
     }
     // A route that throws answers with the error body, never a plain-text 500.
@@ -187,8 +210,15 @@ function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig): string
     .map(([key]) => key);
 }
 
+/** The one validation path of a start and a reload: whatever one refuses, the other refuses too. */
 async function loadConfig(options: GatewayOptions): Promise<LoadedConfig> {
-  const raw = parseConfigText(await options.readConfig(), options.env);
+  let text: string;
+  try {
+    text = await options.readConfig();
+  } catch (error) {
+    throw new ConfigError([`(file): cannot read the config file: ${(error as Error).message}`]);
+  }
+  const raw = parseConfigFile(text, options.env);
   const pluginsSection = raw.plugins as { load?: unknown } | undefined;
   const paths = Array.isArray(pluginsSection?.load) ? pluginsSection.load : [];
   const problems: string[] = [];

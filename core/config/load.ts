@@ -5,6 +5,7 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import { Value, type ValueError, ValueErrorType } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
+import { listenAddressProblem, parseListenAddress } from "./addr.ts";
 import { durationMs, formatDuration, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
 import { GatewayConfigSchema, type ConfigSection, type GatewayConfig } from "./schema.ts";
@@ -19,12 +20,48 @@ export function parseConfigText(text: string, env: Env): Record<string, unknown>
   try {
     raw = parseYaml(text) ?? {};
   } catch (error) {
-    throw new ConfigError([`YAML syntax: ${(error as Error).message.split("\n")[0]}`]);
+    throw new ConfigError([yamlSyntaxProblem(error, text)]);
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new ConfigError(["(root): expected a mapping of sections (server:, services:, ...)"]);
   }
   return expandEnv(raw, env) as Record<string, unknown>;
+}
+
+/**
+ * The config file as the gateway reads it at start and on reload: like `parseConfigText`, but an
+ * empty document (nothing, or only whitespace and comments) is refused. A file caught half-written
+ * by an editor must not reload as "no services" and wipe the running config, and a start from
+ * an empty file is almost certainly a mistake (write `services: []` for a gateway with none).
+ */
+export function parseConfigFile(text: string, env: Env): Record<string, unknown> {
+  let empty = false;
+  try {
+    empty = parseYaml(text) == null;
+  } catch {
+    // a syntax error: parseConfigText reports it
+  }
+  if (empty) {
+    throw new ConfigError([
+      '(root): the file is empty (no YAML document, only whitespace or comments); write the configuration, at least one section such as "services: []"',
+    ]);
+  }
+  return parseConfigText(text, env);
+}
+
+/**
+ * `line 3, column 1: YAML syntax: Sequence item without - indicator (the line reads "   model: a")`.
+ * The parser's own message ends with a multi-line code frame; one line quoting the source line
+ * reads the same in a terminal, a log line and a reload's JSON answer.
+ */
+function yamlSyntaxProblem(error: unknown, text: string): string {
+  const { message, linePos } = error as { message: string; linePos?: { line: number; col: number }[] };
+  const what = message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
+  const at = linePos?.[0];
+  if (!at) return `YAML syntax: ${what}`;
+  const line = text.split(/\r?\n/)[at.line - 1] ?? "";
+  const quoted = line.trim() === "" ? "" : ` (the line reads ${JSON.stringify(line)})`;
+  return `line ${at.line}, column ${at.col}: YAML syntax: ${what}${quoted}`;
 }
 
 export class ConfigError extends Error {
@@ -82,9 +119,12 @@ function isHex(text: string): boolean {
   return /^[0-9a-fA-F]*$/.test(text);
 }
 
-/** Rules that span several fields, which a schema cannot say. */
+/** Rules that span several fields, or that a schema cannot say. */
 function crossFieldProblems(config: GatewayConfig): string[] {
   const problems: string[] = [];
+  // A start and a reload check the same rules: an address only the listener would refuse
+  // used to pass a reload and stop the next start.
+  if (typeof config.server?.addr === "string" && parseListenAddress(config.server.addr) === undefined) problems.push(listenAddressProblem("server.addr", config.server.addr));
   const key = config.object_store.encryption.key;
   if (key !== "" && (key.length !== 64 || !isHex(key))) {
     problems.push(`object_store.encryption.key: must be 64 hex characters (32 bytes), got ${key.length} characters`);
@@ -136,6 +176,34 @@ function crossFieldProblems(config: GatewayConfig): string[] {
     }
   }
   problems.push(...pendingMaxAgeProblems(config));
+  problems.push(...positiveDurationProblems(config));
+  return problems;
+}
+
+/**
+ * Durations for which 0 has no meaning the spec gives: refused, rather than read as some
+ * default or as "off" (0s used to mean 24h here, 10s there, and "no 410 phase" for the tombstone).
+ */
+function positiveDurationProblems(config: GatewayConfig): string[] {
+  const rules: [string, string | undefined, string][] = [
+    ["jobs.idempotency_ttl", config.jobs?.idempotency_ttl, 'default "24h": how long an Idempotency-Key is remembered; remove the key for the default'],
+    [
+      "jobs.expired_marker_ttl",
+      config.jobs?.expired_marker_ttl,
+      'default "168h": how long an expired job answers 410 before 404; with 0s it would never answer 410',
+    ],
+    ["webhooks.timeout", config.webhooks?.timeout, 'default "10s": the time one delivery attempt may take'],
+  ];
+  const problems: string[] = [];
+  for (const [key, value, hint] of rules) {
+    let ms: number;
+    try {
+      ms = durationMs(value);
+    } catch {
+      continue; // a malformed duration is already reported by the schema
+    }
+    if (ms <= 0) problems.push(`${key}: must be a positive duration, got ${JSON.stringify(value)} (${hint})`);
+  }
   return problems;
 }
 

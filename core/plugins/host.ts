@@ -45,8 +45,19 @@ async function runMiddleware(list: readonly MiddlewareHandler[], c: Context, nex
   await step(0);
 }
 
+/**
+ * A plugin refusing the start or the reload. `problems`, when given, are config problems each
+ * already named by its path (`services[5].provider: ...`) and are reported as they are; the
+ * message alone is reported under `plugins:`.
+ */
 export class PluginError extends Error {
   override name = "PluginError";
+  constructor(
+    message: string,
+    readonly problems?: readonly string[],
+  ) {
+    super(message);
+  }
 }
 
 /** Plugins in dependency order; throws naming the plugin and the missing or cyclic dependency. */

@@ -18,7 +18,7 @@ export function jobTtlMs(lifecycle: GatewayConfig["lifecycle"], status: JobStatu
   return durationMs(specific) || durationMs(ttl.global) || SAFETY_NET_TTL_MS;
 }
 
-/** How long after the record the tombstone lives (0 = no 410 phase). */
+/** How long after the record the tombstone lives (positive: config validation refuses 0s). */
 export function markerTtlMs(jobs: GatewayConfig["jobs"]): number {
   return durationMs(jobs.expired_marker_ttl);
 }

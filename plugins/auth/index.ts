@@ -29,7 +29,7 @@ export default definePlugin({
     const { keySource, oauth2Problems } = await loadKeySource();
     const { oauth2Identity, tokenVerifier } = await loadOAuth2();
     const problems = oauth2Problems(auth.oauth2);
-    if (problems.length > 0) throw new PluginError(problems.join("; "));
+    if (problems.length > 0) throw new PluginError(problems.join("; "), problems); // each names its auth.oauth2 key
     for (const field of ["issuer", "audience"] as const) {
       if (auth.oauth2[field] === "") {
         api.log.warn("auth_oauth2_unchecked_claim", { field: `auth.oauth2.${field}`, message: `empty, so tokens are accepted whatever their ${field === "issuer" ? "iss" : "aud"}` });

@@ -49,8 +49,8 @@ export default definePlugin({
   dependsOn: ["async-jobs"],
   setup(api) {
     const jobs: JobStore = api.use("jobs");
-    // "0s" would keep keys forever; the spec's default applies instead.
-    const ttlMs = durationMs(api.config.jobs.idempotency_ttl) || durationMs("24h");
+    // Positive: config validation refuses 0s (core/config/load.ts).
+    const ttlMs = durationMs(api.config.jobs.idempotency_ttl);
     const requests = api.metrics.counter({
       name: "svc_idempotency_requests_total",
       help: "Job submissions carrying an Idempotency-Key, by service type and outcome (created, replayed, conflict)",

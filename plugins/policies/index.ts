@@ -20,7 +20,7 @@ export default definePlugin({
     const policies = api.config.policies;
     if (!policies) return;
     const problems = ruleProblems(policies);
-    if (problems.length > 0) throw new PluginError(problems.join("; "));
+    if (problems.length > 0) throw new PluginError(problems.join("; "), problems); // each names its policies.rules[] key
     let compiled: PolicySet;
     try {
       compiled = new PolicySet(policies);

@@ -16,13 +16,17 @@ export default definePlugin({
     const providers = createProviderRegistry();
     api.provide("providers", providers);
     api.onReady(() => {
-      const unknown = api.config.services.filter((service) => service.provider !== "" && !providers.get(service.provider));
-      if (unknown.length === 0) return;
       const registered = providers.names().join(", ") || "(none)";
-      const names = unknown.map((service) => `model "${service.model}" names provider "${service.provider}"`);
-      throw new PluginError(
-        `${names.join("; ")}, which no plugin registered (registered providers: ${registered}). Fix services[].provider or load the provider's plugin with plugins.load`,
+      // Each problem names the service by its index, as every other services[] problem does.
+      const problems = api.config.services.flatMap((service, index) =>
+        service.provider !== "" && !providers.get(service.provider)
+          ? [
+              `services[${index}].provider: "${service.provider}" (model "${service.model}") is not a provider any plugin registered ` +
+                `(registered providers: ${registered}); fix the name or load the provider's plugin with plugins.load`,
+            ]
+          : [],
       );
+      if (problems.length > 0) throw new PluginError(problems.join("; "), problems);
     });
   },
 });

@@ -64,8 +64,16 @@ export default definePlugin({
       },
       idle: () => worker.idle(),
     });
-    api.task({ name: "relay", everyMs: POLL_INTERVAL_MS, runAtStart: true, run: (signal) => worker.poll(signal) });
+    // Logged by the first poll, not at setup: a gateway that fails to listen never starts its tasks.
+    let announced = false;
+    const poll = (signal: AbortSignal) => {
+      if (!announced) {
+        announced = true;
+        api.log.info("relay_started", { concurrency: api.config.relay.concurrency, lease_seconds: api.config.relay.lease_seconds });
+      }
+      return worker.poll(signal);
+    };
+    api.task({ name: "relay", everyMs: POLL_INTERVAL_MS, runAtStart: true, run: poll });
     api.onClose(() => worker.close());
-    api.log.info("relay_started", { concurrency: api.config.relay.concurrency, lease_seconds: api.config.relay.lease_seconds });
   },
 });

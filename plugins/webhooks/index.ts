@@ -33,7 +33,6 @@ const CONCURRENCY = 32;
 const LEASE_MARGIN_MS = 15_000;
 /** Kept beyond the whole retry schedule, so only records whose schedule entry was lost expire. */
 const RECORD_TTL_MARGIN_MS = 24 * 3_600_000;
-const DEFAULT_TIMEOUT_MS = 10_000;
 /** After a failed poll (store down), wait this long before polling again: one log line, not four a second. */
 const POLL_PAUSE_AFTER_FAILURE_MS = 5_000;
 /** How often each process sweeps the notification outbox; entries are due only after its grace period anyway. */
@@ -44,7 +43,8 @@ export default definePlugin({
   roles: ["gateway", "relay"],
   setup(api) {
     const settings = api.config.webhooks;
-    const timeoutMs = durationMs(settings.timeout) || DEFAULT_TIMEOUT_MS;
+    // Positive: config validation refuses 0s (core/config/load.ts).
+    const timeoutMs = durationMs(settings.timeout);
     const backoffMs = durationMs(settings.retry_backoff);
     const maxBackoffMs = durationMs(settings.max_backoff);
     const leaseMs = timeoutMs + LEASE_MARGIN_MS;
