@@ -100,7 +100,7 @@ services:
     const typo = "services:\n  - { type: chat, model: m, provider: chat_completion, inference_url: http://127.0.0.1:9 }\n";
     const refusedStart = await start(typo, { noWait: true });
     expect(await exitCode(refusedStart)).not.toBe(0);
-    expect(refusedStart.output()).toContain('plugins: model "m" names provider "chat_completion", which no plugin registered');
+    expect(refusedStart.output()).toContain('services[0].provider: "chat_completion" (model "m") is not a provider any plugin registered');
 
     const gw = await start(typo.replace("chat_completion,", "chat_completions,"));
     gw.writeConfig(typo);
@@ -137,6 +137,54 @@ services:
     if (!onDeno) expect(code).toBe(0);
     expect(gw.output()).toContain('"event":"shutdown"');
     expect(gw.output()).toContain('"event":"stopped"');
+  });
+});
+
+describe("startup refusals: one message saying what to fix, exit 1, nothing started", () => {
+  /** Starts a process expected to refuse; returns its output once it exited with 1. */
+  async function refused(yaml: string, env?: Record<string, string>): Promise<string> {
+    const gw = await start(yaml, { noWait: true, env });
+    expect(await exitCode(gw)).toBe(1);
+    const output = gw.output();
+    expect(output).not.toContain('"event":"gateway_started"');
+    expect(output).not.toContain('"event":"relay_started"');
+    expect(output).not.toMatch(/^\s+at /m); // no stack trace
+    return output;
+  }
+
+  it("an invalid server.addr", async () => {
+    const output = await refused('server:\n  addr: "not-an-addr"\nservices: []\n');
+    expect(output).toContain('server.addr: "not-an-addr" is not host:port or :port (e.g. ":8080" or "127.0.0.1:8080", port 0-65535)');
+  });
+
+  it("an invalid GATEWAY_ADDR", async () => {
+    const output = await refused("services: []\n", { GATEWAY_ADDR: "nowhere" });
+    expect(output).toContain('cannot start: GATEWAY_ADDR (environment): "nowhere" is not host:port or :port');
+  });
+
+  it("a CONFIG_PATH naming a missing file", async () => {
+    const output = await refused("services: []\n", { CONFIG_PATH: "/nonexistent/gateway.yaml" });
+    expect(output).toContain("cannot start: CONFIG_PATH names /nonexistent/gateway.yaml, which does not exist; point CONFIG_PATH at your config file");
+    expect(output).not.toContain("ENOENT");
+  });
+
+  it("a YAML syntax error: its line and column, and the line itself", async () => {
+    const output = await refused("services:\n  - type: chat\n   model: a\n");
+    expect(output).toContain('line 3, column 1: YAML syntax: Sequence item without - indicator (the line reads "   model: a")');
+    expect(output).not.toMatch(/column \d+:\s*$/m); // the parser's dangling colon
+  });
+
+  it("an empty config file", async () => {
+    const output = await refused("# nothing here yet\n");
+    expect(output).toContain("(root): the file is empty (no YAML document, only whitespace or comments)");
+  });
+
+  it("a port already in use", async () => {
+    const first = await start("services: []\n");
+    const output = await refused("services: []\n", { GATEWAY_ADDR: `127.0.0.1:${first.port}` });
+    expect(output).toContain(`cannot start: cannot listen on 127.0.0.1:${first.port}: the port ${first.port} is already in use by another process; stop that process or choose another port`);
+    expect(output).not.toContain("Unhandled 'error' event");
+    expect((await fetch(`${first.url}/health`)).status).toBe(200);
   });
 });
 

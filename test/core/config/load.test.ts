@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { describe, expect, it } from "vitest";
 import { expandEnv, expandString } from "../../../core/config/env.ts";
-import { ConfigError, formatPath, loadConfig, parseConfigText, validateConfig } from "../../../core/config/load.ts";
+import { ConfigError, formatPath, loadConfig, parseConfigFile, parseConfigText, validateConfig } from "../../../core/config/load.ts";
 import type { GatewayConfig } from "../../../core/config/schema.ts";
 
 /** The problems of an invalid config (fails the test when it loads). */
@@ -289,8 +289,50 @@ describe("problems", () => {
   it("reports a YAML syntax error as a ConfigError mentioning YAML", () => {
     const problems = problemsOf("server:\n  addr: [oops\n");
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(/^YAML syntax: /);
+    expect(problems[0]).toMatch(/^line \d+, column \d+: YAML syntax: /);
     expect(() => parseConfigText("a: [1,\n b: }", {})).toThrow(ConfigError);
+  });
+
+  it("names the line and column of a YAML syntax error and quotes that line, with no dangling colon", () => {
+    const problems = problemsOf("services:\n  - type: chat\n   model: a\n");
+    expect(problems).toEqual(['line 3, column 1: YAML syntax: Sequence item without - indicator (the line reads "   model: a")']);
+  });
+
+  it("refuses a config file that is empty or holds only whitespace and comments, naming the fix", () => {
+    for (const text of ["", "   \n\n", "# being edited\n\n# more\n", "---\n"]) {
+      let problems: string[] = [];
+      try {
+        parseConfigFile(text, {});
+      } catch (error) {
+        problems = (error as ConfigError).problems;
+      }
+      expect(problems, JSON.stringify(text)).toEqual([expect.stringMatching(/^\(root\): the file is empty .*"services: \[\]"/)]);
+    }
+    // The smallest file a gateway with no services runs on.
+    expect(parseConfigFile("services: []\n", {})).toEqual({ services: [] });
+    expect(parseConfigFile("{}\n", {})).toEqual({});
+  });
+
+  it("checks server.addr, which a start and a reload refuse alike", () => {
+    for (const addr of ["not-an-addr", ":99999", "127.0.0.1:", "host:port", ":-1"]) {
+      expect(problemsOf(`server:\n  addr: "${addr}"\n`), addr).toEqual([
+        `server.addr: "${addr}" is not host:port or :port (e.g. ":8080" or "127.0.0.1:8080", port 0-65535)`,
+      ]);
+    }
+    for (const addr of [":8080", "127.0.0.1:9000", "[::1]:9000", "localhost:0", "8080"]) {
+      expect(load(`server:\n  addr: "${addr}"\n`).server.addr, addr).toBe(addr);
+    }
+  });
+
+  it("refuses 0s for durations whose zero the spec gives no meaning, naming the key and the default", () => {
+    const problems = problemsOf('jobs:\n  idempotency_ttl: 0s\n  expired_marker_ttl: ""\nwebhooks:\n  timeout: "0"\n');
+    expect(problems).toEqual([
+      expect.stringMatching(/^jobs\.idempotency_ttl: must be a positive duration, got "0s" \(default "24h"/),
+      expect.stringMatching(/^jobs\.expired_marker_ttl: must be a positive duration, got "" \(default "168h": .*never answer 410/),
+      expect.stringMatching(/^webhooks\.timeout: must be a positive duration, got "0" \(default "10s"/),
+    ]);
+    const config = load("jobs:\n  idempotency_ttl: 1s\n  expired_marker_ttl: 1ms\nwebhooks:\n  timeout: 500ms\n");
+    expect([config.jobs.idempotency_ttl, config.jobs.expired_marker_ttl, config.webhooks.timeout]).toEqual(["1s", "1ms", "500ms"]);
   });
 
   it("rejects a file whose root is not a mapping", () => {

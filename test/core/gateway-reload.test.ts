@@ -1,0 +1,112 @@
+/**
+ * Hot reload as `POST /-/reload` drives it, through `Gateway.create` with a config "file" the
+ * test rewrites: a reload validates exactly what a start validates, and the restart-only
+ * warning compares with the settings actually running.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openStores } from "../../adapters/stores.ts";
+import { ConfigError } from "../../core/config/load.ts";
+import { Gateway } from "../../core/gateway.ts";
+import { createLogger, type LogEntry } from "../../core/log.ts";
+import { builtinPlugins } from "../../plugins/index.ts";
+
+const gateways: Gateway[] = [];
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+});
+
+const dir = mkdtempSync(join(tmpdir(), "gateway-reload-"));
+const stores = `object_store: { dir: ${JSON.stringify(dir)} }\nrelay: { embedded: false }\n`;
+const service = (model: string, extra = "") => `  - { type: chat, model: ${model}, inference_url: "http://127.0.0.1:9"${extra} }\n`;
+const fileA = `${stores}server: { addr: ":8080" }\nmetrics: { top_consumers: 0 }\nservices:\n${service("a")}`;
+
+/** A gateway reading `file.text`, and the log lines it wrote. */
+async function start(text: string) {
+  const file: { text: string | Error } = { text };
+  const entries: LogEntry[] = [];
+  const log = createLogger({ write: () => {} });
+  log.tap((entry) => entries.push(entry));
+  const gateway = await Gateway.create({
+    readConfig: async () => {
+      if (file.text instanceof Error) throw file.text;
+      return file.text;
+    },
+    env: {},
+    importModule: () => Promise.reject(new Error("no user plugins here")),
+    openStores,
+    plugins: builtinPlugins,
+    log,
+  });
+  gateways.push(gateway);
+  const reload = async (next: string) => {
+    file.text = next;
+    const response = await gateway.fetch(new Request("http://gateway/-/reload", { method: "POST" }));
+    return { status: response.status, body: (await response.json()) as { status?: string; services?: number; problems?: string[] } };
+  };
+  const models = async () => ((await (await gateway.fetch(new Request("http://gateway/v1/models"))).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+  return { gateway, file, entries, reload, models };
+}
+
+describe("hot reload", () => {
+  it("answers 500 for a server.addr a start refuses, and keeps the running config", async () => {
+    const gw = await start(fileA);
+    for (const addr of ["not-an-addr", ":99999"]) {
+      const refused = await gw.reload(fileA.replace('":8080"', `"${addr}"`).replace(service("a"), service("a") + service("b")));
+      expect(refused.status).toBe(500);
+      expect(refused.body.problems).toEqual([`server.addr: "${addr}" is not host:port or :port (e.g. ":8080" or "127.0.0.1:8080", port 0-65535)`]);
+    }
+    expect(await gw.models()).toEqual(["a"]);
+    // The same file refuses a start.
+    await expect(start(fileA.replace('":8080"', '"not-an-addr"'))).rejects.toThrow(/server\.addr: "not-an-addr" is not host:port/);
+  });
+
+  it("refuses an empty or comment-only file: 500, and every service stays", async () => {
+    const gw = await start(fileA);
+    for (const text of ["", "  \n", "# editing...\n"]) {
+      const refused = await gw.reload(text);
+      expect(refused.status).toBe(500);
+      expect(refused.body.problems).toEqual([expect.stringMatching(/^\(root\): the file is empty/)]);
+    }
+    expect(await gw.models()).toEqual(["a"]);
+    expect(gw.entries.filter((e) => e.event === "reloaded")).toEqual([]);
+  });
+
+  it("names an unknown provider by its service index, at start and on reload", async () => {
+    const bad = `${stores}services:\n${service("a")}${service("bad-provider", ", provider: nope")}`;
+    const error = await start(bad).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^services\[1\]\.provider: "nope" \(model "bad-provider"\) is not a provider any plugin registered \(registered providers: .*chat_completions/)]);
+
+    const gw = await start(fileA);
+    const refused = await gw.reload(bad);
+    expect(refused.status).toBe(500);
+    expect(refused.body.problems).toEqual([expect.stringMatching(/^services\[1\]\.provider: "nope"/)]);
+  });
+
+  it("warns about restart-only keys that differ from the running (started) values, not from the previous file", async () => {
+    const gw = await start(fileA);
+    const needsRestart = () => gw.entries.filter((e) => e.event === "reload_needs_restart").map((e) => e.fields.keys);
+
+    const changed = fileA.replace('":8080"', '":9090"').replace("top_consumers: 0", "top_consumers: 5");
+    expect((await gw.reload(changed)).status).toBe(200);
+    expect(needsRestart()).toEqual([["server.addr", "metrics.top_consumers"]]);
+
+    // Back to the values the process runs with: nothing to restart for.
+    expect((await gw.reload(fileA)).status).toBe(200);
+    expect(needsRestart()).toHaveLength(1);
+
+    // A file that omits the keys but whose defaults equal the running values: nothing either.
+    expect((await gw.reload(`${stores}services:\n${service("a")}`)).status).toBe(200);
+    expect(needsRestart()).toHaveLength(1);
+  });
+
+  it("refuses a reload when the file cannot be read, saying so", async () => {
+    const gw = await start(fileA);
+    gw.file.text = new Error("ENOENT: no such file or directory, open 'config.yaml'");
+    expect(await gw.gateway.reload()).toEqual({ ok: false, problems: ["(file): cannot read the config file: ENOENT: no such file or directory, open 'config.yaml'"] });
+    expect(await gw.models()).toEqual(["a"]);
+  });
+});
