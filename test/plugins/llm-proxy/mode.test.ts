@@ -150,7 +150,7 @@ describe("llm-proxy mode", () => {
 
   it("refuses to set up when a service names a provider no plugin registered, naming the registered ones", async () => {
     await expect(setUp([], UNKNOWN_PROVIDER)).rejects.toThrow(
-      'model "mystery" names provider "not_installed", which no plugin registered (registered providers: chat_completions)',
+      'services[4].provider: "not_installed" (model "mystery") is not a provider any plugin registered (registered providers: chat_completions)',
     );
   });
 
