@@ -74,7 +74,7 @@ export class Gateway {
     private readonly started: GatewayConfig,
   ) {}
 
-  /** Loads and validates the config, opens the stores, builds and starts the first runtime. Throws `ConfigError` listing every problem. */
+  /** Loads and validates the config, opens the stores, builds and starts the first runtime (with `deferStart`, `start()` does). Throws `ConfigError` listing every problem. */
   static async create(options: GatewayOptions): Promise<Gateway> {
     const log = options.log ?? createLogger();
     const loaded = await loadConfig(options);
