@@ -2,8 +2,9 @@
  * The request pipeline. The core owns the order; plugins only contribute steps to a stage.
  *
  *   identify  -> who is calling (principal: consumer, user type, groups)
- *   admit     -> checks that must run before the body is read (async: request rate,
- *                concurrent jobs, processing time; spec 4.1 rule 2)
+ *   admit     -> checks that must run before the body is read (async: an idempotent
+ *                replay, then request rate, processing time, concurrent jobs; spec 4.1
+ *                rule 2; a replay creates nothing, so no limit applies to it, spec 3)
  *   resolve   -> the mode reads what it needs of the body and resolves the model
  *   visibility-> hidden models answer 404 (spec 4.10)
  *   policy    -> access policies answer 403 (spec 4.9)

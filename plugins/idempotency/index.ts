@@ -5,8 +5,12 @@
  * `X-Idempotent-Replay: true`; a repeat after the job is gone (expired, consumed, or its
  * save failed) answers 409. Distinct or absent keys never interact.
  *
- * The key is also looked up before the body is read, so a plain retry is answered without
- * uploading and storing its file a second time. Two identical requests racing past that
+ * The key is also looked up in the `admit` stage, before the body is read and before the
+ * limits' own `admit` steps (this plugin registers first, plugins/index.ts): a plain retry is
+ * answered without uploading and storing its file a second time, and a replay, which creates
+ * nothing, is never refused for a job slot, a processing-time budget or a request-rate window
+ * it would not use (spec 3: a repeated key returns the original). A new key still goes
+ * through every limit. Two identical requests racing past that
  * check both upload; the reservation picks one, and the other deletes its file and
  * replays the winner (waiting briefly for the winner's record to be saved). A repeat that
  * finds the key reserved only just now (its winner, maybe on another replica, is between
@@ -86,21 +90,26 @@ export default definePlugin({
 
     const storeError = () => errors.storeUnavailable("the idempotency key could not be checked: the key-value store is unavailable; try again");
 
+    api.stage("admit", async function replayIdempotentSubmission(ctx) {
+      // Only job submissions carry idempotency keys (spec 4.1).
+      if (ctx.mode !== "async") return undefined;
+      const key = keyOf(ctx);
+      if (key === undefined) return undefined;
+      // An unknown service type answers its 404 in resolve, as it does without the key.
+      if (api.registry.servicesOfType(ctx.serviceType).length === 0) return undefined;
+      const storeKey = jobs.keys.idempotency(ctx.principal.consumer, key);
+      const [stored, ttlLeftMs] = await Promise.all([api.kv.get(storeKey), api.kv.pttl(storeKey)]).catch(() => {
+        throw storeError();
+      });
+      if (stored === null) return undefined;
+      // Reserved within the wait: the winner is about to save its record (a key reserved by a
+      // replica with a shorter idempotency_ttl looks older than it is, and answers 409 at once).
+      const justReserved = ttlLeftMs >= 0 && ttlMs - ttlLeftMs < WINNER_WAIT_MS;
+      return await answerFor(ctx, key, stored, justReserved ? WINNER_WAIT_MS : 0);
+    });
+
     jobs.addSubmissionHook({
       name: "idempotency",
-      async beforeUpload(ctx) {
-        const key = keyOf(ctx);
-        if (key === undefined) return undefined;
-        const storeKey = jobs.keys.idempotency(ctx.principal.consumer, key);
-        const [stored, ttlLeftMs] = await Promise.all([api.kv.get(storeKey), api.kv.pttl(storeKey)]).catch(() => {
-          throw storeError();
-        });
-        if (stored === null) return undefined;
-        // Reserved within the wait: the winner is about to save its record (a key reserved by a
-        // replica with a shorter idempotency_ttl looks older than it is, and answers 409 at once).
-        const justReserved = ttlLeftMs >= 0 && ttlMs - ttlLeftMs < WINNER_WAIT_MS;
-        return await answerFor(ctx, key, stored, justReserved ? WINNER_WAIT_MS : 0);
-      },
       async beforeSave(ctx, accepted) {
         const key = keyOf(ctx);
         if (key === undefined) return undefined;

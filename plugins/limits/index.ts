@@ -6,7 +6,8 @@
  * Where each check runs (the core owns the order, core/pipeline/pipeline.ts):
  *   async (`POST /jobs/{type}`), stage `admit`, before the upload is read (spec 4.1 rule 2):
  *     request rate -> processing time -> concurrent jobs (reserved last, so no other
- *     check can refuse a request after it took a slot)
+ *     check can refuse a request after it took a slot). An idempotent replay is answered
+ *     before these (the idempotency plugin's admit step registers first): it needs no slot.
  *   sync and LLM, stage `limits`, after routing, visibility and policy (spec 4.5):
  *     request rate -> token budget (LLM) -> concurrency cap (503); the first two are one
  *     store operation (sync-limits.ts)

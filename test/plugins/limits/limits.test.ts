@@ -185,6 +185,62 @@ describe("processing-time budget (spec 8.4)", () => {
   });
 });
 
+describe("idempotent replays and the async limits (spec 3, 4.1)", () => {
+  const LIMITED = CONFIG.replace('"*": { max_concurrent: 1, processing_time: 60, processing_period: 1h }', '"*": { max_concurrent: 2, processing_time: 60, processing_period: 1h }');
+  const submitWithKey = (g: LimitsRuntime, key?: string) =>
+    g.request("/jobs/transcription", { method: "POST", body: jobForm(), headers: { "x-consumer": "alice", ...(key ? { "idempotency-key": key } : {}) } });
+
+  it("replays a key while the consumer is at max_concurrent, without taking or reporting a slot; a new key is still refused", async () => {
+    const g = await start(LIMITED);
+    const original = await submitWithKey(g, "K1");
+    expect(original.status).toBe(202);
+    expect(original.headers.get("x-concurrent-remaining")).toBe("1");
+    const body = await original.json();
+
+    const replay = await submitWithKey(g, "K1");
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get("x-idempotent-replay")).toBe("true");
+    // A replay creates nothing: it holds no slot and claims no slot count of its own.
+    expect(replay.headers.get("x-concurrent-remaining")).toBeNull();
+    expect(await replay.json()).toEqual(body);
+    await until(async () => (await slots(g)).length === 1, "only the original job's slot");
+
+    expect((await submitWithKey(g)).status).toBe(202);
+    expect((await slots(g)).length).toBe(2);
+
+    const atLimit = await submitWithKey(g, "K1");
+    expect(atLimit.status).toBe(200);
+    expect(atLimit.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await atLimit.json()).toEqual(body);
+
+    const fresh = await submitWithKey(g, "K2");
+    expect(fresh.status).toBe(429);
+    expect(((await fresh.json()) as { error: { message: string } }).error.message).toContain("concurrent job limit reached");
+    expect(await sample(g.metrics, "svc_idempotency_requests_total", { service_type: "transcription", outcome: "replayed" })).toBe(2);
+  });
+
+  it("replays a key after the processing-time budget is used up; a new key gets 429", async () => {
+    const g = await start(LIMITED);
+    const original = await submitWithKey(g, "K1");
+    expect(original.status).toBe(202);
+    await g.relayRound();
+    await until(() => g.backend.waiting.length === 1, "the relay's backend call");
+    g.clock.advance(75_000);
+    g.backend.answerAll();
+    await g.relayIdle();
+    await until(async () => Number((await g.kv.get("ptime:transcription:alice")) ?? "0") === 75, "75 s counted");
+
+    const replay = await submitWithKey(g, "K1");
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get("x-idempotent-replay")).toBe("true");
+    expect(((await replay.json()) as { job_id: string }).job_id).toBe(((await original.json()) as { job_id: string }).job_id);
+
+    const fresh = await submitWithKey(g, "K2");
+    expect(fresh.status).toBe(429);
+    expect(((await fresh.json()) as { error: { message: string } }).error.message).toContain("processing-time budget used up");
+  });
+});
+
 describe("sync concurrency cap (spec 4.11)", () => {
   const call = (g: LimitsRuntime, priority = false, consumer?: string) =>
     g.request("/v1/echo", {
