@@ -241,6 +241,43 @@ return id
 };
 
 /**
+ * A running job's heartbeat: the relay renews its lease and, in the same step, keeps the
+ * job's record alive, so a job that takes longer than `lifecycle.job_ttl.pending` is not
+ * expired (and its result thrown away) while a relay still works on it. The record, its
+ * tombstone and its index entry are extended to at least the given TTLs, never shortened,
+ * and only while the record is `processing` (a finished record keeps its own TTL).
+ * A lapsed lease nobody took over is taken back.
+ * KEYS[1] lease, KEYS[2] record, KEYS[3] tombstone, KEYS[4] consumer index (optional).
+ * ARGV[1] lease token, ARGV[2] lease TTL ms, ARGV[3] record TTL ms, ARGV[4] tombstone TTL ms.
+ * Reply: 1 when the caller holds the lease now, 0 when another relay does (nothing changed).
+ */
+export const leaseRenew: AtomicOp<number> = {
+  name: "leaseRenew",
+  lua: `${LUA_EXTEND_INDEX}
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('HGET', KEYS[2], 'status') == 'processing' then
+  extend_index(KEYS[2], ARGV[3])
+  extend_index(KEYS[3], ARGV[4])
+  extend_index(KEYS[4], ARGV[3])
+end
+return 1
+`,
+  js: (data, [lease, record, tombstone, index], [token, leaseMs, ttl, tombTtl]) => {
+    const holder = data.get(lease);
+    if (holder !== null && holder !== token) return 0;
+    data.set(lease, token, Number(leaseMs));
+    if (data.hget(record, "status") === "processing") {
+      extendIndex(data, record, Number(ttl));
+      extendIndex(data, tombstone, Number(tombTtl));
+      extendIndex(data, index, Number(ttl));
+    }
+    return 1;
+  },
+};
+
+/**
  * A relay gives a claimed job back (shutting down): it leaves the processing list, goes to
  * the queue head (it was next in line) and a processing record is pending again. A job
  * with a cancel signal is not given back (its owner wants it stopped): nothing changes and

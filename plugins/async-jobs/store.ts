@@ -7,11 +7,11 @@ import type { Clock, IdSource } from "../../core/clock.ts";
 import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Registry } from "../../core/registry/registry.ts";
-import { compareAndDelete, compareAndExpire } from "../../core/stores/atomic-ops.ts";
+import { compareAndDelete } from "../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
 import { jobKeys } from "./keys.ts";
-import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, relayClaim } from "./ops.ts";
+import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, leaseRenew, relayClaim } from "./ops.ts";
 import { fromHash, toHash } from "./record.ts";
 import { jobTtlMs, markerTtlMs, NOTIFY_GRACE_MS } from "./ttl.ts";
 import type {
@@ -221,11 +221,13 @@ export class KvJobStore implements JobStore {
     return id === null ? null : { id, model, token };
   }
 
-  async renewLease(claim: ClaimedJob, leaseMs: number): Promise<boolean> {
-    const key = jobKeys.lease(claim.id);
-    if ((await this.kv.run(compareAndExpire, [key], [claim.token, leaseMs])) === 1) return true;
-    // A lapsed lease nobody took over is still ours to take back.
-    return await this.kv.setIfAbsent(key, claim.token, leaseMs);
+  async renewLease(claim: ClaimedJob, leaseMs: number, consumer?: string): Promise<boolean> {
+    // The record lives while the lease does, and then the pending TTL more: if the relay dies,
+    // the GC reaper (which acts once the lease lapsed) still finds a record to requeue.
+    const ttl = leaseMs + this.ttlFor("processing");
+    const keys = [jobKeys.lease(claim.id), jobKeys.record(claim.id), jobKeys.tombstone(claim.id)];
+    if (consumer !== undefined) keys.push(jobKeys.consumerIndex(consumer));
+    return (await this.kv.run(leaseRenew, keys, [claim.token, leaseMs, ttl, ttl + this.markerMs()])) === 1;
   }
 
   async finish(claim: ClaimedJob, job: JobRecord, to: "completed" | "failed" | "cancelled", fields: FinishFields = {}): Promise<Transition> {

@@ -3,8 +3,10 @@
  * `global`, then a 2 h safety net, so a record never lives forever by accident.
  *
  * The spec names TTLs for pending, completed and failed only. A processing job keeps the
- * pending TTL (it is still unfinished work), reset when it starts; a cancelled job takes
- * the failed TTL (it ended without a result).
+ * pending TTL (it is still unfinished work), reset when it starts; while a relay holds its
+ * lease, every lease renewal extends the record to the lease plus that TTL
+ * (JobStore.renewLease), so a job running longer than the pending TTL is not expired under
+ * the relay. A cancelled job takes the failed TTL (it ended without a result).
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";

@@ -160,8 +160,12 @@ export interface JobStore {
 
   /** Reliable queue: moves the next id of `relay:<model>` to its processing list with a lease. */
   claim(model: string, leaseMs: number): Promise<ClaimedJob | null>;
-  /** False when the lease is held by someone else now (the job was reclaimed). */
-  renewLease(claim: ClaimedJob, leaseMs: number): Promise<boolean>;
+  /**
+   * Renews the lease and keeps a processing job's record (tombstone, index entry of
+   * `consumer`) alive for the lease plus the pending TTL, in one atomic step. False when the
+   * lease is held by someone else now (the job was reclaimed).
+   */
+  renewLease(claim: ClaimedJob, leaseMs: number, consumer?: string): Promise<boolean>;
   /**
    * Terminal update + processing-list, lease and cancel-signal cleanup, atomically; the
    * input file is deleted once the job is terminal. Refused ("leased") when another relay

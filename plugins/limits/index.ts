@@ -20,6 +20,7 @@
  * Everything is derived from the config once, when the runtime is built; hot reload
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
  */
+import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import type {} from "../async-jobs/types.ts";
 import { convertJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
@@ -53,12 +54,14 @@ export default definePlugin({
     api.provide("limitWindows", limitWindows(api.kv, api.clock, api.log, table));
 
     // A job's slot outlives it at most by the longest an unfinished record can live: its
-    // pending TTL while queued, and again while processing (the TTL is reset when it starts).
+    // pending TTL while queued, then while processing the relay's request timeout (the lease
+    // renewals keep the record alive that long), one lease and the pending TTL again.
     const jobs = api.has("jobs") ? api.use("jobs") : undefined;
+    const runningMs = (durationMs(api.config.relay.request_timeout) || durationMs("10m")) + api.config.relay.lease_seconds * 1000;
     const slotDeps: JobSlotDeps = {
       ...deps,
       newId: () => api.ids.newId(),
-      jobDeadlineMs: () => 2 * (jobs?.ttlFor("pending") ?? DEFAULT_PENDING_TTL_MS),
+      jobDeadlineMs: () => 2 * (jobs?.ttlFor("pending") ?? DEFAULT_PENDING_TTL_MS) + runningMs,
     };
     jobs?.addSubmissionHook({ name: "limits", afterSave: (ctx, job) => convertJobSlot(slotDeps, ctx, job) });
 

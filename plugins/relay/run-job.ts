@@ -49,9 +49,11 @@ type StopReason = "cancelled" | "lease-lost" | "timeout" | "shutdown";
 
 /**
  * Polls the cancel signal and renews the lease until stopped. `onStop` is called at most
- * once, when a DELETE asked to cancel or another relay took the lease over.
+ * once, when a DELETE asked to cancel or another relay took the lease over. The renewal
+ * also keeps the job's record alive (JobStore.renewLease), so it runs at once too: the
+ * record's pending TTL may be shorter than the first renewal interval.
  */
-function watch(deps: RunDeps, claim: ClaimedJob, onStop: (reason: StopReason) => void): () => void {
+function watch(deps: RunDeps, claim: ClaimedJob, job: JobRecord, onStop: (reason: StopReason) => void): () => void {
   const renewEvery = Math.max(1, Math.floor(deps.leaseMs / 3 / CANCEL_POLL_MS));
   let ticks = 0;
   let stopped = false;
@@ -59,7 +61,7 @@ function watch(deps: RunDeps, claim: ClaimedJob, onStop: (reason: StopReason) =>
   const tick = async () => {
     try {
       if (await deps.jobs.cancelRequested(claim.id)) return onStop("cancelled");
-      if (++ticks % renewEvery === 0 && !(await deps.jobs.renewLease(claim, deps.leaseMs))) return onStop("lease-lost");
+      if (ticks++ % renewEvery === 0 && !(await deps.jobs.renewLease(claim, deps.leaseMs, job.consumer_name))) return onStop("lease-lost");
     } catch (error) {
       // A KV blip: keep working; the lease has two more renewals before it lapses.
       deps.log.warn("relay_watch_failed", { job_id: claim.id, error });
@@ -146,7 +148,7 @@ async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Prom
   if (shutdown.aborted) onShutdown();
   shutdown.addEventListener("abort", onShutdown, { once: true });
   const timeout = setTimeout(() => stop("timeout"), deps.requestTimeoutMs);
-  const unwatch = watch(deps, claim, stop);
+  const unwatch = watch(deps, claim, job, stop);
 
   const startedAt = deps.clock.now();
   let outcome: BackendOutcome;

@@ -10,7 +10,7 @@ import { definePlugin } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { startInferenceBackend, type InferenceBackend } from "../../fixtures/inference-backend.ts";
-import { onDeno } from "../../support/gateway-process.ts";
+import { onDeno, waitUntil } from "../../support/gateway-process.ts";
 import { freePort } from "../../support/servers.ts";
 import { jobForm, jobsRuntime, type HarnessOptions, type JobsRuntime } from "./harness.ts";
 
@@ -387,6 +387,28 @@ describe("reading jobs", () => {
     expect(await expired.json()).toEqual({ status: "expired" });
     clock.advance(2000);
     expect((await gw.request(`/jobs/asr/${job.job_id}`)).status).toBe(404);
+  });
+
+  it("keeps a processing job past job_ttl.pending while the relay works on it, and delivers its result", async () => {
+    const clock = new ManualClock();
+    const gw = await start("lifecycle:\n  job_ttl:\n    pending: 4s\n    completed: 60s\n    failed: 60s\nrelay:\n  lease_seconds: 30", { clock });
+    const job = await accepted(await submit(gw, "asr"));
+    backend.hold();
+    const relaying = gw.relay();
+    await waitUntil(() => backend.held === 1);
+    // The relay's first heartbeat (lease renewal) has extended the record: lease + pending TTL.
+    await waitUntil(async () => (await gw.kv.pttl(`job:${job.job_id}`)) > 4_000);
+    clock.advance(10_000);
+    const running = await gw.request(`/jobs/asr/${job.job_id}`);
+    expect(running.status).toBe(200);
+    expect(((await running.json()) as { status: string }).status).toBe("processing");
+
+    backend.release();
+    await relaying;
+    const done = await gw.request(`/jobs/asr/${job.job_id}`);
+    expect(done.status).toBe(200);
+    expect(await done.json()).toMatchObject({ status: "completed", result: { size: 5 } });
+    expect(await gw.metrics.text()).toContain('svc_relay_jobs_total{model="whisper",outcome="completed"} 1');
   });
 
   it("uses per-status TTLs with the global fallback and the 2 h safety net", async () => {

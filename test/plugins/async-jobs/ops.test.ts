@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
-import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, relayClaim } from "../../../plugins/async-jobs/ops.ts";
+import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, leaseRenew, relayClaim } from "../../../plugins/async-jobs/ops.ts";
 
 const HOUR = 3_600_000;
 /** The notification outbox score the ops are given (sweep-after ms). */
@@ -52,6 +52,39 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     await kv.zadd(k("index"), 5, "old");
     await kv.run(jobCreate, [k("job:n"), k("tomb:n"), k("queue"), k("index")], ["n", HOUR, HOUR, "{}", "tail", 100, 10, "id", "n", "status", "pending"]);
     expect(await kv.zrangeByScore(k("index"), -Infinity, Infinity)).toEqual(["n"]);
+  });
+
+  it("leaseRenew renews the holder's lease and extends a processing record, never shortening it", async () => {
+    await create("a", { fields: { status: "processing" } });
+    await kv.pexpire(k("job:a"), 4_000);
+    await kv.pexpire(k("tomb:a"), 5_000);
+    await kv.pexpire(k("index"), 4_000);
+    await kv.set(k("lease:a"), "me", 1_000);
+    const keys = [k("lease:a"), k("job:a"), k("tomb:a"), k("index")];
+    expect(await kv.run(leaseRenew, keys, ["me", 60_000, 64_000, 65_000])).toBe(1);
+    expect(await kv.pttl(k("lease:a"))).toBeGreaterThan(59_000);
+    expect(await kv.pttl(k("job:a"))).toBeGreaterThan(63_000);
+    expect(await kv.pttl(k("tomb:a"))).toBeGreaterThan(64_000);
+    expect(await kv.pttl(k("index"))).toBeGreaterThan(63_000);
+    // Never shorter: a renewal with a smaller TTL leaves the longer one.
+    expect(await kv.run(leaseRenew, keys, ["me", 60_000, 10_000, 11_000])).toBe(1);
+    expect(await kv.pttl(k("job:a"))).toBeGreaterThan(63_000);
+    // Another holder: nothing changes.
+    await kv.set(k("lease:a"), "other", 1_000);
+    expect(await kv.run(leaseRenew, keys, ["me", 60_000, 200_000, 200_000])).toBe(0);
+    expect(await kv.get(k("lease:a"))).toBe("other");
+    expect(await kv.pttl(k("job:a"))).toBeLessThan(65_000);
+    // A lapsed lease nobody took is taken back.
+    await kv.del(k("lease:a"));
+    expect(await kv.run(leaseRenew, keys, ["me", 60_000, 64_000, 65_000])).toBe(1);
+    expect(await kv.get(k("lease:a"))).toBe("me");
+  });
+
+  it("leaseRenew leaves a record that is not processing alone", async () => {
+    await create("a", { fields: { status: "completed" } });
+    await kv.pexpire(k("job:a"), 4_000);
+    expect(await kv.run(leaseRenew, [k("lease:a"), k("job:a"), k("tomb:a")], ["me", 60_000, 64_000, 65_000])).toBe(1);
+    expect(await kv.pttl(k("job:a"))).toBeLessThanOrEqual(4_000);
   });
 
   it("jobTransition changes only from an allowed status and follows the new TTL", async () => {
