@@ -63,6 +63,8 @@ function isPluginDefinition(value: unknown): value is PluginDefinition {
 export class Gateway {
   private current!: Runtime;
   private reloading: Promise<unknown> = Promise.resolve();
+  /** Runtimes a reload replaced that are still finishing their work (see `retire`). */
+  private readonly retiring = new Set<Runtime>();
 
   /**
    * @param started the config the process started with: what is in force for the settings a
@@ -136,8 +138,9 @@ export class Gateway {
   };
 
   /**
-   * Builds a complete new runtime from the file and swaps it in. In-flight requests finish
-   * on the old runtime, which is closed once idle. On any problem the old runtime stays.
+   * Builds a complete new runtime from the file and swaps it in. In-flight requests (and
+   * running relay jobs) finish on the old runtime, which is closed once they are done. On
+   * any problem the old runtime stays.
    */
   reload(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }> {
     const next = this.reloading.then(() => this.reloadNow());
@@ -147,7 +150,8 @@ export class Gateway {
 
   async close(): Promise<void> {
     await this.reloading;
-    await this.current.close();
+    // A runtime still retiring is closed now too: shutdown does not wait for its work.
+    await Promise.all([this.current, ...this.retiring].map((runtime) => runtime.close()));
     await Promise.allSettled([this.deps.kv.close(), this.deps.objects.close()]);
   }
 
@@ -170,8 +174,20 @@ export class Gateway {
     this.current = runtime;
     if (this.startedTasks) runtime.startTasks(); // else start() will
     this.deps.log.info("reloaded", { plugins: runtime.activePlugins, services: runtime.config.services.length });
-    void previous.idle().then(() => previous.close());
+    this.retire(previous);
     return { ok: true, services: runtime.config.services.length };
+  }
+
+  /**
+   * The replaced runtime finishes what it started (requests in flight, running relay jobs),
+   * then closes and releases what it holds.
+   */
+  private retire(runtime: Runtime): void {
+    this.retiring.add(runtime);
+    void runtime
+      .retire()
+      .then(() => runtime.close())
+      .finally(() => this.retiring.delete(runtime));
   }
 
   private async build(loaded: LoadedConfig): Promise<Runtime> {

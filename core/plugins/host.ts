@@ -112,6 +112,8 @@ export class Runtime {
   private readonly listeners = new Map<string, Array<(payload: never) => void>>();
   private readonly tasks: BackgroundTask[] = [];
   private readonly closers: Array<() => void | Promise<void>> = [];
+  private readonly retirers: Array<() => void | Promise<void>> = [];
+  private closing?: Promise<void>;
   private readonly readyChecks: Array<() => void | Promise<void>> = [];
   private readonly middlewares: MiddlewareHandler[] = [];
   private readonly taskControl = new AbortController();
@@ -200,10 +202,30 @@ export class Runtime {
     await this.runTask(task);
   }
 
-  async close(): Promise<void> {
+  /**
+   * A hot reload replaced this runtime: its background tasks stop at once (the new runtime
+   * runs its own), plugins stop taking new work (`onRetire`), and this resolves once the
+   * work they had started and the requests in flight have ended. `close` follows.
+   */
+  async retire(): Promise<void> {
+    this.stopTasks();
+    await Promise.allSettled([this.idle(), ...this.retirers.map((retire) => Promise.resolve().then(retire))]);
+  }
+
+  /** Stops the runtime (once; a later call waits for the same close). */
+  close(): Promise<void> {
+    this.closing ??= this.closeNow();
+    return this.closing;
+  }
+
+  private stopTasks(): void {
     this.taskControl.abort();
     for (const timer of this.taskTimers) clearTimeout(timer);
     this.taskTimers.clear();
+  }
+
+  private async closeNow(): Promise<void> {
+    this.stopTasks();
     // Reverse order: a plugin closes before the plugins it depends on.
     for (const close of this.closers.reverse()) {
       try {
@@ -293,6 +315,9 @@ export class Runtime {
       emit: (event, payload) => this.emit(event, payload),
       onClose: (fn) => {
         this.closers.push(fn);
+      },
+      onRetire: (fn) => {
+        this.retirers.push(fn);
       },
       onReady: (check) => {
         this.readyChecks.push(check);

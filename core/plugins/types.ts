@@ -107,6 +107,13 @@ export interface PluginApi<Section = unknown> {
   emit<E extends EventName>(event: E, payload: GatewayEvents[E]): void;
   onClose(fn: () => void | Promise<void>): void;
   /**
+   * Runs when a hot reload replaced this runtime, before `onClose`: stop taking new work and
+   * resolve once the work already started has ended (the relay lets its running jobs
+   * finish). The runtime closes when every such promise has settled and its requests in
+   * flight have ended; a shutdown meanwhile closes it at once.
+   */
+  onRetire(fn: () => void | Promise<void>): void;
+  /**
    * Runs once every active plugin is set up, before the runtime serves (at start and on
    * reload): for checks that need what later plugins registered (user providers, say).
    * Throwing a PluginError refuses the start or the reload with its message as a config problem.

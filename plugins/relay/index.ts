@@ -7,9 +7,27 @@
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import type { KvStore } from "../../core/stores/kv.ts";
 import { jobTrace } from "./job-trace.ts";
 import { relayMetrics } from "./metrics.ts";
+import { RelaySlots } from "./slots.ts";
 import { RelayWorker } from "./worker.ts";
+
+/**
+ * The relay slots of each process, shared by the workers of successive runtimes (a reload's
+ * new worker and the replaced one finishing its jobs). Keyed by the KV store object, which
+ * the gateway opens once and keeps across reloads.
+ */
+const processSlots = new WeakMap<KvStore, RelaySlots>();
+
+function slotsOf(kv: KvStore): RelaySlots {
+  let slots = processSlots.get(kv);
+  if (!slots) {
+    slots = new RelaySlots();
+    processSlots.set(kv, slots);
+  }
+  return slots;
+}
 
 /** Pause between polling rounds when every queue is empty. */
 export const POLL_INTERVAL_MS = 150;
@@ -55,7 +73,7 @@ export default definePlugin({
         requestTimeoutMs: durationMs(api.config.relay.request_timeout) || durationMs("10m"),
         inJobTrace: jobTrace(api),
       },
-      { concurrency: api.config.relay.concurrency, leaseMs },
+      { concurrency: api.config.relay.concurrency, leaseMs, slots: slotsOf(api.kv) },
       api.log,
     );
     api.provide("relay", {
@@ -74,6 +92,9 @@ export default definePlugin({
       return worker.poll(signal);
     };
     api.task({ name: "relay", everyMs: POLL_INTERVAL_MS, runAtStart: true, run: poll });
+    // A reload lets running jobs finish (a long transcription is not restarted); shutdown
+    // gives them DRAIN_GRACE_MS, then requeues the rest.
+    api.onRetire(() => worker.retire());
     api.onClose(() => worker.close());
   },
 });

@@ -7,10 +7,16 @@
  * (waiting for a slot whenever all are busy) and then returns; the task runs it again
  * after a short pause. Two relays never run the same job: a claim is an atomic move
  * from the queue to the processing list.
+ *
+ * Stopping comes in two kinds: `retire` (a hot reload replaced this worker) stops claiming
+ * and lets running jobs finish, bounded only by their request timeout, so a reload never
+ * restarts a long job; `close` (shutdown) gives them DRAIN_GRACE_MS, then aborts the rest
+ * and puts them back at the head of their queues.
  */
 import type { Logger } from "../../core/log.ts";
 import type { ClaimedJob, JobStore } from "../async-jobs/types.ts";
 import { runJob, type RunDeps } from "./run-job.ts";
+import { RelaySlots } from "./slots.ts";
 
 /** How long a stopping relay lets running jobs finish before giving them back to their queues. */
 export const DRAIN_GRACE_MS = 5_000;
@@ -22,12 +28,14 @@ export interface RelayOptions {
   leaseMs: number;
   /** Default DRAIN_GRACE_MS. */
   drainGraceMs?: number;
+  /** Slots shared with the process's other workers (default: this worker's own). */
+  slots?: RelaySlots;
 }
 
 export class RelayWorker {
   private readonly running = new Map<string, Promise<void>>();
   private readonly stopControl = new AbortController();
-  private slotFreed: (() => void) | undefined;
+  private readonly slots: RelaySlots;
   private cursor = 0;
   private polling: Promise<void> = Promise.resolve();
   private lastErrorLog = -Infinity;
@@ -38,7 +46,9 @@ export class RelayWorker {
     private readonly deps: RunDeps,
     private readonly options: RelayOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.slots = options.slots ?? new RelaySlots();
+  }
 
   /** Jobs running now (for tests and logs). */
   get busy(): number {
@@ -55,6 +65,14 @@ export class RelayWorker {
   /** Resolves when no job is running (tests wait on it after a poll). */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+  }
+
+  /** Stops claiming and resolves when the running jobs have ended on their own (hot reload). */
+  async retire(): Promise<void> {
+    this.stopping = true;
+    if (this.running.size > 0) this.log.info("relay_retiring", { running: this.running.size, message: "replaced by a reload; running jobs finish here" });
+    await this.idle();
+    this.log.info("relay_retired", {});
   }
 
   /** Stops claiming, lets running jobs finish for a grace period, then gives the rest back. */
@@ -74,8 +92,9 @@ export class RelayWorker {
 
   private async claimWhileWork(signal: AbortSignal): Promise<void> {
     while (!signal.aborted && !this.stopping) {
-      if (this.running.size >= this.options.concurrency) {
-        await this.slotOrStop(signal);
+      // Jobs a replaced worker is still finishing count too (RelaySlots).
+      if (this.slots.running >= this.options.concurrency) {
+        await this.slots.freed(signal);
         continue;
       }
       let claim: ClaimedJob | null;
@@ -109,6 +128,7 @@ export class RelayWorker {
   }
 
   private start(claim: ClaimedJob): void {
+    this.slots.take();
     const run = runJob(this.deps, claim, this.stopControl.signal)
       .catch((error: unknown) => {
         // The claim stays in the processing list with a lapsing lease: the GC reaper recovers it.
@@ -116,20 +136,8 @@ export class RelayWorker {
       })
       .finally(() => {
         this.running.delete(claim.id);
-        this.slotFreed?.();
+        this.slots.give();
       });
     this.running.set(claim.id, run);
-  }
-
-  private async slotOrStop(signal: AbortSignal): Promise<void> {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        this.slotFreed = undefined;
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      this.slotFreed = done;
-      signal.addEventListener("abort", done, { once: true });
-    });
   }
 }

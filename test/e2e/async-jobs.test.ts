@@ -406,6 +406,36 @@ describe("async jobs on Redis and S3", () => {
   });
 });
 
+describe("hot reload with jobs running", () => {
+  it("lets the replaced relay finish its running jobs (no abort, no rerun) while the process stays at relay.concurrency", async () => {
+    const yaml = config({ relay: "embedded: true\n  concurrency: 2" });
+    const gw = await start(yaml);
+    backend.hold();
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) ids.push((await accepted(await submit(gw, "transcription", { file: { name: `${n}.wav`, content: `job-${n}` } }))).job_id);
+    await waitUntil(() => backend.held === 2, 10_000, () => gw.output());
+
+    gw.writeConfig(`${yaml}\nrate_limits:\n  transcription:\n    "*": { rate: 100, period: 1m }\n`);
+    const reload = await fetch(`${gw.url}/-/reload`, { method: "POST" });
+    expect(reload.status).toBe(200);
+    await reload.body?.cancel();
+    await waitUntil(() => gw.output().includes('"event":"relay_retiring"'), 10_000, () => gw.output());
+    // The new relay does not take the third job while the old one still runs two.
+    expect(await metricsOf(gw)).toContain("svc_relay_queue_depth 1");
+    expect(backend.held).toBe(2);
+
+    backend.release();
+    for (const id of ids) await waitForStatus(gw, "transcription", id, "completed");
+    expect(backend.received.map((r) => r.content).sort()).toEqual(["job-1", "job-2", "job-3"]);
+    expect(backend.aborts).toBe(0);
+    const metrics = await metricsOf(gw);
+    expect(metrics).not.toContain('outcome="requeued"');
+    expect(metrics).toContain('svc_relay_jobs_total{model="whisper",outcome="completed"} 3');
+    // The old relay's runtime is released once its last job ended.
+    await waitUntil(() => gw.output().includes('"event":"relay_retired"'), 10_000, () => gw.output());
+  });
+});
+
 describe("two relay processes on one Redis", () => {
   it("never run the same job twice over 200 jobs", async () => {
     await flushDb(3);

@@ -16,6 +16,7 @@ import { Registry } from "../../../core/registry/registry.ts";
 import { KvJobStore } from "../../../plugins/async-jobs/store.ts";
 import type { JobRecord } from "../../../plugins/async-jobs/types.ts";
 import { relayMetrics } from "../../../plugins/relay/metrics.ts";
+import { RelaySlots } from "../../../plugins/relay/slots.ts";
 import { RelayWorker } from "../../../plugins/relay/worker.ts";
 import { startInferenceBackend, type InferenceBackend } from "../../fixtures/inference-backend.ts";
 import { waitUntil } from "../../support/gateway-process.ts";
@@ -40,7 +41,7 @@ interface Setup {
 let setup: Setup;
 let dir: string;
 
-function build(options: { concurrency: number; leaseMs: number }): Setup {
+function build(options: { concurrency: number; leaseMs: number; kv?: MemoryKv; slots?: RelaySlots }): Setup {
   const { config } = loadConfig(`
 services:
   - type: asr
@@ -48,7 +49,7 @@ services:
     inference_url: ${backend.url}
     operations: { run: ["/run"] }
 `, {});
-  const kv = new MemoryKv();
+  const kv = options.kv ?? new MemoryKv();
   const objects = new FsObjectStore({ dir });
   const registry = new Registry(config.services);
   const jobs = new KvJobStore({ kv, objects, registry, config, clock: systemClock, ids: randomIds, log: silentLogger });
@@ -67,7 +68,7 @@ services:
       leaseMs: options.leaseMs,
       requestTimeoutMs: 60_000,
     },
-    { concurrency: options.concurrency, leaseMs: options.leaseMs, drainGraceMs: 50 },
+    { concurrency: options.concurrency, leaseMs: options.leaseMs, drainGraceMs: 50, slots: options.slots },
     silentLogger,
   );
   return {
@@ -133,6 +134,41 @@ describe("RelayWorker", () => {
     for (const job of jobs) expect((await setup.jobs.get(job.id))?.status).toBe("pending");
     await waitUntil(() => backend.aborts === 2);
     expect(await setup.metrics.text()).toContain('svc_relay_jobs_total{model="whisper",outcome="requeued"} 2');
+  });
+
+  it("retiring (hot reload) lets running jobs finish instead of requeueing them; the next worker shares the slots meanwhile", async () => {
+    const slots = new RelaySlots();
+    setup = build({ concurrency: 2, leaseMs: 60_000, slots });
+    const old = setup;
+    const jobs = [await old.add("a"), await old.add("b"), await old.add("c")];
+    backend.hold();
+    void old.worker.poll(old.control.signal);
+    await waitUntil(() => backend.held === 2);
+
+    // The reload: the old worker's task stops and it retires; a new worker on the same queues starts.
+    old.control.abort();
+    const retired = old.worker.retire();
+    const next = build({ concurrency: 2, leaseMs: 60_000, kv: old.kv, slots });
+    const polled = next.worker.poll(next.control.signal);
+    // The process is at its concurrency with the old worker's jobs: the new one claims nothing yet.
+    await waitUntil(() => slots.waiting === 1);
+    expect(slots.running).toBe(2);
+    expect(next.worker.busy).toBe(0);
+    expect(await old.kv.lrange("relay:whisper", 0, -1)).toEqual([jobs[2].id]);
+
+    backend.release();
+    await retired;
+    await polled;
+    await next.worker.idle();
+    for (const job of jobs) expect((await next.jobs.get(job.id))?.status).toBe("completed");
+    // Every job reached the backend exactly once, and none was aborted or given back.
+    expect(backend.received.length).toBe(3);
+    expect(backend.aborts).toBe(0);
+    expect(await old.metrics.text()).not.toContain('outcome="requeued"');
+    expect(await old.metrics.text()).toContain('svc_relay_jobs_total{model="whisper",outcome="completed"} 2');
+    expect(await next.metrics.text()).toContain('svc_relay_jobs_total{model="whisper",outcome="completed"} 1');
+    await old.worker.close();
+    setup = next;
   });
 
   it("stops a job whose lease another relay holds, without touching its record", async () => {
