@@ -1,10 +1,12 @@
 /**
  * Async job metrics (spec 6.2): submissions by consumer and the relay queue depth.
  *
- * `svc_jobs_by_consumer_total` counts every accepted submission (replays excluded). Its
- * `consumer` label carries the consumer name only when `metrics.consumer_labels` is on
- * (the spec reserves that for fewer than 50 consumers); otherwise it is "", so the series
- * count stays bounded whatever callers send in the consumer header.
+ * `svc_jobs_by_consumer_total` counts every accepted submission (replays excluded), and
+ * only when `server.consumer_header` is configured (spec 5.2: it is part of consumer
+ * identification). Its `consumer` label carries the consumer name only when
+ * `metrics.consumer_labels` is on (the spec reserves that for fewer than 50 consumers);
+ * otherwise it is "", so the series count stays bounded whatever callers send in the
+ * consumer header.
  */
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import type { Metrics } from "../../core/metrics.ts";
@@ -20,8 +22,10 @@ export function submissionCounter(metrics: Metrics, config: GatewayConfig): Subm
     labelNames: ["mode", "service_type", "model", "consumer"],
   });
   const withConsumer = config.metrics.consumer_labels;
+  const identifying = config.server.consumer_header !== "";
   return {
     submitted({ priority, serviceType, model, consumer }) {
+      if (!identifying) return;
       counter.inc({
         mode: priority ? "async-priority" : "async",
         service_type: serviceType,

@@ -272,6 +272,15 @@ describe("submission", () => {
     await memory.close();
   });
 
+  it("counts no svc_jobs_by_consumer_total without server.consumer_header (spec 5.2)", async () => {
+    const gw = await start("server:\n  priority_header: X-Priority");
+    await accepted(await submit(gw, "asr"));
+    await accepted(await submit(gw, "asr", {}, undefined, { "x-priority": "1", "x-consumer": "ann" }));
+    const metrics = await gw.metrics.text();
+    expect(metrics).toContain("svc_relay_queue_depth 2");
+    expect(metrics).not.toContain("svc_jobs_by_consumer_total{");
+  });
+
   it("puts a priority job at the head of its queue and counts submissions by mode", async () => {
     const gw = await start("server:\n  priority_header: X-Priority\n  consumer_header: X-Consumer\nrelay:\n  concurrency: 1\nmetrics:\n  consumer_labels: true");
     const ids: string[] = [];
