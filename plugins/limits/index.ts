@@ -71,7 +71,7 @@ export default definePlugin({
       if (ctx.mode !== "async" || consumer === undefined) return;
       const limits = table.forType(ctx.serviceType, ctx.principal.userType);
       if (!limits) return;
-      await checkRequestRate(deps, ctx.serviceType, consumer, limits);
+      await checkRequestRate(deps, ctx.serviceType, consumer, ctx.principal.userType, limits);
       await checkProcessingTime(deps, ctx, consumer, limits);
       await reserveJobSlot(slotDeps, ctx, consumer, limits);
     });

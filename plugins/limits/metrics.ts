@@ -1,7 +1,8 @@
 /**
- * The limit series of spec 6.2. `user_type` is the name of the `rate_limits` entry that
- * measured the request (the user type, or "*"), so its values are bounded by the config
- * rather than by whatever user type header clients send.
+ * The limit series of spec 6.2. `user_type` is the caller's user type when the limits
+ * config names it, else "*" (LimitTable.userTypeLabel), the same on all three series, so
+ * its values are bounded by the config rather than by whatever user type header clients
+ * send.
  */
 import type { Metrics } from "../../core/metrics.ts";
 
@@ -21,7 +22,7 @@ export interface LimitMetrics {
 export function limitMetrics(metrics: Metrics): LimitMetrics {
   const requests = metrics.counter({
     name: "svc_ratelimit_requests_total",
-    help: "Request-rate checks, by service type, rate_limits entry (user type or *) and result (allowed or rejected)",
+    help: "Request-rate checks, by service type, user type (the caller's when the limits config names it, else *) and result (allowed or rejected)",
     labelNames: ["service_type", "user_type", "result"],
   });
   const consumerHits = metrics.counter({
@@ -36,7 +37,7 @@ export function limitMetrics(metrics: Metrics): LimitMetrics {
   });
   const tokenChecks = metrics.counter({
     name: "svc_token_ratelimit_checked_total",
-    help: "Token-budget checks of sync LLM requests, by service type, entry (user type or *) and result",
+    help: "Token-budget checks of sync LLM requests, by service type, user type (the caller's when the limits config names it, else *) and result",
     labelNames: ["service_type", "user_type", "result"],
   });
   const tokenErrors = metrics.counter({

@@ -10,7 +10,7 @@ import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import type { TypeLimits } from "./table.ts";
 
-export async function checkRequestRate(deps: LimitDeps, serviceType: string, consumer: string, limits: TypeLimits): Promise<void> {
+export async function checkRequestRate(deps: LimitDeps, serviceType: string, consumer: string, userType: string | undefined, limits: TypeLimits): Promise<void> {
   if (limits.rate === 0) return;
   let count: number;
   let ttlMs: number;
@@ -19,16 +19,17 @@ export async function checkRequestRate(deps: LimitDeps, serviceType: string, con
   } catch (error) {
     return failOpen(deps, "rate", "request_rate", serviceType, error);
   }
-  judgeRequestRate(deps, serviceType, limits, count, ttlMs);
+  judgeRequestRate(deps, serviceType, userType, limits, count, ttlMs);
 }
 
 /** The verdict on a counted request: `count` requests in a window with `ttlMs` left. Throws the 429. */
-export function judgeRequestRate(deps: LimitDeps, serviceType: string, limits: TypeLimits, count: number, ttlMs: number): void {
+export function judgeRequestRate(deps: LimitDeps, serviceType: string, userType: string | undefined, limits: TypeLimits, count: number, ttlMs: number): void {
+  const label = deps.table.userTypeLabel(userType);
   if (count <= limits.rate) {
-    deps.metrics.rate(serviceType, limits.entry, "allowed", false);
+    deps.metrics.rate(serviceType, label, "allowed", false);
     return;
   }
-  deps.metrics.rate(serviceType, limits.entry, "rejected", count === limits.rate + 1);
+  deps.metrics.rate(serviceType, label, "rejected", count === limits.rate + 1);
   const retryAfter = retryAfterSeconds(ttlMs, limits.periodMs);
   throw errors.rateLimited(
     `request rate limit reached for service type "${serviceType}": ${limits.rate} requests per ${formatDuration(limits.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,

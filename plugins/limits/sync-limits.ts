@@ -29,6 +29,6 @@ export async function checkSyncLimits(deps: LimitDeps, ctx: RequestContext, serv
     if (budgets.length > 0 && service) failOpen(deps, "tokens", "token_budget", service.type, error);
     return;
   }
-  if (rated) judgeRequestRate(deps, ctx.serviceType, limits, Number(reply[0]), Number(reply[1]));
-  if (budgets.length > 0 && service) judgeTokens(deps, service.type, budgets, reply, 2);
+  if (rated) judgeRequestRate(deps, ctx.serviceType, userType, limits, Number(reply[0]), Number(reply[1]));
+  if (budgets.length > 0 && service) judgeTokens(deps, service.type, userType, budgets, reply, 2);
 }

@@ -11,7 +11,7 @@ export const FALLBACK = "*";
 
 /** One `rate_limits[type][entry]`, ready to use. A 0 limit is off. */
 export interface TypeLimits {
-  /** The entry's name: the user type, or "*" (also the `user_type` metric label). */
+  /** The entry's name: the user type, or "*". */
   entry: string;
   rate: number;
   periodMs: number;
@@ -59,11 +59,16 @@ const modelId = (type: string, model: string) => `${type}\n${model}`;
 export class LimitTable {
   private readonly types = new Map<string, Map<string, TypeLimits>>();
   private readonly modelTokens = new Map<string, Map<string, ModelTokenLimit>>();
+  /** Every user type the limits config names (any service type, any model), "*" excluded. */
+  private readonly namedUserTypes = new Set<string>();
 
   constructor(config: Pick<GatewayConfig, "rate_limits" | "services">) {
     for (const [type, entries] of Object.entries(config.rate_limits)) {
       const resolved = new Map<string, TypeLimits>();
-      for (const [entry, limits] of Object.entries(entries)) resolved.set(entry, resolveEntry(entry, limits));
+      for (const [entry, limits] of Object.entries(entries)) {
+        resolved.set(entry, resolveEntry(entry, limits));
+        if (entry !== FALLBACK) this.namedUserTypes.add(entry);
+      }
       if (resolved.size > 0) this.types.set(type, resolved);
     }
     for (const service of config.services) {
@@ -72,6 +77,7 @@ export class LimitTable {
       // instead of falling back to "*".
       for (const [entry, limits] of Object.entries(service.token_limits)) {
         resolved.set(entry, { entry, tokenRate: limits.token_rate, tokenPeriodMs: windowMs(limits.token_period, "1m") });
+        if (entry !== FALLBACK) this.namedUserTypes.add(entry);
       }
       if (resolved.size > 0) this.modelTokens.set(modelId(service.type, service.model), resolved);
     }
@@ -86,6 +92,17 @@ export class LimitTable {
   forModel(service: Pick<ServiceConfig, "type" | "model">, userType: string | undefined): ModelTokenLimit | undefined {
     const limit = pick(this.modelTokens.get(modelId(service.type, service.model)), userType);
     return limit && limit.tokenRate > 0 ? limit : undefined;
+  }
+
+  /**
+   * The `user_type` label of the limit metrics: the caller's user type when the limits config
+   * names it (a key of any `rate_limits` type or `token_limits` model), even where this
+   * service type measures it by "*"; otherwise "*" (no user type, or one the config does not
+   * name: such callers are measured by the "*" entry). The values are bounded by the config,
+   * never by what callers send in the user type header.
+   */
+  userTypeLabel(userType: string | undefined): string {
+    return userType !== undefined && this.namedUserTypes.has(userType) ? userType : FALLBACK;
   }
 
   /** The service types that have a `rate_limits` entry. */

@@ -52,9 +52,15 @@ export function tokenBudgets(deps: LimitDeps, service: Pick<ServiceConfig, "type
  * Model budget first, then the type's. `reply` holds each budget's counter and its
  * remaining ms from `at` on, as `windowPeek` answers. Throws the 429.
  */
-export function judgeTokens(deps: LimitDeps, serviceType: string, list: readonly Budget[], reply: readonly (string | number)[], at: number): void {
-  // The entry the metric names: the type's when it has a budget, else the model's.
-  const label = list[list.length - 1].entry;
+export function judgeTokens(
+  deps: LimitDeps,
+  serviceType: string,
+  userType: string | undefined,
+  list: readonly Budget[],
+  reply: readonly (string | number)[],
+  at: number,
+): void {
+  const label = deps.table.userTypeLabel(userType);
   for (const [index, budget] of list.entries()) {
     const used = Number(reply[at + 2 * index] || 0);
     if (used < budget.rate) continue;

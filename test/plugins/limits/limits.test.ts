@@ -241,6 +241,44 @@ describe("idempotent replays and the async limits (spec 3, 4.1)", () => {
   });
 });
 
+describe("limit metrics' user_type label (spec 6.2)", () => {
+  // "free" has no entry for echo (it is measured by "*"), but the config names it elsewhere.
+  const LABELS = CONFIG.replace('"*": { rate: 100, period: 1m }', '"*": { rate: 1, period: 1m }').replace(
+    '"*": { max_concurrent: 1, processing_time: 60, processing_period: 1h }',
+    '"*": { max_concurrent: 1, processing_time: 60, processing_period: 1h }\n    free: { max_concurrent: 1 }',
+  );
+  const echo = (g: LimitsRuntime, consumer: string, userType?: string) =>
+    g.request("/v1/echo", {
+      method: "POST",
+      body: JSON.stringify({ model: "echo" }),
+      headers: { "content-type": "application/json", "x-consumer": consumer, ...(userType ? { "x-user-type": userType } : {}) },
+    });
+
+  it('is the caller\'s user type when the config names it, else "*", never a raw header value', async () => {
+    const g = await start(LABELS);
+    /** A request the backend answers: its status once the body is read (which frees its sync slot). */
+    const served = async (response: Promise<Response>) => {
+      await until(() => g.backend.waiting.length > 0, "the backend call");
+      g.backend.answerAll();
+      const answer = await response;
+      await answer.text();
+      return answer.status;
+    };
+    expect(await served(echo(g, "ann", "free"))).toBe(200);
+    expect((await echo(g, "ann", "free")).status).toBe(429);
+    expect(await served(echo(g, "bob", "made-up-type-123"))).toBe(200);
+    expect(await served(echo(g, "cid"))).toBe(200);
+
+    const requests = (userType: string, result: string) => sample(g.metrics, "svc_ratelimit_requests_total", { service_type: "echo", user_type: userType, result });
+    expect(await requests("free", "allowed")).toBe(1);
+    expect(await requests("free", "rejected")).toBe(1);
+    expect(await sample(g.metrics, "svc_ratelimit_consumer_hits_total", { service_type: "echo", user_type: "free" })).toBe(1);
+    // An unnamed user type and no user type share the bounded "*" series.
+    expect(await requests("*", "allowed")).toBe(2);
+    expect(await g.metrics.text()).not.toContain("made-up-type-123");
+  });
+});
+
 describe("sync concurrency cap (spec 4.11)", () => {
   const call = (g: LimitsRuntime, priority = false, consumer?: string) =>
     g.request("/v1/echo", {

@@ -64,6 +64,17 @@ describe("LimitTable", () => {
     expect(limits.forModel({ type: "chat", model: "big" }, "premium")).toBeUndefined();
   });
 
+  it('labels metrics with the caller\'s user type when the limits config names it anywhere, else "*"', () => {
+    // Named by its own entry, by another service type's entry, or by a model's token_limits.
+    expect(limits.userTypeLabel("premium")).toBe("premium");
+    expect(limits.userTypeLabel("basic")).toBe("basic");
+    expect(table(`${CONFIG}\n  - type: chat\n    model: extra\n    inference_url: http://backend\n    token_limits:\n      tier9: { token_rate: 5 }`).userTypeLabel("tier9")).toBe("tier9");
+    // Absent, or a value the config never names: one bounded "*" series.
+    expect(limits.userTypeLabel(undefined)).toBe("*");
+    expect(limits.userTypeLabel("student")).toBe("*");
+    expect(limits.userTypeLabel("*")).toBe("*");
+  });
+
   it('uses the schema default window for a model budget of "0s" (a window that expires as it opens limits nothing)', () => {
     expect(limits.forModel({ type: "chat", model: "odd" }, undefined)).toEqual({ entry: "*", tokenRate: 5, tokenPeriodMs: 60_000 });
   });
