@@ -6,7 +6,7 @@
  * KV store
  * | key                               | type   | holds                                        | TTL
  * |-----------------------------------|--------|----------------------------------------------|-----------------------------------------------
- * | job:<id>                          | hash   | the job record (types.ts JobRecord)          | lifecycle.job_ttl for its status, reset on every status change (2 h safety net)
+ * | job:<id>                          | hash   | the job record (types.ts JobRecord)          | lifecycle.job_ttl for its status, reset on every status change (2 h safety net); processing: extended by each lease renewal to at least lease + the pending TTL
  * | job-expired:<id>                  | string | tombstone {"service_type","consumer"}        | record TTL + jobs.expired_marker_ttl (410 while it outlives the record)
  * | job-cancel:<id>                   | string | "1": DELETE asked the relay to stop          | the processing TTL
  * | jobs:consumer:<consumer>          | zset   | job id -> created_at ms (GET /jobs)          | the longest TTL of its jobs (extended, never shortened); stale members pruned on write and read
