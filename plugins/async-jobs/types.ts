@@ -204,5 +204,12 @@ declare module "../../core/plugins/types.ts" {
      * processing-time budget (spec 8.4). Emitted in the relay's process.
      */
     "relay.processed": { consumer?: string; userType?: string; serviceType: string; model: string; seconds: number };
+    /**
+     * An unfinished job's record was given a longer life: it now expires at `expiresAt` (ms,
+     * at the latest). Emitted when a relay starts the job or renews its lease (in the relay's
+     * process) and when the GC reaper requeues it. The limits plugin keeps the job's
+     * concurrent-job slot that long (spec 8.3).
+     */
+    "job.expiry": { job: JobRecord; expiresAt: number };
   }
 }

@@ -29,6 +29,8 @@ export interface GcContext {
   markerMs: number;
   /** `job.terminal` for a job the GC ended (webhooks fire on it). */
   emitTerminal(job: JobRecord): void;
+  /** `job.expiry` for a job the GC requeued (its record lives a pending TTL from now). */
+  emitExpiry(job: JobRecord, expiresAt: number): void;
 }
 
 /** Thrown when the runtime closes mid-tick; the tick stops without deleting anything more. */

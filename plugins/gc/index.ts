@@ -35,6 +35,7 @@ export default definePlugin({
       settings,
       markerMs: markerTtlMs(api.config.jobs),
       emitTerminal: (job) => api.emit("job.terminal", { job }),
+      emitExpiry: (job, expiresAt) => api.emit("job.expiry", { job, expiresAt }),
     };
     // At start too: replicas restarted (or reloaded) more often than the interval still sweep.
     api.task({

@@ -80,6 +80,8 @@ async function reapOne(ctx: GcContext, model: string, id: string): Promise<ReapO
   ]);
   const fields = { job_id: id, model, reap_attempts: attempts };
   if (outcome === "requeued") {
+    // Read after the requeue: never earlier than the record's new expiry.
+    ctx.emitExpiry({ ...job, status: "pending" }, ctx.clock.now() + pendingTtl);
     ctx.metrics.reaped(model, "requeued");
     ctx.log.info("gc_job_requeued", fields);
   } else if (outcome === "deadletter") {

@@ -4,15 +4,22 @@
  * the upload is read (`admit`); when the job is saved the reservation becomes the job's
  * slot, which is given back when the job ends (`job.terminal`). A submission that ends
  * any other way (rejected, failed, replayed) gives its reservation back when its response
- * is finished. Every slot also carries a deadline (see keys.ts), so a crash cannot leak
- * one for ever.
+ * is finished.
+ *
+ * Every slot also carries a deadline, past which the next acquire drops it, so a crash
+ * cannot leak one for ever. A job's slot deadline follows its record's life (spec 8.3: a
+ * job whose record expired, GET answering 410, is neither pending nor processing): at save
+ * it is the pending record's expiry; when the relay starts the job or renews its lease, or
+ * the GC reaper requeues it, the record lives longer and `job.expiry` moves the deadline
+ * along (`extendJobSlot`). A job that waits in its queue past job_ttl.pending therefore
+ * frees its slot when its record expires, and a job still running keeps it.
  */
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { JobRecord } from "../async-jobs/types.ts";
 import { failOpen, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
-import { slotAcquire, slotConvert } from "./ops.ts";
+import { slotAcquire, slotConvert, slotExtend } from "./ops.ts";
 import type { TypeLimits } from "./table.ts";
 
 /** How long a reservation may stay in flight: an upload slower than this frees its slot early. */
@@ -43,8 +50,8 @@ declare module "../../core/pipeline/context.ts" {
 
 export interface JobSlotDeps extends LimitDeps {
   newId(): string;
-  /** How long a saved, unfinished job may hold its slot at most (ms). */
-  jobDeadlineMs(): number;
+  /** How long a saved job's record lives while it waits (job_ttl.pending, ms): its slot's first deadline. */
+  pendingTtlMs(): number;
 }
 
 export async function reserveJobSlot(deps: JobSlotDeps, ctx: RequestContext, consumer: string, limits: TypeLimits): Promise<void> {
@@ -87,7 +94,17 @@ export async function convertJobSlot(deps: JobSlotDeps, ctx: RequestContext, job
   reservation.saved = true;
   const now = deps.clock.now();
   try {
-    await deps.kv.run(slotConvert, [reservation.key], [now, reservation.member, job.id, now + deps.jobDeadlineMs()]);
+    await deps.kv.run(slotConvert, [reservation.key], [now, reservation.member, job.id, now + deps.pendingTtlMs()]);
+  } catch (error) {
+    failOpen(deps, "rate", "concurrent_jobs", job.service_type, error);
+  }
+}
+
+/** The job's record lives until `expiresAt` now (it started, or its lease was renewed): so does its slot. */
+export async function extendJobSlot(deps: LimitDeps, job: JobRecord, expiresAt: number): Promise<void> {
+  if (job.consumer_name === undefined || job.consumer_name === "") return;
+  try {
+    await deps.kv.run(slotExtend, [limitKeys.concurrentJobs(job.service_type, job.consumer_name)], [deps.clock.now(), job.id, expiresAt]);
   } catch (error) {
     failOpen(deps, "rate", "concurrent_jobs", job.service_type, error);
   }

@@ -13,17 +13,17 @@
  *     store operation (sync-limits.ts)
  *
  * Counting that happens after the response comes from events: `llm.usage` (tokens),
- * `relay.processed` (inference seconds) and `job.terminal` (a job's slot is free). The
+ * `relay.processed` (inference seconds), `job.expiry` (a job's record, and so its slot,
+ * lives longer) and `job.terminal` (a job's slot is free). The
  * relay may run in its own process, so this plugin also runs in relay processes, where it
  * only listens to those events.
  *
  * Everything is derived from the config once, when the runtime is built; hot reload
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
  */
-import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import type {} from "../async-jobs/types.ts";
-import { convertJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
+import { convertJobSlot, extendJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
 import type { LimitDeps } from "./deps.ts";
 import { limitMetrics } from "./metrics.ts";
 import { addProcessingTime, checkProcessingTime } from "./processing-time.ts";
@@ -48,20 +48,19 @@ export default definePlugin({
     // Counting after the fact, in whichever process the event happens.
     api.on("llm.usage", (event) => void countTokens(deps, event));
     api.on("relay.processed", (event) => void addProcessingTime(deps, event));
+    api.on("job.expiry", ({ job, expiresAt }) => void extendJobSlot(deps, job, expiresAt));
     api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));
     if (api.role !== "gateway") return;
 
     api.provide("limitWindows", limitWindows(api.kv, api.clock, api.log, table));
 
-    // A job's slot outlives it at most by the longest an unfinished record can live: its
-    // pending TTL while queued, then while processing the relay's request timeout (the lease
-    // renewals keep the record alive that long), one lease and the pending TTL again.
+    // A saved job's slot lives as long as its pending record; `job.expiry` extends it when
+    // the record's life is extended (concurrent-jobs.ts).
     const jobs = api.has("jobs") ? api.use("jobs") : undefined;
-    const runningMs = (durationMs(api.config.relay.request_timeout) || durationMs("10m")) + api.config.relay.lease_seconds * 1000;
     const slotDeps: JobSlotDeps = {
       ...deps,
       newId: () => api.ids.newId(),
-      jobDeadlineMs: () => 2 * (jobs?.ttlFor("pending") ?? DEFAULT_PENDING_TTL_MS) + runningMs,
+      pendingTtlMs: () => jobs?.ttlFor("pending") ?? DEFAULT_PENDING_TTL_MS,
     };
     jobs?.addSubmissionHook({ name: "limits", afterSave: (ctx, job) => convertJobSlot(slotDeps, ctx, job) });
 

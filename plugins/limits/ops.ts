@@ -70,6 +70,32 @@ return 1
 };
 
 /**
+ * Moves a saved job's slot deadline to its record's new expiry (the relay started it or
+ * renewed its lease, or the GC reaper requeued it), so the slot lives exactly as long as
+ * the job's record can. Only raises the deadline of a member that is still in the set: a
+ * slot already released (the job ended) or dropped is not brought back.
+ * KEYS[1] the consumer's slot set. ARGV[1] now ms, ARGV[2] job id, ARGV[3] the new deadline ms.
+ * Reply: 1 when the deadline was raised, 0 otherwise (no such member, or already later).
+ */
+export const slotExtend: AtomicOp<number> = {
+  name: "limitsSlotExtend",
+  lua: `${LUA_COVER}
+local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not score or tonumber(score) >= tonumber(ARGV[3]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+cover(KEYS[1], tonumber(ARGV[3]) - tonumber(ARGV[1]))
+return 1
+`,
+  js: (data, [key], [now, jobId, deadline]) => {
+    const score = data.zscore(key, jobId);
+    if (score === null || score >= Number(deadline)) return 0;
+    data.zadd(key, Number(deadline), jobId);
+    cover(data, key, Number(deadline) - Number(now));
+    return 1;
+  },
+};
+
+/**
  * Takes one slot from the first pool that has one (the sync concurrency cap, spec 4.11:
  * a priority request tries the reserved pool, then the shared one).
  * KEYS[1..n] pool counters in order of preference. ARGV[1] safety TTL ms (refreshed on

@@ -26,7 +26,7 @@ export interface RunDeps {
   newId(): string;
   log: Logger;
   metrics: RelayMetrics;
-  emit<E extends "job.terminal" | "relay.processed">(event: E, payload: GatewayEvents[E]): void;
+  emit<E extends "job.terminal" | "relay.processed" | "job.expiry">(event: E, payload: GatewayEvents[E]): void;
   leaseMs: number;
   requestTimeoutMs: number;
   /** Runs a job in its trace (default: untraced). */
@@ -51,7 +51,8 @@ type StopReason = "cancelled" | "lease-lost" | "timeout" | "shutdown";
  * Polls the cancel signal and renews the lease until stopped. `onStop` is called at most
  * once, when a DELETE asked to cancel or another relay took the lease over. The renewal
  * also keeps the job's record alive (JobStore.renewLease), so it runs at once too: the
- * record's pending TTL may be shorter than the first renewal interval.
+ * record's pending TTL may be shorter than the first renewal interval. Each renewal tells
+ * the job's new expiry (`job.expiry`), which its concurrent-job slot follows.
  */
 function watch(deps: RunDeps, claim: ClaimedJob, job: JobRecord, onStop: (reason: StopReason) => void): () => void {
   const renewEvery = Math.max(1, Math.floor(deps.leaseMs / 3 / CANCEL_POLL_MS));
@@ -61,7 +62,11 @@ function watch(deps: RunDeps, claim: ClaimedJob, job: JobRecord, onStop: (reason
   const tick = async () => {
     try {
       if (await deps.jobs.cancelRequested(claim.id)) return onStop("cancelled");
-      if (ticks++ % renewEvery === 0 && !(await deps.jobs.renewLease(claim, deps.leaseMs, job.consumer_name))) return onStop("lease-lost");
+      if (ticks++ % renewEvery === 0) {
+        if (!(await deps.jobs.renewLease(claim, deps.leaseMs, job.consumer_name))) return onStop("lease-lost");
+        // Read after the renewal: never earlier than the expiry it set.
+        deps.emit("job.expiry", { job, expiresAt: deps.clock.now() + deps.leaseMs + deps.jobs.ttlFor("processing") });
+      }
     } catch (error) {
       // A KV blip: keep working; the lease has two more renewals before it lapses.
       deps.log.warn("relay_watch_failed", { job_id: claim.id, error });
@@ -131,6 +136,8 @@ async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Prom
     return;
   }
   const running: JobRecord = { ...job, status: "processing" };
+  // Starting resets the record's TTL (read after the change, so never earlier than it).
+  deps.emit("job.expiry", { job: running, expiresAt: deps.clock.now() + deps.jobs.ttlFor("processing") });
   const service = deps.jobs.serviceOf(job);
   if (!service) {
     const error = `model "${job.model}" of service type "${job.service_type}" is no longer configured`;

@@ -102,6 +102,8 @@ describe("phase 0: the reaper", () => {
     expect(await h.kv.hget(h.jobs.keys.record(crashed), "reap_attempts")).toBe("1");
     expect((await h.jobs.get(crashed))?.status).toBe("pending");
     expect(await h.metric("svc_async_jobs_reaped_total", { model: "whisper", outcome: "requeued" })).toBe(1);
+    // The requeued record lives a pending TTL from now: its concurrent-job slot is told so.
+    expect(h.expiry).toEqual([{ job: expect.objectContaining({ id: crashed, status: "pending" }), expiresAt: h.clock.now() + h.jobs.ttlFor("pending") }]);
 
     // A second tick finds nothing more to do.
     await h.gc();

@@ -33,6 +33,8 @@ export interface GcRuntime {
   jobs: JobStore;
   /** `job.terminal` events, in order. */
   terminal: JobRecord[];
+  /** `job.expiry` events, in order. */
+  expiry: Array<{ job: JobRecord; expiresAt: number }>;
   /** Submits a job to `POST /jobs/<type>`; resolves with its id. */
   submit(type: string, content?: string): Promise<string>;
   /** One relay polling round, then waits until the jobs it started have finished. */
@@ -74,12 +76,14 @@ export async function gcRuntime(yaml: string, options: GcHarnessOptions = {}): P
   });
   let probe: PluginApi | undefined;
   const terminal: JobRecord[] = [];
+  const expiry: Array<{ job: JobRecord; expiresAt: number }> = [];
   const probePlugin = definePlugin({
     name: "test-probe",
     dependsOn: ["async-jobs"],
     setup: (api) => {
       probe = api;
       api.on("job.terminal", ({ job }) => terminal.push(job));
+      api.on("job.expiry", (event) => expiry.push(event));
     },
   });
   await runtime.install([asyncJobs, relay, gc, probePlugin]);
@@ -93,6 +97,7 @@ export async function gcRuntime(yaml: string, options: GcHarnessOptions = {}): P
     metrics,
     jobs: api.use("jobs"),
     terminal,
+    expiry,
     async submit(type, content = "input bytes") {
       const response = await runtime.handle(
         new Request(`http://gateway/jobs/${type}`, { method: "POST", body: jobForm({}, { name: "clip.wav", content }) }),

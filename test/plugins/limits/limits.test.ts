@@ -132,6 +132,55 @@ describe("concurrent async jobs (spec 8.3)", () => {
   });
 });
 
+describe("a job's slot follows its record's life (spec 8.3)", () => {
+  const SHORT_TTL = `${CONFIG}lifecycle:\n  job_ttl:\n    pending: 4s\nrelay:\n  lease_seconds: 30\n`;
+  const get = (g: LimitsRuntime, id: string) => g.request(`/jobs/transcription/${id}`, { headers: { "x-consumer": "alice" } });
+  const deadline = async (g: LimitsRuntime, id: string) => await g.kv.zscore("conc:transcription:alice", id);
+
+  it("frees a pending job's slot when its record expires (GET answers 410), not later", async () => {
+    const g = await start(SHORT_TTL);
+    // The relay is busy elsewhere (it never runs here): the job stays pending.
+    const saved = await submit(g, "alice");
+    expect(saved.status).toBe(202);
+    const { job_id } = (await saved.json()) as { job_id: string };
+    expect(await deadline(g, job_id)).toBe(g.clock.now() + 4_000);
+    g.clock.advance(3_999);
+    expect((await get(g, job_id)).status).toBe(200);
+    expect((await submit(g, "alice")).status).toBe(429);
+
+    g.clock.advance(1);
+    expect((await get(g, job_id)).status).toBe(410);
+    const next = await submit(g, "alice");
+    expect(next.status).toBe(202);
+    expect(next.headers.get("x-concurrent-remaining")).toBe("0");
+    const { job_id: nextId } = (await next.json()) as { job_id: string };
+    expect(await slots(g)).toEqual([nextId]);
+  });
+
+  it("keeps a processing job's slot past job_ttl.pending while the relay renews its lease, and frees it when the job ends", async () => {
+    const g = await start(SHORT_TTL);
+    const saved = await submit(g, "alice");
+    const { job_id } = (await saved.json()) as { job_id: string };
+    await g.relayRound();
+    await until(() => g.backend.waiting.length === 1, "the relay's backend call");
+    // Started and renewed at once: the record, and so the slot, live one lease plus the pending TTL.
+    await until(async () => (await deadline(g, job_id)) === g.clock.now() + 30_000 + 4_000, "the slot to follow the lease renewal");
+
+    g.clock.advance(10_000);
+    const running = await get(g, job_id);
+    expect(running.status).toBe(200);
+    expect(((await running.json()) as { status: string }).status).toBe("processing");
+    const refused = await submit(g, "alice");
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("1 jobs pending or processing");
+
+    g.backend.answerAll();
+    await g.relayIdle();
+    await until(async () => (await slots(g)).length === 0, "the finished job's slot");
+    expect((await submit(g, "alice")).status).toBe(202);
+  });
+});
+
 describe("processing-time budget (spec 8.4)", () => {
   /** Submits a job and lets the relay run it for `seconds` of clock time. */
   async function runJob(g: LimitsRuntime, seconds: number): Promise<Response> {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
-import { limitsAdmit, semaphoreAcquireFirst, slotAcquire, slotConvert, windowPeek } from "../../../plugins/limits/ops.ts";
+import { limitsAdmit, semaphoreAcquireFirst, slotAcquire, slotConvert, slotExtend, windowPeek } from "../../../plugins/limits/ops.ts";
 
 const MINUTE = 60_000;
 const NOW = Date.UTC(2026, 0, 1);
@@ -58,6 +58,39 @@ describe.each(opsStores)("limits ops: $name", ({ open }) => {
       );
       expect(results.filter(([taken]) => taken === 1)).toHaveLength(7);
       expect(await kv.zcard(k("race"))).toBe(7);
+    });
+  });
+
+  describe("slotExtend", () => {
+    it("raises an existing job slot's deadline and the set's TTL, so the next acquire keeps it past its first deadline", async () => {
+      await kv.run(slotConvert, [k("s")], [NOW, "r1", "job-1", NOW + MINUTE]);
+      expect(await kv.run(slotExtend, [k("s")], [NOW + 30_000, "job-1", NOW + 10 * MINUTE])).toBe(1);
+      expect(await kv.zscore(k("s"), "job-1")).toBe(NOW + 10 * MINUTE);
+      expect(await kv.pttl(k("s"))).toBeGreaterThan(9 * MINUTE);
+      expect(await kv.run(slotAcquire, [k("s")], [NOW + 2 * MINUTE, 1, "r2", NOW + 3 * MINUTE])).toEqual([0, 1]);
+      expect(await kv.zrangeByScore(k("s"), -Infinity, Infinity)).toEqual(["job-1"]);
+    });
+
+    it("never lowers a deadline", async () => {
+      await kv.run(slotConvert, [k("s")], [NOW, "r1", "job-1", NOW + 10 * MINUTE]);
+      expect(await kv.run(slotExtend, [k("s")], [NOW, "job-1", NOW + MINUTE])).toBe(0);
+      expect(await kv.zscore(k("s"), "job-1")).toBe(NOW + 10 * MINUTE);
+    });
+
+    it("does not bring back a slot that was released or dropped, nor create the set", async () => {
+      await kv.run(slotConvert, [k("s")], [NOW, "r1", "job-1", NOW + MINUTE]);
+      await kv.zrem(k("s"), "job-1");
+      await kv.run(slotAcquire, [k("s")], [NOW, 5, "other", NOW + MINUTE]);
+      expect(await kv.run(slotExtend, [k("s")], [NOW, "job-1", NOW + 10 * MINUTE])).toBe(0);
+      expect(await kv.zrangeByScore(k("s"), -Infinity, Infinity)).toEqual(["other"]);
+      expect(await kv.run(slotExtend, [k("none")], [NOW, "job-1", NOW + 10 * MINUTE])).toBe(0);
+      expect(await kv.exists(k("none"))).toBe(false);
+    });
+
+    it("keeps a member past its deadline that no acquire has dropped yet (the job is running again)", async () => {
+      await kv.run(slotConvert, [k("s")], [NOW, "r1", "job-1", NOW + 1_000]);
+      expect(await kv.run(slotExtend, [k("s")], [NOW + 2_000, "job-1", NOW + MINUTE])).toBe(1);
+      expect(await kv.run(slotAcquire, [k("s")], [NOW + 3_000, 1, "r2", NOW + MINUTE])).toEqual([0, 1]);
     });
   });
 
