@@ -6,6 +6,7 @@ import { listenAddressProblem, parseListenAddress, type ListenAddress } from "..
 import { ConfigError } from "../core/config/load.ts";
 import { durationMs } from "../core/config/duration.ts";
 import { Gateway } from "../core/gateway.ts";
+import { createOpsApp } from "../core/ops.ts";
 import { createLogger, type Logger, type LogLevel } from "../core/log.ts";
 import type { ProcessRole } from "../core/plugins/types.ts";
 import { builtinPlugins } from "../plugins/index.ts";
@@ -29,11 +30,16 @@ export interface Platform {
 }
 
 /**
- * The `GATEWAY_ADDR` / `PORT` override of `server.addr`: undefined when neither is set, a problem
- * (naming the variable) when the value is not an address.
+ * The environment override of the process's listen address: for the gateway `GATEWAY_ADDR` /
+ * `PORT` (of `server.addr`), for a standalone relay `RELAY_METRICS_ADDR` (of
+ * `relay.metrics_addr`, so relays sharing one config file on one host can take a port each).
+ * Undefined when none is set, a problem (naming the variable) when the value is not an address.
  */
-function listenOverride(env: Platform["env"]): { address?: ListenAddress; problem?: string } {
-  const [name, addr] = env.GATEWAY_ADDR ? ["GATEWAY_ADDR", env.GATEWAY_ADDR] : env.PORT ? ["PORT", `:${env.PORT}`] : [];
+function listenOverride(env: Platform["env"], role: ProcessRole): { address?: ListenAddress; problem?: string } {
+  const [name, addr] =
+    role === "relay"
+      ? env.RELAY_METRICS_ADDR ? ["RELAY_METRICS_ADDR", env.RELAY_METRICS_ADDR] : []
+      : env.GATEWAY_ADDR ? ["GATEWAY_ADDR", env.GATEWAY_ADDR] : env.PORT ? ["PORT", `:${env.PORT}`] : [];
   if (name === undefined || addr === undefined) return {};
   const address = parseListenAddress(addr);
   return address ? { address } : { problem: listenAddressProblem(`${name} (environment)`, name === "PORT" ? env.PORT! : addr) };
@@ -52,7 +58,15 @@ export interface Booted {
   listen: ListenAddress;
   /** Server timeouts in ms (0 = none). */
   timeouts: { read: number; write: number; idle: number };
+  /**
+   * A standalone relay's listener (role "relay" with `relay.metrics_addr` or
+   * `RELAY_METRICS_ADDR` set): where it listens and what it answers (`/health`, `/metrics`).
+   */
+  metrics?: { listen: ListenAddress; fetch: (request: Request) => Response | Promise<Response> };
 }
+
+const GATEWAY_LISTEN_SETTINGS = "server.addr, or the GATEWAY_ADDR / PORT environment variables";
+const RELAY_LISTEN_SETTINGS = "relay.metrics_addr, or the RELAY_METRICS_ADDR environment variable";
 
 export async function boot(platform: Platform, role: ProcessRole): Promise<Booted> {
   const path = configPath(platform);
@@ -63,7 +77,7 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
     platform.writeError(`${missingConfigMessage(path, platform.env.CONFIG_PATH !== undefined && platform.env.CONFIG_PATH !== "")}\n`);
     return platform.exit(1);
   }
-  const override = role === "gateway" ? listenOverride(platform.env) : {};
+  const override = listenOverride(platform.env, role);
   if (override.problem) {
     platform.writeError(`cannot start: ${override.problem}\n`);
     return platform.exit(1);
@@ -81,16 +95,22 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
       fetch: platform.fetch,
       plugins: builtinPlugins,
       log,
-      // The gateway's tasks start once it listens (adapters call gateway.start()); a relay has no listener.
-      deferStart: role === "gateway",
+      // The tasks start once the process listens (adapters call gateway.start()): a process that
+      // cannot listen takes no job. A relay without a metrics listener starts them below.
+      deferStart: true,
     });
     const server = gateway.config.server;
+    // server.addr and relay.metrics_addr passed config validation, so they parse.
+    const metricsAddr = gateway.config.relay.metrics_addr;
+    const metricsListen = role === "relay" ? (override.address ?? (metricsAddr === "" ? undefined : parseListenAddress(metricsAddr))) : undefined;
+    if (role === "relay" && !metricsListen) gateway.start();
     return {
       gateway,
       log,
-      // server.addr passed config validation, so it parses.
-      listen: override.address ?? parseListenAddress(server.addr)!,
+      listen: (role === "gateway" ? override.address : undefined) ?? parseListenAddress(server.addr)!,
       timeouts: { read: durationMs(server.read_timeout), write: durationMs(server.write_timeout), idle: durationMs(server.idle_timeout) },
+      // The registry and stores are the process's, shared by every runtime a reload builds.
+      metrics: metricsListen && { listen: metricsListen, fetch: createOpsApp(gateway.runtime.deps).fetch },
     };
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -110,20 +130,23 @@ function missingConfigMessage(path: string, fromEnv: boolean): string {
 /**
  * The server could not listen (port taken, no permission, address not on this host): one line
  * saying what to change instead of the runtime's unhandled-error trace, then a clean exit 1.
- * Node reports `code` ("EADDRINUSE"), Deno the error class name ("AddrInUse").
+ * Node reports `code` ("EADDRINUSE"), Deno the error class name ("AddrInUse"). The listener is
+ * the gateway's, or a standalone relay's metrics listener (`booted.metrics`).
  */
 export async function listenFailed(platform: Platform, booted: Booted, error: unknown): Promise<never> {
   const { code, name, message } = error as { code?: string; name?: string; message?: string };
-  const where = `${booted.listen.hostname ?? ""}:${booted.listen.port}`;
+  const listen = booted.metrics?.listen ?? booted.listen;
+  const settings = booted.metrics ? RELAY_LISTEN_SETTINGS : GATEWAY_LISTEN_SETTINGS;
+  const where = `${listen.hostname ?? ""}:${listen.port}`;
   const why =
     code === "EADDRINUSE" || name === "AddrInUse"
-      ? `the port ${booted.listen.port} is already in use by another process; stop that process or choose another port`
+      ? `the port ${listen.port} is already in use by another process; stop that process or choose another port`
       : code === "EACCES" || name === "PermissionDenied"
-        ? `no permission to listen on port ${booted.listen.port} (ports below 1024 need privileges); choose a port from 1024`
+        ? `no permission to listen on port ${listen.port} (ports below 1024 need privileges); choose a port from 1024`
         : code === "EADDRNOTAVAIL" || name === "AddrNotAvailable"
-          ? `${booted.listen.hostname} is not an address of this machine; use one of its addresses, or ":${booted.listen.port}" for all`
+          ? `${listen.hostname} is not an address of this machine; use one of its addresses, or ":${listen.port}" for all`
           : (message ?? String(error));
-  platform.writeError(`cannot start: cannot listen on ${where}: ${why} (server.addr, or the GATEWAY_ADDR / PORT environment variables)\n`);
+  platform.writeError(`cannot start: cannot listen on ${where}: ${why} (${settings})\n`);
   await booted.gateway.close().catch(() => undefined);
   return platform.exit(1);
 }

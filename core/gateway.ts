@@ -210,7 +210,7 @@ export class Gateway {
   }
 }
 
-/** Settings spec 4.12 lists as not hot-reloadable: stores and listener are opened once. */
+/** Settings spec 4.12 lists as not hot-reloadable: stores and listeners (a standalone relay's too) are opened once. */
 function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig): string[] {
   const watched: Record<string, (c: GatewayConfig) => unknown> = {
     redis: (c) => ({ ...c.redis, pending_max_age: undefined }),
@@ -219,6 +219,7 @@ function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig): string
     "server.read_timeout": (c) => c.server.read_timeout,
     "server.write_timeout": (c) => c.server.write_timeout,
     "server.idle_timeout": (c) => c.server.idle_timeout,
+    "relay.metrics_addr": (c) => c.relay.metrics_addr,
     "metrics.top_consumers": (c) => c.metrics.top_consumers,
   };
   return Object.entries(watched)

@@ -1,7 +1,8 @@
 /** The core's own endpoints: liveness/readiness, Prometheus metrics, hot reload; and the request counter. */
-import { errorResponse } from "./errors.ts";
+import { Hono, type Context } from "hono";
+import { errorResponse, errors, toErrorResponse } from "./errors.ts";
 import { labeledChildren } from "./metric-labels.ts";
-import type { Runtime } from "./plugins/host.ts";
+import type { Runtime, RuntimeDeps } from "./plugins/host.ts";
 
 export interface OpsActions {
   reload(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }>;
@@ -16,9 +17,39 @@ async function ping(name: string, check: () => Promise<void>): Promise<[string, 
   }
 }
 
+type OpsDeps = Pick<RuntimeDeps, "kv" | "objects" | "metrics">;
+
+/** `GET /health`: liveness; with `?ready=1` also pings both stores (readiness). */
+async function health(c: Context, { kv, objects }: OpsDeps): Promise<Response> {
+  const ready = c.req.query("ready");
+  if (ready === undefined || ready === "0" || ready === "false") return c.json({ status: "ok" });
+  const checks = Object.fromEntries(await Promise.all([ping("kv", () => kv.ping()), ping("objects", () => objects.ping())]));
+  const up = Object.values(checks).every((v) => v === "ok");
+  return c.json({ status: up ? "ok" : "unavailable", checks }, up ? 200 : 503);
+}
+
+/** `GET /metrics`: the process's registry as Prometheus text. */
+async function metricsText(c: Context, { metrics }: OpsDeps): Promise<Response> {
+  return c.body(await metrics.text(), 200, { "content-type": metrics.contentType() });
+}
+
+/**
+ * The listener of a process that serves no gateway API (a standalone relay's
+ * `relay.metrics_addr`): `GET /health` and `GET /metrics`, answered exactly as the gateway
+ * answers them, from the process's one registry and stores; anything else is a 404.
+ */
+export function createOpsApp(deps: OpsDeps): Hono {
+  const app = new Hono();
+  app.get("/health", (c) => health(c, deps));
+  app.get("/metrics", (c) => metricsText(c, deps));
+  app.notFound((c) => errors.noRoute(c.req.method, new URL(c.req.url).pathname).toResponse());
+  app.onError((error) => toErrorResponse(error));
+  return app;
+}
+
 export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
   const { app } = runtime;
-  const { kv, objects, metrics, clock } = runtime.deps;
+  const { metrics, clock } = runtime.deps;
   const requests = metrics.counter({
     name: "svc_gateway_requests_total",
     help: "Requests answered by the gateway, by status, mode (sync, llm, async, admin) and service type",
@@ -52,17 +83,8 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
     await next();
   });
 
-  app.get("/health", async (c) => {
-    const ready = c.req.query("ready");
-    if (ready === undefined || ready === "0" || ready === "false") return c.json({ status: "ok" });
-    const checks = Object.fromEntries(await Promise.all([ping("kv", () => kv.ping()), ping("objects", () => objects.ping())]));
-    const up = Object.values(checks).every((v) => v === "ok");
-    return c.json({ status: up ? "ok" : "unavailable", checks }, up ? 200 : 503);
-  });
-
-  app.get("/metrics", async (c) => {
-    return c.body(await metrics.text(), 200, { "content-type": metrics.contentType() });
-  });
+  app.get("/health", (c) => health(c, runtime.deps));
+  app.get("/metrics", (c) => metricsText(c, runtime.deps));
 
   app.post("/-/reload", async (c) => {
     const result = await actions.reload();

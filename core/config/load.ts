@@ -125,6 +125,8 @@ function crossFieldProblems(config: GatewayConfig): string[] {
   // A start and a reload check the same rules: an address only the listener would refuse
   // used to pass a reload and stop the next start.
   if (typeof config.server?.addr === "string" && parseListenAddress(config.server.addr) === undefined) problems.push(listenAddressProblem("server.addr", config.server.addr));
+  const metricsAddr = config.relay?.metrics_addr;
+  if (typeof metricsAddr === "string" && metricsAddr !== "" && parseListenAddress(metricsAddr) === undefined) problems.push(listenAddressProblem("relay.metrics_addr", metricsAddr));
   const key = config.object_store.encryption.key;
   if (key !== "" && (key.length !== 64 || !isHex(key))) {
     problems.push(`object_store.encryption.key: must be 64 hex characters (32 bytes), got ${key.length} characters`);

@@ -292,6 +292,10 @@ export const GatewayConfigSchema = Type.Object(
         concurrency: Type.Integer({ minimum: 1, default: 4, description: "Jobs processed in parallel per process" }),
         lease_seconds: Type.Integer({ minimum: 1, default: 60, description: "Lease of a job being processed; renewed while the backend works" }),
         request_timeout: Duration("10m", "Max time for one inference call"),
+        metrics_addr: Type.String({
+          default: "",
+          description: "Where a standalone relay process (npm run relay) serves GET /metrics and GET /health, host:port or :port; \"\" = no listener",
+        }),
       },
       "Relay worker",
     ),

@@ -90,9 +90,10 @@ describe("hot reload", () => {
     const gw = await start(fileA);
     const needsRestart = () => gw.entries.filter((e) => e.event === "reload_needs_restart").map((e) => e.fields.keys);
 
-    const changed = fileA.replace('":8080"', '":9090"').replace("top_consumers: 0", "top_consumers: 5");
+    const changed = fileA.replace('":8080"', '":9090"').replace("top_consumers: 0", "top_consumers: 5").replace("relay: { embedded: false }", 'relay: { embedded: false, metrics_addr: ":9091" }');
+    expect(changed).toContain('metrics_addr: ":9091"');
     expect((await gw.reload(changed)).status).toBe(200);
-    expect(needsRestart()).toEqual([["server.addr", "metrics.top_consumers"]]);
+    expect(needsRestart()).toEqual([["server.addr", "relay.metrics_addr", "metrics.top_consumers"]]);
 
     // Back to the values the process runs with: nothing to restart for.
     expect((await gw.reload(fileA)).status).toBe(200);

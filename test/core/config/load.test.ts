@@ -324,6 +324,18 @@ describe("problems", () => {
     }
   });
 
+  it("checks relay.metrics_addr like server.addr; \"\" (the default) means no listener", () => {
+    expect(load("{}\n").relay.metrics_addr).toBe("");
+    for (const addr of ["not-an-addr", ":99999", "127.0.0.1:", "host:port"]) {
+      expect(problemsOf(`relay:\n  metrics_addr: "${addr}"\n`), addr).toEqual([
+        `relay.metrics_addr: "${addr}" is not host:port or :port (e.g. ":8080" or "127.0.0.1:8080", port 0-65535)`,
+      ]);
+    }
+    for (const addr of ["", ":9091", "127.0.0.1:9091", "[::1]:9091"]) {
+      expect(load(`relay:\n  metrics_addr: "${addr}"\n`).relay.metrics_addr, addr).toBe(addr);
+    }
+  });
+
   it("refuses 0s for durations whose zero the spec gives no meaning, naming the key and the default", () => {
     const problems = problemsOf('jobs:\n  idempotency_ttl: 0s\n  expired_marker_ttl: ""\nwebhooks:\n  timeout: "0"\n');
     expect(problems).toEqual([
