@@ -155,7 +155,12 @@ export async function listenFailed(platform: Platform, booted: Booted, error: un
 export function handleShutdown(platform: Platform, booted: Booted, stopServer: () => Promise<void>): void {
   let stopping = false;
   platform.onSignals(["SIGTERM", "SIGINT"], (signal) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal means "now": an operator (or a second Ctrl-C) does not have to wait
+      // for a request hung on a slow backend, which may take up to server.backend_timeout.
+      booted.log.warn("shutdown_forced", { signal, message: "a second signal while stopping: exiting without waiting for in-flight work" });
+      platform.exit(1);
+    }
     stopping = true;
     booted.log.info("shutdown", { signal });
     void (async () => {

@@ -3,7 +3,8 @@
  * suite runs on Deno) with its config file, ops endpoints, hot reload and shutdown.
  */
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { exitCode, onDeno, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { startHeldBackend } from "../fixtures/held-backend.ts";
+import { exitCode, onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { rawRequest } from "../support/raw-http.ts";
 import { freePort } from "../support/servers.ts";
@@ -137,6 +138,35 @@ services:
     if (!onDeno) expect(code).toBe(0);
     expect(gw.output()).toContain('"event":"shutdown"');
     expect(gw.output()).toContain('"event":"stopped"');
+  });
+
+  it("waits for a request in flight on SIGTERM, and a second SIGTERM exits at once", async () => {
+    const backend = await startHeldBackend();
+    backend.hold();
+    const gw = await start(`services:\n  - type: echo\n    model: echo\n    inference_url: ${backend.url}\n    operations: { echo: ["/v1/echo"] }\n`);
+    try {
+      const hung = fetch(`${gw.url}/v1/echo`, { method: "POST", body: "x" }).catch((error: unknown) => error);
+      await waitUntil(() => backend.waiting === 1);
+      // process.kill, not child.kill: Deno's child.kill sends one signal per child at most.
+      const pid = gw.child.pid as number;
+      process.kill(pid, "SIGTERM");
+      await waitUntil(() => gw.output().includes('"event":"shutdown"'));
+      // Still waiting for the hung request: the first signal lets in-flight work finish.
+      expect(gw.child.exitCode).toBeNull();
+      expect(gw.output()).not.toContain('"event":"stopped"');
+      const exited = new Promise<number | null>((resolve) => gw.child.once("exit", (code) => resolve(code)));
+      process.kill(pid, "SIGTERM");
+      const code = await exited;
+      // Deno's node:child_process reports the signal it sent instead of the exit code.
+      if (!onDeno) expect(code).toBe(1);
+      expect(gw.output()).toContain('"event":"shutdown_forced"');
+      expect(gw.output()).not.toContain('"event":"stopped"');
+      await hung;
+    } finally {
+      backend.release();
+      await gw.kill();
+      await backend.close();
+    }
   });
 });
 
