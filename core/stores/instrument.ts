@@ -1,17 +1,21 @@
 /**
  * Counts and logs store errors by operation, for every store the gateway opens:
  * `svc_kv_store_errors_total{op}` and `svc_object_store_errors_total{op}`.
- * The error is rethrown unchanged; callers decide whether to fail open.
+ * The error is rethrown unchanged; callers decide whether to fail open. A put that failed
+ * because of its body (the caller's stream) is not counted.
  */
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { KvStore } from "./kv.ts";
 import type { ObjectStore } from "./objects.ts";
+import { isBodyError } from "./streams.ts";
 
 function instrument<T extends object>(store: T, metricName: string, help: string, metrics: Metrics, log: Logger): T {
   const counter = metrics.counter({ name: metricName, help, labelNames: ["op"] });
   const wrapped = new Map<PropertyKey, unknown>();
   const failed = (op: string, error: unknown) => {
+    // A put whose body failed (an oversize or interrupted upload) is the caller's failure, not the store's.
+    if (isBodyError(error)) return;
     counter.inc({ op });
     log.warn("store_error", { store: metricName, op, error });
   };

@@ -3,6 +3,24 @@
  * web streams only.
  */
 
+/** Errors a put's body raised (see `isBodyError`). A WeakSet: the error objects stay the caller's. */
+const bodyErrors = new WeakSet<object>();
+
+/**
+ * True when a failed put failed because the body it was handed failed (an upload cut off at
+ * its size limit, a client that went away), not because of the store: such a failure is the
+ * caller's to report and is no store error. Stores may wrap the body's error (the S3 SDK
+ * does), so the `cause` chain is followed a few levels.
+ */
+export function isBodyError(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
+    if (bodyErrors.has(current)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /**
  * The body handed to `ObjectStore.put`, read one chunk at a time. It counts what it
  * hands out (put resolves with that count) and can cancel the caller's stream, so
@@ -29,7 +47,7 @@ export class BodySource {
     return this.#bytes;
   }
 
-  /** The next chunk, or null at the end. Rejects with the body's own error. */
+  /** The next chunk, or null at the end. Rejects with the body's own error (marked, see `isBodyError`). */
   async read(): Promise<Uint8Array | null> {
     if (this.#finished) return null;
     if (!this.#reader) {
@@ -45,6 +63,7 @@ export class BodySource {
       result = await this.#reader.read();
     } catch (error) {
       this.#finished = true;
+      if (typeof error === "object" && error !== null) bodyErrors.add(error);
       throw error;
     }
     if (result.done) {

@@ -255,6 +255,11 @@ describe("async jobs on Redis and S3", () => {
     const tooLarge = await submit(gw, "transcription", { fields: { model: "whisper" }, file: { name: "big.wav", content: big } });
     expect(tooLarge.status).toBe(413);
     expect(await message(tooLarge)).toContain("max_file_size_mb");
+    // The client's oversize file is no object store failure: nothing for an operator's alert.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toContain("# TYPE svc_object_store_errors_total counter");
+    expect(metrics).not.toContain('svc_object_store_errors_total{op="put"}');
+    expect(gw.output()).not.toContain('"event":"store_error"');
 
     const ambiguous = await submit(gw, "transcription", { fields: { model: "whisper-large" } });
     expect(ambiguous.status).toBe(400);
