@@ -76,10 +76,19 @@ export default definePlugin({
         .toResponse();
     };
 
+    /** The key names a job of another service type: replaying it would answer a different request. */
+    const otherType = (ctx: RequestContext, key: string, original: JobAccepted): Response => {
+      count(ctx, "conflict");
+      return errors
+        .conflict(`Idempotency-Key "${key}" was already used for job ${original.job_id} of service type "${original.service_type}"; send a new key for a job of service type "${ctx.serviceType}"`)
+        .toResponse();
+    };
+
     /** What an already-reserved key answers: its job while it exists, else 409. */
     const answerFor = async (ctx: RequestContext, key: string, stored: string, waitMs: number): Promise<Response> => {
       const original = parseAccepted(stored);
       if (!original) return conflict(ctx, key);
+      if (original.service_type !== ctx.serviceType) return otherType(ctx, key, original);
       // Counted in polls, not clock time: the clock may be a test's manual one.
       for (let polls = Math.ceil(waitMs / WINNER_POLL_MS); ; polls--) {
         if (await api.kv.exists(jobs.keys.record(original.job_id))) return replay(ctx, original);

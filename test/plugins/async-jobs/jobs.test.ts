@@ -579,6 +579,23 @@ describe("idempotency", () => {
     expect(metrics).toContain('svc_idempotency_requests_total{service_type="asr",outcome="replayed"} 1');
   });
 
+  it("answers 409 when the key was used for a job of another service type", async () => {
+    const gw = await start(owned);
+    const headers = { "idempotency-key": "k-3", "x-consumer": "ann" };
+    const first = await accepted(await submit(gw, "asr", {}, undefined, headers));
+    const other = await gw.request("/jobs/broken", { method: "POST", body: jobForm({}), headers });
+    expect(other.status).toBe(409);
+    expect(await other.json()).toEqual({
+      error: {
+        message: `Idempotency-Key "k-3" was already used for job ${first.job_id} of service type "asr"; send a new key for a job of service type "broken"`,
+        type: "conflict_error",
+      },
+    });
+    // The original still replays on its own type, and nothing was stored for the refused one.
+    expect((await submit(gw, "asr", {}, undefined, headers)).status).toBe(200);
+    expect(await objectKeys(gw.objects)).toHaveLength(1);
+  });
+
   it("answers 409 when the key's job is gone", async () => {
     const gw = await start(owned);
     const headers = { "idempotency-key": "k-2" };
