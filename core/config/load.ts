@@ -16,16 +16,7 @@ export type ConfigResult =
 
 /** Parses YAML and expands `${VAR}` references. Throws with a message naming the line on a syntax error. */
 export function parseConfigText(text: string, env: Env): Record<string, unknown> {
-  let raw: unknown;
-  try {
-    raw = parseYaml(text) ?? {};
-  } catch (error) {
-    throw new ConfigError([yamlSyntaxProblem(error, text)]);
-  }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new ConfigError(["(root): expected a mapping of sections (server:, services:, ...)"]);
-  }
-  return expandEnv(raw, env) as Record<string, unknown>;
+  return parseDocument(text, env, false);
 }
 
 /**
@@ -35,18 +26,28 @@ export function parseConfigText(text: string, env: Env): Record<string, unknown>
  * an empty file is almost certainly a mistake (write `services: []` for a gateway with none).
  */
 export function parseConfigFile(text: string, env: Env): Record<string, unknown> {
-  let empty = false;
+  return parseDocument(text, env, true);
+}
+
+function parseDocument(text: string, env: Env, refuseEmpty: boolean): Record<string, unknown> {
+  let raw: unknown;
   try {
-    empty = parseYaml(text) == null;
-  } catch {
-    // a syntax error: parseConfigText reports it
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError([yamlSyntaxProblem(error, text)]);
   }
-  if (empty) {
-    throw new ConfigError([
-      '(root): the file is empty (no YAML document, only whitespace or comments); write the configuration, at least one section such as "services: []"',
-    ]);
+  if (raw == null) {
+    if (refuseEmpty) {
+      throw new ConfigError([
+        '(root): the file is empty (no YAML document, only whitespace or comments); write the configuration, at least one section such as "services: []"',
+      ]);
+    }
+    raw = {};
   }
-  return parseConfigText(text, env);
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    throw new ConfigError(["(root): expected a mapping of sections (server:, services:, ...)"]);
+  }
+  return expandEnv(raw, env) as Record<string, unknown>;
 }
 
 /**
