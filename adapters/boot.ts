@@ -8,7 +8,7 @@ import { durationMs } from "../core/config/duration.ts";
 import { Gateway } from "../core/gateway.ts";
 import { createOpsApp } from "../core/ops.ts";
 import { createLogger, type Logger, type LogLevel } from "../core/log.ts";
-import type { ProcessRole } from "../core/plugins/types.ts";
+import type { PinnedFetch, ProcessRole } from "../core/plugins/types.ts";
 import { builtinPlugins } from "../plugins/index.ts";
 import { openStores } from "./stores.ts";
 
@@ -23,9 +23,11 @@ export interface Platform {
   exit(code: number): never;
   onSignals(signals: readonly string[], handler: (signal: string) => void): void;
   lookupHost(hostname: string): Promise<string[]>;
+  /** Connects to addresses the webhook SSRF check vetted, never to a fresh resolution of the name. */
+  fetchPinned: PinnedFetch;
   /** Reads a file of an installed package ("swagger-ui-dist/swagger-ui.css"), resolved from the gateway's own code. */
   readAsset(path: string): Promise<Uint8Array>;
-  /** The HTTP client for backends and webhooks, when the runtime has a faster one than its global fetch. */
+  /** The HTTP client for backends (webhooks use `fetchPinned`), when the runtime has a faster one than its global fetch. */
   fetch?: typeof fetch;
 }
 
@@ -91,6 +93,7 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
       importModule: (specifier) => platform.importModule(specifier, baseDir),
       openStores,
       lookupHost: platform.lookupHost,
+      fetchPinned: platform.fetchPinned,
       readAsset: platform.readAsset,
       fetch: platform.fetch,
       plugins: builtinPlugins,

@@ -12,7 +12,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes } from "./ops.ts";
 import { PluginError, Runtime, type RuntimeDeps } from "./plugins/host.ts";
-import type { PluginDefinition, ProcessRole } from "./plugins/types.ts";
+import type { PinnedFetch, PluginDefinition, ProcessRole } from "./plugins/types.ts";
 import { instrumentKv, instrumentObjects } from "./stores/instrument.ts";
 import type { KvStore } from "./stores/kv.ts";
 import type { ObjectStore } from "./stores/objects.ts";
@@ -39,6 +39,8 @@ export interface GatewayOptions {
   fetch?: typeof fetch;
   /** Host name -> IP addresses; adapters pass the runtime's resolver. */
   lookupHost?: (hostname: string) => Promise<string[]>;
+  /** Connects to vetted addresses only (webhook deliveries); adapters pass the runtime's. */
+  fetchPinned?: PinnedFetch;
   /** Reads a file of an installed package (API docs assets); adapters pass one. */
   readAsset?: (path: string) => Promise<Uint8Array>;
   /**
@@ -94,6 +96,7 @@ export class Gateway {
       lookupHost: options.lookupHost ?? (async () => {
         throw new Error("host name resolution is not available in this runtime");
       }),
+      fetchPinned: options.fetchPinned,
       readAsset: options.readAsset,
     };
     const gateway = new Gateway(options, deps, loaded.config);

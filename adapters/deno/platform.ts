@@ -2,6 +2,7 @@
 import { lookup } from "node:dns/promises";
 import type { Platform } from "../boot.ts";
 import { readPackageAsset } from "../package-asset.ts";
+import { fetchPinned } from "../pinned-fetch.ts";
 
 function resolvePath(path: string, baseDir: string): string {
   if (path.startsWith("/")) return path;
@@ -28,6 +29,7 @@ export const denoPlatform: Platform = {
   exit: (code) => Deno.exit(code),
   // Deno.resolveDns skips /etc/hosts; the node:dns compatibility layer uses the system resolver.
   lookupHost: async (hostname) => (await lookup(hostname, { all: true })).map((entry) => entry.address),
+  fetchPinned,
   readAsset: readPackageAsset,
   onSignals(signals, handler) {
     for (const signal of signals) Deno.addSignalListener(signal as Deno.Signal, () => handler(signal));

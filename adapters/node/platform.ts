@@ -6,6 +6,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Platform } from "../boot.ts";
 import { readPackageAsset } from "../package-asset.ts";
+import { fetchPinned } from "../pinned-fetch.ts";
 import { createNodeFetch } from "./http-client.ts";
 
 export const nodePlatform: Platform = {
@@ -25,6 +26,7 @@ export const nodePlatform: Platform = {
   writeError: (text) => process.stderr.write(text),
   exit: (code) => process.exit(code),
   lookupHost: async (hostname) => (await lookup(hostname, { all: true })).map((entry) => entry.address),
+  fetchPinned,
   readAsset: readPackageAsset,
   // Node 20's global fetch costs about 3x node:http per backend call (see http-client.ts).
   fetch: createNodeFetch(),

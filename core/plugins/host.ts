@@ -15,7 +15,7 @@ import { existingSlotOf, slotOf } from "../pipeline/request-slot.ts";
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
-import type { BackgroundTask, EventName, GatewayEvents, GatewayServices, PluginApi, PluginDefinition, ProcessRole } from "./types.ts";
+import type { BackgroundTask, EventName, GatewayEvents, GatewayServices, PinnedFetch, PluginApi, PluginDefinition, ProcessRole } from "./types.ts";
 
 export interface RuntimeDeps {
   role: ProcessRole;
@@ -25,10 +25,12 @@ export interface RuntimeDeps {
   ids: IdSource;
   log: Logger;
   metrics: Metrics;
-  /** The HTTP client for backends and webhooks (adapters may pass a faster one). */
+  /** The HTTP client for backends; webhooks use `fetchPinned` (adapters may pass a faster one). */
   fetch: typeof fetch;
   /** Resolves a host name to its IP addresses (webhook SSRF checks at delivery time). */
   lookupHost: (hostname: string) => Promise<string[]>;
+  /** Connects to vetted addresses only (webhook deliveries); absent in some embeddings and tests. */
+  fetchPinned?: PinnedFetch;
   /** Reads a file of an installed package ("swagger-ui-dist/swagger-ui.css"); absent in some embeddings and tests. */
   readAsset?: (path: string) => Promise<Uint8Array>;
 }
@@ -119,6 +121,7 @@ export class Runtime {
   private readonly taskControl = new AbortController();
   private readonly taskTimers = new Set<ReturnType<typeof setTimeout>>();
   private outbound: typeof fetch;
+  private readonly fetchWrappers: Array<(next: typeof fetch) => typeof fetch> = [];
   private inflight = 0;
   private drained?: () => void;
 
@@ -137,6 +140,14 @@ export class Runtime {
 
   /** Every plugin's outbound HTTP goes through here, so a wrapper (tracing) sees all of it. */
   private readonly fetchOutbound: typeof fetch = (input, init) => this.outbound(input, init);
+
+  /** A pinned request goes through the same wrappers as `fetchOutbound` (each call has its own innermost fetch). */
+  private readonly fetchPinned: PinnedFetch = (url, addresses, init) => {
+    const pinned = this.deps.fetchPinned;
+    if (!pinned) return Promise.reject(new Error("this runtime cannot connect to a pinned address (no fetchPinned was provided)"));
+    const innermost: typeof fetch = (input, options) => pinned(new URL(input instanceof Request ? input.url : String(input)), addresses, options);
+    return this.fetchWrappers.reduce((next, wrap) => wrap(next), innermost)(url, init);
+  };
 
   /** Sets up every active plugin in dependency order. */
   async install(definitions: readonly PluginDefinition[]): Promise<void> {
@@ -272,9 +283,11 @@ export class Runtime {
       metrics: deps.metrics,
       fetch: this.fetchOutbound,
       wrapFetch: (wrapper) => {
+        this.fetchWrappers.push(wrapper);
         this.outbound = wrapper(this.outbound);
       },
       lookupHost: deps.lookupHost,
+      fetchPinned: this.fetchPinned,
       routes: this.app,
       middleware: (handler) => {
         this.middlewares.push(handler);

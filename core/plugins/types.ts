@@ -59,6 +59,13 @@ export interface BackgroundTask {
   run(signal: AbortSignal): Promise<void>;
 }
 
+/**
+ * An HTTP request connected to one of `addresses`, never to what the URL's
+ * host name resolves to at connection time: the SSRF check's answer is the one used (webhooks).
+ * Bodies are strings or bytes; redirects are not followed.
+ */
+export type PinnedFetch = (url: URL, addresses: readonly string[], init?: RequestInit) => Promise<Response>;
+
 export interface PluginApi<Section = unknown> {
   readonly name: string;
   readonly role: ProcessRole;
@@ -72,12 +79,17 @@ export interface PluginApi<Section = unknown> {
   readonly ids: IdSource;
   readonly log: Logger;
   readonly metrics: Metrics;
-  /** The HTTP client to call backends and webhooks with (injectable for tests and adapters). */
+  /** The HTTP client to call backends with; webhooks use `fetchPinned` (injectable for tests and adapters). */
   readonly fetch: typeof fetch;
   /** Wraps the outbound HTTP client for every plugin of this runtime (tracing, for example). */
   wrapFetch(wrapper: (next: typeof fetch) => typeof fetch): void;
   /** Resolves a host name to its IP addresses (provided by the runtime adapter). */
   readonly lookupHost: (hostname: string) => Promise<string[]>;
+  /**
+   * `fetch` that connects only to `addresses` (vetted by the caller) instead of resolving the
+   * URL's host again; Host header and TLS name stay the URL's. Goes through `wrapFetch` wrappers.
+   */
+  readonly fetchPinned: PinnedFetch;
   /** Add routes here. The core's own routes (/health, /metrics, /-/reload) are registered first. */
   readonly routes: Hono;
   /**

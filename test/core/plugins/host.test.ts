@@ -8,7 +8,7 @@ import { errors } from "../../../core/errors.ts";
 import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { activePluginNames, orderPlugins, PluginError, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
-import { definePlugin, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
+import { definePlugin, type PinnedFetch, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 
 /** The host never touches the object store; any call is a test failure. */
@@ -30,7 +30,9 @@ afterEach(async () => {
   for (const kv of stores.splice(0)) await kv.close();
 });
 
-function newRuntime(options: { text?: string; definitions?: readonly PluginDefinition[]; log?: Logger; role?: ProcessRole } = {}): Runtime {
+function newRuntime(
+  options: { text?: string; definitions?: readonly PluginDefinition[]; log?: Logger; role?: ProcessRole; fetchPinned?: PinnedFetch } = {},
+): Runtime {
   const { config, extra } = configOf(options.text, options.definitions);
   const kv = new MemoryKv();
   stores.push(kv);
@@ -44,13 +46,17 @@ function newRuntime(options: { text?: string; definitions?: readonly PluginDefin
     metrics: new Metrics(),
     fetch: () => Promise.reject(new Error("the plugin host tests make no outgoing requests")),
     lookupHost: () => Promise.reject(new Error("the plugin host tests resolve no host names")),
+    fetchPinned: options.fetchPinned,
   };
   const runtime = new Runtime(config, extra, deps);
   runtimes.push(runtime);
   return runtime;
 }
 
-async function installed(definitions: readonly PluginDefinition[], options: { text?: string; log?: Logger; role?: ProcessRole } = {}): Promise<Runtime> {
+async function installed(
+  definitions: readonly PluginDefinition[],
+  options: { text?: string; log?: Logger; role?: ProcessRole; fetchPinned?: PinnedFetch } = {},
+): Promise<Runtime> {
   const runtime = newRuntime({ ...options, definitions });
   await runtime.install(definitions);
   return runtime;
@@ -386,5 +392,48 @@ describe("Runtime.close", () => {
     const { log, lines } = capturingLogger();
     await installed([plugin("named", { setup: (api) => api.log.info("ready", { port: 1 }) })], { log });
     expect(lines).toEqual([expect.objectContaining({ level: "info", event: "ready", plugin: "named", port: 1 })]);
+  });
+});
+
+describe("pinned fetch", () => {
+  /** A plugin that wraps the outbound client (as tracing does), and one that calls fetchPinned. */
+  function plugins() {
+    let api!: PluginApi;
+    const wrapper = definePlugin({
+      name: "wrapper",
+      setup(wrapping) {
+        wrapping.wrapFetch((next) => (input, init) => {
+          const headers = new Headers(init?.headers);
+          headers.set("x-wrapped", "yes");
+          return next(input, { ...init, headers });
+        });
+      },
+    });
+    const caller = definePlugin({
+      name: "caller",
+      setup(given) {
+        api = given;
+      },
+    });
+    return { definitions: [wrapper, caller], api: () => api };
+  }
+
+  it("connects to the given addresses through the runtime's fetch wrappers", async () => {
+    const calls: Array<{ url: string; addresses: readonly string[]; wrapped: string | null }> = [];
+    const fetchPinned: PinnedFetch = async (url, addresses, init) => {
+      calls.push({ url: url.href, addresses, wrapped: new Headers(init?.headers).get("x-wrapped") });
+      return new Response("ok", { status: 201 });
+    };
+    const { definitions, api } = plugins();
+    await installed(definitions, { fetchPinned });
+    const response = await api().fetchPinned(new URL("https://hooks.example.com/done"), ["93.184.216.34"], { method: "POST", body: "{}" });
+    expect(response.status).toBe(201);
+    expect(calls).toEqual([{ url: "https://hooks.example.com/done", addresses: ["93.184.216.34"], wrapped: "yes" }]);
+  });
+
+  it("refuses, saying why, when the runtime provides no pinned client", async () => {
+    const { definitions, api } = plugins();
+    await installed(definitions);
+    await expect(api().fetchPinned(new URL("https://hooks.example.com/"), ["93.184.216.34"])).rejects.toThrow(/cannot connect to a pinned address/);
   });
 });
