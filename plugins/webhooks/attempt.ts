@@ -1,14 +1,16 @@
 /**
  * One delivery attempt: re-check the target against what its name resolves to now, sign
- * with a fresh timestamp, POST without following redirects, and say what happened.
+ * with a fresh timestamp, POST to exactly the addresses that check vetted (the name is not
+ * resolved again: DNS rebinding) without following redirects, and say what happened.
  * 2xx/3xx/4xx mean delivered (the receiver answered; a 4xx will not change on retry),
  * 5xx, network errors and timeouts are worth retrying, a refused target is not.
  */
+import type { PinnedFetch } from "../../core/plugins/types.ts";
 import { signatureHeader } from "./signature.ts";
 import { checkCallbackUrl } from "./target.ts";
 
 export interface AttemptSettings {
-  fetch: typeof fetch;
+  fetchPinned: PinnedFetch;
   lookupHost: (hostname: string) => Promise<string[]>;
   allowPrivateNetworks: boolean;
   /** "" = unsigned. */
@@ -53,10 +55,9 @@ export async function attemptDelivery(request: AttemptRequest, settings: Attempt
     if (settings.signingSecret !== "") {
       headers["x-svc-signature"] = await signatureHeader(settings.signingSecret, Math.floor(settings.now() / 1000), request.body);
     }
-    const response = await settings.fetch(target.url, { method: "POST", headers, body: request.body, redirect: "manual", signal });
+    const response = await settings.fetchPinned(target.url, target.addresses, { method: "POST", headers, body: request.body, redirect: "manual", signal });
     // Only the status matters; release the connection without reading the body.
     await response.body?.cancel().catch(() => {});
-    // Status 0 is an opaque redirect (browser-style fetch): the receiver answered with a 3xx.
     if (response.status < 500) return { delivered: true, status: response.status };
     return { delivered: false, retry: true, error: `HTTP ${response.status}` };
   } catch (error) {

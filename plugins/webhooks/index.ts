@@ -66,7 +66,7 @@ export default definePlugin({
     const jobs = () => (api.has("jobs") ? api.use("jobs") : undefined);
     const dispatcher = new Dispatcher({
       queue: new DeliveryQueue(api.kv, recordTtlMs, () => jobs()?.keys.notifyOutbox),
-      attempt: { ...policy, fetch: api.fetch, signingSecret: settings.signing_secret, timeoutMs, now: () => api.clock.now() },
+      attempt: { ...policy, fetchPinned: api.fetchPinned, signingSecret: settings.signing_secret, timeoutMs, now: () => api.clock.now() },
       maxAttempts: settings.max_retries,
       backoffMs,
       maxBackoffMs,

@@ -1,7 +1,10 @@
 /**
  * The callback URL policy (SSRF guard), applied at submission and again before every
  * delivery attempt against the addresses the host name resolves to then, so a name that
- * was public at submission and points inside later (DNS rebinding) is still refused.
+ * was public at submission and points inside later is still refused. The attempt then
+ * connects to exactly the addresses vetted here (`addresses`), never to a new resolution
+ * of the name, so a name that changes its answer between the check and the connection
+ * (DNS rebinding) cannot slip an address past the check.
  */
 import { classifyAddress } from "./address.ts";
 
@@ -25,7 +28,7 @@ const METADATA_HOSTS = new Set([
  * A refusal is final (a delivery to it is never retried), except `unresolved`: the name did
  * not resolve, which at delivery time is a transient failure like any network error.
  */
-export type Checked = { ok: true; url: URL } | { ok: false; reason: string; unresolved?: true };
+export type Checked = { ok: true; url: URL; addresses: string[] } | { ok: false; reason: string; unresolved?: true };
 
 type Shape = { ok: true; url: URL; host: string; isAddress: boolean } | { ok: false; reason: string };
 
@@ -61,7 +64,7 @@ export async function checkCallbackUrl(text: string, policy: TargetPolicy): Prom
   const shape = checkUrlShape(text, policy.allowPrivateNetworks);
   if (!shape.ok) return shape;
   const { url, host } = shape;
-  if (shape.isAddress) return { ok: true, url };
+  if (shape.isAddress) return { ok: true, url, addresses: [host] };
   let addresses: string[];
   try {
     addresses = await policy.lookupHost(host);
@@ -76,7 +79,7 @@ export async function checkCallbackUrl(text: string, policy: TargetPolicy): Prom
     const refused = refusal(classified, `${host} (${address})`, policy.allowPrivateNetworks);
     if (refused) return { ok: false, reason: refused };
   }
-  return { ok: true, url };
+  return { ok: true, url, addresses };
 }
 
 function hostOf(url: URL): string {

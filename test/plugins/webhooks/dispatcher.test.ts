@@ -7,11 +7,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import { silentLogger } from "../../../core/log.ts";
+import type { PinnedFetch } from "../../../core/plugins/types.ts";
 import { Dispatcher, notificationBody, type DispatcherOptions, type TerminalJob } from "../../../plugins/webhooks/dispatcher.ts";
 import { DEADLETTER_KEY, DeliveryQueue, RETRIES_KEY, type DeliveryRecord } from "../../../plugins/webhooks/queue.ts";
 
 interface Sent {
   url: string;
+  /** The addresses the attempt told the client to connect to. */
+  addresses: readonly string[];
   init: RequestInit;
   headers: Headers;
   body: string;
@@ -20,15 +23,15 @@ interface Sent {
 /** A receiver answering from a script of statuses (or thrown errors); the last entry repeats. */
 function scriptedFetch(script: Array<number | Error | "hang">) {
   const sent: Sent[] = [];
-  const fetchFn = (async (input: RequestInfo | URL, init: RequestInit = {}) => {
-    sent.push({ url: String(input), init, headers: new Headers(init.headers), body: String(init.body) });
+  const fetchFn: PinnedFetch = async (url, addresses, init = {}) => {
+    sent.push({ url: String(url), addresses, init, headers: new Headers(init.headers), body: String(init.body) });
     const step = script[Math.min(sent.length - 1, script.length - 1)];
     if (step === "hang") {
       return await new Promise<Response>((_, reject) => init.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
     }
     if (step instanceof Error) throw step;
     return new Response("receiver says hi", { status: step, headers: step >= 300 && step < 400 ? { location: "http://10.0.0.1/" } : {} });
-  }) as typeof fetch;
+  };
   return { fetchFn, sent };
 }
 
@@ -61,7 +64,7 @@ function setup(script: Array<number | Error | "hang">, overrides: Overrides = {}
   const dispatcher = new Dispatcher({
     queue: new DeliveryQueue(kv, 3_600_000),
     attempt: {
-      fetch: fetchFn,
+      fetchPinned: fetchFn,
       lookupHost: async (host) => (host === "hooks.example.com" ? ["93.184.216.34"] : host === "rebinds.example.com" ? ["127.0.0.1"] : []),
       allowPrivateNetworks: false,
       signingSecret: "whsec",
@@ -143,6 +146,8 @@ describe("webhook dispatcher", () => {
     expect(s.sent).toHaveLength(1);
     const [request] = s.sent;
     expect(request.url).toBe("https://hooks.example.com/done");
+    // The connection goes to what the check vetted, not to a fresh resolution of the name.
+    expect(request.addresses).toEqual(["93.184.216.34"]);
     expect(request.init.method).toBe("POST");
     expect(request.init.redirect).toBe("manual");
     expect(request.headers.get("content-type")).toBe("application/json");
@@ -258,7 +263,7 @@ describe("webhook dispatcher", () => {
     const kv = new MemoryKv(clock);
     kvs.push(kv);
     // The first process never hears back (its attempt hangs until its timeout, then we drop it).
-    const dying = setup([], { attempt: { fetch: () => new Promise<Response>(() => {}), timeoutMs: 3_600_000 } }, { kv, clock });
+    const dying = setup([], { attempt: { fetchPinned: () => new Promise<Response>(() => {}), timeoutMs: 3_600_000 } }, { kv, clock });
     void dying.dispatcher.dispatch(job());
     await until(async () => (await kv.zscore(RETRIES_KEY, "job-1")) !== null);
     expect(await kv.zscore(RETRIES_KEY, "job-1")).toBe(clock.now() + 60_000);

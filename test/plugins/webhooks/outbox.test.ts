@@ -66,10 +66,11 @@ async function start(open: (clock: ManualClock) => Promise<KvStore>) {
     ids: randomIds,
     log: silentLogger,
     metrics: new Metrics(),
-    fetch: (async (input: RequestInfo | URL, init: RequestInit = {}) => {
+    fetch: () => Promise.reject(new Error("webhooks deliver through fetchPinned")),
+    fetchPinned: async (input, _addresses, init = {}) => {
       sent.push({ url: String(input), body: JSON.parse(String(init.body)) as Record<string, unknown> });
       return new Response(null, { status: 200 });
-    }) as typeof fetch,
+    },
     lookupHost: async (host) => (host === "hooks.example.com" ? ["93.184.216.34"] : []),
   });
   let probe!: PluginApi;

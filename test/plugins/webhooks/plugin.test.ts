@@ -78,10 +78,11 @@ async function start(yaml: string, receiverStatus = 200, options: { log?: Logger
     ids: randomIds,
     log: options.log ?? silentLogger,
     metrics,
-    fetch: (async (input: RequestInfo | URL, init: RequestInit = {}) => {
+    fetch: () => Promise.reject(new Error("webhooks deliver through fetchPinned")),
+    fetchPinned: async (input, _addresses, init = {}) => {
       sent.push({ url: String(input), headers: new Headers(init.headers), body: JSON.parse(String(init.body)) });
       return new Response(null, { status: receiverStatus });
-    }) as typeof fetch,
+    },
     lookupHost: async (host) => (host === "hooks.example.com" ? ["93.184.216.34"] : host === "intranet.example.com" ? ["10.1.2.3"] : []),
   });
   runtimes.push(runtime);
