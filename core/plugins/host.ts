@@ -129,7 +129,7 @@ export class Runtime {
   ) {
     this.registry = new Registry(config.services);
     this.pipeline = new Pipeline(deps.log);
-    this.pipeline.add("identify", headerIdentity(config.server));
+    this.pipeline.add("identify", headerIdentity(config));
     this.outbound = deps.fetch;
     // Registered before any route (the core's included) so plugin middleware sees every request.
     this.app.use("*", (c, next) => runMiddleware(this.middlewares, c, next));
