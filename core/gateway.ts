@@ -134,10 +134,15 @@ export class Gateway {
    * Answers one request. `responded`, when the server adapter can provide it, settles once
    * the response has been written or the client went away: work that must wait for the end
    * of the response (releasing a slot, filling the cache) then hangs on it instead of the
-   * response body being wrapped in another stream to find its end.
+   * response body being wrapped in another stream to find its end. `timesSent` counts a
+   * header's repeats in the raw request (identity headers sent twice are refused).
    */
-  readonly fetch = (request: Request, options?: { responded?: PromiseLike<unknown>; target?: string }): Promise<Response> => {
-    return this.current.handle(request, options?.responded, unnormalizedPath(options?.target ?? request.url));
+  readonly fetch = (request: Request, options?: { responded?: PromiseLike<unknown>; target?: string; timesSent?: (name: string) => number }): Promise<Response> => {
+    return this.current.handle(request, {
+      responded: options?.responded,
+      refusal: unnormalizedPath(options?.target ?? request.url),
+      timesSent: options?.timesSent,
+    });
   };
 
   /**

@@ -2,12 +2,13 @@
 import { serve, type Http2Bindings, type HttpBindings } from "@hono/node-server";
 import type { Server } from "node:http";
 import { boot, handleShutdown, listenFailed } from "../boot.ts";
+import { timesSentIn } from "./header-repeats.ts";
 import { nodePlatform } from "./platform.ts";
 import { respondedOf } from "./responded.ts";
 
 const booted = await boot(nodePlatform, "gateway");
 const { hostname, port } = booted.listen;
-const fetch = (request: Request, env: HttpBindings | Http2Bindings) => booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url });
+const fetch = (request: Request, env: HttpBindings | Http2Bindings) => booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url, timesSent: timesSentIn(env.incoming.rawHeaders) });
 const server = serve({ fetch, hostname, port }, (info) => {
   booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
   booted.gateway.start();

@@ -2,23 +2,76 @@
  * The core's identify step: the consumer, user type and priority signal from the headers
  * the config names (spec 5.1). An auth plugin adds a later identify step that replaces
  * the principal with a verified one.
+ *
+ * A header that is sent counts as sent, whatever its value: a blank consumer or user type
+ * is refused (400), never read as an absent header, since an absent consumer header is the
+ * admin/internal bypass of job ownership (spec 5.2) and a blank one names nobody. An
+ * identity header sent twice is refused too (`repeatedIdentityHeader`).
  */
 import type { GatewayConfig } from "../config/schema.ts";
+import { errors, type GatewayError } from "../errors.ts";
 import type { StageStep } from "./pipeline.ts";
+import { existingSlotOf } from "./request-slot.ts";
 
-export function headerIdentity(server: GatewayConfig["server"]): StageStep {
-  const consumerHeader = server.consumer_header.toLowerCase();
-  const userTypeHeader = server.user_type_header.toLowerCase();
-  const priorityHeader = server.priority_header.toLowerCase();
+export function headerIdentity(config: GatewayConfig): StageStep {
+  const { consumer_header: consumerHeader, user_type_header: userTypeHeader, priority_header: priorityHeader } = config.server;
+  // With oauth2 the token alone names the caller: these two headers are not checked (a later step ignores them).
+  const checked = config.auth.mode !== "oauth2";
+  const checks: Array<[header: string, names: string | undefined]> = [
+    [checked ? consumerHeader : "", "a consumer name"],
+    [checked ? userTypeHeader : "", "a user type"],
+    // Blank is fine here: the priority header marks a request by being there (spec 4.1).
+    [priorityHeader, undefined],
+  ];
+  const headers = checks.filter(([header]) => header !== "");
   return function identifyFromHeaders(ctx) {
-    const headers = ctx.request.headers;
-    const consumer = consumerHeader ? headers.get(consumerHeader)?.trim() || undefined : undefined;
-    const userType = userTypeHeader ? headers.get(userTypeHeader)?.trim() || undefined : undefined;
+    const request = ctx.request;
+    for (const [header, names] of headers) {
+      const refused = repeatedIdentityHeader(request, header) ?? (names !== undefined ? blankIdentityHeader(request, header, names) : undefined);
+      if (refused) return refused.toResponse();
+    }
+    const consumer = read(request.headers, consumerHeader);
+    const userType = read(request.headers, userTypeHeader);
     if (consumer !== undefined || userType !== undefined) {
       ctx.principal = { ...ctx.principal, consumer, userType };
     }
-    ctx.priority = priorityHeader !== "" && headers.has(priorityHeader);
+    ctx.priority = priorityHeader !== "" && request.headers.has(priorityHeader);
   };
+}
+
+function read(headers: Headers, header: string): string | undefined {
+  return header === "" ? undefined : headers.get(header)?.trim() || undefined;
+}
+
+/**
+ * A 400 for an identity header sent more than once (any letter case). `Headers.get` joins
+ * repeats with ", ", so `X-Roles: user` and a second `x-roles: admin` (say, a client's copy
+ * that a proxy in front appended to instead of replacing) would read as both roles. The
+ * server adapter counts repeats in the raw request; without its count nothing is refused.
+ */
+export function repeatedIdentityHeader(request: Request, header: string): GatewayError | undefined {
+  const times = existingSlotOf(request)?.timesSent?.(header.toLowerCase()) ?? 1;
+  if (times <= 1) return undefined;
+  return errors.badRequest(
+    `the ${header} header was sent ${times} times; send it once (a proxy in front of the gateway must replace the client's ${header} header, not add another)`,
+  );
+}
+
+/** A 400 for a single-value identity header sent with nothing but blanks in it. */
+function blankIdentityHeader(request: Request, header: string, names: string): GatewayError | undefined {
+  const value = request.headers.get(header);
+  if (value === null || value.trim() !== "") return undefined;
+  return errors.badRequest(`the ${header} header is empty: send ${names} or leave the header out`);
+}
+
+/**
+ * The request carries the consumer header with a blank value, and the auth mode reads that
+ * header. Such a caller owns no job: a job lookup answers 404 as for another consumer's job.
+ */
+export function sentBlankConsumer(config: GatewayConfig, request: Request): boolean {
+  const header = config.server.consumer_header;
+  if (header === "" || config.auth.mode === "oauth2") return false;
+  return request.headers.get(header)?.trim() === "";
 }
 
 /**

@@ -16,6 +16,13 @@ export interface RequestSlot {
   responded?: PromiseLike<unknown>;
   /** Why the gateway refuses the request before any route (a path not in normal form). */
   refusal?: string;
+  /**
+   * How many times the client sent a header, any letter case (`name` in lower case), counted
+   * by the server adapter from the raw request: a `Headers` object joins repeats into one
+   * value with ", ", so they cannot be told apart from a list sent once. Absent when the
+   * adapter cannot tell (then no header counts as repeated).
+   */
+  timesSent?: (name: string) => number;
   context?: RequestState;
 }
 

@@ -11,7 +11,7 @@ import type { Metrics } from "../metrics.ts";
 import { RequestState, type RequestMode } from "../pipeline/context.ts";
 import { headerIdentity } from "../pipeline/identity.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
-import { existingSlotOf, slotOf } from "../pipeline/request-slot.ts";
+import { existingSlotOf, slotOf, type RequestSlot } from "../pipeline/request-slot.ts";
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
@@ -132,7 +132,7 @@ export class Runtime {
   ) {
     this.registry = new Registry(config.services);
     this.pipeline = new Pipeline(deps.log);
-    this.pipeline.add("identify", headerIdentity(config.server));
+    this.pipeline.add("identify", headerIdentity(config));
     this.outbound = deps.fetch;
     // Registered before any route (the core's included) so plugin middleware sees every request.
     this.app.use("*", (c, next) => runMiddleware(this.middlewares, c, next));
@@ -168,11 +168,15 @@ export class Runtime {
     return existingSlotOf(request)?.context;
   }
 
-  /** `refusal`: answer 400 with this message before any route (still counted, traced and audited). */
-  async handle(request: Request, responded?: PromiseLike<unknown>, refusal?: string): Promise<Response> {
+  /**
+   * `refusal`: answer 400 with this message before any route (still counted, traced and
+   * audited). `responded` and `timesSent`: what the server adapter knows (see RequestSlot).
+   */
+  async handle(request: Request, from: Pick<RequestSlot, "responded" | "refusal" | "timesSent"> = {}): Promise<Response> {
     const slot = slotOf(request);
-    slot.responded = responded;
-    slot.refusal = refusal;
+    slot.responded = from.responded;
+    slot.refusal = from.refusal;
+    slot.timesSent = from.timesSent;
     this.inflight++;
     try {
       return await this.app.fetch(request);

@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { errors } from "../../core/errors.ts";
 import type { RequestState } from "../../core/pipeline/context.ts";
+import { sentBlankConsumer } from "../../core/pipeline/identity.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import type { JobRecord, JobStore } from "./types.ts";
 
@@ -21,7 +22,7 @@ export async function identify(api: PluginApi, c: Context, serviceType: string):
 }
 
 /**
- * Ownership (spec 5.2): a caller without a consumer identity (no header: admin/internal
+ * Ownership (spec 5.2): a caller without a consumer identity (no header at all: admin/internal
  * access, or consumer identification off) sees every job; one with an identity sees only
  * jobs saved under the same consumer.
  */
@@ -35,9 +36,12 @@ export const expiredResponse = (): Response =>
 export async function findJob(api: PluginApi, store: JobStore, c: Context): Promise<JobAccess> {
   const type = c.req.param("type") ?? "";
   const id = c.req.param("id") ?? "";
+  const missing = errors.notFound(`job "${id}" of service type "${type}" not found`);
+  // A blank consumer header is sent, so no bypass; it names nobody, so it owns no job (404
+  // as for another consumer's job) where every other request refuses it (400).
+  if (sentBlankConsumer(api.config, c.req.raw)) throw missing;
   const { ctx, answer } = await identify(api, c, type);
   if (answer) return { kind: "answer", response: answer };
-  const missing = errors.notFound(`job "${id}" of service type "${type}" not found`);
   if (!store.keys.isJobId(id)) throw missing;
   const caller = ctx.principal.consumer;
   const found = await store.lookup(id);
