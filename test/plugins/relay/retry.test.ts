@@ -39,12 +39,12 @@ describe.each(stores)("job retries: $name", ({ open }) => {
   /** Model names of their own per test: the Redis database is shared. */
   let model: string;
 
-  async function start(): Promise<void> {
+  async function start(extra = ""): Promise<void> {
     clock = new ManualClock();
     kv = await open();
     model = `m-${crypto.randomUUID().slice(0, 8)}`;
     gw = await jobsRuntime(
-      `
+      `${extra}
 services:
   - type: asr
     model: ${model}
@@ -135,6 +135,17 @@ services:
     expect(backend.calls).toBe(2);
     await after(1);
     expect(await view(id)).toMatchObject({ status: "completed", attempts: 3 });
+  });
+
+  it("retries an attempt that passed relay.request_timeout", async () => {
+    await start("relay: { request_timeout: 500ms }");
+    backend.script(["hang"]);
+    const id = await submit();
+    await gw.relay();
+    expect(await view(id)).toMatchObject({ status: "pending", attempts: 1 });
+    await after(1_000);
+    expect(await view(id)).toMatchObject({ status: "completed", attempts: 2, result: { ok: true, call: 2 } });
+    expect(await gw.metrics.text()).toContain(`svc_relay_job_retries_total{model="${model}",reason="timeout"} 1`);
   });
 
   it("fails the job once max_attempts is used up, with the last error", async () => {
