@@ -167,6 +167,7 @@ function crossFieldProblems(config: GatewayConfig): string[] {
     if (service.inference_url !== "" && !/^https?:\/\//.test(service.inference_url)) {
       problems.push(`${at}.inference_url: must start with http:// or https://`);
     }
+    problems.push(...retryProblems(service.retry, `${at}.retry`));
   });
   for (const [type, byUserType] of Object.entries(config.rate_limits)) {
     for (const [userType, limits] of Object.entries(byUserType)) {
@@ -206,6 +207,27 @@ function positiveDurationProblems(config: GatewayConfig): string[] {
       continue; // a malformed duration is already reported by the schema
     }
     if (ms <= 0) problems.push(`${key}: must be a positive duration, got ${JSON.stringify(value)} (${hint})`);
+  }
+  return problems;
+}
+
+/** A service's retry delays: a 0s delay would retry at once, in a tight loop against a failing backend. */
+function retryProblems(retry: GatewayConfig["services"][number]["retry"] | undefined, at: string): string[] {
+  if (!retry) return [];
+  let backoff: number;
+  let maxBackoff: number;
+  try {
+    backoff = durationMs(retry.backoff);
+    maxBackoff = durationMs(retry.max_backoff);
+  } catch {
+    return []; // a malformed duration is already reported by the schema
+  }
+  const problems: string[] = [];
+  if (backoff <= 0) problems.push(`${at}.backoff: must be a positive duration, got ${JSON.stringify(retry.backoff)} (default "1s": the delay before the first retry)`);
+  if (maxBackoff <= 0) {
+    problems.push(`${at}.max_backoff: must be a positive duration, got ${JSON.stringify(retry.max_backoff)} (default "30s": the longest delay between attempts)`);
+  } else if (backoff > maxBackoff) {
+    problems.push(`${at}.max_backoff: ${formatDuration(maxBackoff)} is shorter than backoff (${formatDuration(backoff)}); raise max_backoff or lower backoff`);
   }
   return problems;
 }

@@ -39,6 +39,23 @@ export const TokenLimitSchema = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
+/**
+ * Retries of a failed async job attempt (a transient failure: network error, timeout, or a
+ * status listed in on_statuses). max_attempts 1 is the spec's behaviour: no retry.
+ */
+export const RetrySchema = Type.Object(
+  {
+    max_attempts: Type.Integer({ minimum: 1, default: 1, description: "Attempts in total, the first included; 1 = no retry" }),
+    backoff: Duration("1s", "Delay before the first retry, doubled on each further one"),
+    max_backoff: Duration("30s", "Cap on the delay, a backend's Retry-After included"),
+    on_statuses: Type.Array(Type.Integer({ minimum: 100, maximum: 599 }), {
+      default: [429, 500, 502, 503, 504],
+      description: "Backend statuses that are retried (network errors and timeouts always are)",
+    }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 export const ServiceSchema = Type.Object(
   {
     type: Type.String({ minLength: 1, description: "Service type, used in /jobs/{service_type}" }),
@@ -62,6 +79,7 @@ export const ServiceSchema = Type.Object(
     swagger_url: Type.String({ default: "", description: "Address of the backend's OpenAPI spec" }),
     swagger_headers: StringMap("Headers for fetching swagger_url"),
     deprecated: Type.Boolean({ default: false, description: "Informational; routing is unchanged" }),
+    retry: RetrySchema,
     visibility: Type.Optional(
       Type.Object(
         { user_types: StringList("User types in the audience"), groups: StringList("Principal groups in the audience") },

@@ -14,6 +14,7 @@
  * | relay:<model>:processing          | list   | ids a relay has claimed                      | none (entries leave when the relay finishes or the GC reaper reclaims them)
  * | relay:<model>:deadletter          | list   | ids the GC reaper gave up on                 | none (not self-draining)
  * | relay-lease:<id>                  | string | the claiming relay's token                   | relay.lease_seconds, renewed every third of it while the backend works
+ * | relay-retry:<model>               | zset   | job id -> due ms: pending jobs waiting to be retried (services[].retry) | none (a relay's claim moves due entries to the queue head; cancel and purge remove them)
  * | idempotency:<consumer>:<key>      | string | the 2.1 body of the job the key created      | jobs.idempotency_ttl
  * | jobs:notify-outbox                | zset   | job id -> sweep-after ms: ended with a callback_url, webhook not yet persisted | none (the webhooks plugin removes an entry when it persists the delivery, or drops it when the job is gone)
  *
@@ -35,6 +36,8 @@ const PREFIX = {
   notifyOutbox: "jobs:notify-outbox",
   queue: "relay:",
   lease: "relay-lease:",
+  // Not under "relay:": the GC reads every "relay:" key as a list of a model's queue.
+  retry: "relay-retry:",
   idempotency: "idempotency:",
   objects: "jobs/",
 } as const;
@@ -63,6 +66,8 @@ export const jobKeys = {
   deadletter: (model: string) => `${PREFIX.queue}${model}:deadletter`,
   lease: (id: string) => `${PREFIX.lease}${id}`,
   leasePrefix: PREFIX.lease,
+  /** Jobs whose attempt failed transiently, scored by when they may run again. */
+  retry: (model: string) => `${PREFIX.retry}${model}`,
   idempotency: (consumer: string | undefined, key: string) => `${PREFIX.idempotency}${encodeURIComponent(consumer ?? "")}:${key}`,
 
   inputObject: (id: string) => `${PREFIX.objects}${id}/input`,

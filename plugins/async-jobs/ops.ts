@@ -172,8 +172,9 @@ return outcome
  * DELETE /jobs/{type}/{id} (DESIGN 4): a pending job is cancelled and leaves its queue at
  * once (joining the notification outbox when it has a callback_url); a processing one gets
  * a cancel signal the relay acts on; others are left alone.
+ * A pending job waiting for a retry leaves the retry set as well, so it never runs again.
  * KEYS[1] record, KEYS[2] tombstone, KEYS[3] queue, KEYS[4] cancel signal, KEYS[5]
- * notification outbox, KEYS[6] consumer index (optional).
+ * notification outbox, KEYS[6] retry set, KEYS[7] consumer index (optional).
  * ARGV[1] id, ARGV[2] cancelled record TTL ms, ARGV[3] tombstone TTL ms, ARGV[4] signal
  * TTL ms, ARGV[5] outbox score (sweep-after ms), ARGV[6..] field/value pairs for a
  * cancelled record.
@@ -189,7 +190,8 @@ if current == 'pending' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   redis.call('LREM', KEYS[3], 0, ARGV[1])
-  extend_index(KEYS[6], ARGV[2])
+  redis.call('ZREM', KEYS[6], ARGV[1])
+  extend_index(KEYS[7], ARGV[2])
   schedule_if_field(KEYS[1], 'callback_url', KEYS[5], ARGV[5], ARGV[1])
   return {'cancelled', current}
 end
@@ -198,7 +200,7 @@ if current == 'processing' then
 end
 return {current, current}
 `,
-  js: (data, [record, tombstone, queue, cancel, outbox, index], args) => {
+  js: (data, [record, tombstone, queue, cancel, outbox, retry, index], args) => {
     const [id, ttl, tombTtl, signalTtl, notifyAfter] = args;
     const current = data.hget(record, "status");
     if (current === null) return ["", ""];
@@ -207,6 +209,7 @@ return {current, current}
       data.pexpire(record, Number(ttl));
       data.pexpire(tombstone, Number(tombTtl));
       data.lrem(queue, 0, id);
+      data.zrem(retry, id);
       extendIndex(data, index, Number(ttl));
       scheduleIfField(data, record, "callback_url", outbox, Number(notifyAfter), id);
       return ["cancelled", current];
@@ -216,27 +219,90 @@ return {current, current}
   },
 };
 
+/** Due retries moved to the queue per claim: bounds the work of one script. */
+export const PROMOTE_BATCH = 100;
+
 /**
  * Reliable-queue claim: moves the head of a queue to its processing list and takes the
  * job's lease in one step, so a claimed job always has a lease (or the reaper sees it lapse).
- * KEYS[1] queue, KEYS[2] processing list. ARGV[1] lease key prefix, ARGV[2] token, ARGV[3] lease ms.
+ * First, in the same step, the retry set's due entries (score <= now, at most
+ * PROMOTE_BATCH, earliest first) move to the queue head: a retried job was already next
+ * in line once. Every relay's claim does it, so a retry is due on time with any relay alive.
+ * KEYS[1] queue, KEYS[2] processing list, KEYS[3] retry set (optional).
+ * ARGV[1] lease key prefix, ARGV[2] token, ARGV[3] lease ms, ARGV[4] now ms (with KEYS[3]).
  * Reply: the job id, or null when the queue is empty.
  */
 export const relayClaim: AtomicOp<string | null> = {
   name: "relayClaim",
   // The lease key is built from the popped id, so it cannot be passed in KEYS (fine on one Redis).
   lua: `
+if KEYS[3] then
+  local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[4], 'LIMIT', 0, ${PROMOTE_BATCH})
+  for i = #due, 1, -1 do
+    redis.call('ZREM', KEYS[3], due[i])
+    redis.call('LPUSH', KEYS[1], due[i])
+  end
+end
 local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
 if not id then return false end
 redis.call('SET', ARGV[1] .. id, ARGV[2], 'PX', ARGV[3])
 return id
 `,
-  js: (data, [queue, processing], [prefix, token, leaseMs]) => {
+  js: (data, [queue, processing, retry], [prefix, token, leaseMs, now]) => {
+    if (retry !== undefined) {
+      const due = data.zrangeByScore(retry, -Infinity, Number(now), PROMOTE_BATCH);
+      for (const member of due.reverse()) {
+        data.zrem(retry, member);
+        data.lpush(queue, member);
+      }
+    }
     const id = data.lpop(queue);
     if (id === null) return null;
     data.rpush(processing, id);
     data.set(`${prefix}${id}`, token, Number(leaseMs));
     return id;
+  },
+};
+
+/**
+ * A relay's attempt failed transiently and the job has attempts left (services[].retry):
+ * the claim ends (processing-list entry and lease), the processing record is pending again
+ * with the given fields and TTLs, and the id waits in the retry set until it is due
+ * (relayClaim then moves it to the queue). It acts only while the caller's lease is held or
+ * has lapsed unclaimed, and never on a job DELETE asked to stop: then nothing changes and
+ * the caller finishes it as cancelled.
+ * KEYS[1] record, KEYS[2] tombstone, KEYS[3] processing list, KEYS[4] lease, KEYS[5]
+ * cancel signal, KEYS[6] retry set, KEYS[7] consumer index (optional).
+ * ARGV[1] job id, ARGV[2] lease token, ARGV[3] due ms (the retry set score), ARGV[4]
+ * record TTL ms, ARGV[5] tombstone TTL ms, ARGV[6..] more field/value pairs.
+ * Reply: "scheduled"; "cancel" (cancel signal present, nothing changed); "leased" (another
+ * relay holds the lease, nothing changed); "dropped" (the record is gone or not
+ * processing: the claim was ended, nothing scheduled).
+ */
+export const jobRetry: AtomicOp<string> = {
+  name: "jobRetry",
+  lua: `${LUA_TRANSITION}
+local holder = redis.call('GET', KEYS[4])
+if holder and holder ~= ARGV[2] then return 'leased' end
+if redis.call('EXISTS', KEYS[5]) == 1 then return 'cancel' end
+redis.call('LREM', KEYS[3], 0, ARGV[1])
+redis.call('DEL', KEYS[4])
+local outcome = transition(KEYS[1], KEYS[2], KEYS[7], 'processing', 'pending', ARGV[4], ARGV[5], 6)
+if outcome[1] == 0 then return 'dropped' end
+redis.call('ZADD', KEYS[6], ARGV[3], ARGV[1])
+return 'scheduled'
+`,
+  js: (data, [record, tombstone, processing, lease, cancel, retry, index], args) => {
+    const [id, token, dueAt, ttl, tombTtl] = args;
+    const holder = data.get(lease);
+    if (holder !== null && holder !== token) return "leased";
+    if (data.exists(cancel)) return "cancel";
+    data.lrem(processing, 0, id);
+    data.del(lease);
+    const [applied] = transition(data, { record, tombstone, index }, "processing", "pending", Number(ttl), Number(tombTtl), pairs(args, 5));
+    if (applied === 0) return "dropped";
+    data.zadd(retry, Number(dueAt), id);
+    return "scheduled";
   },
 };
 

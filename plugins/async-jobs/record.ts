@@ -44,10 +44,14 @@ export function fromHash(hash: Record<string, string>): JobRecord | null {
     started_at: optional("started_at"),
     completed_at: optional("completed_at"),
     traceparent: optional("traceparent"),
+    attempts: Number(hash.attempts ?? 0) || 0,
   };
 }
 
-/** What the API shows of a job (spec 2.2): `result` only when completed, `error` only when failed. */
+/**
+ * What the API shows of a job (spec 2.2): `result` only when completed, `error` only when
+ * failed; `attempts` (not in the spec) always, for services[].retry.
+ */
 export interface JobView {
   id: string;
   status: JobStatus;
@@ -56,6 +60,8 @@ export interface JobView {
   created_at: string;
   consumer_name?: string;
   priority: boolean;
+  /** Attempts started so far (0 while the job never ran). */
+  attempts: number;
   result?: unknown;
   error?: string;
 }
@@ -68,6 +74,7 @@ export function toView(job: JobRecord, result?: unknown): JobView {
     model: job.model,
     created_at: job.created_at,
     priority: job.priority,
+    attempts: job.attempts ?? 0,
   };
   if (job.consumer_name !== undefined) view.consumer_name = job.consumer_name;
   if (job.status === "completed" && result !== undefined) view.result = result;

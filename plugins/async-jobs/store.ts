@@ -11,7 +11,7 @@ import { compareAndDelete } from "../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
 import { jobKeys } from "./keys.ts";
-import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, leaseRenew, relayClaim } from "./ops.ts";
+import { jobCancel, jobCreate, jobFinish, jobRelease, jobRetry, jobTransition, leaseRenew, relayClaim } from "./ops.ts";
 import { fromHash, toHash } from "./record.ts";
 import { jobTtlMs, markerTtlMs, NOTIFY_GRACE_MS } from "./ttl.ts";
 import type {
@@ -129,7 +129,7 @@ export class KvJobStore implements JobStore {
 
   async cancel(job: JobRecord): Promise<{ status: JobStatus; job?: JobRecord } | null> {
     const ttl = this.ttlFor("cancelled");
-    const keys = [jobKeys.record(job.id), jobKeys.tombstone(job.id), jobKeys.queue(job.model), jobKeys.cancel(job.id), jobKeys.notifyOutbox];
+    const keys = [jobKeys.record(job.id), jobKeys.tombstone(job.id), jobKeys.queue(job.model), jobKeys.cancel(job.id), jobKeys.notifyOutbox, jobKeys.retry(job.model)];
     if (job.consumer_name !== undefined) keys.push(jobKeys.consumerIndex(job.consumer_name));
     const [after, before] = await this.kv.run(jobCancel, keys, [
       job.id,
@@ -208,6 +208,7 @@ export class KvJobStore implements JobStore {
           if ((await this.kv.del(jobKeys.record(job.id))) === 1) deleted++;
           await this.kv.del(jobKeys.tombstone(job.id));
           await this.kv.lrem(jobKeys.queue(job.model), 0, job.id);
+          await this.kv.zrem(jobKeys.retry(job.model), job.id);
           await this.forget(job);
         }
       }
@@ -217,7 +218,11 @@ export class KvJobStore implements JobStore {
 
   async claim(model: string, leaseMs: number): Promise<ClaimedJob | null> {
     const token = this.deps.ids.newId();
-    const id = await this.kv.run(relayClaim, [jobKeys.queue(model), jobKeys.processing(model)], [jobKeys.leasePrefix, token, leaseMs]);
+    const id = await this.kv.run(
+      relayClaim,
+      [jobKeys.queue(model), jobKeys.processing(model), jobKeys.retry(model)],
+      [jobKeys.leasePrefix, token, leaseMs, this.deps.clock.now()],
+    );
     return id === null ? null : { id, model, token };
   }
 
@@ -256,6 +261,29 @@ export class KvJobStore implements JobStore {
     return outcome;
   }
 
+  async retryLater(claim: ClaimedJob, job: JobRecord, dueAt: number): Promise<"scheduled" | "cancel" | "leased" | "dropped"> {
+    // Pending again: the pending TTL, counted from when the job may run again.
+    const ttl = Math.max(0, dueAt - this.deps.clock.now()) + this.ttlFor("pending");
+    const keys = [
+      jobKeys.record(job.id),
+      jobKeys.tombstone(job.id),
+      jobKeys.processing(claim.model),
+      jobKeys.lease(job.id),
+      jobKeys.cancel(job.id),
+      jobKeys.retry(claim.model),
+    ];
+    if (job.consumer_name !== undefined) keys.push(jobKeys.consumerIndex(job.consumer_name));
+    const reply = await this.kv.run(jobRetry, keys, [
+      job.id,
+      claim.token,
+      dueAt,
+      ttl,
+      ttl + this.markerMs(),
+      ...Object.entries(this.changeFields("pending", {})).flat(),
+    ]);
+    return reply as "scheduled" | "cancel" | "leased" | "dropped";
+  }
+
   async release(claim: ClaimedJob): Promise<"requeued" | "cancel" | "dropped"> {
     const reply = await this.kv.run(
       jobRelease,
@@ -271,7 +299,10 @@ export class KvJobStore implements JobStore {
   }
 
   async queueDepth(): Promise<number> {
-    const lengths = await Promise.all(this.queueModels().map((model) => this.kv.llen(jobKeys.queue(model))));
+    // Jobs waiting for a retry are pending too.
+    const lengths = await Promise.all(
+      this.queueModels().flatMap((model) => [this.kv.llen(jobKeys.queue(model)), this.kv.zcard(jobKeys.retry(model))]),
+    );
     return lengths.reduce((sum, n) => sum + n, 0);
   }
 
@@ -298,6 +329,7 @@ export class KvJobStore implements JobStore {
     if (to === "completed" || to === "failed" || to === "cancelled") out.completed_at = now;
     if (fields.result_key !== undefined) out.result_key = fields.result_key;
     if (fields.error !== undefined) out.error = fields.error;
+    if (fields.attempts !== undefined) out.attempts = String(fields.attempts);
     return out;
   }
 

@@ -52,6 +52,11 @@ export interface JobRecord {
   started_at?: string;
   completed_at?: string;
   /**
+   * Attempts started (a relay took the job to processing), retries included; absent or 0
+   * while it never ran. Compared with services[].retry.max_attempts.
+   */
+  attempts?: number;
+  /**
    * The W3C traceparent of the submitting request's span when tracing is on: the relay runs
    * the job in that trace. Records saved before this field existed have none.
    */
@@ -124,6 +129,8 @@ export interface ClaimedJob {
 export interface FinishFields {
   result_key?: string;
   error?: string;
+  /** The attempt count to store (set when an attempt starts). */
+  attempts?: number;
 }
 
 /** The job store and queues: the one owner of the KV layout (keys.ts) and its atomic ops. */
@@ -173,6 +180,14 @@ export interface JobStore {
    */
   finish(claim: ClaimedJob, job: JobRecord, to: "completed" | "failed" | "cancelled", fields?: FinishFields): Promise<Transition>;
   /**
+   * Ends a claim whose attempt failed transiently: the job is pending again and waits in
+   * `relay-retry:<model>` until `dueAt` (ms), when a claim moves it to its queue head.
+   * "cancel" when DELETE asked to stop it (nothing changed; the caller finishes it as
+   * cancelled); "leased" when another relay holds the lease; "dropped" when the record is
+   * gone or no longer processing (the claim is ended, nothing scheduled).
+   */
+  retryLater(claim: ClaimedJob, job: JobRecord, dueAt: number): Promise<"scheduled" | "cancel" | "leased" | "dropped">;
+  /**
    * Gives a claimed job back when the relay stops: "requeued" to the queue head when it was
    * waiting or running; "cancel" when DELETE asked to stop it (the caller finishes it as
    * cancelled); "dropped" when it is finished, gone or leased by another relay.
@@ -180,7 +195,7 @@ export interface JobStore {
   release(claim: ClaimedJob): Promise<"requeued" | "cancel" | "dropped">;
   /** Drops a claim whose job will not run (cancelled or gone before it started). */
   drop(claim: ClaimedJob): Promise<void>;
-  /** Pending jobs over every queue (svc_relay_queue_depth). */
+  /** Pending jobs over every queue, those waiting for a retry included (svc_relay_queue_depth). */
   queueDepth(): Promise<number>;
 
   addSubmissionHook(hook: SubmissionHook): void;

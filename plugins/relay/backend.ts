@@ -7,23 +7,31 @@
  * The answer becomes the job's result: a JSON body as it is; any other content type is
  * wrapped as `{"content_type", "body"}`, with `body` the text for textual types and
  * base64 (plus `"encoding": "base64"`) for binary ones. A non-2xx answer or a network
- * error fails the job with an error naming the status or the cause.
+ * error fails the attempt with an error naming the status or the cause, marked transient
+ * (worth a retry, retry-policy.ts) for a network error or a status in the service's
+ * `retry.on_statuses`.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
 import type { JobRecord } from "../async-jobs/types.ts";
+import { parseRetryAfter, type TransientFailure } from "./retry-policy.ts";
 
 export type BackendOutcome =
   /** `stored` is the result JSON text as it is saved (a JSON answer is kept byte for byte). */
   | { ok: true; result: unknown; stored: string }
-  | { ok: false; error: string };
+  | { ok: false; error: string; transient?: TransientFailure };
 
 export interface BackendDeps {
   fetch: typeof fetch;
   objects: ObjectStore;
   newId(): string;
+  /** The clock's now (ms), for a Retry-After given as a date. */
+  now(): number;
 }
+
+/** The job's input cannot be read: no backend failed, and trying again would not help. */
+class InputUnavailable extends Error {}
 
 const ERROR_SNIPPET = 500;
 
@@ -136,9 +144,9 @@ export async function callBackend(deps: BackendDeps, job: JobRecord, service: Se
   }
   const attempt = async (target: BackendTarget): Promise<Response> => {
     const input = await deps.objects.get(job.input_key).catch((error: unknown) => {
-      throw new Error(`the input file could not be read from the object store: ${describe(error)}`);
+      throw new InputUnavailable(`the input file could not be read from the object store: ${describe(error)}`);
     });
-    if (!input) throw new Error(`the input file ${job.input_key} is missing from the object store`);
+    if (!input) throw new InputUnavailable(`the input file ${job.input_key} is missing from the object store`);
     const model = target.model || service.model;
     const boundary = `----gateway-${deps.newId()}`;
     const fields: Array<[string, string]> = model !== "" ? [["model", model]] : [];
@@ -163,12 +171,16 @@ export async function callBackend(deps: BackendDeps, job: JobRecord, service: Se
   const outcome = await withFailover(targets, attempt, signal);
   if (!outcome.response) {
     const reasons = outcome.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
-    return { ok: false, error: `the backend request failed: ${reasons || describe(outcome.error)}` };
+    const error = `the backend request failed: ${reasons || describe(outcome.error)}`;
+    return outcome.error instanceof InputUnavailable ? { ok: false, error } : { ok: false, error, transient: { reason: "network" } };
   }
   const response = outcome.response;
   if (response.status < 200 || response.status > 299) {
     const text = (await response.text().catch(() => "")).slice(0, ERROR_SNIPPET);
-    return { ok: false, error: `the backend answered HTTP ${response.status}${text ? `: ${text}` : ""}` };
+    const error = `the backend answered HTTP ${response.status}${text ? `: ${text}` : ""}`;
+    if (!service.retry.on_statuses.includes(response.status)) return { ok: false, error };
+    const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"), deps.now());
+    return { ok: false, error, transient: { reason: String(response.status), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) } };
   }
   return await toResult(response);
 }

@@ -3,17 +3,23 @@
  * job's lease (renewed while it works) with the cancel signal watched, then the terminal
  * update (completed, failed or cancelled), the events and the metrics. With tracing on,
  * all of it runs in the job's span (job-trace.ts), which ends with the relay's outcome.
+ *
+ * One run is one attempt. A transient failure with attempts left under the service's
+ * `retry` policy (retry-policy.ts) ends the run with the job pending again, waiting in
+ * the retry set until its delay has passed; a later claim (any relay's) runs it again.
  */
 import type { Clock } from "../../core/clock.ts";
 import { formatDuration } from "../../core/config/duration.ts";
 import type { Logger } from "../../core/log.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
+import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { ClaimedJob, JobRecord, JobStore } from "../async-jobs/types.ts";
 import { ATTR } from "../otel/attributes.ts";
 import { callBackend, type BackendOutcome } from "./backend.ts";
 import { untracedJobs, type InJobTrace, type JobSpan } from "./job-trace.ts";
 import type { RelayMetrics, RelayOutcome } from "./metrics.ts";
+import { retryDelay, retryPolicyOf, type TransientFailure } from "./retry-policy.ts";
 
 /** How often a running job checks for a DELETE (ms). Each check is one KV read. */
 const CANCEL_POLL_MS = 200;
@@ -54,11 +60,17 @@ type StopReason = "cancelled" | "lease-lost" | "timeout" | "shutdown";
  * record's pending TTL may be shorter than the first renewal interval. Each renewal tells
  * the job's new expiry (`job.expiry`), which its concurrent-job slot follows.
  */
-function watch(deps: RunDeps, claim: ClaimedJob, job: JobRecord, onStop: (reason: StopReason) => void): () => void {
+function watch(deps: RunDeps, claim: ClaimedJob, job: JobRecord, onStop: (reason: StopReason) => void): () => Promise<void> {
   const renewEvery = Math.max(1, Math.floor(deps.leaseMs / 3 / CANCEL_POLL_MS));
   let ticks = 0;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let inFlight: Promise<void> = Promise.resolve();
+  const schedule = (ms: number) => {
+    timer = setTimeout(() => {
+      inFlight = tick();
+    }, ms);
+  };
   const tick = async () => {
     try {
       if (await deps.jobs.cancelRequested(claim.id)) return onStop("cancelled");
@@ -71,12 +83,15 @@ function watch(deps: RunDeps, claim: ClaimedJob, job: JobRecord, onStop: (reason
       // A KV blip: keep working; the lease has two more renewals before it lapses.
       deps.log.warn("relay_watch_failed", { job_id: claim.id, error });
     }
-    if (!stopped) timer = setTimeout(() => void tick(), CANCEL_POLL_MS);
+    if (!stopped) schedule(CANCEL_POLL_MS);
   };
-  timer = setTimeout(() => void tick(), 0);
-  return () => {
+  schedule(0);
+  // Resolves once a tick under way has ended: a renewal landing after the claim ended
+  // (finish, retry) would take the deleted lease back.
+  return async () => {
     stopped = true;
     clearTimeout(timer);
+    await inFlight;
   };
 }
 
@@ -107,10 +122,48 @@ async function finish(
     if (fields.error) run.span.fail(fields.error);
     const finished = (await deps.jobs.get(job.id).catch(() => null)) ?? { ...job, status: to, ...fields };
     deps.emit("job.terminal", to === "completed" ? { job: finished, result } : { job: finished });
-    deps.log.info("relay_job_finished", { job_id: job.id, model: claim.model, status: to, ...(fields.error ? { error: fields.error } : {}) });
+    deps.log.info("relay_job_finished", { job_id: job.id, model: claim.model, status: to, attempts: job.attempts ?? 0, ...(fields.error ? { error: fields.error } : {}) });
     return;
   }
   if (fields.result_key) await deps.objects.delete(fields.result_key).catch(() => undefined);
+}
+
+/**
+ * A failed attempt: retried later when the failure is transient and the service's
+ * `retry.max_attempts` allows another attempt, else the job fails. A DELETE that arrived
+ * meanwhile wins: the job is cancelled, never retried.
+ */
+async function failOrRetry(run: Run, job: JobRecord, service: ServiceConfig, error: string, transient?: TransientFailure): Promise<void> {
+  const { deps, claim } = run;
+  const policy = retryPolicyOf(service);
+  const attempts = job.attempts ?? 1;
+  if (!transient || attempts >= policy.maxAttempts) {
+    const final = transient && policy.maxAttempts > 1 ? `${error} (gave up after ${attempts} attempts, services[].retry.max_attempts)` : error;
+    return await finish(run, job, "failed", { error: final });
+  }
+  const delayMs = retryDelay(policy, attempts, transient);
+  const dueAt = deps.clock.now() + delayMs;
+  const outcome = await deps.jobs.retryLater(claim, job, dueAt);
+  if (outcome === "cancel") return await finish(run, job, "cancelled", {});
+  if (outcome === "leased") {
+    record(run, "lost");
+    deps.log.warn("relay_job_lost", { job_id: job.id, model: claim.model, message: "another relay holds the lease; no retry scheduled here" });
+    return;
+  }
+  if (outcome === "dropped") return record(run, "skipped");
+  record(run, "retried");
+  deps.metrics.retry(claim.model, transient.reason);
+  // The record now lives a pending TTL past the due time; the job's concurrent-job slot follows.
+  deps.emit("job.expiry", { job: { ...job, status: "pending" }, expiresAt: dueAt + deps.jobs.ttlFor("pending") });
+  deps.log.info("relay_job_retry_scheduled", {
+    job_id: job.id,
+    model: claim.model,
+    attempts,
+    max_attempts: policy.maxAttempts,
+    delay_ms: delayMs,
+    reason: transient.reason,
+    error,
+  });
 }
 
 /** Runs a claimed job. `shutdown` aborts it when the relay stops; the job then goes back to its queue. */
@@ -129,13 +182,15 @@ export async function runJob(deps: RunDeps, claim: ClaimedJob, shutdown: AbortSi
 
 async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Promise<void> {
   const { deps, claim } = run;
-  const started = await deps.jobs.transition(job, ["pending"], "processing");
+  // Counted as the attempt starts (only the lease holder gets here), so a crash mid-call still counts it.
+  const attempts = (job.attempts ?? 0) + 1;
+  const started = await deps.jobs.transition(job, ["pending"], "processing", { attempts });
   if (!started.applied) {
     await deps.jobs.drop(claim);
     record(run, "skipped");
     return;
   }
-  const running: JobRecord = { ...job, status: "processing" };
+  const running: JobRecord = { ...job, status: "processing", attempts };
   // Starting resets the record's TTL (read after the change, so never earlier than it).
   deps.emit("job.expiry", { job: running, expiresAt: deps.clock.now() + deps.jobs.ttlFor("processing") });
   const service = deps.jobs.serviceOf(job);
@@ -160,12 +215,13 @@ async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Prom
   const startedAt = deps.clock.now();
   let outcome: BackendOutcome;
   try {
-    outcome = await callBackend({ fetch: deps.fetch, objects: deps.objects, newId: deps.newId }, running, service, control.signal);
+    outcome = await callBackend({ fetch: deps.fetch, objects: deps.objects, newId: deps.newId, now: () => deps.clock.now() }, running, service, control.signal);
   } catch (error) {
-    outcome = { ok: false, error: `the backend answer could not be read: ${(error as Error).message}` };
+    // The connection failed mid-answer: a network error.
+    outcome = { ok: false, error: `the backend answer could not be read: ${(error as Error).message}`, transient: { reason: "network" } };
   } finally {
     clearTimeout(timeout);
-    unwatch();
+    await unwatch();
     shutdown.removeEventListener("abort", onShutdown);
   }
   const seconds = Math.max(0, (deps.clock.now() - startedAt) / 1000);
@@ -186,9 +242,9 @@ async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Prom
   if (reason === "cancelled") return await finish(run, running, "cancelled", {});
   if (reason === "timeout") {
     const error = `the backend did not answer within ${formatDuration(deps.requestTimeoutMs)} (relay.request_timeout)`;
-    return await finish(run, running, "failed", { error });
+    return await failOrRetry(run, running, service, error, { reason: "timeout" });
   }
-  if (!outcome.ok) return await finish(run, running, "failed", { error: outcome.error });
+  if (!outcome.ok) return await failOrRetry(run, running, service, outcome.error, outcome.transient);
   let resultKey: string;
   try {
     resultKey = await storeResult(deps, job, outcome.stored);

@@ -122,6 +122,7 @@ describe("submission", () => {
       model: "whisper",
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       priority: false,
+      attempts: 0,
     });
   });
 

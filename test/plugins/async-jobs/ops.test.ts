@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
-import { jobCancel, jobCreate, jobFinish, jobRelease, jobTransition, leaseRenew, relayClaim } from "../../../plugins/async-jobs/ops.ts";
+import { jobCancel, jobCreate, jobFinish, jobRelease, jobRetry, jobTransition, leaseRenew, relayClaim } from "../../../plugins/async-jobs/ops.ts";
 
 const HOUR = 3_600_000;
 /** The notification outbox score the ops are given (sweep-after ms). */
@@ -106,7 +106,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     await create("a");
     await create("b");
     const cancel = (id: string) =>
-      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER, "updated_at", "t"]);
+      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("retry")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER, "updated_at", "t"]);
     expect(await cancel("a")).toEqual(["cancelled", "pending"]);
     expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "cancelled", updated_at: "t" });
     expect(await kv.lrange(k("queue"), 0, -1)).toEqual(["b"]);
@@ -126,12 +126,92 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     await create("b", { fields: CALLBACK });
     await kv.hset(k("job:b"), { status: "processing" });
     const cancel = (id: string) =>
-      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("index")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER]);
+      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("retry"), k("index")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER]);
     expect(await cancel("a")).toEqual(["cancelled", "pending"]);
     expect(await cancel("b")).toEqual(["processing", "processing"]);
     expect(await outbox()).toEqual(["a"]);
     expect(await kv.zscore(k("outbox"), "a")).toBe(NOTIFY_AFTER);
     expect(await kv.pttl(k("index"))).toBeGreaterThan(HOUR - 10_000);
+  });
+
+  it("jobCancel takes a job waiting for its retry out of the retry set, so no claim runs it again", async () => {
+    await create("a");
+    await kv.lrem(k("queue"), 0, "a");
+    await kv.zadd(k("retry"), 5_000, "a");
+    const keys = [k("job:a"), k("tomb:a"), k("queue"), k("cancel:a"), k("outbox"), k("retry"), k("index")];
+    expect(await kv.run(jobCancel, keys, ["a", HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER])).toEqual(["cancelled", "pending"]);
+    expect(await kv.zcard(k("retry"))).toBe(0);
+    expect(await kv.run(relayClaim, [k("queue"), k("processing"), k("retry")], [k("lease:"), "tok", 30_000, 10_000])).toBeNull();
+  });
+
+  it("relayClaim first moves the due retries to the queue head, earliest first, and leaves the others waiting", async () => {
+    await create("x");
+    await kv.zadd(k("retry"), 200, "r2");
+    await kv.zadd(k("retry"), 100, "r1");
+    await kv.zadd(k("retry"), 900, "r3");
+    const claim = (now: number) => kv.run(relayClaim, [k("queue"), k("processing"), k("retry")], [k("lease:"), "tok", 30_000, now]);
+    expect(await claim(50)).toBe("x");
+    expect(await kv.zcard(k("retry"))).toBe(3);
+    expect(await claim(500)).toBe("r1");
+    expect(await kv.lrange(k("queue"), 0, -1)).toEqual(["r2"]);
+    expect(await kv.zrangeByScore(k("retry"), -Infinity, Infinity)).toEqual(["r3"]);
+    expect(await kv.get(k("lease:r1"))).toBe("tok");
+    expect(await claim(500)).toBe("r2");
+    expect(await claim(899)).toBeNull();
+    expect(await claim(900)).toBe("r3");
+    expect(await kv.lrange(k("processing"), 0, -1)).toEqual(["x", "r1", "r2", "r3"]);
+  });
+
+  it("racing claimers move each due retry once: every job is claimed exactly once", async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `d${i}`);
+    for (const [i, id] of ids.entries()) await kv.zadd(k("retry"), i, id);
+    const claimer = async (store: KvStore) => {
+      const got: string[] = [];
+      for (;;) {
+        const id = await store.run(relayClaim, [k("queue"), k("processing"), k("retry")], [k("lease:"), "tok", 30_000, 1_000]);
+        if (id === null) return got;
+        got.push(id);
+      }
+    };
+    const claimed = (await Promise.all([...all, ...all].map(claimer))).flat();
+    expect(claimed.sort()).toEqual([...ids].sort());
+    expect(await kv.zcard(k("retry"))).toBe(0);
+    expect(await kv.llen(k("queue"))).toBe(0);
+  });
+
+  it("jobRetry ends the claim and parks the job pending in the retry set, only for the lease holder and never past a cancel", async () => {
+    await create("a");
+    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    await kv.hset(k("job:a"), { status: "processing" });
+    const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("retry"), k("index")];
+    const retry = (token: string) => kv.run(jobRetry, keys, ["a", token, 7_000, 3 * HOUR, 4 * HOUR, "updated_at", "t"]);
+
+    expect(await retry("theirs")).toBe("leased");
+    await kv.set(k("cancel:a"), "1");
+    expect(await retry("mine")).toBe("cancel");
+    expect(await kv.hget(k("job:a"), "status")).toBe("processing");
+    expect(await kv.lrange(k("processing"), 0, -1)).toEqual(["a"]);
+    expect(await kv.zcard(k("retry"))).toBe(0);
+    await kv.del(k("cancel:a"));
+
+    expect(await retry("mine")).toBe("scheduled");
+    expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "pending", updated_at: "t" });
+    expect(await kv.pttl(k("job:a"))).toBeGreaterThan(3 * HOUR - 10_000);
+    expect(await kv.pttl(k("tomb:a"))).toBeGreaterThan(4 * HOUR - 10_000);
+    expect(await kv.pttl(k("index"))).toBeGreaterThan(3 * HOUR - 10_000);
+    expect(await kv.zscore(k("retry"), "a")).toBe(7_000);
+    expect(await kv.llen(k("processing"))).toBe(0);
+    expect(await kv.exists(k("lease:a"))).toBe(false);
+    expect(await kv.llen(k("queue"))).toBe(0);
+
+    // No longer processing (finished meanwhile, or gone): the claim ends, nothing is scheduled.
+    await kv.zrem(k("retry"), "a");
+    await kv.hset(k("job:a"), { status: "completed" });
+    await kv.push(k("processing"), "a", "tail");
+    expect(await retry("mine")).toBe("dropped");
+    expect(await kv.llen(k("processing"))).toBe(0);
+    expect(await kv.zcard(k("retry"))).toBe(0);
+    expect(await kv.hget(k("job:a"), "status")).toBe("completed");
   });
 
   it("relayClaim moves the head to the processing list with a lease", async () => {
