@@ -9,7 +9,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
-import { retryDelayMs } from "../webhooks/backoff.ts";
+import { retryDelayMs } from "../../core/backoff.ts";
 
 /** Why an attempt failed in a way worth trying again; `reason` labels svc_relay_job_retries_total. */
 export interface TransientFailure {

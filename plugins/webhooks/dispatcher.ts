@@ -11,7 +11,7 @@
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
 import { attemptDelivery, type AttemptOutcome, type AttemptSettings } from "./attempt.ts";
-import { retryDelayMs } from "./backoff.ts";
+import { retryDelayMs } from "../../core/backoff.ts";
 import type { CreateMode, DeliveryQueue, DeliveryRecord } from "./queue.ts";
 
 /** A job that reached a terminal state and has a callback URL. */

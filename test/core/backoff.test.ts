@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { retryDelayMs } from "../../../plugins/webhooks/backoff.ts";
+import { retryDelayMs } from "../../core/backoff.ts";
 
 describe("retry backoff", () => {
   it("starts at retry_backoff and doubles on each retry, capped at max_backoff (spec defaults 30s / 10m)", () => {

@@ -1,4 +1,4 @@
-/** The retry schedule: `retry_backoff` doubled on each retry, capped at `max_backoff`. */
+/** A retry schedule: a base delay doubled on each retry, capped (webhook deliveries, async job retries). */
 
 /**
  * Delay before retry number `retry` (1 = the first retry, after the inline attempt failed).
