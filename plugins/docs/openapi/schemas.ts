@@ -62,6 +62,7 @@ export const componentSchemas: Record<string, TSchema> = {
       model: Type.String({ description: "Model used" }),
       result: Type.Optional(Type.Object({}, { additionalProperties: true, description: "Present only when completed" })),
       error: Type.Optional(Type.String({ description: "Present only when failed" })),
+      attempts: Type.Optional(Type.Integer({ minimum: 0, description: "Attempts started (services[].retry); 0 before the first" })),
       created_at: Timestamp("Submission time"),
     },
     { description: "Spec 2.2", additionalProperties: true },

@@ -38,6 +38,12 @@ describe("the generated document", () => {
     expect(Object.keys(doc.paths["/jobs/chat"].post?.responses ?? {})).toContain("401");
   });
 
+  it("documents every field a job record carries, the retry policy's attempts included", () => {
+    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    const record = (doc.components.schemas as Record<string, { properties?: Record<string, unknown> }>).JobRecord;
+    expect(Object.keys(record.properties ?? {})).toEqual(expect.arrayContaining(["id", "status", "error", "attempts", "created_at"]));
+  });
+
   it("leaves out what this runtime does not serve", async () => {
     const doc = buildDocument({ config, visible: config.services, served: () => false, syncProxy: false });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
