@@ -114,6 +114,11 @@ describe("readJsonBody", () => {
     }
   });
 
+  it("accepts many shallow arrays and objects side by side", async () => {
+    const text = JSON.stringify({ messages: Array.from({ length: 400 }, (_, i) => ({ role: "user", content: [{ type: "text", text: String(i) }] })) });
+    expect((await readJsonBody(request(text), { limit })).value).toEqual(JSON.parse(text));
+  });
+
   it("does not count brackets inside strings, escaped quotes included", async () => {
     const text = JSON.stringify({ s: "[".repeat(500), t: '\\"{{{{' + "{".repeat(500), u: "\\" });
     expect((await readJsonBody(request(text), { limit })).value).toEqual(JSON.parse(text));
