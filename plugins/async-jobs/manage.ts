@@ -5,9 +5,12 @@
 import type { Context } from "hono";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
+import { isRecord } from "../../core/llm/json.ts";
 import { pageParams } from "../../core/pagination.ts";
 import { missingConsumerMessage } from "../../core/pipeline/identity.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
+import { readJsonBody } from "../../core/request-body/json-body.ts";
+import { ADMIN_BODY_LIMIT } from "../../core/request-body/read-bytes.ts";
 import { expiredResponse, findJob, identify } from "./access.ts";
 import { isJobStatus, toView } from "./record.ts";
 import type { KvJobStore } from "./store.ts";
@@ -94,13 +97,8 @@ export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
   api.routes.post(
     "/-/jobs/purge",
     answering(log, "purge", async (c) => {
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch {
-        throw errors.badRequest('send a JSON body {"model": "<model alias>"}');
-      }
-      const model = (body as { model?: unknown } | null)?.model;
+      const { value } = await readJsonBody(c.req.raw, { limit: ADMIN_BODY_LIMIT, expected: 'a JSON body {"model": "<model alias>"}' });
+      const model = isRecord(value) ? value.model : undefined;
       if (typeof model !== "string" || model.trim() === "") throw errors.badRequest('the body needs "model": the model whose jobs to delete');
       const deleted = await store.purge(model);
       log.info("jobs_purged", { model, deleted });

@@ -8,7 +8,7 @@ import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { directProxy, type CallSettings } from "./direct-proxy.ts";
 import { modelListHandler } from "./model-list.ts";
-import { bodyCapBytes } from "./request-body.ts";
+import { syncBodyLimit } from "./request-body.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { resolveSyncRequest, type Resolved } from "./resolve.ts";
@@ -27,7 +27,7 @@ export default definePlugin({
     const resolveDeps = {
       registry: api.registry,
       modes,
-      capBytes: bodyCapBytes(api.config.server.max_body_mb),
+      bodyLimit: syncBodyLimit(api.config.server.max_body_mb),
       visibleFor: visibility ? (ctx: RequestContext) => (service: ServiceConfig) => visibility.isVisible(ctx.principal, service) : undefined,
     };
     const direct = directProxy(settings);

@@ -2,16 +2,24 @@
  * Reads the sync request body the way the route needs it (spec 4.5, 7): a JSON body is
  * read whole because `model` is in it, capped at `server.max_body_mb`; any other body is
  * left as an unread stream so a large multipart upload goes to the backend as it arrives.
+ * Reading and parsing is the core's shared JSON body reader; this file decides which
+ * bodies go through it and what the route requires of them (an object).
  */
 import { errors } from "../../core/errors.ts";
+import { isRecord } from "../../core/llm/json.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";
-import { findJsonSyntaxError } from "./json-syntax.ts";
+import { parseJsonBytes } from "../../core/request-body/json-body.ts";
+import { readBodyBytes, readStreamCapped, tooLarge, type BodyLimit } from "../../core/request-body/read-bytes.ts";
 
 const MIB = 1024 * 1024;
 
-/** `server.max_body_mb` in bytes; 0 means the 1 MiB default (spec 2.9). */
-export function bodyCapBytes(maxBodyMb: number): number {
-  return Math.floor((maxBodyMb > 0 ? maxBodyMb : 1) * MIB);
+/** `server.max_body_mb` as a body limit; 0 means the 1 MiB default (spec 2.9). */
+export function syncBodyLimit(maxBodyMb: number): BodyLimit {
+  return {
+    maxBytes: Math.floor((maxBodyMb > 0 ? maxBodyMb : 1) * MIB),
+    name: "server.max_body_mb",
+    remedy: "send a smaller body or raise server.max_body_mb",
+  };
 }
 
 /** `application/json` or any `+json` media type, parameters ignored. */
@@ -19,65 +27,6 @@ export function isJsonContentType(contentType: string | null): boolean {
   const media = (contentType ?? "").split(";")[0].trim().toLowerCase();
   return media === "application/json" || (media.startsWith("application/") && media.endsWith("+json"));
 }
-
-function tooLarge(cap: number): Error {
-  return errors.tooLarge(
-    `the JSON body is larger than server.max_body_mb (${+(cap / MIB).toFixed(3)} MiB = ${cap} bytes); send a smaller body or raise server.max_body_mb`,
-  );
-}
-
-/**
- * How much of an oversize body is still read (and dropped) after the 413, so the client can
- * finish sending and keep using its connection. Stopping mid-body instead leaves unread
- * bytes on the socket: the server then drops the connection and the client's next request
- * on it fails. Past this much the connection is given up.
- */
-const DISCARD_LIMIT = 16 * MIB;
-
-async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-  let discarded = 0;
-  try {
-    while (discarded <= DISCARD_LIMIT) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      discarded += value.byteLength;
-    }
-    await reader.cancel();
-  } catch {
-    // The client went away: nothing left to drain.
-  }
-}
-
-/**
- * The whole body, refusing it as soon as it passes `cap`. Bytes are counted as they
- * arrive: a missing or false `content-length` cannot get a bigger body through.
- */
-async function readCapped(stream: ReadableStream<Uint8Array>, cap: number): Promise<Uint8Array> {
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > cap) {
-      void discardRest(reader);
-      throw tooLarge(cap);
-    }
-    chunks.push(value);
-  }
-  if (chunks.length === 1) return chunks[0];
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return bytes;
-}
-
-/** One decoder for every request (building one is a measurable part of a small request). */
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Media types a client may put on a JSON body without meaning anything else: none at all,
@@ -91,32 +40,23 @@ export function isUntypedContentType(contentType: string): boolean {
   return UNTYPED.has(contentType.split(";")[0].trim().toLowerCase());
 }
 
-function parseObject(bytes: Uint8Array): Record<string, unknown> {
-  let text: string;
-  try {
-    text = strictUtf8.decode(bytes);
-  } catch {
-    throw errors.badRequest("the request body is not valid UTF-8; send JSON encoded as UTF-8");
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    const where = findJsonSyntaxError(text);
-    const detail = where
-      ? `${where.detail} at line ${where.line}, column ${where.column} (character ${where.offset})`
-      : (error as Error).message;
-    throw errors.badRequest(`the request body is not valid JSON: ${detail}`);
-  }
+function kindOf(value: unknown): string {
+  return Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`;
+}
+
+/** The JSON body must be an object: it carries "model". */
+function asObject(value: unknown): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw errors.badRequest(`the JSON body must be an object (it carries "model"), not ${Array.isArray(value) ? "an array" : typeof value === "object" ? "null" : `a ${typeof value}`}`);
+    throw errors.badRequest(`the JSON body must be an object (it carries "model"), not ${kindOf(value)}`);
   }
   return value as Record<string, unknown>;
 }
 
-/** The first byte that is not JSON whitespace is `{`: worth trying to parse as a JSON object. */
+/** The first byte that is not JSON whitespace (nor a leading BOM) is `{`: worth trying to parse as a JSON object. */
 function looksLikeObject(bytes: Uint8Array): boolean {
-  for (const byte of bytes) {
+  const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  for (let i = start; i < bytes.byteLength; i++) {
+    const byte = bytes[i];
     if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
     return byte === 0x7b;
   }
@@ -124,42 +64,37 @@ function looksLikeObject(bytes: Uint8Array): boolean {
 }
 
 /**
- * An untyped body (see UNTYPED) on a path LLM services serve: read whole within `cap` (413
- * past it, as a JSON body), then a JSON body when it parses as a JSON object, else the bytes
- * as they came, for the direct proxy.
+ * An untyped body (see UNTYPED) on a path LLM services serve: read whole within `limit`
+ * (413 past it, as a JSON body), then a JSON body when it parses as a JSON object, else the
+ * bytes as they came, for the direct proxy. One nested too deep is refused like a JSON body:
+ * it is meant as one, and the LLM mode would rewrite it.
  */
-export async function readUntypedBody(request: Request, stream: ReadableStream<Uint8Array>, contentType: string, cap: number): Promise<SyncBody> {
+export async function readUntypedBody(request: Request, stream: ReadableStream<Uint8Array>, contentType: string, limit: BodyLimit): Promise<SyncBody> {
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > cap) throw tooLarge(cap);
-  const bytes = await readCapped(stream, cap);
+  if (Number.isFinite(declared) && declared > limit.maxBytes) throw tooLarge(limit);
+  const bytes = await readStreamCapped(stream, limit);
   if (looksLikeObject(bytes)) {
-    try {
-      return { kind: "json", value: parseObject(bytes), bytes, retyped: true };
-    } catch {
-      // Not JSON after all: the direct proxy forwards it as it came.
-    }
+    const parsed = parseJsonBytes(bytes);
+    if (parsed.ok && isRecord(parsed.json.value)) return { kind: "json", value: parsed.json.value, bytes: parsed.json.bytes, retyped: true };
+    if (!parsed.ok && parsed.problem === "depth") throw errors.badRequest(parsed.message);
+    // Not JSON after all: the direct proxy forwards it as it came.
   }
   return { kind: "read", bytes, contentType };
 }
 
-export async function readSyncBody(request: Request, cap: number): Promise<SyncBody> {
+/** Methods whose requests carry a body: an empty one sent as JSON is a mistake. */
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
+
+export async function readSyncBody(request: Request, limit: BodyLimit): Promise<SyncBody> {
   const contentType = request.headers.get("content-type");
   if (request.method === "GET" || request.method === "HEAD") return { kind: "stream", stream: null, contentType: contentType ?? "" };
   if (!isJsonContentType(contentType)) {
     return { kind: "stream", stream: request.body, contentType: contentType ?? "" };
   }
-  // An honest content-length over the cap is refused before reading anything.
-  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > cap) throw tooLarge(cap);
-  // With a content-length the HTTP framing bounds the body (the server reads exactly that
-  // many bytes), so it is read in one go: on Node that skips building a web stream for it,
-  // the largest single cost of a small JSON request. Without one (chunked), it is counted.
-  const bytes = Number.isFinite(declared)
-    ? new Uint8Array(await request.arrayBuffer())
-    : request.body
-      ? await readCapped(request.body, cap)
-      : new Uint8Array(0);
-  // No body at all (a DELETE sent with a JSON content type, say) is forwarded as none.
-  if (bytes.byteLength === 0) return { kind: "stream", stream: null, contentType: contentType ?? "" };
-  return { kind: "json", value: parseObject(bytes), bytes };
+  const bytes = await readBodyBytes(request, limit);
+  // No body at all on a method that needs none (a DELETE sent with a JSON content type) is forwarded as none.
+  if (bytes.byteLength === 0 && !BODY_METHODS.has(request.method)) return { kind: "stream", stream: null, contentType: contentType ?? "" };
+  const parsed = parseJsonBytes(bytes, "a JSON object (the content type says JSON)");
+  if (!parsed.ok) throw errors.badRequest(parsed.message);
+  return { kind: "json", value: asObject(parsed.json.value), bytes: parsed.json.bytes };
 }

@@ -8,6 +8,7 @@ import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import type { PathMatch, Registry, VisibleFilter } from "../../core/registry/registry.ts";
+import type { BodyLimit } from "../../core/request-body/read-bytes.ts";
 import { isUntypedContentType, readSyncBody, readUntypedBody } from "./request-body.ts";
 import type { SyncModeList } from "./sync-modes.ts";
 
@@ -29,18 +30,18 @@ export interface Resolved {
 export interface ResolveDeps {
   registry: Registry;
   modes: SyncModeList;
-  /** `server.max_body_mb` in bytes. */
-  capBytes: number;
+  /** `server.max_body_mb` as a body limit. */
+  bodyLimit: BodyLimit;
   /** The models this caller may see (visibility): only they are auto-selected or named in errors. */
   visibleFor?: (ctx: RequestContext) => VisibleFilter;
 }
 
 export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ctx: RequestContext): Promise<Resolved> {
-  let body = await readSyncBody(ctx.request, deps.capBytes);
+  let body = await readSyncBody(ctx.request, deps.bodyLimit);
   // A JSON body sent as text/plain, form-urlencoded or with no type is still an LLM request on
   // an LLM path (spec 1, 4.5): checked only for such bodies, so a JSON request pays nothing.
   if (body.kind === "stream" && body.stream && isUntypedContentType(body.contentType) && match.services.some(hasProvider)) {
-    body = await readUntypedBody(ctx.request, body.stream, body.contentType, deps.capBytes);
+    body = await readUntypedBody(ctx.request, body.stream, body.contentType, deps.bodyLimit);
   }
   const requested = body.kind === "json" ? body.value.model : undefined;
   if (requested !== undefined && typeof requested !== "string") {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findJsonSyntaxError } from "../../../plugins/sync-proxy/json-syntax.ts";
+import { findJsonSyntaxError } from "../../../core/request-body/json-syntax.ts";
 
 describe("findJsonSyntaxError", () => {
   it("finds nothing wrong where JSON.parse succeeds", () => {

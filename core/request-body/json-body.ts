@@ -1,0 +1,61 @@
+/**
+ * A JSON request body read and parsed the one way every route does it: bounded in bytes
+ * (413), UTF-8 (400), not empty (400), nested at most `MAX_JSON_DEPTH` deep (400), valid JSON
+ * (400 saying where it broke). A leading byte order mark is dropped from the bytes too, so
+ * what is forwarded is exactly what was parsed (RFC 8259 8.1: a parser may ignore a BOM, a
+ * sender must not add one).
+ */
+import { errors } from "../errors.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
+import { findJsonSyntaxError } from "./json-syntax.ts";
+import { readBodyBytes, type BodyLimit } from "./read-bytes.ts";
+
+export interface ParsedJson {
+  value: unknown;
+  /** The body as it should be forwarded: the bytes read, without a leading BOM. */
+  bytes: Uint8Array;
+}
+
+export type JsonParse = { ok: true; json: ParsedJson } | { ok: false; problem: "empty" | "encoding" | "depth" | "syntax"; message: string };
+
+/** `ignoreBOM`: the BOM is cut from the bytes first; a second one must stay and fail to parse. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+function withoutBom(bytes: Uint8Array): Uint8Array {
+  return bytes.byteLength >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
+}
+
+/** The bytes of a body parsed as JSON, or what is wrong with them (a message saying what to fix). */
+export function parseJsonBytes(read: Uint8Array, expected = "a JSON body"): JsonParse {
+  const bytes = withoutBom(read);
+  if (bytes.byteLength === 0) return { ok: false, problem: "empty", message: `the request body is empty; send ${expected}` };
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    return { ok: false, problem: "encoding", message: "the request body is not valid UTF-8; send JSON encoded as UTF-8" };
+  }
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    return { ok: false, problem: "depth", message: `the JSON body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep, the limit; send a flatter body` };
+  }
+  try {
+    return { ok: true, json: { value: JSON.parse(text) as unknown, bytes } };
+  } catch (error) {
+    const where = findJsonSyntaxError(text);
+    const detail = where ? `${where.detail} at line ${where.line}, column ${where.column} (character ${where.offset})` : (error as Error).message;
+    return { ok: false, problem: "syntax", message: `the request body is not valid JSON: ${detail}` };
+  }
+}
+
+export interface JsonBodyOptions {
+  limit: BodyLimit;
+  /** What the route wants, for the empty-body message (`a JSON body {"model": ...}`). */
+  expected?: string;
+}
+
+/** The request's body parsed as JSON, whatever its content type; a GatewayError (400, 413) otherwise. */
+export async function readJsonBody(request: Request, options: JsonBodyOptions): Promise<ParsedJson> {
+  const parsed = parseJsonBytes(await readBodyBytes(request, options.limit), options.expected);
+  if (!parsed.ok) throw errors.badRequest(parsed.message);
+  return parsed.json;
+}
