@@ -44,6 +44,11 @@ describe("the generated document", () => {
     expect(Object.keys(record.properties ?? {})).toEqual(expect.arrayContaining(["id", "status", "error", "attempts", "created_at"]));
   });
 
+  it("documents the 413 an oversize admin body gets", () => {
+    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413"]);
+  });
+
   it("leaves out what this runtime does not serve", async () => {
     const doc = buildDocument({ config, visible: config.services, served: () => false, syncProxy: false });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
