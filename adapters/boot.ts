@@ -3,7 +3,7 @@
  * API itself: each entry point passes the few primitives it needs (`Platform`).
  */
 import { listenAddressProblem, parseListenAddress, type ListenAddress } from "../core/config/addr.ts";
-import { ConfigError } from "../core/config/load.ts";
+import { ConfigError, type StartErrorCode } from "../core/errors.ts";
 import { durationMs } from "../core/config/duration.ts";
 import { Gateway } from "../core/gateway.ts";
 import { createOpsApp } from "../core/ops.ts";
@@ -76,12 +76,12 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
   log.info("config_source", { path, from: platform.env.CONFIG_PATH ? "CONFIG_PATH" : path === "config.yaml" ? "./config.yaml" : "fallback ./config.example.yaml" });
   // Every refusal below is one short message saying what to fix, before anything starts.
   if (!platform.exists(path)) {
-    platform.writeError(`${missingConfigMessage(path, platform.env.CONFIG_PATH !== undefined && platform.env.CONFIG_PATH !== "")}\n`);
+    refuse(platform, "GW_CONFIG_NOT_FOUND", missingConfigMessage(path, platform.env.CONFIG_PATH !== undefined && platform.env.CONFIG_PATH !== ""));
     return platform.exit(1);
   }
   const override = listenOverride(platform.env, role);
   if (override.problem) {
-    platform.writeError(`cannot start: ${override.problem}\n`);
+    refuse(platform, "GW_ENV_INVALID", `cannot start: ${override.problem}`);
     return platform.exit(1);
   }
   const baseDir = platform.dirname(path);
@@ -117,12 +117,17 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
     };
   } catch (error) {
     if (error instanceof ConfigError) {
-      platform.writeError(`${path}: ${error.message}\n`);
+      refuse(platform, error.code, `${path}: ${error.message}`);
     } else {
-      platform.writeError(`cannot start: ${(error as Error).stack ?? String(error)}\n`);
+      refuse(platform, "GW_START_FAILED", `cannot start: ${(error as Error).stack ?? String(error)}`);
     }
     return platform.exit(1);
   }
+}
+
+/** A start refusal: its stable code (core/errors.ts, README "Plugins") first, then the message. */
+function refuse(platform: Platform, code: StartErrorCode, message: string): void {
+  platform.writeError(`[${code}] ${message}\n`);
 }
 
 function missingConfigMessage(path: string, fromEnv: boolean): string {
@@ -149,7 +154,7 @@ export async function listenFailed(platform: Platform, booted: Booted, error: un
         : code === "EADDRNOTAVAIL" || name === "AddrNotAvailable"
           ? `${listen.hostname} is not an address of this machine; use one of its addresses, or ":${listen.port}" for all`
           : (message ?? String(error));
-  platform.writeError(`cannot start: cannot listen on ${where}: ${why} (${settings})\n`);
+  refuse(platform, "GW_LISTEN_FAILED", `cannot start: cannot listen on ${where}: ${why} (${settings})`);
   await booted.gateway.close().catch(() => undefined);
   return platform.exit(1);
 }

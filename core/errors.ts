@@ -1,7 +1,8 @@
 /**
- * Every error a caller can see, in one place: a code, its HTTP status, the `type` of the
- * error body and a message saying what to fix. Body shape for every status:
- * `{"error":{"message":"...","type":"..."}}`.
+ * Every error a caller can see, in one place. Requests: a code, its HTTP status, the `type` of
+ * the error body and a message saying what to fix; body shape for every status:
+ * `{"error":{"message":"...","type":"..."}}`. Start and reload refusals: a stable code
+ * (`START_ERROR_CODES`) on `ConfigError` and `PluginError`, printed by the adapters.
  */
 
 export type ErrorType =
@@ -79,4 +80,110 @@ export function toErrorResponse(error: unknown): Response {
     return errorResponse(like.status, like.type, String(like.message), like.headers ?? {});
   }
   return errorResponse(500, "api_error", "internal error; see the gateway log for details");
+}
+
+/**
+ * The stable codes of start (and reload) refusals and plugin errors, with when each happens
+ * and what to do: README "Plugins" lists the same table (a test keeps the two equal).
+ * Fastify's error codes are the model: scripts and docs match on the code, not the wording.
+ */
+export const START_ERROR_CODES = {
+  GW_CONFIG_NOT_FOUND: {
+    when: "No config file: CONFIG_PATH names a missing file, or neither ./config.yaml nor ./config.example.yaml exists.",
+    fix: "Point CONFIG_PATH at the config file, or run from the directory that holds config.yaml.",
+  },
+  GW_CONFIG_INVALID: {
+    when: "The config file does not parse or does not validate; or a plugin found a problem in its settings.",
+    fix: "Fix each listed problem; each names its key (`services[0].type: required`).",
+  },
+  GW_ENV_INVALID: {
+    when: "An address in the environment (GATEWAY_ADDR, PORT, RELAY_METRICS_ADDR) is not host:port or :port.",
+    fix: "Correct or unset the variable the message names.",
+  },
+  GW_LISTEN_FAILED: {
+    when: "The listener could not open: port in use, no permission, address not on this host.",
+    fix: "Choose another port or address (server.addr, GATEWAY_ADDR, PORT; relay.metrics_addr, RELAY_METRICS_ADDR).",
+  },
+  GW_PLUGIN_LOAD_FAILED: {
+    when: "A `plugins.load` module cannot be imported, or its default export is not `definePlugin({...})`.",
+    fix: "Check the path (relative to the config file) and that the module does `export default definePlugin({...})`.",
+  },
+  GW_PLUGIN_DUPLICATE: {
+    when: "Two plugins share a name, or a service, background task or LLM provider is registered twice.",
+    fix: "Rename one of them, or remove the second copy from `plugins.load`.",
+  },
+  GW_PLUGIN_API_VERSION: {
+    when: "A plugin declares an `apiVersion` other than this gateway's plugin API version.",
+    fix: "Use a plugin release written for this gateway's version, or a gateway that provides the plugin's.",
+  },
+  GW_PLUGIN_DEPENDENCY_MISSING: {
+    when: "A plugin's `dependsOn` names a plugin that is not installed or is turned off; or `api.use` asks for a service no active plugin provides.",
+    fix: "Install or enable the dependency, or turn the dependent plugin off (`plugins: {NAME: false}`).",
+  },
+  GW_PLUGIN_ORDER_UNKNOWN: {
+    when: "A plugin's `before` or `after` names a plugin that is not installed.",
+    fix: "Correct the name, or install the plugin it names.",
+  },
+  GW_PLUGIN_ORDER_CYCLE: {
+    when: "`dependsOn`, `optionalDependsOn`, `before` and `after` ask for an order that loops (the message lists the loop).",
+    fix: "Drop or reverse one of the declarations in the loop.",
+  },
+  GW_PLUGIN_UNDECLARED_USE: {
+    when: "`api.use` or `api.has` reaches a service of a plugin that is in neither `dependsOn` nor `optionalDependsOn`.",
+    fix: "Add the providing plugin to `dependsOn` (required) or `optionalDependsOn` (used when active).",
+  },
+  GW_HOOK_UNKNOWN: {
+    when: "`api.on` names an event no installed plugin and not the core declares.",
+    fix: "Correct the event name, or declare it in `events` of the plugin that emits it.",
+  },
+  GW_PLUGIN_REFUSED: {
+    when: "A plugin's `setup` or `onReady` check refused the start (its message says why).",
+    fix: "Do what the message says; it comes from the plugin named in it.",
+  },
+  GW_START_FAILED: {
+    when: "An unexpected error while starting (printed with its stack trace).",
+    fix: "Read the trace; report it if the gateway's own code failed.",
+  },
+} as const satisfies Record<string, { when: string; fix: string }>;
+
+export type StartErrorCode = keyof typeof START_ERROR_CODES;
+
+/**
+ * The config (or what a plugin found in it) refuses the start or the reload. `problems` each
+ * name their key (`services[2].type: required`); `code` says which kind of refusal it is.
+ */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  constructor(
+    readonly problems: string[],
+    readonly code: StartErrorCode = "GW_CONFIG_INVALID",
+  ) {
+    super(`invalid configuration:\n  ${problems.join("\n  ")}`);
+  }
+}
+
+/**
+ * A plugin (or the host, about a plugin) refusing the start or the reload. `problems`, when
+ * given, are config problems each already named by its path (`services[5].provider: ...`)
+ * and are reported as they are; the message alone is reported under `plugins:`. The code
+ * defaults to GW_CONFIG_INVALID with problems, GW_PLUGIN_REFUSED without.
+ */
+export class PluginError extends Error {
+  override name = "PluginError";
+  readonly code: StartErrorCode;
+  constructor(
+    message: string,
+    readonly problems?: readonly string[],
+    code?: StartErrorCode,
+  ) {
+    super(message);
+    this.code = code ?? (problems ? "GW_CONFIG_INVALID" : "GW_PLUGIN_REFUSED");
+  }
+}
+
+/** A PluginError, also one from another copy of this module (a user plugin loaded through a TypeScript loader). */
+export function isPluginError(error: unknown): error is PluginError {
+  if (error instanceof PluginError) return true;
+  const like = error as Partial<PluginError> | null;
+  return typeof like === "object" && like !== null && like.name === "PluginError" && typeof like.message === "string";
 }

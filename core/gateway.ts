@@ -4,14 +4,14 @@
  * module loading, the stores) and serve `gateway.fetch`.
  */
 import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
-import { ConfigError, parseConfigFile, validateConfig } from "./config/load.ts";
+import { parseConfigFile, validateConfig } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import type { GatewayConfig } from "./config/schema.ts";
-import { errors, GatewayError, toErrorResponse } from "./errors.ts";
+import { ConfigError, errors, GatewayError, isPluginError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes } from "./ops.ts";
-import { PluginError, Runtime, type RuntimeDeps } from "./plugins/host.ts";
+import { Runtime, type RuntimeDeps } from "./plugins/host.ts";
 import type { PinnedFetch, PluginDefinition, ProcessRole } from "./plugins/types.ts";
 import { instrumentKv, instrumentObjects } from "./stores/instrument.ts";
 import type { KvStore } from "./stores/kv.ts";
@@ -169,7 +169,7 @@ export class Gateway {
       runtime = await this.build(await loadConfig(this.options));
     } catch (error) {
       const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
-      this.deps.log.warn("reload_refused", { problems });
+      this.deps.log.warn("reload_refused", { code: error instanceof ConfigError ? error.code : "GW_START_FAILED", problems });
       return { ok: false, problems };
     }
     const previous = this.current;
@@ -205,7 +205,7 @@ export class Gateway {
       await runtime.install(loaded.definitions);
     } catch (error) {
       await runtime.close();
-      if (error instanceof PluginError) throw new ConfigError(error.problems ? [...error.problems] : [`plugins: ${error.message}`]);
+      if (isPluginError(error)) throw new ConfigError(error.problems ? [...error.problems] : [`plugins: ${error.message}`], error.code);
       throw error;
     }
     // A route that throws answers with the error body, never a plain-text 500.
@@ -264,7 +264,8 @@ async function loadConfig(options: GatewayOptions): Promise<LoadedConfig> {
   const sections = definitions.flatMap((d) => (d.section ? [d.section] : []));
   const result = validateConfig(raw, sections);
   if (!result.ok) problems.push(...result.problems);
-  if (problems.length > 0 || !result.ok) throw new ConfigError(problems);
+  // The code names the first kind of problem: an import that failed comes before the file's own.
+  if (problems.length > 0 || !result.ok) throw new ConfigError(problems, userPlugins.length < paths.length ? "GW_PLUGIN_LOAD_FAILED" : "GW_CONFIG_INVALID");
   return { config: result.config, extra: result.extra, definitions };
 }
 

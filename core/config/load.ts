@@ -8,6 +8,7 @@ import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
 import { durationMs, formatDuration, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
+import { ConfigError } from "../errors.ts";
 import { GatewayConfigSchema, type ConfigSection, type GatewayConfig } from "./schema.ts";
 
 export type ConfigResult =
@@ -65,12 +66,8 @@ function yamlSyntaxProblem(error: unknown, text: string): string {
   return `line ${at.line}, column ${at.col}: YAML syntax: ${what}${quoted}`;
 }
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  ${problems.join("\n  ")}`);
-    this.name = "ConfigError";
-  }
-}
+// ConfigError lives with the other coded errors (core/errors.ts); re-exported for the modules that import it from here.
+export { ConfigError };
 
 /** `/services/2/backends/0/url` -> `services[2].backends[0].url` */
 export function formatPath(pointer: string): string {

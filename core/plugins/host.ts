@@ -15,7 +15,8 @@ import { existingSlotOf, slotOf, type RequestSlot } from "../pipeline/request-sl
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
-import type { BackgroundTask, EventName, GatewayEvents, GatewayServices, PinnedFetch, PluginApi, PluginDefinition, ProcessRole } from "./types.ts";
+import { PluginError } from "../errors.ts";
+import { CORE_EVENTS, PLUGIN_API_VERSION, type BackgroundTask, type EventName, type GatewayEvents, type GatewayServices, type PinnedFetch, type PluginApi, type PluginDefinition, type ProcessRole } from "./types.ts";
 
 export interface RuntimeDeps {
   role: ProcessRole;
@@ -47,49 +48,94 @@ async function runMiddleware(list: readonly MiddlewareHandler[], c: Context, nex
   await step(0);
 }
 
-/**
- * A plugin refusing the start or the reload. `problems`, when given, are config problems each
- * already named by its path (`services[5].provider: ...`) and are reported as they are; the
- * message alone is reported under `plugins:`.
- */
-export class PluginError extends Error {
-  override name = "PluginError";
-  constructor(
-    message: string,
-    readonly problems?: readonly string[],
-  ) {
-    super(message);
-  }
+// PluginError lives with the other coded errors (core/errors.ts); re-exported for the plugins that import it from here.
+export { PluginError };
+
+/** Refuses a plugin whose declared `apiVersion` is not this host's. */
+function checkApiVersion(definition: PluginDefinition): void {
+  const wanted = definition.apiVersion;
+  if (wanted === undefined || wanted === PLUGIN_API_VERSION) return;
+  throw new PluginError(
+    `plugin "${definition.name}" was written for plugin API version ${wanted}, but this gateway provides version ${PLUGIN_API_VERSION}; use a release of "${definition.name}" written for version ${PLUGIN_API_VERSION}, or a gateway that provides version ${wanted}`,
+    undefined,
+    "GW_PLUGIN_API_VERSION",
+  );
 }
 
-/** Plugins in dependency order; throws naming the plugin and the missing or cyclic dependency. */
+/**
+ * The active plugins in setup order, which is also the order of their routes, middleware,
+ * stage steps and listeners. A stable topological sort of the declarations (`dependsOn`,
+ * `optionalDependsOn`, `before`, `after`); among the plugins free to go next, the highest
+ * `priority`, then the first by name, so the order of `definitions` never matters. Throws a
+ * coded PluginError naming the plugin and the missing, unknown or cyclic declaration.
+ */
 export function orderPlugins(definitions: readonly PluginDefinition[], active: ReadonlySet<string>): PluginDefinition[] {
   const byName = new Map<string, PluginDefinition>();
   for (const definition of definitions) {
-    if (byName.has(definition.name)) throw new PluginError(`plugin "${definition.name}" is registered twice`);
+    if (byName.has(definition.name)) throw new PluginError(`plugin "${definition.name}" is registered twice`, undefined, "GW_PLUGIN_DUPLICATE");
     byName.set(definition.name, definition);
+    checkApiVersion(definition);
+  }
+  const chosen = definitions.filter((definition) => active.has(definition.name));
+  // For each plugin, the plugins that must be set up before it.
+  const firsts = new Map<string, Set<string>>(chosen.map((definition) => [definition.name, new Set<string>()]));
+  const mustPrecede = (first: string, then: string) => {
+    if (firsts.has(first) && first !== then) firsts.get(then)?.add(first);
+  };
+  for (const definition of chosen) {
+    const name = definition.name;
+    for (const dependency of definition.dependsOn ?? []) {
+      if (!byName.has(dependency)) {
+        throw new PluginError(`plugin "${name}" depends on "${dependency}", which is not installed`, undefined, "GW_PLUGIN_DEPENDENCY_MISSING");
+      }
+      if (!active.has(dependency)) {
+        throw new PluginError(`plugin "${name}" depends on "${dependency}", which is disabled; enable it or turn "${name}" off`, undefined, "GW_PLUGIN_DEPENDENCY_MISSING");
+      }
+      mustPrecede(dependency, name);
+    }
+    for (const [field, names] of [["before", definition.before], ["after", definition.after]] as const) {
+      for (const other of names ?? []) {
+        if (!byName.has(other)) {
+          throw new PluginError(`plugin "${name}" declares ${field}: ["${other}"], but no plugin "${other}" is installed; correct the name or install it`, undefined, "GW_PLUGIN_ORDER_UNKNOWN");
+        }
+        if (field === "before") mustPrecede(name, other);
+        else mustPrecede(other, name);
+      }
+    }
+    for (const optional of definition.optionalDependsOn ?? []) {
+      if (!definition.before?.includes(optional)) mustPrecede(optional, name);
+    }
   }
   const ordered: PluginDefinition[] = [];
-  const state = new Map<string, "visiting" | "done">();
-  const visit = (definition: PluginDefinition, chain: string[]) => {
-    if (state.get(definition.name) === "done") return;
-    if (state.get(definition.name) === "visiting") {
-      throw new PluginError(`plugin dependency cycle: ${[...chain, definition.name].join(" -> ")}`);
-    }
-    state.set(definition.name, "visiting");
-    for (const dependency of definition.dependsOn ?? []) {
-      const target = byName.get(dependency);
-      if (!target) throw new PluginError(`plugin "${definition.name}" depends on "${dependency}", which is not installed`);
-      if (!active.has(dependency)) {
-        throw new PluginError(`plugin "${definition.name}" depends on "${dependency}", which is disabled; enable it or turn "${definition.name}" off`);
-      }
-      visit(target, [...chain, definition.name]);
-    }
-    state.set(definition.name, "done");
-    ordered.push(definition);
-  };
-  for (const definition of definitions) if (active.has(definition.name)) visit(definition, []);
+  const placed = new Set<string>();
+  const rank = (a: PluginDefinition, b: PluginDefinition) => (b.priority ?? 0) - (a.priority ?? 0) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  let remaining = chosen;
+  while (remaining.length > 0) {
+    const free = remaining.filter((definition) => [...firsts.get(definition.name)!].every((first) => placed.has(first)));
+    if (free.length === 0) throw orderCycle(remaining, firsts, placed);
+    const next = free.sort(rank)[0]!;
+    ordered.push(next);
+    placed.add(next.name);
+    remaining = remaining.filter((definition) => definition !== next);
+  }
   return ordered;
+}
+
+/** Names one loop among the plugins no order can place: each needs the next one set up first. */
+function orderCycle(remaining: readonly PluginDefinition[], firsts: ReadonlyMap<string, ReadonlySet<string>>, placed: ReadonlySet<string>): PluginError {
+  const byFirstName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  const path = [remaining.map((definition) => definition.name).sort(byFirstName)[0]!];
+  // Every unplaced plugin waits for at least one unplaced plugin, so this walk comes back to one it saw.
+  while (path.indexOf(path[path.length - 1]!) === path.length - 1) {
+    const waitingFor = [...firsts.get(path[path.length - 1]!)!].filter((name) => !placed.has(name)).sort(byFirstName);
+    path.push(waitingFor[0]!);
+  }
+  const loop = path.slice(path.indexOf(path[path.length - 1]!));
+  return new PluginError(
+    `plugin order cycle: ${loop.join(" -> ")} (each must be set up after the next, by dependsOn, optionalDependsOn, before or after); drop or reverse one of these declarations`,
+    undefined,
+    "GW_PLUGIN_ORDER_CYCLE",
+  );
 }
 
 /** Which plugins run: those for this role, on by their own rule, and not turned off in `plugins:`. */
@@ -110,7 +156,10 @@ export class Runtime {
   readonly registry: Registry;
   readonly pipeline: Pipeline;
   readonly activePlugins: string[] = [];
-  private readonly services = new Map<string, unknown>();
+  /** Each service with the plugin that provided it (`use` / `has` check that plugin was declared). */
+  private readonly services = new Map<string, { value: unknown; plugin: string }>();
+  /** The events `on` accepts: the core's and those every installed plugin declares. */
+  private knownEvents: ReadonlySet<string> = new Set(CORE_EVENTS);
   private readonly listeners = new Map<string, Array<(payload: never) => void>>();
   private readonly tasks: BackgroundTask[] = [];
   private readonly closers: Array<() => void | Promise<void>> = [];
@@ -149,8 +198,10 @@ export class Runtime {
     return this.fetchWrappers.reduce((next, wrap) => wrap(next), innermost)(url, init);
   };
 
-  /** Sets up every active plugin in dependency order. */
+  /** Sets up every active plugin in declared order (see `orderPlugins`). */
   async install(definitions: readonly PluginDefinition[]): Promise<void> {
+    // Installed, not only active: a listener for the events of a plugin turned off is fine.
+    this.knownEvents = new Set([...CORE_EVENTS, ...definitions.flatMap((definition) => definition.events ?? [])]);
     const active = activePluginNames(definitions, this.config, this.deps.role);
     for (const definition of orderPlugins(definitions, active)) {
       await definition.setup(this.apiFor(definition));
@@ -272,7 +323,19 @@ export class Runtime {
   private apiFor(definition: PluginDefinition): PluginApi {
     const deps = this.deps;
     const log = deps.log.child({ plugin: definition.name });
-    const allowed = new Set(definition.dependsOn ?? []);
+    const declared = new Set([...(definition.dependsOn ?? []), ...(definition.optionalDependsOn ?? [])]);
+    /** The service entry, if provided; refuses one whose plugin this plugin did not declare. */
+    const reach = (key: string) => {
+      const entry = this.services.get(key);
+      if (entry && entry.plugin !== definition.name && !declared.has(entry.plugin)) {
+        throw new PluginError(
+          `plugin "${definition.name}" uses service "${key}" of plugin "${entry.plugin}" without declaring it; add "${entry.plugin}" to its dependsOn (required) or optionalDependsOn (used when active)`,
+          undefined,
+          "GW_PLUGIN_UNDECLARED_USE",
+        );
+      }
+      return entry;
+    };
     return {
       name: definition.name,
       role: deps.role,
@@ -310,21 +373,35 @@ export class Runtime {
       },
       stage: (stage, step) => this.pipeline.add(stage, step),
       task: (task) => {
-        if (this.tasks.some((t) => t.name === task.name)) throw new PluginError(`background task "${task.name}" is registered twice`);
+        if (this.tasks.some((t) => t.name === task.name)) throw new PluginError(`background task "${task.name}" is registered twice`, undefined, "GW_PLUGIN_DUPLICATE");
         this.tasks.push(task);
       },
       provide: (key, value) => {
-        if (this.services.has(key)) throw new PluginError(`service "${String(key)}" is already provided; plugin "${definition.name}" cannot provide it again`);
-        this.services.set(key, value);
+        if (this.services.has(key)) {
+          throw new PluginError(`service "${String(key)}" is already provided; plugin "${definition.name}" cannot provide it again`, undefined, "GW_PLUGIN_DUPLICATE");
+        }
+        this.services.set(key, { value, plugin: definition.name });
       },
       use: <K extends keyof GatewayServices>(key: K): GatewayServices[K] => {
-        if (!this.services.has(key)) {
-          throw new PluginError(`plugin "${definition.name}" uses service "${String(key)}", which no active plugin provides (is its plugin in dependsOn: [${[...allowed].join(", ")}]?)`);
+        const entry = reach(key);
+        if (!entry) {
+          throw new PluginError(
+            `plugin "${definition.name}" uses service "${String(key)}", which no active plugin provides (is its plugin in dependsOn: [${[...(definition.dependsOn ?? [])].join(", ")}]?)`,
+            undefined,
+            "GW_PLUGIN_DEPENDENCY_MISSING",
+          );
         }
-        return this.services.get(key) as GatewayServices[K];
+        return entry.value as GatewayServices[K];
       },
-      has: (key) => this.services.has(key),
+      has: (key) => reach(key) !== undefined,
       on: (event, listener) => {
+        if (!this.knownEvents.has(event)) {
+          throw new PluginError(
+            `plugin "${definition.name}" listens to "${event}", which no plugin declares; events: ${[...this.knownEvents].join(", ")} (a plugin that emits a new event lists it in definePlugin({ events }))`,
+            undefined,
+            "GW_HOOK_UNKNOWN",
+          );
+        }
         const list = this.listeners.get(event) ?? [];
         list.push(listener as (payload: never) => void);
         this.listeners.set(event, list);

@@ -47,6 +47,21 @@ export interface GatewayEvents {
 
 export type EventName = keyof GatewayEvents;
 
+/**
+ * The events the core itself declares (`GatewayEvents` above and in core/llm/usage.ts). A
+ * plugin that adds events lists their names in `definePlugin({ events })`: types vanish at
+ * run time, and `api.on` refuses a name nobody declared (GW_HOOK_UNKNOWN) instead of
+ * registering a listener that never runs.
+ */
+export const CORE_EVENTS: readonly EventName[] = ["request.finished", "llm.usage"];
+
+/**
+ * The version of the contract in this file. A plugin may say which one it was written for
+ * (`apiVersion`); a different one refuses the start (GW_PLUGIN_API_VERSION). Raised only
+ * when a change would break existing plugins.
+ */
+export const PLUGIN_API_VERSION = 1;
+
 /** The process a runtime is built for: the HTTP gateway or a standalone relay worker. */
 export type ProcessRole = "gateway" | "relay";
 
@@ -111,10 +126,14 @@ export interface PluginApi<Section = unknown> {
   stage(stage: StepStage, step: StageStep): void;
   task(task: BackgroundTask): void;
   provide<K extends keyof GatewayServices>(key: K, value: GatewayServices[K]): void;
-  /** A service another plugin provides; that plugin must be in `dependsOn`. */
+  /**
+   * A service another plugin provides; that plugin must be in `dependsOn` or
+   * `optionalDependsOn` (else GW_PLUGIN_UNDECLARED_USE), and active (else GW_PLUGIN_DEPENDENCY_MISSING).
+   */
   use<K extends keyof GatewayServices>(key: K): GatewayServices[K];
-  /** True when some active plugin provides the service (for optional integrations). */
+  /** True when some active plugin provides the service (optional integrations: its plugin goes in `optionalDependsOn`). */
   has<K extends keyof GatewayServices>(key: K): boolean;
+  /** Listens to a declared event (`CORE_EVENTS` or a plugin's `events`); another name is GW_HOOK_UNKNOWN. */
   on<E extends EventName>(event: E, listener: (payload: GatewayEvents[E]) => void): void;
   emit<E extends EventName>(event: E, payload: GatewayEvents[E]): void;
   onClose(fn: () => void | Promise<void>): void;
@@ -135,8 +154,31 @@ export interface PluginApi<Section = unknown> {
 
 export interface PluginDefinition<S extends TSchema = TSchema> {
   name: string;
-  /** Plugins that must be active (and set up) before this one. */
+  /** The `PLUGIN_API_VERSION` this plugin was written for; another one refuses the start. */
+  apiVersion?: number;
+  /** Plugins that must be active (and set up) before this one; their services are usable. */
   dependsOn?: readonly string[];
+  /**
+   * Plugins this one integrates with when they are active (`api.has` / `api.use` of their
+   * services): set up before this one when active, absent or off is fine. Its own `before`
+   * wins over this (two plugins that use each other only at request time).
+   */
+  optionalDependsOn?: readonly string[];
+  /**
+   * Where this plugin goes among the others; its routes, middleware, stage steps and event
+   * listeners are registered in that order (a route registered earlier wins; middleware
+   * registered earlier is outer; earlier steps of a stage run first). `before` / `after`
+   * name installed plugins (a plugin turned off is skipped; an unknown name refuses the start).
+   */
+  before?: readonly string[];
+  after?: readonly string[];
+  /**
+   * Among the plugins the declarations leave free to go next, higher first (default 0), then
+   * by name: so the order never depends on the order of the plugin list.
+   */
+  priority?: number;
+  /** Events this plugin adds to `GatewayEvents` (by declaration merging), so `api.on` accepts them. */
+  events?: readonly EventName[];
   /** The roles whose process runs this plugin (default: gateway only). */
   roles?: readonly ProcessRole[];
   /** A top-level config section of this plugin's own, validated by `schema`. */

@@ -12,6 +12,10 @@ import { auditKind, outcomeOf } from "./scope.ts";
 
 export default definePlugin({
   name: "audit-log",
+  // Its middleware wraps every request inside the trace (the audit line carries the trace id)
+  // and outside everything else.
+  after: ["otel"],
+  priority: 200,
   enabled: (config) => config.audit_log.enabled,
   setup(api) {
     api.middleware(async function auditRequest(c, next) {

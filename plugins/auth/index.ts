@@ -16,6 +16,8 @@ const loadOAuth2 = () => import("./oauth2.ts");
 
 export default definePlugin({
   name: "auth",
+  // Identity first: every later step reads the principal it leaves.
+  priority: 100,
   enabled: (config) => config.auth.mode !== "none",
   async setup(api) {
     const auth = api.config.auth;

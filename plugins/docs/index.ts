@@ -19,6 +19,10 @@ const MAX_CACHED_DOCUMENTS = 64;
 
 export default definePlugin({
   name: "docs",
+  // Documents visible models (visibility) and the sync routes (sync-proxy) at request time;
+  // its routes go before the sync proxy's catch-all, so a configured wildcard cannot shadow them.
+  optionalDependsOn: ["visibility", "sync-proxy"],
+  before: ["sync-proxy"],
   async setup(api) {
     // Read on the first page load, not at start: ~2 MB that every process would otherwise hold
     // whether or not anyone opens the page. A failure only disables the page (and is retried).

@@ -40,6 +40,11 @@ const DEFAULT_PENDING_TTL_MS = 2 * 60 * 60 * 1000;
 
 export default definePlugin({
   name: "limits",
+  // Counts async submissions in the job store when async jobs are on.
+  optionalDependsOn: ["async-jobs"],
+  // Its steps run after those of auth and policies in a shared stage (they leave the principal
+  // and the policy quota), and after an idempotent replay (a replay counts against no limit).
+  after: ["auth", "policies", "idempotency"],
   roles: ["gateway", "relay"],
   setup(api) {
     const table = new LimitTable(api.config);

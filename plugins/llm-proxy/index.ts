@@ -13,6 +13,8 @@ import { LlmMetrics } from "./metrics.ts";
 export default definePlugin({
   name: "llm-proxy",
   dependsOn: ["sync-proxy", "providers"],
+  // Answers from the response cache when a service enables it.
+  optionalDependsOn: ["response-cache"],
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
     const { config } = api;

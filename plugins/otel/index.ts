@@ -23,6 +23,9 @@ const loadTracing = () => import("./tracing.ts");
 
 export default definePlugin({
   name: "otel",
+  // First of all: its middleware is the outermost (every request is traced, the audit line
+  // included) and its fetch wrapper sees every plugin's outbound call.
+  priority: 300,
   roles: ["gateway", "relay"],
   enabled: (config) => config.opentelemetry.enabled,
   async setup(api) {

@@ -54,6 +54,8 @@ export default definePlugin({
   name: "relay",
   roles: ["gateway", "relay"],
   dependsOn: ["async-jobs"],
+  // A job's trace continues in the relay when tracing is on.
+  optionalDependsOn: ["otel"],
   enabled: (config, role) => role === "relay" || relayEmbedded(config),
   setup(api) {
     const jobs = api.use("jobs");

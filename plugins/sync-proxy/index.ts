@@ -16,6 +16,8 @@ import { SyncModeList } from "./sync-modes.ts";
 
 export default definePlugin({
   name: "sync-proxy",
+  // Hides restricted models from /v1/models and its routes.
+  optionalDependsOn: ["visibility"],
   setup(api) {
     const modes = new SyncModeList();
     api.provide("syncModes", modes);

@@ -18,6 +18,10 @@ import { registerUsageRoutes } from "./routes.ts";
 
 export default definePlugin({
   name: "usage",
+  // Shows the limits' live windows; routes before the sync proxy's catch-all (a configured
+  // wildcard cannot shadow /usage).
+  optionalDependsOn: ["limits"],
+  before: ["sync-proxy"],
   roles: ["gateway", "relay"],
   setup(api) {
     const retentionMs = durationMs(api.config.usage.retention);

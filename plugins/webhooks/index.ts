@@ -40,6 +40,8 @@ const OUTBOX_SWEEP_MS = 5_000;
 
 export default definePlugin({
   name: "webhooks",
+  // Reads job records and results from the job store when async jobs are on.
+  optionalDependsOn: ["async-jobs"],
   roles: ["gateway", "relay"],
   setup(api) {
     const settings = api.config.webhooks;

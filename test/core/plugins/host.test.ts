@@ -8,7 +8,7 @@ import { errors } from "../../../core/errors.ts";
 import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { activePluginNames, orderPlugins, PluginError, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
-import { definePlugin, type PinnedFetch, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
+import { definePlugin, PLUGIN_API_VERSION, type EventName, type PinnedFetch, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 
 /** The host never touches the object store; any call is a test failure. */
@@ -78,6 +78,15 @@ const services = (api: PluginApi<unknown>) => api as unknown as LooseServices;
 
 const plugin = (name: string, extra: Partial<PluginDefinition> = {}): PluginDefinition => ({ name, setup: () => {}, ...extra });
 const names = (definitions: readonly PluginDefinition[]) => definitions.map((d) => d.name);
+/** The code of the PluginError `fn` throws. */
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (error) {
+    return (error as PluginError).code;
+  }
+  return undefined;
+}
 
 describe("orderPlugins", () => {
   it("sets up dependencies before the plugins that need them", () => {
@@ -85,9 +94,54 @@ describe("orderPlugins", () => {
     expect(names(orderPlugins(definitions, new Set(["a", "b", "c", "d"])))).toEqual(["a", "b", "c", "d"]);
   });
 
-  it("keeps the registration order of independent plugins", () => {
+  it("orders independent plugins by name, whatever the order of the list", () => {
     const definitions = [plugin("z"), plugin("y"), plugin("x")];
-    expect(names(orderPlugins(definitions, new Set(["x", "y", "z"])))).toEqual(["z", "y", "x"]);
+    expect(names(orderPlugins(definitions, new Set(["x", "y", "z"])))).toEqual(["x", "y", "z"]);
+    expect(names(orderPlugins([...definitions].reverse(), new Set(["x", "y", "z"])))).toEqual(["x", "y", "z"]);
+  });
+
+  it("puts a higher priority first among the plugins free to go", () => {
+    const definitions = [plugin("a"), plugin("tracing", { priority: 300 }), plugin("audit", { priority: 200, after: ["tracing"] }), plugin("b", { priority: -1 })];
+    expect(names(orderPlugins(definitions, new Set(names(definitions))))).toEqual(["tracing", "audit", "a", "b"]);
+  });
+
+  it("follows before and after, skipping a plugin that is off", () => {
+    const definitions = [plugin("catch-all"), plugin("docs", { before: ["catch-all"] }), plugin("limits", { after: ["zeta", "off"] }), plugin("zeta"), plugin("off")];
+    expect(names(orderPlugins(definitions, new Set(["catch-all", "docs", "limits", "zeta"])))).toEqual(["docs", "catch-all", "zeta", "limits"]);
+  });
+
+  it("sets up an active optional dependency first, and needs none", () => {
+    const definitions = [plugin("a-user", { optionalDependsOn: ["z-provider", "not-installed"] }), plugin("z-provider")];
+    expect(names(orderPlugins(definitions, new Set(["a-user", "z-provider"])))).toEqual(["z-provider", "a-user"]);
+    expect(names(orderPlugins(definitions, new Set(["a-user"])))).toEqual(["a-user"]);
+  });
+
+  it("lets a plugin's own before win over its optional dependency (use at request time, both ways)", () => {
+    const definitions = [plugin("webhooks", { optionalDependsOn: ["jobs"] }), plugin("jobs", { optionalDependsOn: ["webhooks"], before: ["webhooks"] })];
+    expect(names(orderPlugins(definitions, new Set(["jobs", "webhooks"])))).toEqual(["jobs", "webhooks"]);
+  });
+
+  it("refuses before/after naming a plugin that is not installed (GW_PLUGIN_ORDER_UNKNOWN)", () => {
+    const definitions = [plugin("usage", { before: ["sync-prox"] })];
+    expect(() => orderPlugins(definitions, new Set(["usage"]))).toThrow(
+      'plugin "usage" declares before: ["sync-prox"], but no plugin "sync-prox" is installed; correct the name or install it',
+    );
+    expect(codeOf(() => orderPlugins(definitions, new Set(["usage"])))).toBe("GW_PLUGIN_ORDER_UNKNOWN");
+  });
+
+  it("names a loop of before/after and optional dependencies (GW_PLUGIN_ORDER_CYCLE)", () => {
+    const definitions = [plugin("a", { before: ["b"] }), plugin("b", { optionalDependsOn: ["c"] }), plugin("c", { after: ["b"] })];
+    expect(() => orderPlugins(definitions, new Set(["a", "b", "c"]))).toThrow("plugin order cycle: b -> c -> b (each must be set up after the next");
+    expect(codeOf(() => orderPlugins(definitions, new Set(["a", "b", "c"])))).toBe("GW_PLUGIN_ORDER_CYCLE");
+  });
+
+  it("refuses a plugin written for another plugin API version (GW_PLUGIN_API_VERSION)", () => {
+    expect(names(orderPlugins([plugin("current", { apiVersion: PLUGIN_API_VERSION })], new Set(["current"])))).toEqual(["current"]);
+    const future = [plugin("future", { apiVersion: PLUGIN_API_VERSION + 1 })];
+    expect(() => orderPlugins(future, new Set(["future"]))).toThrow(
+      `plugin "future" was written for plugin API version ${PLUGIN_API_VERSION + 1}, but this gateway provides version ${PLUGIN_API_VERSION}; use a release of "future" written for version ${PLUGIN_API_VERSION}, or a gateway that provides version ${PLUGIN_API_VERSION + 1}`,
+    );
+    expect(codeOf(() => orderPlugins(future, new Set(["future"])))).toBe("GW_PLUGIN_API_VERSION");
   });
 
   it("leaves out inactive plugins", () => {
@@ -101,6 +155,7 @@ describe("orderPlugins", () => {
     expect(() => orderPlugins(definitions, new Set(["llm-proxy"]))).toThrow(
       'plugin "llm-proxy" depends on "providers", which is not installed',
     );
+    expect(codeOf(() => orderPlugins(definitions, new Set(["llm-proxy"])))).toBe("GW_PLUGIN_DEPENDENCY_MISSING");
   });
 
   it("names the plugin and the disabled dependency", () => {
@@ -112,11 +167,12 @@ describe("orderPlugins", () => {
 
   it("names every plugin of a dependency cycle", () => {
     const definitions = [plugin("a", { dependsOn: ["b"] }), plugin("b", { dependsOn: ["c"] }), plugin("c", { dependsOn: ["a"] })];
-    expect(() => orderPlugins(definitions, new Set(["a", "b", "c"]))).toThrow("plugin dependency cycle: a -> b -> c -> a");
+    expect(() => orderPlugins(definitions, new Set(["a", "b", "c"]))).toThrow("plugin order cycle: a -> b -> c -> a");
   });
 
   it("rejects a plugin registered twice", () => {
     expect(() => orderPlugins([plugin("a"), plugin("a")], new Set(["a"]))).toThrow('plugin "a" is registered twice');
+    expect(codeOf(() => orderPlugins([plugin("a"), plugin("a")], new Set(["a"])))).toBe("GW_PLUGIN_DUPLICATE");
   });
 });
 
@@ -261,14 +317,30 @@ describe("plugin services", () => {
     );
   });
 
-  it("reports through has() whether a service is provided", async () => {
+  it("reports through has() whether an optional dependency provides a service", async () => {
     const seen: boolean[] = [];
-    await installed([
-      plugin("first", { setup: (api) => void seen.push(services(api).has("cache")) }),
+    const definitions = [
+      plugin("consumer", { optionalDependsOn: ["provider"], setup: (api) => void seen.push(services(api).has("cache")) }),
       plugin("provider", { setup: (api) => services(api).provide("cache", new Map()) }),
-      plugin("last", { setup: (api) => void seen.push(services(api).has("cache")) }),
-    ]);
-    expect(seen).toEqual([false, true]);
+    ];
+    await installed(definitions);
+    await installed(definitions, { text: "plugins:\n  provider: false\n" });
+    expect(seen).toEqual([true, false]);
+  });
+
+  it("refuses use() and has() of a plugin declared in neither dependsOn nor optionalDependsOn (GW_PLUGIN_UNDECLARED_USE)", async () => {
+    for (const call of ["use", "has"] as const) {
+      const runtime = newRuntime();
+      const definitions = [
+        plugin("provider", { setup: (api) => services(api).provide("cache", new Map()) }),
+        plugin("sneaky", { after: ["provider"], setup: (api) => void services(api)[call]("cache") }),
+      ];
+      const refusal = await runtime.install(definitions).then(() => undefined, (error: unknown) => error as PluginError);
+      expect(refusal?.message).toBe(
+        'plugin "sneaky" uses service "cache" of plugin "provider" without declaring it; add "provider" to its dependsOn (required) or optionalDependsOn (used when active)',
+      );
+      expect(refusal?.code).toBe("GW_PLUGIN_UNDECLARED_USE");
+    }
   });
 
   it("refuses a service provided twice, naming it and the second plugin", async () => {
@@ -278,10 +350,26 @@ describe("plugin services", () => {
       plugin("b", { setup: (api) => services(api).provide("store", 2) }),
     ];
     await expect(runtime.install(definitions)).rejects.toThrow('service "store" is already provided; plugin "b" cannot provide it again');
+    await expect(newRuntime().install(definitions)).rejects.toMatchObject({ code: "GW_PLUGIN_DUPLICATE" });
   });
 });
 
 describe("plugin events", () => {
+  it("refuses a listener for an event nobody declares (GW_HOOK_UNKNOWN), accepts a declared one", async () => {
+    const listen = (event: string) => plugin("listener", { setup: (api) => api.on(event as EventName, () => {}) });
+    const emitter = plugin("emitter", { events: ["job.done" as EventName] });
+    const refusal = await newRuntime()
+      .install([listen("request.finshed"), emitter])
+      .then(() => undefined, (error: unknown) => error as PluginError);
+    expect(refusal?.message).toBe(
+      'plugin "listener" listens to "request.finshed", which no plugin declares; events: request.finished, llm.usage, job.done (a plugin that emits a new event lists it in definePlugin({ events }))',
+    );
+    expect(refusal?.code).toBe("GW_HOOK_UNKNOWN");
+    // Declared by a plugin that is turned off still counts: the listener just never fires.
+    await installed([listen("job.done"), emitter], { text: "plugins:\n  emitter: false\n" });
+    await installed([listen("llm.usage")]);
+  });
+
   it("delivers emitted events to every listener", async () => {
     const received: string[] = [];
     const { log, lines } = capturingLogger();
@@ -294,7 +382,8 @@ describe("plugin events", () => {
           });
         },
       }),
-      plugin("logs", { setup: (api) => api.on("request.finished", (event) => void received.push(`logs:${event.serviceType}`)) }),
+      // Listeners run in plugin order: "logs" declares it goes after "metrics".
+      plugin("logs", { after: ["metrics"], setup: (api) => api.on("request.finished", (event) => void received.push(`logs:${event.serviceType}`)) }),
       plugin("emitter", {
         setup: (api) => {
           api.routes.get("/fire", (c) => {
