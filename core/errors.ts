@@ -113,7 +113,7 @@ export const START_ERROR_CODES = {
     fix: "Rename one of them, or remove the second copy from `plugins.load`.",
   },
   GW_PLUGIN_API_VERSION: {
-    when: "A plugin declares an `apiVersion` other than this gateway's plugin API version.",
+    when: "A plugin declares an `apiVersion` other than this gateway's plugin API version (`PLUGIN_API_VERSION`).",
     fix: "Use a plugin release written for this gateway's version, or a gateway that provides the plugin's.",
   },
   GW_PLUGIN_DEPENDENCY_MISSING: {
@@ -133,7 +133,7 @@ export const START_ERROR_CODES = {
     fix: "Add the providing plugin to `dependsOn` (required) or `optionalDependsOn` (used when active).",
   },
   GW_HOOK_UNKNOWN: {
-    when: "`api.on` names an event no installed plugin and not the core declares.",
+    when: "`api.on` names an event that neither the core nor any installed plugin declares.",
     fix: "Correct the event name, or declare it in `events` of the plugin that emits it.",
   },
   GW_PLUGIN_REFUSED: {

@@ -202,7 +202,8 @@ export class Gateway {
     const runtime = new Runtime(loaded.config, loaded.extra, this.deps);
     registerOpsRoutes(runtime, { reload: () => this.reload() });
     try {
-      await runtime.install(loaded.definitions);
+      // The built-in plugins and plugins.load: every plugin this gateway has.
+      await runtime.install(loaded.definitions, { complete: true });
     } catch (error) {
       await runtime.close();
       if (isPluginError(error)) throw new ConfigError(error.problems ? [...error.problems] : [`plugins: ${error.message}`], error.code);

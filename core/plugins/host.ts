@@ -65,11 +65,15 @@ function checkApiVersion(definition: PluginDefinition): void {
 /**
  * The active plugins in setup order, which is also the order of their routes, middleware,
  * stage steps and listeners. A stable topological sort of the declarations (`dependsOn`,
- * `optionalDependsOn`, `before`, `after`); among the plugins free to go next, the highest
+ * `optionalDependsOn` as PluginDefinition says, `before`, `after`); among the plugins free to go next, the highest
  * `priority`, then the first by name, so the order of `definitions` never matters. Throws a
  * coded PluginError naming the plugin and the missing, unknown or cyclic declaration.
+ *
+ * `complete`: `definitions` are every plugin of this gateway (as the Gateway installs them), so a
+ * `before` / `after` naming none of them is a typo (GW_PLUGIN_ORDER_UNKNOWN). A runtime built
+ * from a few plugins (an embedding, a test) skips such a name, as it skips a plugin turned off.
  */
-export function orderPlugins(definitions: readonly PluginDefinition[], active: ReadonlySet<string>): PluginDefinition[] {
+export function orderPlugins(definitions: readonly PluginDefinition[], active: ReadonlySet<string>, options: { complete?: boolean } = {}): PluginDefinition[] {
   const byName = new Map<string, PluginDefinition>();
   for (const definition of definitions) {
     if (byName.has(definition.name)) throw new PluginError(`plugin "${definition.name}" is registered twice`, undefined, "GW_PLUGIN_DUPLICATE");
@@ -95,7 +99,7 @@ export function orderPlugins(definitions: readonly PluginDefinition[], active: R
     }
     for (const [field, names] of [["before", definition.before], ["after", definition.after]] as const) {
       for (const other of names ?? []) {
-        if (!byName.has(other)) {
+        if (!byName.has(other) && options.complete) {
           throw new PluginError(`plugin "${name}" declares ${field}: ["${other}"], but no plugin "${other}" is installed; correct the name or install it`, undefined, "GW_PLUGIN_ORDER_UNKNOWN");
         }
         if (field === "before") mustPrecede(name, other);
@@ -103,7 +107,8 @@ export function orderPlugins(definitions: readonly PluginDefinition[], active: R
       }
     }
     for (const optional of definition.optionalDependsOn ?? []) {
-      if (!definition.before?.includes(optional)) mustPrecede(optional, name);
+      const mutual = byName.get(optional)?.optionalDependsOn?.includes(name) ?? false;
+      if (!mutual && !definition.before?.includes(optional)) mustPrecede(optional, name);
     }
   }
   const ordered: PluginDefinition[] = [];
@@ -198,12 +203,12 @@ export class Runtime {
     return this.fetchWrappers.reduce((next, wrap) => wrap(next), innermost)(url, init);
   };
 
-  /** Sets up every active plugin in declared order (see `orderPlugins`). */
-  async install(definitions: readonly PluginDefinition[]): Promise<void> {
+  /** Sets up every active plugin in declared order (see `orderPlugins`, also for `complete`). */
+  async install(definitions: readonly PluginDefinition[], options: { complete?: boolean } = {}): Promise<void> {
     // Installed, not only active: a listener for the events of a plugin turned off is fine.
     this.knownEvents = new Set([...CORE_EVENTS, ...definitions.flatMap((definition) => definition.events ?? [])]);
     const active = activePluginNames(definitions, this.config, this.deps.role);
-    for (const definition of orderPlugins(definitions, active)) {
+    for (const definition of orderPlugins(definitions, active, options)) {
       await definition.setup(this.apiFor(definition));
       this.activePlugins.push(definition.name);
     }

@@ -48,12 +48,13 @@ export interface GatewayEvents {
 export type EventName = keyof GatewayEvents;
 
 /**
- * The events the core itself declares (`GatewayEvents` above and in core/llm/usage.ts). A
- * plugin that adds events lists their names in `definePlugin({ events })`: types vanish at
- * run time, and `api.on` refuses a name nobody declared (GW_HOOK_UNKNOWN) instead of
- * registering a listener that never runs.
+ * The events of the core's contracts: `request.finished` (above), `llm.usage`
+ * (core/llm/usage.ts) and the job lifecycle shared by the job plugins (async jobs, relay, GC,
+ * limits, usage, webhooks). A plugin that adds events lists their names in
+ * `definePlugin({ events })`: types vanish at run time, and `api.on` refuses a name nobody
+ * declared (GW_HOOK_UNKNOWN) instead of registering a listener that never runs.
  */
-export const CORE_EVENTS: readonly EventName[] = ["request.finished", "llm.usage"];
+export const CORE_EVENTS: readonly EventName[] = ["request.finished", "llm.usage", "job.submitted", "job.terminal", "job.expiry", "relay.processed"];
 
 /**
  * The version of the contract in this file. A plugin may say which one it was written for
@@ -160,8 +161,9 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   dependsOn?: readonly string[];
   /**
    * Plugins this one integrates with when they are active (`api.has` / `api.use` of their
-   * services): set up before this one when active, absent or off is fine. Its own `before`
-   * wins over this (two plugins that use each other only at request time).
+   * services): set up before this one when active; absent or off is fine. No order comes of it
+   * when this plugin's own `before` names it, or when the two name each other (each uses the
+   * other only at request time).
    */
   optionalDependsOn?: readonly string[];
   /**

@@ -12,11 +12,8 @@ import { submitHandler } from "./submit.ts";
 export default definePlugin({
   name: "async-jobs",
   // At submission: visibility hides models, webhooks vets callback URLs, tracing links the job.
+  // (Webhooks reads the job store in turn: both only at request time, so neither goes first.)
   optionalDependsOn: ["otel", "visibility", "webhooks"],
-  // Routes before the sync proxy's catch-all (a configured wildcard cannot shadow /jobs); set
-  // up before webhooks, which reads the job store (each uses the other only at request time).
-  before: ["sync-proxy", "webhooks"],
-  events: ["job.submitted", "job.terminal", "job.expiry", "relay.processed"],
   roles: ["gateway", "relay"],
   setup(api) {
     const store = new KvJobStore({

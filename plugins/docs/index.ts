@@ -20,7 +20,7 @@ const MAX_CACHED_DOCUMENTS = 64;
 export default definePlugin({
   name: "docs",
   // Documents visible models (visibility) and the sync routes (sync-proxy) at request time;
-  // its routes go before the sync proxy's catch-all, so a configured wildcard cannot shadow them.
+  // its routes still go before the sync proxy's catch-all (a configured wildcard cannot shadow them).
   optionalDependsOn: ["visibility", "sync-proxy"],
   before: ["sync-proxy"],
   async setup(api) {

@@ -18,6 +18,9 @@ export default definePlugin({
   name: "sync-proxy",
   // Hides restricted models from /v1/models and its routes.
   optionalDependsOn: ["visibility"],
+  // Its catch-all route goes after every other plugin's routes (/jobs, /usage, /docs, ...), so
+  // a configured wildcard path cannot shadow them: last among the plugins free to go.
+  priority: -100,
   setup(api) {
     const modes = new SyncModeList();
     api.provide("syncModes", modes);

@@ -18,10 +18,8 @@ import { registerUsageRoutes } from "./routes.ts";
 
 export default definePlugin({
   name: "usage",
-  // Shows the limits' live windows; routes before the sync proxy's catch-all (a configured
-  // wildcard cannot shadow /usage).
+  // Shows the limits' live windows.
   optionalDependsOn: ["limits"],
-  before: ["sync-proxy"],
   roles: ["gateway", "relay"],
   setup(api) {
     const retentionMs = durationMs(api.config.usage.retention);

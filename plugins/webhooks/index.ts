@@ -40,7 +40,7 @@ const OUTBOX_SWEEP_MS = 5_000;
 
 export default definePlugin({
   name: "webhooks",
-  // Reads job records and results from the job store when async jobs are on.
+  // Reads job records and results from the job store when async jobs are on (at delivery time).
   optionalDependsOn: ["async-jobs"],
   roles: ["gateway", "relay"],
   setup(api) {

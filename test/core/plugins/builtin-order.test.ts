@@ -108,7 +108,7 @@ async function layoutOf(definitions: readonly PluginDefinition[], role: ProcessR
     lookupHost: () => Promise.reject(new Error("installing the plugins resolves no host name")),
   });
   runtimes.push(runtime);
-  await runtime.install(wrapped);
+  await runtime.install(wrapped, { complete: true });
   layout.routes = runtime.app.routes.map((route) => `${route.method} ${route.path}`);
   return { ...layout, plugins: [...runtime.activePlugins].sort() };
 }

@@ -116,17 +116,25 @@ describe("orderPlugins", () => {
     expect(names(orderPlugins(definitions, new Set(["a-user"])))).toEqual(["a-user"]);
   });
 
-  it("lets a plugin's own before win over its optional dependency (use at request time, both ways)", () => {
+  it("takes no order from two plugins naming each other optional (each uses the other at request time)", () => {
+    const definitions = [plugin("b-webhooks", { optionalDependsOn: ["a-jobs"] }), plugin("a-jobs", { optionalDependsOn: ["b-webhooks"] })];
+    expect(names(orderPlugins(definitions, new Set(["a-jobs", "b-webhooks"])))).toEqual(["a-jobs", "b-webhooks"]);
+    const ranked = [plugin("b-webhooks", { optionalDependsOn: ["a-jobs"], priority: 1 }), plugin("a-jobs", { optionalDependsOn: ["b-webhooks"] })];
+    expect(names(orderPlugins(ranked, new Set(["a-jobs", "b-webhooks"])))).toEqual(["b-webhooks", "a-jobs"]);
+  });
+
+  it("lets a plugin's own before win over its optional dependency", () => {
     const definitions = [plugin("webhooks", { optionalDependsOn: ["jobs"] }), plugin("jobs", { optionalDependsOn: ["webhooks"], before: ["webhooks"] })];
     expect(names(orderPlugins(definitions, new Set(["jobs", "webhooks"])))).toEqual(["jobs", "webhooks"]);
   });
 
-  it("refuses before/after naming a plugin that is not installed (GW_PLUGIN_ORDER_UNKNOWN)", () => {
+  it("refuses before/after naming no plugin of a complete set (GW_PLUGIN_ORDER_UNKNOWN), skips it in a partial one", () => {
     const definitions = [plugin("usage", { before: ["sync-prox"] })];
-    expect(() => orderPlugins(definitions, new Set(["usage"]))).toThrow(
+    expect(() => orderPlugins(definitions, new Set(["usage"]), { complete: true })).toThrow(
       'plugin "usage" declares before: ["sync-prox"], but no plugin "sync-prox" is installed; correct the name or install it',
     );
-    expect(codeOf(() => orderPlugins(definitions, new Set(["usage"])))).toBe("GW_PLUGIN_ORDER_UNKNOWN");
+    expect(codeOf(() => orderPlugins(definitions, new Set(["usage"]), { complete: true }))).toBe("GW_PLUGIN_ORDER_UNKNOWN");
+    expect(names(orderPlugins(definitions, new Set(["usage"])))).toEqual(["usage"]);
   });
 
   it("names a loop of before/after and optional dependencies (GW_PLUGIN_ORDER_CYCLE)", () => {
@@ -362,7 +370,7 @@ describe("plugin events", () => {
       .install([listen("request.finshed"), emitter])
       .then(() => undefined, (error: unknown) => error as PluginError);
     expect(refusal?.message).toBe(
-      'plugin "listener" listens to "request.finshed", which no plugin declares; events: request.finished, llm.usage, job.done (a plugin that emits a new event lists it in definePlugin({ events }))',
+      'plugin "listener" listens to "request.finshed", which no plugin declares; events: request.finished, llm.usage, job.submitted, job.terminal, job.expiry, relay.processed, job.done (a plugin that emits a new event lists it in definePlugin({ events }))',
     );
     expect(refusal?.code).toBe("GW_HOOK_UNKNOWN");
     // Declared by a plugin that is turned off still counts: the listener just never fires.

@@ -65,6 +65,7 @@ export async function jobsRuntime(yaml: string, options: HarnessOptions = {}): P
   const probePlugin = definePlugin({
     name: "test-probe",
     roles: ["gateway", "relay"],
+    optionalDependsOn: ["relay"],
     setup(api) {
       probe = api;
       for (const name of ["job.submitted", "job.terminal", "relay.processed"] as const) api.on(name, (payload) => events.push({ name, payload }));

@@ -80,6 +80,7 @@ export async function gcRuntime(yaml: string, options: GcHarnessOptions = {}): P
   const probePlugin = definePlugin({
     name: "test-probe",
     dependsOn: ["async-jobs"],
+    optionalDependsOn: ["relay"],
     setup: (api) => {
       probe = api;
       api.on("job.terminal", ({ job }) => terminal.push(job));

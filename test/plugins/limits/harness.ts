@@ -97,7 +97,7 @@ export async function limitsRuntime(yaml: string, options: { kv?: KvStore } = {}
     lookupHost: async () => ["127.0.0.1"],
   });
   let probe: PluginApi | undefined;
-  const probePlugin = definePlugin({ name: "test-probe", setup: (api) => void (probe = api) });
+  const probePlugin = definePlugin({ name: "test-probe", optionalDependsOn: ["relay"], setup: (api) => void (probe = api) });
   await runtime.install([asyncJobs, idempotency, relay, limits, usage, syncProxy, probePlugin]);
   return {
     runtime,

@@ -77,11 +77,11 @@ async function start(open: (clock: ManualClock) => Promise<KvStore>) {
   const probePlugin = definePlugin({
     name: "test-probe",
     roles: ["gateway", "relay"],
+    dependsOn: ["async-jobs"],
     setup(api) {
       probe = api;
     },
   });
-  // The built-in order: webhooks sets up before async-jobs.
   await runtime.install([webhooks, asyncJobs, probePlugin]);
   cleanups.push(async () => {
     await runtime.close();

@@ -55,7 +55,7 @@ async function start(yaml: string, receiverStatus = 200, options: { log?: Logger
   const stored = new Map<string, JobRecord>();
   // The part of the jobs service the webhooks plugin uses.
   const fakeJobs = definePlugin({
-    name: "fake-jobs",
+    name: "async-jobs", // stands in for the job plugin (webhooks declares it optional)
     roles: ["gateway", "relay"],
     setup(api) {
       api.provide("jobs", {
