@@ -2,6 +2,9 @@
  * The foundation as a user meets it: the real gateway process (Node, or Deno when the
  * suite runs on Deno) with its config file, ops endpoints, hot reload and shutdown.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { startHeldBackend } from "../fixtures/held-backend.ts";
 import { exitCode, onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
@@ -185,16 +188,18 @@ describe("startup refusals: one message saying what to fix, exit 1, nothing star
   it("an invalid server.addr", async () => {
     const output = await refused('server:\n  addr: "not-an-addr"\nservices: []\n');
     expect(output).toContain('server.addr: "not-an-addr" is not host:port or :port (e.g. ":8080" or "127.0.0.1:8080", port 0-65535)');
+    // The refusal line starts with its stable code (README "Start errors").
+    expect(output).toMatch(/^\[GW_CONFIG_INVALID\] \S+config\.yaml: invalid configuration:$/m);
   });
 
   it("an invalid GATEWAY_ADDR", async () => {
     const output = await refused("services: []\n", { GATEWAY_ADDR: "nowhere" });
-    expect(output).toContain('cannot start: GATEWAY_ADDR (environment): "nowhere" is not host:port or :port');
+    expect(output).toContain('[GW_ENV_INVALID] cannot start: GATEWAY_ADDR (environment): "nowhere" is not host:port or :port');
   });
 
   it("a CONFIG_PATH naming a missing file", async () => {
     const output = await refused("services: []\n", { CONFIG_PATH: "/nonexistent/gateway.yaml" });
-    expect(output).toContain("cannot start: CONFIG_PATH names /nonexistent/gateway.yaml, which does not exist; point CONFIG_PATH at your config file");
+    expect(output).toContain("[GW_CONFIG_NOT_FOUND] cannot start: CONFIG_PATH names /nonexistent/gateway.yaml, which does not exist; point CONFIG_PATH at your config file");
     expect(output).not.toContain("ENOENT");
   });
 
@@ -209,10 +214,19 @@ describe("startup refusals: one message saying what to fix, exit 1, nothing star
     expect(output).toContain("(root): the file is empty (no YAML document, only whitespace or comments)");
   });
 
+  it("a plugin written for another plugin API version", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "future-plugin-"));
+    const path = join(dir, "future.mjs");
+    writeFileSync(path, "export default { name: 'future', apiVersion: 99, setup() {} };\n");
+    const output = await refused(`plugins:\n  load: [${JSON.stringify(path)}]\nservices: []\n`);
+    expect(output).toMatch(/^\[GW_PLUGIN_API_VERSION\] \S+config\.yaml: invalid configuration:$/m);
+    expect(output).toContain('plugins: plugin "future" was written for plugin API version 99, but this gateway provides version 1');
+  });
+
   it("a port already in use", async () => {
     const first = await start("services: []\n");
     const output = await refused("services: []\n", { GATEWAY_ADDR: `127.0.0.1:${first.port}` });
-    expect(output).toContain(`cannot start: cannot listen on 127.0.0.1:${first.port}: the port ${first.port} is already in use by another process; stop that process or choose another port`);
+    expect(output).toContain(`[GW_LISTEN_FAILED] cannot start: cannot listen on 127.0.0.1:${first.port}: the port ${first.port} is already in use by another process; stop that process or choose another port`);
     expect(output).not.toContain("Unhandled 'error' event");
     expect((await fetch(`${first.url}/health`)).status).toBe(200);
   });
