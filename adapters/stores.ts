@@ -4,6 +4,7 @@
  * wrapped with AES-256-GCM when `object_store.encryption.key` is set.
  */
 import { systemClock } from "../core/clock.ts";
+import { durationMs } from "../core/config/duration.ts";
 import type { GatewayConfig } from "../core/config/schema.ts";
 import type { Stores } from "../core/gateway.ts";
 import type { Logger } from "../core/log.ts";
@@ -32,6 +33,7 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
       url: redisUrlFromAddr(config.redis.addr),
       password: config.redis.password || undefined,
       db: config.redis.db,
+      commandTimeoutMs: durationMs(config.redis.command_timeout),
       // Connection errors repeat on every reconnect attempt; one line every 10 s is enough.
       onError: (error) => {
         if (Date.now() - lastLogged < 10_000) return;
