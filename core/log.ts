@@ -2,16 +2,18 @@
  * One JSON object per line: easy to ship, grep and parse.
  *
  * Repeated warnings and errors are collapsed, so an outage cannot flood the log (a Redis
- * outage under load once wrote ~5,000 `limit_store_error` lines a second). Per level and
- * event name, the first line is written in full; the same event again within the next
- * `repeatWindowMs` (10 s) is only counted; when the window ends one summary line is written:
- * the latest occurrence's fields plus `"repeated": <occurrences it stands for>` and
- * `"repeated_since": <ISO time the window opened>`, and a new window opens if the event keeps
- * coming. A window that ends with nothing repeated writes nothing, and the next occurrence is
- * written in full again. Metrics are not affected: callers count every occurrence.
- * `debug` and `info` lines (audit, job and delivery records) are never collapsed.
+ * outage under load once wrote ~5,000 `limit_store_error` lines a second). A `warn` or
+ * `error` line identical to one written less than `repeatWindowMs` (10 s) before (same level,
+ * event and fields; only the time differs) is counted instead of written; when the window
+ * ends, one summary line is written: the same line plus `"repeated": <occurrences held back>`
+ * and `"repeated_since": <ISO time the window opened>`, and a new window opens if the line
+ * keeps coming. A window that ends with nothing held back writes nothing, and the next
+ * occurrence is written in full again. Lines that differ in any field (another job id,
+ * another config key) are never merged; at most `MAX_REPEAT_WINDOWS` distinct lines are
+ * tracked at once, and lines past that are written as they come. Metrics are not affected:
+ * callers count every occurrence. `debug` and `info` lines (audit, job and delivery
+ * records) are never collapsed.
  */
-
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFields = Record<string, unknown>;
 
@@ -53,13 +55,16 @@ function serializable(fields: LogFields): LogFields {
 /** How long repeats of one warning or error are only counted before their summary line. */
 export const REPEAT_WINDOW_MS = 10_000;
 
-/** The open window of one repeated event: when it opened, how many occurrences were held back, the latest one's fields. */
+/** Distinct lines tracked at once: a flood of lines that all differ costs bounded memory. */
+export const MAX_REPEAT_WINDOWS = 1_000;
+
+/** The open window of one repeated line: when it opened and how many occurrences were held back. */
 interface RepeatWindow {
   level: LogLevel;
   event: string;
+  fields: LogFields;
   opened: number;
   held: number;
-  latest: LogFields;
 }
 
 export function createLogger(
@@ -102,7 +107,7 @@ export function createLogger(
   const windows = new Map<string, RepeatWindow>();
   let sweepTimer: ReturnType<typeof setTimeout> | undefined;
   const summarize = (window: RepeatWindow, time: number) => {
-    writeLine(window.level, window.event, time, { ...window.latest, repeated: window.held, repeated_since: new Date(window.opened).toISOString() });
+    writeLine(window.level, window.event, time, { ...window.fields, repeated: window.held, repeated_since: new Date(window.opened).toISOString() });
     window.opened = time;
     window.held = 0;
   };
@@ -126,23 +131,28 @@ export function createLogger(
   };
   const collapse = (level: LogLevel, event: string, time: number, rest: LogFields): boolean => {
     if (windowMs <= 0 || ORDER[level] < ORDER.warn) return false;
-    const key = `${level} ${event}`;
+    const key = `${level} ${event} ${JSON.stringify(rest)}`;
     const window = windows.get(key);
-    if (window === undefined || time - window.opened >= windowMs) {
-      if (window === undefined || window.held === 0) {
-        // First occurrence (or the first after a quiet window): written in full, opens a window.
-        windows.set(key, { level, event, opened: time, held: 0, latest: rest });
+    if (window === undefined) {
+      // First occurrence: written in full, and opens a window (unless too many are open).
+      if (windows.size < MAX_REPEAT_WINDOWS) {
+        windows.set(key, { level, event, fields: rest, opened: time, held: 0 });
         armSweep();
+      }
+      return false;
+    }
+    if (time - window.opened >= windowMs) {
+      // The window ended before the sweep ran (a clock ahead of the timer).
+      if (window.held === 0) {
+        // Nothing repeated in it: written in full again, and a new window opens.
+        window.opened = time;
         return false;
       }
-      // The window ended with repeats the sweep has not written yet: this occurrence closes it.
       window.held++;
-      window.latest = rest;
-      summarize(window, time);
+      summarize(window, time); // this occurrence closes the window, counted in its summary
       return true;
     }
     window.held++;
-    window.latest = rest;
     return true;
   };
 

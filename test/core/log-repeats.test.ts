@@ -1,12 +1,12 @@
 /**
- * Repeated warnings and errors are collapsed (core/log.ts): per level and event, the first
- * line in full, then one summary line with a count per window, while the metrics still count
- * every occurrence. The log's clock is a ManualClock and the summary timer a fake timer, both
+ * Repeated warnings and errors are collapsed (core/log.ts): an identical line is written
+ * once, then one summary line with a count per window, while the metrics still count every
+ * occurrence; lines that differ in any field are never merged. The log's clock is a ManualClock and the summary timer a fake timer, both
  * moved by hand.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../core/clock.ts";
-import { createLogger, REPEAT_WINDOW_MS, type LogEntry, type Logger } from "../../core/log.ts";
+import { createLogger, MAX_REPEAT_WINDOWS, REPEAT_WINDOW_MS, type LogEntry, type Logger } from "../../core/log.ts";
 import { Metrics } from "../../core/metrics.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import { instrumentKv } from "../../core/stores/instrument.ts";
@@ -67,52 +67,65 @@ describe("repeated log events", () => {
     expect(lines[2]).not.toHaveProperty("repeated");
   });
 
-  it("writes one summary per window while the event keeps coming, with the latest occurrence's fields", () => {
+  it("writes one summary per window while the line keeps coming", () => {
     for (let second = 0; second < 25; second++) {
-      for (let i = 0; i < 10; i++) log.warn("limit_store_error", { limit: "request_rate", attempt: second * 10 + i });
+      for (let i = 0; i < 10; i++) log.warn("limit_store_error", { limit: "request_rate", service_type: "echo" });
       advance(1_000);
     }
     // 250 occurrences over 25 s: the first in full, summaries at 10 s and 20 s, the rest pending.
     expect(lines.map((line) => line.repeated)).toEqual([undefined, 99, 100]);
-    expect(lines[1]).toMatchObject({ event: "limit_store_error", attempt: 99 });
-    expect(lines[2]).toMatchObject({ attempt: 199 });
+    expect(lines[1]).toMatchObject({ event: "limit_store_error", limit: "request_rate", service_type: "echo", role: "gateway" });
     advance(REPEAT_WINDOW_MS);
     expect(lines.map((line) => line.repeated)).toEqual([undefined, 99, 100, 50]);
-    expect(lines[3]).toMatchObject({ attempt: 249 });
     const represented = lines.reduce((sum, line) => sum + (typeof line.repeated === "number" ? line.repeated : 1), 0);
     expect(represented).toBe(250);
   });
 
-  it("writes the pending summary at the next occurrence when the clock has passed the window before the timer ran", () => {
-    log.error("kv_store_connection_error", { n: 1 });
-    log.error("kv_store_connection_error", { n: 2 });
-    log.error("kv_store_connection_error", { n: 3 });
+  it("settles a window at the next occurrence when the clock has passed it before the timer ran", () => {
+    log.error("kv_store_connection_error", { addr: "cache:6379" });
+    log.error("kv_store_connection_error", { addr: "cache:6379" });
+    log.error("kv_store_connection_error", { addr: "cache:6379" });
     clock.advance(REPEAT_WINDOW_MS); // the clock only: the timer has not fired
-    log.error("kv_store_connection_error", { n: 4 });
+    log.error("kv_store_connection_error", { addr: "cache:6379" });
     expect(lines).toEqual([
-      expect.objectContaining({ level: "error", n: 1 }),
-      expect.objectContaining({ level: "error", n: 4, repeated: 3 }),
+      expect.objectContaining({ level: "error", addr: "cache:6379" }),
+      expect.objectContaining({ level: "error", addr: "cache:6379", repeated: 3 }),
     ]);
+    // A window that ended with nothing held back: the next occurrence is written in full.
+    clock.advance(REPEAT_WINDOW_MS);
+    log.error("kv_store_connection_error", { addr: "cache:6379" });
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).not.toHaveProperty("repeated");
   });
 
-  it("keeps events, levels and loggers of one family apart only by level and event", () => {
+  it("never merges lines that differ in a field, a level or a logger's own fields", () => {
     const limits = log.child({ plugin: "limits" });
     const jobs = log.child({ plugin: "async-jobs" });
+    jobs.error("job_save_failed", { job_id: "a" });
+    jobs.error("job_save_failed", { job_id: "b" });
+    jobs.warn("job_save_failed", { job_id: "a" });
     limits.warn("store_error", { op: "run" });
-    jobs.warn("store_error", { op: "hset" });
-    jobs.error("store_error", { op: "hset" });
-    limits.warn("limit_store_error");
-    limits.warn("limit_store_error");
-    expect(lines.map((line) => `${line.level} ${line.event} ${line.plugin}`)).toEqual([
-      "warn store_error limits",
-      "error store_error async-jobs",
-      "warn limit_store_error limits",
+    jobs.warn("store_error", { op: "run" });
+    limits.warn("store_error", { op: "run" });
+    expect(lines.map((line) => `${line.level} ${line.event} ${line.plugin} ${line.job_id ?? line.op}`)).toEqual([
+      "error job_save_failed async-jobs a",
+      "error job_save_failed async-jobs b",
+      "warn job_save_failed async-jobs a",
+      "warn store_error limits run",
+      "warn store_error async-jobs run",
     ]);
     advance(REPEAT_WINDOW_MS);
-    expect(lines.slice(3)).toEqual([
-      expect.objectContaining({ level: "warn", event: "store_error", plugin: "async-jobs", op: "hset", repeated: 1 }),
-      expect.objectContaining({ level: "warn", event: "limit_store_error", repeated: 1 }),
-    ]);
+    expect(lines.slice(5)).toEqual([expect.objectContaining({ event: "store_error", plugin: "limits", repeated: 1 })]);
+  });
+
+  it("tracks a bounded number of distinct lines, writing the ones past the bound as they come", () => {
+    for (let i = 0; i < MAX_REPEAT_WINDOWS; i++) log.warn("job_save_failed", { job_id: String(i) });
+    log.warn("job_save_failed", { job_id: "untracked" });
+    log.warn("job_save_failed", { job_id: "untracked" });
+    log.warn("job_save_failed", { job_id: "0" });
+    expect(lines).toHaveLength(MAX_REPEAT_WINDOWS + 2);
+    advance(REPEAT_WINDOW_MS);
+    expect(lines.slice(MAX_REPEAT_WINDOWS + 2)).toEqual([expect.objectContaining({ job_id: "0", repeated: 1 })]);
   });
 
   it("never collapses info lines (audit and job records)", () => {
@@ -123,7 +136,7 @@ describe("repeated log events", () => {
   it("hands taps the lines written, summaries included, not the ones held back", () => {
     const tapped: LogEntry[] = [];
     log.tap((entry) => tapped.push(entry));
-    for (let i = 0; i < 5; i++) log.warn("store_error", { i });
+    for (let i = 0; i < 5; i++) log.warn("store_error", { op: "get" });
     advance(REPEAT_WINDOW_MS);
     expect(tapped.map((entry) => entry.fields.repeated)).toEqual([undefined, 4]);
   });
