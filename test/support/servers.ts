@@ -43,6 +43,8 @@ export async function waitForPort(port: number, timeoutMs = 15_000): Promise<voi
 export interface RunningServer {
   port: number;
   url: string;
+  /** The server's process, for tests that freeze it (SIGSTOP / SIGCONT). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -75,6 +77,7 @@ export async function startRedis(port?: number): Promise<RunningServer> {
   return {
     port: chosen,
     url: `redis://127.0.0.1:${chosen}`,
+    pid: child.pid,
     async stop() {
       await stopProcess(child);
       rmSync(dir, { recursive: true, force: true });
@@ -100,6 +103,7 @@ export async function startS3(port?: number): Promise<RunningServer> {
   return {
     port: chosen,
     url: `http://127.0.0.1:${chosen}`,
+    pid: child.pid,
     async stop() {
       await stopProcess(child);
       rmSync(dir, { recursive: true, force: true });
