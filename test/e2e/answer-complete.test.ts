@@ -2,7 +2,7 @@
  * What a client may rely on once it has read its whole answer (issue 26 items 11, 12): the
  * sync concurrency slot it held is free, and its request shows in `GET /usage`. A client
  * that reads its answers and at once sends the next request must never meet its own
- * finished request: repeated many times, on the embedded store and on Redis (database 15,
+ * finished request: repeated many times, on the embedded store and on Redis (database 18,
  * flushed when the file starts), for a non-streaming LLM answer, a streamed LLM answer,
  * and direct-proxy answers (a small one the gateway reads whole, and a streamed one); for
  * usage also an async job submission.
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
 import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
 
-const DB = 15;
+const DB = 18;
 const ROUNDS = 200;
 
 interface UsageView {

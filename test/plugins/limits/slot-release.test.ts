@@ -4,7 +4,7 @@
  * every release op, so a release that merely starts once the body is sent is still pending
  * when the client has read its answer (the window a client that sends its next request at
  * once can fall into, widened so it is met every time). On the memory store and on Redis
- * (database 9, flushed when the file starts). The real processes, LLM answers included, are
+ * (database 17, flushed when the file starts). The real processes, LLM answers included, are
  * in test/e2e/answer-complete.test.ts.
  */
 import { createClient } from "redis";
@@ -14,7 +14,7 @@ import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import type { AtomicOp, KvReply, KvStore } from "../../../core/stores/kv.ts";
 import { limitsRuntime, until, type LimitsRuntime } from "./harness.ts";
 
-const DB = 9;
+const DB = 17;
 const RELEASE_DELAY_MS = 30;
 
 const CONFIG = `
