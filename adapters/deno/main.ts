@@ -1,15 +1,14 @@
 /** `npx deno task start`: the same gateway on Deno 2. */
 import { boot, handleShutdown, listenFailed } from "../boot.ts";
 import { denoPlatform } from "./platform.ts";
+import { serveOn } from "./serve.ts";
 
 const booted = await boot(denoPlatform, "gateway");
-const { hostname, port } = booted.listen;
 let server: Deno.HttpServer;
 try {
-  server = Deno.serve(
+  server = serveOn(
+    booted.listen,
     {
-      hostname: hostname ?? "0.0.0.0",
-      port,
       onListen: (addr) => {
         booted.log.info("listening", { address: addr.hostname, port: addr.port, runtime: `deno ${Deno.version.deno}` });
         booted.gateway.start();
