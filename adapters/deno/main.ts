@@ -1,5 +1,6 @@
 /** `npx deno task start`: the same gateway on Deno 2. */
 import { boot, handleShutdown, listenFailed } from "../boot.ts";
+import { unmetExpectation } from "../expectation.ts";
 import { denoPlatform } from "./platform.ts";
 import { serveOn } from "./serve.ts";
 
@@ -15,7 +16,8 @@ try {
       },
     },
     // `completed` settles when the response has been sent (rejects if the client went away).
-    (request, info) => booted.gateway.fetch(request, { responded: info.completed }),
+    // Deno's server lets any Expect header through; Node's refuses all but 100-continue (417).
+    (request, info) => unmetExpectation(request.headers.get("expect"))?.toResponse() ?? booted.gateway.fetch(request, { responded: info.completed }),
   );
 } catch (error) {
   // Deno.serve throws at once when it cannot listen (AddrInUse, PermissionDenied).

@@ -9,8 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { rawExchange, type RawAnswer } from "../support/raw-http.ts";
 import { freePort } from "../support/servers.ts";
+
+const MIB = 1024 * 1024;
+
+interface ErrorBody {
+  error: { message: string; type: string };
+}
 
 let backend: FakeBackend;
 beforeAll(async () => {
@@ -38,6 +45,106 @@ services:
     inference_url: ${backend.url}
 `;
 }
+
+/** The gateway's error body of a raw answer, checked to be JSON announced as such. */
+function errorOf(answer: RawAnswer): ErrorBody["error"] {
+  expect(answer.headers["content-type"]).toBe("application/json");
+  expect(answer.headers.connection).toBe("close");
+  return (JSON.parse(answer.body) as ErrorBody).error;
+}
+
+describe("requests the HTTP server refuses", () => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await startGateway(config());
+  });
+  afterAll(async () => {
+    await gw?.kill();
+  });
+
+  it("answers both Content-Length and Transfer-Encoding with 400", async () => {
+    const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    expect(answer.status).toBe(400);
+    if (onDeno) {
+      // Deno's server answers this itself, with no body and no hook to give it one.
+      expect(answer).toMatchObject({ body: "", headers: { connection: "close", "content-length": "0" } });
+      return;
+    }
+    const error = errorOf(answer);
+    expect(error.type).toBe("invalid_request_error");
+    expect(error.message).toBe("the request is not valid HTTP/1.1: Transfer-Encoding can't be present with Content-Length; fix how the client frames its request");
+  });
+
+  it("answers a chunk size that is not hex, in the middle of a body, with 400", async () => {
+    const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n");
+    if (onDeno) {
+      // Deno's server drops such a connection; the gateway reports the broken body if it still can.
+      expect([0, 400]).toContain(answer.status);
+      return;
+    }
+    expect(answer.status).toBe(400);
+    expect(errorOf(answer).message).toBe("the request is not valid HTTP/1.1: Invalid character in chunk size; fix how the client frames its request");
+  });
+
+  it("answers headers over the limit with 431, the whole answer reaching a client still sending", async () => {
+    if (onDeno) {
+      // Deno's server answers 400 itself, with no body (and closes at once: a client still sending
+      // 4 MiB of headers gets a reset instead of the answer).
+      const answer = await rawExchange(gw.port, `GET /health HTTP/1.1\r\nHost: gw\r\nX-Big: ${"a".repeat(100 * 1024)}\r\n\r\n`);
+      expect(answer).toMatchObject({ status: 400, body: "", headers: { connection: "close" } });
+      return;
+    }
+    // 4 MiB of headers: the parser gives up after 16 KiB while the rest is still arriving; closing
+    // at once would reset the connection under the client before it read the answer.
+    const answer = await rawExchange(gw.port, `GET /health HTTP/1.1\r\nHost: gw\r\nX-Big: ${"a".repeat(4 * MIB)}\r\n\r\n`);
+    expect(answer.status).toBe(431);
+    const error = errorOf(answer);
+    expect(error.type).toBe("request_too_large");
+    expect(error.message).toBe("the request's headers are larger than this server accepts (16384 bytes in all); send fewer or shorter headers");
+    expect(answer.error).toBeUndefined();
+  });
+
+  it("answers an Expect other than 100-continue with 417, on both runtimes", async () => {
+    const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\n{}");
+    expect(answer.status).toBe(417);
+    const error = errorOf(answer);
+    expect(error.type).toBe("invalid_request_error");
+    expect(error.message).toBe('the Expect header "teapot" cannot be met: the only expectation this server supports is "100-continue"; send that, or no Expect header');
+    expect(backend.requests.filter((r) => r.path === "/v1/echo")).toHaveLength(0);
+  });
+
+  it("still answers 100-continue and serves the request", async () => {
+    const answer = await rawExchange(gw.port, 'POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    expect(answer.status).toBe(100);
+  });
+});
+
+describe.skipIf(onDeno)("requests that do not arrive within server.read_timeout (Node)", () => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await startGateway(config("  read_timeout: 1s"));
+  });
+  afterAll(async () => {
+    await gw?.kill();
+  });
+
+  it("answers headers that never end with 408", async () => {
+    const started = Date.now();
+    const answer = await rawExchange(gw.port, "GET /health HTTP/1.1\r\nHost: gw\r\n");
+    expect(answer.status).toBe(408);
+    const error = errorOf(answer);
+    expect(error.type).toBe("timeout_error");
+    expect(error.message).toBe("the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout");
+    // Checked every second, not every 30 s (Node's default).
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("answers a body that stops coming with 408, while the gateway waits for it", async () => {
+    const answer = await rawExchange(gw.port, 'POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":');
+    expect(answer.status).toBe(408);
+    expect(errorOf(answer)).toEqual({ type: "timeout_error", message: "the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout" });
+  });
+});
 
 describe("the listen address", () => {
   it("listens on IPv6 and IPv4 for an address without a host, as on Node", async () => {
