@@ -6,10 +6,12 @@ import { answerHttpLayerErrors } from "./http-layer-errors.ts";
 import { nodePlatform } from "./platform.ts";
 import { respondedOf } from "./responded.ts";
 import { serverOptions } from "./server-options.ts";
+import { closeIfBodyUnread } from "./unread-body.ts";
 
 const booted = await boot(nodePlatform, "gateway");
 const { hostname, port } = booted.listen;
-const fetch = (request: Request, env: HttpBindings | Http2Bindings) => booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url });
+const fetch = (request: Request, env: HttpBindings | Http2Bindings) =>
+  closeIfBodyUnread(env, booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url }));
 const server = serve({ fetch, hostname, port, serverOptions: serverOptions(booted.timeouts) }, (info) => {
   booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
   booted.gateway.start();

@@ -7,11 +7,16 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { Pool, type Dispatcher } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
+import { multipartUpload } from "../fixtures/multipart-stream.ts";
 import { onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { rawExchange, type RawAnswer } from "../support/raw-http.ts";
 import { freePort } from "../support/servers.ts";
+import { startSlowLink, type SlowLink } from "../support/slow-link.ts";
 
 const MIB = 1024 * 1024;
 
@@ -143,6 +148,60 @@ describe.skipIf(onDeno)("requests that do not arrive within server.read_timeout 
     const answer = await rawExchange(gw.port, 'POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":');
     expect(answer.status).toBe(408);
     expect(errorOf(answer)).toEqual({ type: "timeout_error", message: "the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout" });
+  });
+});
+
+describe("an answer given before the request body was read", () => {
+  let gw: GatewayProcess;
+  let link: SlowLink;
+  beforeAll(async () => {
+    gw = await startGateway(config());
+    link = await startSlowLink(gw.port);
+  });
+  afterAll(async () => {
+    await link?.close();
+    await gw?.kill();
+  });
+
+  async function errorOfPool(response: Dispatcher.ResponseData): Promise<ErrorBody["error"]> {
+    return ((await response.body.json()) as ErrorBody).error;
+  }
+
+  it("closes the connection after an early 413, and a keep-alive client's next request succeeds", async () => {
+    // Over a slow uplink: the client has written its whole 2 MiB body (so it takes the
+    // connection for reusable) long before the gateway could have read it.
+    const pool = new Pool(`http://127.0.0.1:${link.port}`, { connections: 1 });
+    try {
+      const body = JSON.stringify({ model: "echo-model", pad: "x".repeat(2 * MIB) });
+      const refused = await pool.request({ method: "POST", path: "/v1/echo", headers: { "content-type": "application/json" }, body });
+      expect(refused.statusCode).toBe(413);
+      expect(refused.headers.connection).toBe("close");
+      expect((await errorOfPool(refused)).type).toBe("request_too_large");
+      const next = await pool.request({ method: "POST", path: "/v1/echo", headers: { "content-type": "application/json" }, body: '{"model":"echo-model"}' });
+      expect(next.statusCode).toBe(200);
+      await next.body.text();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("closes the connection after a 413 to an upload too large to drain", async () => {
+    // The gateway reads and drops 64 MiB past the 1 MB file limit before it answers; this upload is larger.
+    const upload = multipartUpload(100 * MIB, { model: "whisper" });
+    const pool = new Pool(gw.url, { connections: 1 });
+    try {
+      const refused = await pool.request({ method: "POST", path: "/jobs/transcription", headers: { "content-type": upload.contentType }, body: Readable.fromWeb(upload.stream as NodeReadableStream<Uint8Array>) });
+      expect(refused.statusCode).toBe(413);
+      // Deno's server reads and drops the rest of the body itself once the gateway stops reading,
+      // and keeps the connection; Node's leaves it to the gateway.
+      if (!onDeno) expect(refused.headers.connection).toBe("close");
+      expect((await errorOfPool(refused)).message).toContain("max_file_size_mb");
+      const next = await pool.request({ method: "GET", path: "/health" });
+      expect(next.statusCode).toBe(200);
+      await next.body.text();
+    } finally {
+      await pool.close();
+    }
   });
 });
 
