@@ -83,8 +83,8 @@ describe("requests the HTTP server refuses", () => {
   it("answers a chunk size that is not hex, in the middle of a body, with 400", async () => {
     const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n");
     if (onDeno) {
-      // Deno's server drops such a connection; the gateway reports the broken body if it still can.
-      expect([0, 400]).toContain(answer.status);
+      // Deno's server drops such a connection without an answer.
+      expect(answer).toMatchObject({ status: 0, body: "" });
       return;
     }
     expect(answer.status).toBe(400);
@@ -93,10 +93,12 @@ describe("requests the HTTP server refuses", () => {
 
   it("answers headers over the limit with 431, the whole answer reaching a client still sending", async () => {
     if (onDeno) {
-      // Deno's server answers 400 itself, with no body (and closes at once: a client still sending
-      // 4 MiB of headers gets a reset instead of the answer).
+      // Deno's server (64 KiB of headers at most) answers 400 itself, with no body, and closes at
+      // once: a client still sending often gets a reset instead of the answer.
       const answer = await rawExchange(gw.port, `GET /health HTTP/1.1\r\nHost: gw\r\nX-Big: ${"a".repeat(100 * 1024)}\r\n\r\n`);
-      expect(answer).toMatchObject({ status: 400, body: "", headers: { connection: "close" } });
+      expect([400, 0]).toContain(answer.status);
+      if (answer.status === 400) expect(answer).toMatchObject({ body: "", headers: { connection: "close" } });
+      else expect(answer.error).toBe("ECONNRESET");
       return;
     }
     // 4 MiB of headers: the parser gives up after 16 KiB while the rest is still arriving; closing
