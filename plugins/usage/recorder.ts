@@ -19,7 +19,7 @@ import type { Logger } from "../../core/log.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
-import type { JobRecord } from "../async-jobs/types.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { DAY_MS, labelOf } from "./calendar.ts";
 import { usageKeys } from "./keys.ts";
