@@ -10,8 +10,8 @@
  */
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
-import type {} from "../async-jobs/types.ts";
-import type {} from "../limits/types.ts";
+import type {} from "../../core/jobs/types.ts";
+import type {} from "../../core/limits/windows.ts";
 import { UsageRecorder } from "./recorder.ts";
 import { UsageRecords } from "./records.ts";
 import { registerUsageRoutes } from "./routes.ts";

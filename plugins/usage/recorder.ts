@@ -23,7 +23,7 @@ import type { RequestMode } from "../../core/pipeline/context.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
-import type { JobRecord } from "../async-jobs/types.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { DAY_MS, labelOf } from "./calendar.ts";
 import { usageKeys } from "./keys.ts";
