@@ -4,6 +4,7 @@
  * wrapped with AES-256-GCM when `object_store.encryption.key` is set.
  */
 import { systemClock } from "../core/clock.ts";
+import { durationMs } from "../core/config/duration.ts";
 import type { GatewayConfig } from "../core/config/schema.ts";
 import type { Stores } from "../core/gateway.ts";
 import type { Logger } from "../core/log.ts";
@@ -26,18 +27,14 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
     const capMb = config.redis.embedded_cache_max_mb;
     kv = new MemoryKv(systemClock, capMb > 0 ? { evictable: { prefix: EVICTABLE_PREFIX, maxBytes: capMb * 1024 * 1024 } } : {});
   } else {
-    let lastLogged = 0;
     const { RedisKv } = await import("./kv-redis/index.ts");
     const redis = new RedisKv({
       url: redisUrlFromAddr(config.redis.addr),
       password: config.redis.password || undefined,
       db: config.redis.db,
-      // Connection errors repeat on every reconnect attempt; one line every 10 s is enough.
-      onError: (error) => {
-        if (Date.now() - lastLogged < 10_000) return;
-        lastLogged = Date.now();
-        log.error("kv_store_connection_error", { addr: config.redis.addr, error });
-      },
+      commandTimeoutMs: durationMs(config.redis.command_timeout),
+      // Repeats on every reconnect attempt; the logger collapses the repeats (core/log.ts).
+      onError: (error) => log.error("kv_store_connection_error", { addr: config.redis.addr, error }),
     });
     // Start anyway when Redis is down: the client keeps reconnecting, limit checks fail open,
     // and /health?ready=1 reports it until Redis answers.

@@ -8,12 +8,26 @@ export interface OpsActions {
   reload(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }>;
 }
 
+/**
+ * How long a readiness check waits for a store's ping: a store that hangs (a frozen Redis,
+ * an S3 endpoint that accepts and never answers) makes `/health?ready=1` answer 503 within
+ * this bound, instead of hanging the probe, which an orchestrator would read as no answer at all.
+ */
+export const READINESS_CHECK_TIMEOUT_MS = 2_000;
+
 async function ping(name: string, check: () => Promise<void>): Promise<[string, string]> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`down: no answer within ${READINESS_CHECK_TIMEOUT_MS} ms`), READINESS_CHECK_TIMEOUT_MS);
+  });
+  const answered = Promise.resolve().then(check).then(
+    () => "ok",
+    (error: unknown) => `down: ${(error as Error).message}`,
+  );
   try {
-    await check();
-    return [name, "ok"];
-  } catch (error) {
-    return [name, `down: ${(error as Error).message}`];
+    return [name, await Promise.race([answered, expired])];
+  } finally {
+    clearTimeout(timer);
   }
 }
 

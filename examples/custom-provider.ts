@@ -18,6 +18,7 @@
  */
 import {
   chatError,
+  definePlugin,
   errorTypeFor,
   isRecord,
   usageOf,
@@ -26,8 +27,7 @@ import {
   type ProviderDefinition,
   type StreamEvent,
   type TranslatedResponse,
-} from "../core/llm/provider.ts";
-import { definePlugin } from "../core/plugins/types.ts";
+} from "inference-gateway/plugin";
 
 /** Upper-cases `choices[].message.content` (whole answers) or `choices[].delta.content` (stream chunks). */
 function shout(body: JsonObject, part: "message" | "delta"): JsonObject {

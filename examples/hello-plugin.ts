@@ -6,8 +6,7 @@
  *   hello:
  *     greeting: "hi there"
  */
-import { Type } from "@sinclair/typebox";
-import { definePlugin } from "../core/plugins/types.ts";
+import { definePlugin, Type } from "inference-gateway/plugin";
 
 export default definePlugin({
   name: "hello",

@@ -1,6 +1,7 @@
 /** `npx deno task relay`: a standalone relay worker process on Deno. */
 import { boot, handleShutdown, listenFailed } from "../boot.ts";
 import { denoPlatform } from "./platform.ts";
+import { serveOn } from "./serve.ts";
 
 const booted = await boot(denoPlatform, "relay");
 const { metrics } = booted;
@@ -8,10 +9,9 @@ const { metrics } = booted;
 let server: Deno.HttpServer | undefined;
 if (metrics) {
   try {
-    server = Deno.serve(
+    server = serveOn(
+      metrics.listen,
       {
-        hostname: metrics.listen.hostname ?? "0.0.0.0",
-        port: metrics.listen.port,
         onListen: (addr) => {
           booted.log.info("metrics_listening", { address: addr.hostname, port: addr.port, runtime: `deno ${Deno.version.deno}` });
           booted.gateway.start();

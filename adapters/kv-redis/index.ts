@@ -6,11 +6,17 @@
  * it is disconnected every command fails at once (`disableOfflineQueue`) instead of
  * queueing: callers get an error they can turn into a 503 rather than a request that
  * hangs until Redis returns.
+ *
+ * A Redis that keeps the connection open but stops answering (stopped process, network
+ * black hole) is bounded too: every command waits at most `commandTimeoutMs` for its reply
+ * and fails like any store error (see deadline.ts), and a connection that stays silent
+ * despite a PING every second is dropped and reopened (see `silentConnectionMs`).
  */
 import { createHash } from "node:crypto";
 import { ClientClosedError, ClientOfflineError, createClient } from "redis";
 import type { AtomicOp, KvReply, KvStore, ListEnd, ScanPage } from "../../core/stores/kv.ts";
 import { describeRedisUrl, redisUrlFromAddr } from "./address.ts";
+import { ReplyDeadline } from "./deadline.ts";
 import {
   asInteger,
   asKvReply,
@@ -34,6 +40,11 @@ export interface RedisKvOptions {
   db?: number;
   /** Per connection attempt, ms. */
   connectTimeoutMs?: number;
+  /**
+   * The longest wait for one command's reply, ms (`redis.command_timeout`, default 500): a
+   * limit check runs on every request, so it must fail open quickly.
+   */
+  commandTimeoutMs?: number;
   /** Upper bound of the reconnect backoff, ms. */
   maxReconnectDelayMs?: number;
   /** Connection errors (each failed reconnect attempt reports one). Defaults to ignoring them. */
@@ -41,6 +52,21 @@ export interface RedisKvOptions {
 }
 
 type Client = ReturnType<typeof createClient>;
+
+const DEFAULT_COMMAND_TIMEOUT_MS = 500;
+
+/** How often an open connection is checked with a PING, ms; its reply keeps a healthy idle connection from looking silent. */
+const PING_INTERVAL_MS = 1_000;
+
+/**
+ * A connection on which nothing has been read or written for this long (no reply to the
+ * last PING, nor to anything else) is dropped and reopened: behind a network black hole
+ * the kernel would otherwise keep it for many minutes. Well above the ping interval and
+ * the command bound, so a healthy connection or a slow reply never trips it.
+ */
+function silentConnectionMs(commandTimeoutMs: number): number {
+  return Math.max(3_000, 4 * commandTimeoutMs);
+}
 
 const END: Record<ListEnd, string> = { head: "LEFT", tail: "RIGHT" };
 
@@ -68,19 +94,24 @@ export class RedisKv implements KvStore {
   private lastError: Error | undefined;
   private closed = false;
   private readonly scripts = new Map<string, { lua: string; sha: string }>();
+  private readonly deadline: ReplyDeadline;
 
   /** Starts connecting in the background; commands issued before the first attempt settles wait for it. */
   constructor(options: RedisKvOptions) {
     const url = redisUrlFromAddr(options.url);
     this.where = describeRedisUrl(url);
     const maxDelay = options.maxReconnectDelayMs ?? 2_000;
+    const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    this.deadline = new ReplyDeadline(commandTimeoutMs, `Redis at ${this.where}`);
     this.client = createClient({
       url,
       password: options.password,
       database: options.db,
       disableOfflineQueue: true,
+      pingInterval: PING_INTERVAL_MS,
       socket: {
         connectTimeout: options.connectTimeoutMs ?? 5_000,
+        socketTimeout: silentConnectionMs(commandTimeoutMs),
         // Never give up (a number, never false), and jitter so replicas do not reconnect in lockstep.
         reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, maxDelay) + Math.floor(Math.random() * 100),
       },
@@ -95,6 +126,7 @@ export class RedisKv implements KvStore {
     });
     this.client.on("ready", () => {
       this.lastError = undefined;
+      this.deadline.reset();
       settle();
     });
     this.client.connect().catch((error: unknown) => {
@@ -258,9 +290,13 @@ export class RedisKv implements KvStore {
     if (this.closed) return;
     this.closed = true;
     if (!this.client.isOpen) return;
-    // A graceful close waits for replies that will never come while disconnected.
-    if (this.client.isReady) await this.client.close();
-    else this.client.destroy();
+    // A graceful close waits for the pending replies: only worth it while Redis answers,
+    // and bounded like a command (past the bound the silent-connection timeout drops the socket).
+    if (this.client.isReady && !this.deadline.stalled) {
+      await this.deadline.wait("close", () => this.client.close()).catch(() => {});
+    } else {
+      this.client.destroy();
+    }
   }
 
   private shaOf(op: AtomicOp<KvReply>): string {
@@ -275,9 +311,12 @@ export class RedisKv implements KvStore {
   }
 
   private async send(args: string[]): Promise<unknown> {
-    await this.firstAttempt;
     try {
-      return await this.client.sendCommand(args);
+      // The first connection attempt is inside the bound too: against a frozen Redis it settles only when the socket gives up.
+      return await this.deadline.wait(args[0], async () => {
+        await this.firstAttempt;
+        return await this.client.sendCommand(args);
+      });
     } catch (error) {
       if (error instanceof ClientOfflineError || error instanceof ClientClosedError) {
         const state = this.closed ? "closed" : `unavailable${this.lastError ? ` (${describeError(this.lastError)})` : ""}`;

@@ -8,19 +8,33 @@ import type { Platform } from "../boot.ts";
 import { readPackageAsset } from "../package-asset.ts";
 import { fetchPinned } from "../pinned-fetch.ts";
 import { createNodeFetch } from "./http-client.ts";
+import { commonJsTypeScriptProblem } from "./module-format.ts";
+
+let tsxRegistered: Promise<unknown> | undefined;
+
+/**
+ * Node 20 cannot strip types: user plugins written in TypeScript load through tsx, registered
+ * once for the process (not tsx's per-call namespace), so a plugin importing
+ * "inference-gateway/plugin" shares the gateway's modules: its `PluginError` and
+ * `GatewayError` are the gateway's own classes. Imports are cached, as on Deno.
+ */
+function typeScriptLoader(): Promise<unknown> {
+  tsxRegistered ??= import("tsx/esm/api").then(({ register }) => register());
+  return tsxRegistered;
+}
 
 export const nodePlatform: Platform = {
   env: process.env,
   exists: (path) => existsSync(path),
   readTextFile: (path) => readFile(path, "utf8"),
   async importModule(path, baseDir) {
-    const url = pathToFileURL(isAbsolute(path) ? path : resolve(baseDir, path)).href;
-    // Node 20 cannot strip types; user plugins written in TypeScript load through tsx.
-    if (/\.(m|c)?tsx?$/.test(path)) {
-      const { tsImport } = await import("tsx/esm/api");
-      return await tsImport(url, import.meta.url);
+    const file = isAbsolute(path) ? path : resolve(baseDir, path);
+    if (/\.(m|c)?tsx?$/.test(file)) {
+      const problem = commonJsTypeScriptProblem(file);
+      if (problem) throw new Error(problem);
+      await typeScriptLoader();
     }
-    return await import(url);
+    return await import(pathToFileURL(file).href);
   },
   dirname,
   writeError: (text) => process.stderr.write(text),

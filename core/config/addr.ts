@@ -1,10 +1,10 @@
 /**
  * The listen address format of `server.addr` (and the `GATEWAY_ADDR` / `PORT` overrides):
- * ":8080" (all interfaces), "127.0.0.1:9000", "[::1]:9000". Checked by config validation, so
+ * ":8080" (all interfaces, IPv6 and IPv4), "127.0.0.1:9000", "[::1]:9000". Checked by config validation, so
  * a start and a reload refuse the same values; the adapters only read the parsed result.
  */
 export interface ListenAddress {
-  /** undefined = all interfaces */
+  /** undefined = all interfaces, IPv6 and IPv4 (the adapters listen on "::") */
   hostname?: string;
   port: number;
 }

@@ -194,6 +194,7 @@ function positiveDurationProblems(config: GatewayConfig): string[] {
       'default "168h": how long an expired job answers 410 before 404; with 0s it would never answer 410',
     ],
     ["webhooks.timeout", config.webhooks?.timeout, 'default "10s": the time one delivery attempt may take'],
+    ["redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'],
   ];
   const problems: string[] = [];
   for (const [key, value, hint] of rules) {

@@ -165,6 +165,10 @@ export const GatewayConfigSchema = Type.Object(
         password: Type.String({ default: "" }),
         db: Type.Integer({ minimum: 0, default: 0 }),
         pending_max_age: Duration("", "Stale-pending sweep age; empty or 0s = off"),
+        command_timeout: Duration(
+          "500ms",
+          "Longest wait for one Redis reply; past it the command fails like a store error (limits fail open, jobs 503). Short because a limit check runs on every request",
+        ),
         embedded_cache_max_mb: Type.Number({
           minimum: 0,
           default: 64,

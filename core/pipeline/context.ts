@@ -52,7 +52,18 @@ export interface RequestContext {
   backendHeaders?: Readonly<Record<string, string | null>>;
   /** Runs `fn` when the response is finished (body fully sent or aborted) or the request failed. */
   defer(fn: () => void | Promise<void>): void;
+  /**
+   * Runs `fn` (awaited, once) before the client can have its whole answer: before the
+   * Response is handed over when its body is in memory, else before the last byte of the
+   * body goes out; or when the answer is abandoned (the client went away, the body failed).
+   * For what a client may rely on once it has read its answer: a freed concurrency slot,
+   * counted usage. `fn` gets the answer's status. Steps of one request run concurrently.
+   */
+  beforeEnd(fn: EndStep): void;
 }
+
+/** Work that must be done before the client has its whole answer; gets the answer's status. */
+export type EndStep = (status: number) => void | Promise<void>;
 
 export const anonymous: Principal = Object.freeze({
   groups: [],
@@ -69,6 +80,8 @@ export class RequestState implements RequestContext {
   readonly vars: Partial<RequestVars> = {};
   backendHeaders?: Readonly<Record<string, string | null>>;
   readonly finalizers: Array<() => void | Promise<void>> = [];
+  /** The `beforeEnd` steps, built on first use (most requests have none). */
+  endSteps?: EndStep[];
   // Built on first use: most requests never need them (per-request cost on the hot path).
   #url?: URL;
   #responseHeaders?: Headers;
@@ -103,5 +116,9 @@ export class RequestState implements RequestContext {
 
   defer(fn: () => void | Promise<void>): void {
     this.finalizers.push(fn);
+  }
+
+  beforeEnd(fn: EndStep): void {
+    (this.endSteps ??= []).push(fn);
   }
 }

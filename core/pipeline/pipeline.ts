@@ -16,7 +16,9 @@
  */
 import type { Logger } from "../log.ts";
 import { GatewayError, toErrorResponse } from "../errors.ts";
+import { endBeforeLastByte } from "./answer-end.ts";
 import type { RequestContext, RequestState } from "./context.ts";
+import { isWhole, wholeBody } from "./whole-body.ts";
 
 export const STAGES = ["identify", "admit", "resolve", "visibility", "policy", "limits", "handler"] as const;
 export type StageName = (typeof STAGES)[number];
@@ -53,9 +55,9 @@ export class Pipeline {
       if (!(error instanceof GatewayError)) {
         this.log.error("request_failed", { path: ctx.url.pathname, error });
       }
-      response = toErrorResponse(error);
+      response = wholeBody(toErrorResponse(error));
     }
-    return finish(response, ctx, ctx.finalizers, this.log);
+    return await finish(response, ctx, ctx.finalizers, this.log);
   }
 
   private async runStages(ctx: RequestContext, mode: ModeHandlers): Promise<Response> {
@@ -117,14 +119,20 @@ function withResponseHeaders(response: Response, ctx: RequestState): Response {
 }
 
 /**
- * Adds the context's response headers and, when there are finalizers, runs them once the
- * body has been fully sent or the client went away, so a concurrency slot held by a
- * streaming response is released when the stream ends, not when the headers are written.
- * When the server adapter says when the response is done (`ctx.responded`), that is used;
- * otherwise (the gateway embedded without one) the body is wrapped to see its end.
+ * Adds the context's response headers, has the `beforeEnd` steps done before the client can
+ * have the whole answer (answer-end.ts), and, when there are finalizers, runs them once the
+ * body has been fully sent or the client went away (work nobody waits for: a cache fill, a
+ * stream's duration metric). When the server adapter says when the response is done
+ * (`ctx.responded`), that is used; otherwise (the gateway embedded without one) the body is
+ * wrapped to see its end.
  */
-function finish(response: Response, ctx: RequestState, finalizers: Array<() => void | Promise<void>>, log: Logger): Response {
-  const out = ctx.hasResponseHeaders ? withResponseHeaders(response, ctx) : response;
+async function finish(response: Response, ctx: RequestState, finalizers: Array<() => void | Promise<void>>, log: Logger): Promise<Response> {
+  let out = ctx.hasResponseHeaders ? withResponseHeaders(response, ctx) : response;
+  if (ctx.endSteps) {
+    // The mark is on the handler's Response; a copy made for the headers carries the same body.
+    if (out !== response && isWhole(response)) wholeBody(out);
+    out = await endBeforeLastByte(out, ctx.endSteps.splice(0), { log, responded: ctx.responded });
+  }
   if (finalizers.length === 0) return out;
   if (ctx.responded) {
     const run = () => void runAll(finalizers, log);

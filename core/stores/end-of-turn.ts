@@ -3,12 +3,16 @@
  * under load, counters touched by every response (usage, per-consumer tokens) cost a share
  * of one store operation per turn instead of one per response. The owner gathers its counts,
  * calls `schedule()`, and gives `write` a function that takes what was gathered and writes it
- * (handling its own errors). `flush()` writes at once and waits for every write in flight:
- * call it on close so nothing gathered is lost.
+ * (handling its own errors). `written()` tells when what was gathered so far is in the store
+ * (for a response that must not end before its counts are visible), without writing any
+ * sooner. `flush()` writes at once and waits for every write in flight: call it on close so
+ * nothing gathered is lost.
  */
 export class EndOfTurnWriter {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly writing = new Set<Promise<void>>();
+  /** Settles when the scheduled write has been made; built only when someone waits for it. */
+  private upcoming: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(private readonly write: () => Promise<void> | undefined) {}
 
@@ -17,14 +21,37 @@ export class EndOfTurnWriter {
     this.timer ??= setTimeout(() => void this.flush(), 0);
   }
 
+  /**
+   * Resolves once everything gathered before the call is written (the write this turn ends
+   * with, and the writes in flight); undefined when nothing is waiting to be written.
+   */
+  written(): Promise<void> | undefined {
+    if (this.timer !== undefined) {
+      if (!this.upcoming) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => (resolve = r));
+        this.upcoming = { promise, resolve };
+      }
+      return this.upcoming.promise;
+    }
+    if (this.writing.size === 0) return undefined;
+    return Promise.all(this.writing).then(() => undefined);
+  }
+
   async flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
+    const waiting = this.upcoming;
+    this.upcoming = undefined;
     const started = this.write();
     if (started) {
       const tracked: Promise<void> = started.finally(() => this.writing.delete(tracked));
       this.writing.add(tracked);
     }
-    await Promise.all(this.writing);
+    try {
+      await Promise.all(this.writing);
+    } finally {
+      waiting?.resolve();
+    }
   }
 }

@@ -8,7 +8,7 @@ import { errors } from "../../core/errors.ts";
 import type { RequestState } from "../../core/pipeline/context.ts";
 import { sentBlankConsumer } from "../../core/pipeline/identity.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import type { JobRecord, JobStore } from "./types.ts";
+import type { JobRecord, JobStore } from "../../core/jobs/types.ts";
 
 export type JobAccess =
   | { kind: "job"; ctx: RequestState; job: JobRecord }

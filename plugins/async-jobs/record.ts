@@ -2,7 +2,7 @@
  * The job record between its three shapes: the KV hash (all strings), the typed
  * `JobRecord`, and the API view of spec 2.2.
  */
-import { JOB_STATUSES, type JobRecord, type JobStatus } from "./types.ts";
+import { JOB_STATUSES, type JobRecord, type JobStatus } from "../../core/jobs/types.ts";
 
 export function isJobStatus(value: string): value is JobStatus {
   return (JOB_STATUSES as readonly string[]).includes(value);

@@ -10,10 +10,11 @@ import type { Registry } from "../../core/registry/registry.ts";
 import { compareAndDelete } from "../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
-import { jobKeys } from "./keys.ts";
+import { jobKeys } from "../../core/jobs/keys.ts";
 import { jobCancel, jobCreate, jobFinish, jobRelease, jobRetry, jobTransition, leaseRenew, relayClaim } from "./ops.ts";
 import { fromHash, toHash } from "./record.ts";
-import { jobTtlMs, markerTtlMs, NOTIFY_GRACE_MS } from "./ttl.ts";
+import { NOTIFY_GRACE_MS } from "../../core/jobs/notify-outbox.ts";
+import { jobTtlMs, markerTtlMs } from "./ttl.ts";
 import type {
   ClaimedJob,
   FinishFields,
@@ -25,7 +26,7 @@ import type {
   JobStore,
   SubmissionHook,
   Transition,
-} from "./types.ts";
+} from "../../core/jobs/types.ts";
 
 /** Records read per round trip when listing or purging. */
 const BATCH = 100;
@@ -86,7 +87,7 @@ export class KvJobStore implements JobStore {
     const created = await this.kv.run(jobCreate, keys, [
       job.id,
       ttl,
-      ttl + this.markerMs(),
+      ttl + this.markerTtl(),
       tombstone,
       job.priority ? "head" : "tail",
       Date.parse(job.created_at) || now,
@@ -121,7 +122,7 @@ export class KvJobStore implements JobStore {
       from.join(","),
       to,
       ttl,
-      ttl + this.markerMs(),
+      ttl + this.markerTtl(),
       ...Object.entries(this.changeFields(to, fields)).flat(),
     ]);
     return { applied: reply[0] === 1, previous: reply[1] as Transition["previous"] };
@@ -134,7 +135,7 @@ export class KvJobStore implements JobStore {
     const [after, before] = await this.kv.run(jobCancel, keys, [
       job.id,
       ttl,
-      ttl + this.markerMs(),
+      ttl + this.markerTtl(),
       this.ttlFor("processing"),
       this.notifyAfter(),
       ...Object.entries(this.changeFields("cancelled", {})).flat(),
@@ -232,7 +233,7 @@ export class KvJobStore implements JobStore {
     const ttl = leaseMs + this.ttlFor("processing");
     const keys = [jobKeys.lease(claim.id), jobKeys.record(claim.id), jobKeys.tombstone(claim.id)];
     if (consumer !== undefined) keys.push(jobKeys.consumerIndex(consumer));
-    return (await this.kv.run(leaseRenew, keys, [claim.token, leaseMs, ttl, ttl + this.markerMs()])) === 1;
+    return (await this.kv.run(leaseRenew, keys, [claim.token, leaseMs, ttl, ttl + this.markerTtl()])) === 1;
   }
 
   async finish(claim: ClaimedJob, job: JobRecord, to: "completed" | "failed" | "cancelled", fields: FinishFields = {}): Promise<Transition> {
@@ -252,7 +253,7 @@ export class KvJobStore implements JobStore {
       "pending,processing",
       to,
       ttl,
-      ttl + this.markerMs(),
+      ttl + this.markerTtl(),
       this.notifyAfter(),
       ...Object.entries(this.changeFields(to, fields)).flat(),
     ]);
@@ -278,7 +279,7 @@ export class KvJobStore implements JobStore {
       claim.token,
       dueAt,
       ttl,
-      ttl + this.markerMs(),
+      ttl + this.markerTtl(),
       ...Object.entries(this.changeFields("pending", {})).flat(),
     ]);
     return reply as "scheduled" | "cancel" | "leased" | "dropped";
@@ -306,7 +307,7 @@ export class KvJobStore implements JobStore {
     return lengths.reduce((sum, n) => sum + n, 0);
   }
 
-  private markerMs(): number {
+  markerTtl(): number {
     return markerTtlMs(this.deps.config.jobs);
   }
 

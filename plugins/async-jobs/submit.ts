@@ -20,7 +20,7 @@ import type { JobTarget, VisibleFilter } from "../../core/registry/registry.ts";
 import type { SubmissionCounter } from "./metrics.ts";
 import { readJobForm, type FilePart } from "./multipart.ts";
 import type { KvJobStore } from "./store.ts";
-import type { JobAccepted, JobRecord } from "./types.ts";
+import type { JobAccepted, JobRecord } from "../../core/jobs/types.ts";
 import { checkExtension, checkSize, maxUploadBytes, sanitizeFilename } from "./upload-rules.ts";
 
 interface Upload {

@@ -10,7 +10,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
-import type { JobStatus } from "./types.ts";
+import type { JobStatus } from "../../core/jobs/types.ts";
 
 export const SAFETY_NET_TTL_MS = 2 * 60 * 60 * 1000;
 
@@ -25,10 +25,3 @@ export function markerTtlMs(jobs: GatewayConfig["jobs"]): number {
   return durationMs(jobs.expired_marker_ttl);
 }
 
-/**
- * How long a job that ended with a callback_url waits in the notification outbox
- * (keys.ts `jobs:notify-outbox`) before the webhooks sweep treats its delivery as lost: long
- * enough for the process that ended it to persist the delivery itself (a result read from
- * the object store included), short enough that a crash delays the webhook only briefly.
- */
-export const NOTIFY_GRACE_MS = 30_000;

@@ -3,7 +3,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
-import type { JobRecord, JobStore } from "../async-jobs/types.ts";
+import type { JobRecord, JobStore } from "../../core/jobs/types.ts";
 import type { GcMetrics } from "./metrics.ts";
 import type { GcSettings } from "./settings.ts";
 

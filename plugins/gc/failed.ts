@@ -1,5 +1,5 @@
 /** What follows when the GC ends a job as failed (dead-lettered or stale): spec 3's "also" column. */
-import type { JobRecord } from "../async-jobs/types.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
 import type { GcContext } from "./context.ts";
 
 /**

@@ -12,7 +12,6 @@
  * this runtime's config; a reload builds a new runtime, so they apply from its first tick.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
-import { markerTtlMs } from "../async-jobs/ttl.ts";
 import type { GcContext } from "./context.ts";
 import { gcMetrics } from "./metrics.ts";
 import { gcActive, gcSettings } from "./settings.ts";
@@ -33,7 +32,7 @@ export default definePlugin({
       log: api.log,
       metrics: gcMetrics(api.metrics),
       settings,
-      markerMs: markerTtlMs(api.config.jobs),
+      markerMs: api.use("jobs").markerTtl(),
       emitTerminal: (job) => api.emit("job.terminal", { job }),
       emitExpiry: (job, expiresAt) => api.emit("job.expiry", { job, expiresAt }),
     };

@@ -4,7 +4,7 @@
  * from the config are still reaped and swept.
  */
 import type { KvStore } from "../../core/stores/kv.ts";
-import type { JobStore } from "../async-jobs/types.ts";
+import type { JobStore } from "../../core/jobs/types.ts";
 import { BATCH, checkStopped } from "./context.ts";
 
 /**

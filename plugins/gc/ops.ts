@@ -10,7 +10,7 @@
  *
  * Optional keys come last in KEYS (Lua sees `nil`, the JS twin `undefined`).
  *
- * A job the GC fails joins the job store's notification outbox (async-jobs keys.ts) in the
+ * A job the GC fails joins the job store's notification outbox (core/jobs/keys.ts) in the
  * same step when it has a callback_url, as on every terminal change, so its webhook is on
  * record before `job.terminal` is emitted.
  */

@@ -7,8 +7,8 @@
  * reaping at the same moment reclaim each job exactly once.
  */
 import { formatDuration } from "../../core/config/duration.ts";
-import { NOTIFY_GRACE_MS } from "../async-jobs/ttl.ts";
-import type { JobRecord } from "../async-jobs/types.ts";
+import { NOTIFY_GRACE_MS } from "../../core/jobs/notify-outbox.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
 import type { GcContext } from "./context.ts";
 import { afterGcFailed } from "./failed.ts";
 import { walkList } from "./lists.ts";

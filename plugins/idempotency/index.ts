@@ -22,7 +22,7 @@ import { durationMs } from "../../core/config/duration.ts";
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
-import type { JobAccepted, JobStore } from "../async-jobs/types.ts";
+import type { JobAccepted, JobStore } from "../../core/jobs/types.ts";
 
 const HEADER = "idempotency-key";
 const MAX_KEY_LENGTH = 255;

@@ -16,7 +16,7 @@
  */
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
-import type { JobRecord } from "../async-jobs/types.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
 import { failOpen, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import { slotAcquire, slotConvert, slotExtend } from "./ops.ts";

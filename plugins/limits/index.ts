@@ -22,7 +22,7 @@
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
-import type {} from "../async-jobs/types.ts";
+import type {} from "../../core/jobs/types.ts";
 import { convertJobSlot, extendJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
 import type { LimitDeps } from "./deps.ts";
 import { limitMetrics } from "./metrics.ts";
@@ -33,7 +33,7 @@ import { LimitTable } from "./table.ts";
 import { checkSyncLimits } from "./sync-limits.ts";
 import { countTokens } from "./tokens.ts";
 import { limitWindows } from "./windows.ts";
-import type {} from "./types.ts";
+import type {} from "../../core/limits/windows.ts";
 
 /** The jobs' record TTL when no job store is around to say (its 2 h safety net). */
 const DEFAULT_PENDING_TTL_MS = 2 * 60 * 60 * 1000;

@@ -10,7 +10,7 @@ import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import { windowIncrementFloat } from "../../core/stores/atomic-ops.ts";
-import type {} from "../async-jobs/types.ts";
+import type {} from "../../core/jobs/types.ts";
 import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import { windowPeek } from "./ops.ts";

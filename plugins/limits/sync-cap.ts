@@ -4,7 +4,8 @@
  * `priority_reserved_sync = R` splits the slots: non-priority requests share
  * `max - R`; priority requests take a reserved one first, then a shared one. When every
  * slot they may use is busy the answer is 503 at once (no queue). The slot is given back
- * when the response body has been sent or the client went away. Store errors fail open.
+ * before the client has its whole answer (before the last byte of the body goes out), or
+ * when the client went away. Store errors fail open.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
@@ -66,7 +67,9 @@ export function syncCap(deps: LimitDeps) {
     }
     if (taken === 0) throw busy();
     const key = keys[taken - 1];
-    ctx.defer(async () => {
+    // Given back before the client has its whole answer (not after the response is written),
+    // so a client that reads its answer and sends the next request finds the slot free.
+    ctx.beforeEnd(async () => {
       try {
         await deps.kv.run(semaphoreRelease, [key], []);
       } catch (error) {

@@ -9,7 +9,7 @@ import type { KvStore } from "../../core/stores/kv.ts";
 import { limitKeys } from "./keys.ts";
 import { windowPeek } from "./ops.ts";
 import type { LimitTable } from "./table.ts";
-import type { LimitWindow, LimitWindows } from "./types.ts";
+import type { LimitWindow, LimitWindows } from "../../core/limits/windows.ts";
 
 /** The counters one window entry reads, in `windowPeek` order. */
 const COUNTERS = [limitKeys.rate, limitKeys.tokens, limitKeys.processingTime] as const;

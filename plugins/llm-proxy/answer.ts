@@ -9,6 +9,7 @@ import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts"
 import { passStream, translateStream } from "../../core/llm/stream.ts";
 import { usageOf, type TokenUsage } from "../../core/llm/usage.ts";
 import { errors } from "../../core/errors.ts";
+import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
 
 export interface Answer {
@@ -33,7 +34,7 @@ async function readBody(backend: Response): Promise<Bytes> {
 
 /** `headers` as built by `responseHeaders` (a record, or `Headers` when cookies are set), with `extra` already in. */
 function answer(status: number, headers: HeadersInit, contentType: string, body: Bytes, usage?: TokenUsage): Answer {
-  return { response: new Response(body, { status, headers }), usage, stored: { status, contentType, body } };
+  return { response: wholeBody(new Response(body, { status, headers })), usage, stored: { status, contentType, body } };
 }
 
 /** The gateway's own JSON answer headers, plus `extra`. */

@@ -21,6 +21,7 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errorResponse, errors, GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
+import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
@@ -177,7 +178,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const lookup: CacheLookup = pending ? await pending.result() : { kind: "bypass" };
     if (lookup.kind === "hit") {
       const { answer } = lookup;
-      return new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, "x-cache": "HIT" } });
+      return wholeBody(new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, "x-cache": "HIT" } }));
     }
 
     // 2. Backend list.

@@ -6,7 +6,7 @@
  * outcome of each. The span ends when the response head arrives.
  */
 import { api as otel } from "@opentelemetry/sdk-node";
-import { ATTR } from "./attributes.ts";
+import { ATTR } from "../../core/telemetry/attributes.ts";
 import type { Tracer } from "./sdk.ts";
 
 export interface ClientSpanDeps {

@@ -10,7 +10,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { api as otel, core } from "@opentelemetry/sdk-node";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { Registry } from "../../core/registry/registry.ts";
-import { ATTR } from "./attributes.ts";
+import { ATTR } from "../../core/telemetry/attributes.ts";
 import type { Tracer } from "./sdk.ts";
 
 export interface ServerSpanDeps {

@@ -14,7 +14,7 @@
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
-import type { JobRecord } from "../async-jobs/types.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
 import { parseRetryAfter, type TransientFailure } from "./retry-policy.ts";
 
 export type BackendOutcome =

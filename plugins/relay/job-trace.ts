@@ -5,9 +5,9 @@
  * the gateway stored trace context) start a trace of their own.
  */
 import type { PluginApi } from "../../core/plugins/types.ts";
-import type { JobRecord } from "../async-jobs/types.ts";
-import { ATTR } from "../otel/attributes.ts";
-import type { WorkSpan } from "../otel/tracing-service.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
+import { ATTR } from "../../core/telemetry/attributes.ts";
+import type { WorkSpan } from "../../core/telemetry/tracing.ts";
 
 export type JobSpan = WorkSpan;
 

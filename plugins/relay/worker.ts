@@ -14,7 +14,7 @@
  * and puts them back at the head of their queues.
  */
 import type { Logger } from "../../core/log.ts";
-import type { ClaimedJob, JobStore } from "../async-jobs/types.ts";
+import type { ClaimedJob, JobStore } from "../../core/jobs/types.ts";
 import { runJob, type RunDeps } from "./run-job.ts";
 import { RelaySlots } from "./slots.ts";
 

@@ -7,6 +7,7 @@
 import { errorResponse, errors } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
+import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
 import { BackendTimeoutError, callBackend, describeFailure, type BackendInit, type CallOptions } from "../../core/proxy/backend-call.ts";
 export { backendUrl } from "../../core/proxy/backend-call.ts";
@@ -52,7 +53,7 @@ export async function relayResponse(backend: Response, method: string): Promise<
   } catch (error) {
     throw errors.badGateway(`the backend broke off its answer: ${describeFailure(error)}`);
   }
-  return new Response(new Uint8Array(bytes), init);
+  return wholeBody(new Response(new Uint8Array(bytes), init));
 }
 
 export async function forward(targets: readonly BackendTarget[], build: BuildAttempt, method: string, options: ForwardOptions): Promise<Response> {

@@ -2,16 +2,16 @@
  * Usage tracking and reporting (spec 2.4-2.6, 4.8): per consumer per service type
  * cumulative counters, cross-consumer calendar buckets, and the endpoints that show them.
  * Nothing is written when `server.consumer_header` is not configured (spec 2.9); the
- * endpoints then answer 501. Counting happens after the response (see recorder.ts); the
- * store layout is in keys.ts.
+ * endpoints then answer 501. A request is counted as its answer ends, and is visible by the
+ * time the client has the whole answer (see recorder.ts); the store layout is in keys.ts.
  *
  * It also runs in relay processes, where it only records the inference seconds of the
  * jobs that relay ran.
  */
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
-import type {} from "../async-jobs/types.ts";
-import type {} from "../limits/types.ts";
+import type {} from "../../core/jobs/types.ts";
+import type {} from "../../core/limits/windows.ts";
 import { UsageRecorder } from "./recorder.ts";
 import { UsageRecords } from "./records.ts";
 import { registerUsageRoutes } from "./routes.ts";
@@ -31,7 +31,14 @@ export default definePlugin({
       if (api.role === "gateway") {
         api.on("llm.usage", (event) => recorder.tokens(event));
         api.on("job.submitted", ({ job }) => recorder.submitted(job));
-        api.on("request.finished", (event) => recorder.finished(event));
+        // A request's counts are visible once its client has the whole answer: the answer's
+        // end waits for the write they are part of. In `admit`, which only a request the
+        // pipeline runs to its end reaches (after `identify`: the caller is known).
+        api.stage("admit", function countUsageAtEnd(ctx) {
+          const consumer = ctx.principal.consumer;
+          if (consumer === undefined || consumer === "") return;
+          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer }, status));
+        });
       }
     }
     if (api.role !== "gateway") return;

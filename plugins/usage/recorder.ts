@@ -1,25 +1,29 @@
 /**
- * Counts usage from the events of a request's life, after the response. Counts are gathered
- * for one turn of the event loop and written together, one store operation (`usageRecord`)
- * per service type and day for every event of that turn, so under load a request costs a
- * share of a round trip; `close` writes what is still gathered (nothing is lost on shutdown).
+ * Counts usage from the events of a request's life. Counts are gathered for one turn of the
+ * event loop and written together, one store operation (`usageRecord`) per service type and
+ * day for every event of that turn, so under load a request costs a share of a round trip;
+ * `close` writes what is still gathered (nothing is lost on shutdown).
  *
- * - sync and LLM: `request.finished` counts the request (when it was served: status below
- *   400) and carries the tokens its `llm.usage` event left waiting (the event comes first,
- *   from inside the handler, so the two become one write);
- * - async: `job.submitted` counts the submission as a request and a job (status polls and
- *   refused submissions also finish as "async" requests and are not usage);
+ * - sync and LLM: `requestEnded`, as the answer ends, counts the request (when it was served:
+ *   status below 400) and carries the tokens its `llm.usage` event left waiting (the event
+ *   comes first, from inside the handler, so the two become one write);
+ * - async: `job.submitted` counts the submission as a request and a job;
  * - `relay.processed` adds inference seconds, in whichever process ran the job.
+ *
+ * A request's own counts are in the store before the client has its whole answer:
+ * `requestEnded` gives the write they are part of, which the answer's end waits for (the
+ * turn's batch is written as before: no store operation of its own).
  *
  * Anonymous requests (no consumer) are not counted. Store errors are logged and lost:
  * usage never fails a request.
  */
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
+import type { RequestMode } from "../../core/pipeline/context.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
-import type { JobRecord } from "../async-jobs/types.ts";
+import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { DAY_MS, labelOf } from "./calendar.ts";
 import { usageKeys } from "./keys.ts";
@@ -41,6 +45,13 @@ interface Increments {
   processingSeconds?: number;
   prompt?: number;
   completion?: number;
+}
+
+/** The request whose answer is ending, as `requestEnded` reads it. */
+export interface EndedRequest {
+  mode: RequestMode;
+  serviceType: string;
+  consumer: string;
 }
 
 export interface RecorderDeps {
@@ -86,15 +97,22 @@ export class UsageRecorder {
     }
   }
 
-  finished(event: GatewayEvents["request.finished"]): void {
-    const { consumer, serviceType } = event;
-    if (event.mode === "admin" || event.mode === "async" || consumer === undefined || serviceType === "") return;
+  /**
+   * The answer to a consumer's request is ending with `status`: counts a served sync or LLM
+   * request (an async submission was counted by `job.submitted` from inside its handler).
+   * Resolves once this request's counts are written; undefined when it has none.
+   */
+  requestEnded(request: EndedRequest, status: number): Promise<void> | undefined {
+    const { consumer, serviceType } = request;
+    if (serviceType === "") return undefined;
+    if (request.mode === "async") return status < 400 ? this.writer.written() : undefined;
     const id = `${consumer}\n${serviceType}`;
     const held = this.waiting.get(id);
     if (held) this.waiting.delete(id);
-    const served = event.status < 400 ? 1 : 0;
-    if (!served && !held) return;
+    const served = status < 400 ? 1 : 0;
+    if (!served && !held) return undefined;
     this.write(consumer, serviceType, { requests: served, prompt: held?.prompt, completion: held?.completion });
+    return this.writer.written();
   }
 
   submitted(job: JobRecord): void {

@@ -4,7 +4,7 @@
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
-import type { LimitWindows } from "../limits/types.ts";
+import type { LimitWindows } from "../../core/limits/windows.ts";
 import { usageKeys } from "./keys.ts";
 import { hashesRead, rankPage } from "./ops.ts";
 import { isEmpty, parseConsumerHash, totalsOf, typeKinds, windowView, type TypeUsage, type UsageRecordView } from "./shape.ts";

@@ -5,7 +5,7 @@
  * other kind anyway (its config changed) shows that too.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
-import type { LimitWindow } from "../limits/types.ts";
+import type { LimitWindow } from "../../core/limits/windows.ts";
 import { COUNTERS, LAST_ACTIVE, TYPE_SEPARATOR, type Counter } from "./keys.ts";
 
 export type Counts = Partial<Record<Counter, number>>;

@@ -1,6 +1,6 @@
 /**
  * services[].retry end to end: a real gateway process with its embedded relay (Node, or
- * Deno when the suite runs on Deno) on the suite's redis-server (database 9, not flushed:
+ * Deno when the suite runs on Deno) on the suite's redis-server (database 16, not flushed:
  * every run uses model names of its own) and s3rver (bucket `job-retry-e2e`), and a
  * scripted fake inference backend. No sleeps: every wait polls with a deadline.
  */
@@ -10,7 +10,7 @@ import { startScriptedBackend, type ScriptedBackend } from "../fixtures/scripted
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
-const DB = 9;
+const DB = 16;
 const run = crypto.randomUUID().slice(0, 8);
 /** Three attempts, 200 ms then 400 ms apart unless the backend asks for longer (up to 3 s). */
 const RETRIED = `retried-${run}`;

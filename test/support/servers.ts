@@ -43,6 +43,8 @@ export async function waitForPort(port: number, timeoutMs = 15_000): Promise<voi
 export interface RunningServer {
   port: number;
   url: string;
+  /** The server's process, for tests that freeze it (SIGSTOP / SIGCONT). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -59,7 +61,11 @@ export function redisServerInstalled(): boolean {
   return spawnSync("redis-server", ["--version"]).status === 0;
 }
 
-/** A fresh redis-server that keeps nothing on disk. */
+/**
+ * A fresh redis-server that keeps nothing on disk. Test files that share the suite's server
+ * keep their keys apart in a database of their own (`const DB = N`, each N used by one file;
+ * 32 databases, not Redis's default 16, so every such file has one).
+ */
 export async function startRedis(port?: number): Promise<RunningServer> {
   if (!redisServerInstalled()) {
     throw new Error("redis-server is not installed; the test suite needs it: apt-get install redis-server");
@@ -68,13 +74,14 @@ export async function startRedis(port?: number): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), "gw-redis-"));
   const child = spawn(
     "redis-server",
-    ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--databases", "32", "--dir", dir],
     { stdio: "ignore" },
   );
   await waitForPort(chosen);
   return {
     port: chosen,
     url: `redis://127.0.0.1:${chosen}`,
+    pid: child.pid,
     async stop() {
       await stopProcess(child);
       rmSync(dir, { recursive: true, force: true });
@@ -100,6 +107,7 @@ export async function startS3(port?: number): Promise<RunningServer> {
   return {
     port: chosen,
     url: `http://127.0.0.1:${chosen}`,
+    pid: child.pid,
     async stop() {
       await stopProcess(child);
       rmSync(dir, { recursive: true, force: true });

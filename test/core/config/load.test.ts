@@ -347,6 +347,15 @@ describe("problems", () => {
     expect([config.jobs.idempotency_ttl, config.jobs.expired_marker_ttl, config.webhooks.timeout]).toEqual(["1s", "1ms", "500ms"]);
   });
 
+  it("bounds every Redis reply: redis.command_timeout defaults to 500ms and must be a positive duration", () => {
+    expect(load("").redis.command_timeout).toBe("500ms");
+    expect(load("redis:\n  command_timeout: 2s\n").redis.command_timeout).toBe("2s");
+    expect(problemsOf("redis:\n  command_timeout: 0s\n")).toEqual([
+      expect.stringMatching(/^redis\.command_timeout: must be a positive duration, got "0s" \(default "500ms": .*frozen Redis/),
+    ]);
+    expect(problemsOf("redis:\n  command_timeout: soon\n")).toEqual([expect.stringMatching(/^redis\.command_timeout: /)]);
+  });
+
   it("rejects a file whose root is not a mapping", () => {
     expect(problemsOf("- just\n- a list\n")).toEqual(["(root): expected a mapping of sections (server:, services:, ...)"]);
   });

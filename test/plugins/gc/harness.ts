@@ -19,7 +19,7 @@ import { definePlugin, type PluginApi } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
-import type { JobRecord, JobStore } from "../../../plugins/async-jobs/types.ts";
+import type { JobRecord, JobStore } from "../../../core/jobs/types.ts";
 import gc from "../../../plugins/gc/index.ts";
 import relay from "../../../plugins/relay/index.ts";
 import { jobForm } from "../async-jobs/harness.ts";

@@ -14,7 +14,7 @@ import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { KvJobStore } from "../../../plugins/async-jobs/store.ts";
-import type { JobRecord } from "../../../plugins/async-jobs/types.ts";
+import type { JobRecord } from "../../../core/jobs/types.ts";
 import { relayMetrics } from "../../../plugins/relay/metrics.ts";
 import { RelaySlots } from "../../../plugins/relay/slots.ts";
 import { RelayWorker } from "../../../plugins/relay/worker.ts";

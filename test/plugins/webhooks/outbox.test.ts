@@ -19,7 +19,7 @@ import { Runtime } from "../../../core/plugins/host.ts";
 import { definePlugin, type GatewayServices, type PluginApi } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
-import { NOTIFY_GRACE_MS } from "../../../plugins/async-jobs/ttl.ts";
+import { NOTIFY_GRACE_MS } from "../../../core/jobs/notify-outbox.ts";
 import webhooks from "../../../plugins/webhooks/index.ts";
 import { RETRIES_KEY } from "../../../plugins/webhooks/queue.ts";
 

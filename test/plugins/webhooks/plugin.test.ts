@@ -11,7 +11,7 @@ import { Metrics } from "../../../core/metrics.ts";
 import { Runtime } from "../../../core/plugins/host.ts";
 import { definePlugin, type GatewayServices } from "../../../core/plugins/types.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
-import { jobKeys } from "../../../plugins/async-jobs/keys.ts";
+import { jobKeys } from "../../../core/jobs/keys.ts";
 import webhooks from "../../../plugins/webhooks/index.ts";
 
 type JobRecord = Parameters<GatewayServices["jobs"]["consume"]>[0];

@@ -22,7 +22,7 @@ export interface LimitWindows {
   read(consumers: readonly string[], types: readonly string[]): Promise<Map<string, Map<string, LimitWindow>>>;
 }
 
-declare module "../../core/plugins/types.ts" {
+declare module "../plugins/types.ts" {
   interface GatewayServices {
     limitWindows: LimitWindows;
   }

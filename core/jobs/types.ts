@@ -4,8 +4,8 @@
  * of a job's life. Declared into the core's `GatewayServices` / `GatewayEvents` by
  * declaration merging, so `api.use("jobs")` and `api.on("job.terminal", ...)` are typed.
  */
-import type { ServiceConfig } from "../../core/config/schema.ts";
-import type { RequestContext } from "../../core/pipeline/context.ts";
+import type { ServiceConfig } from "../config/schema.ts";
+import type { RequestContext } from "../pipeline/context.ts";
 import type { JobKeys } from "./keys.ts";
 
 export type JobStatus = "pending" | "processing" | "completed" | "failed" | "cancelled";
@@ -138,6 +138,8 @@ export interface JobStore {
   readonly keys: JobKeys;
   /** Record TTL in ms for a status (lifecycle.job_ttl, `global` fallback, 2 h safety net). */
   ttlFor(status: JobStatus): number;
+  /** How long a tombstone outlives its record, in ms (jobs.expired_marker_ttl). */
+  markerTtl(): number;
   /** The model name a service's jobs carry and queue under. */
   modelOf(service: ServiceConfig): string;
   /** The configured service a job belongs to (undefined when it was removed from the config). */
@@ -201,7 +203,7 @@ export interface JobStore {
   addSubmissionHook(hook: SubmissionHook): void;
 }
 
-declare module "../../core/plugins/types.ts" {
+declare module "../plugins/types.ts" {
   interface GatewayServices {
     jobs: JobStore;
   }

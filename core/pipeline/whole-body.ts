@@ -1,0 +1,24 @@
+/**
+ * A mark on a Response whose body is already in memory (bytes read whole, an error body):
+ * the client has the whole answer as soon as the server writes it, so the pipeline does the
+ * work that must come before the end of an answer (`ctx.beforeEnd`) before it hands the
+ * Response over, instead of watching the body stream for its last byte (a web stream per
+ * response, and the server could no longer send the bytes in one write).
+ *
+ * A symbol property on the Response itself, not a WeakSet (see request-slot.ts on what long-lived
+ * weak collections cost the minor GC).
+ */
+const WHOLE: unique symbol = Symbol("gateway.wholeBody");
+
+type Marked = Response & { [WHOLE]?: true };
+
+/** Marks `response` (returned as is) as carrying its body in memory. */
+export function wholeBody<R extends Response>(response: R): R {
+  (response as Marked)[WHOLE] = true;
+  return response;
+}
+
+/** Whether the client has the whole answer once the server writes it: no body, or one marked in memory. */
+export function isWhole(response: Response): boolean {
+  return response.body === null || (response as Marked)[WHOLE] === true;
+}
