@@ -125,7 +125,7 @@ export async function boot(platform: Platform, role: ProcessRole): Promise<Boote
   }
 }
 
-/** A start refusal: its stable code (core/errors.ts, README "Plugins") first, then the message. */
+/** A start refusal: its stable code (core/errors.ts, docs/plugins.md) first, then the message. */
 function refuse(platform: Platform, code: StartErrorCode, message: string): void {
   platform.writeError(`[${code}] ${message}\n`);
 }

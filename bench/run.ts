@@ -91,7 +91,7 @@ async function main(): Promise<number> {
   let generator: LoadGenerator = args.loadgen ?? "wrk";
   if (generator === "wrk" && !wrkInstalled()) {
     log("wrk is not installed, falling back to autocannon (several times wrk's CPU per request on the load core).");
-    log("For the figures the README shows, install wrk: sudo apt-get install wrk (Debian/Ubuntu) or brew install wrk (macOS).");
+    log("For the figures bench/README.md shows, install wrk: sudo apt-get install wrk (Debian/Ubuntu) or brew install wrk (macOS).");
     generator = "autocannon";
   }
   const info = machine();

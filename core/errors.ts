@@ -84,7 +84,7 @@ export function toErrorResponse(error: unknown): Response {
 
 /**
  * The stable codes of start (and reload) refusals and plugin errors, with when each happens
- * and what to do: README "Plugins" lists the same table (a test keeps the two equal).
+ * and what to do: docs/plugins.md "Start errors" lists the same table (a test keeps the two equal).
  * Fastify's error codes are the model: scripts and docs match on the code, not the wording.
  */
 export const START_ERROR_CODES = {

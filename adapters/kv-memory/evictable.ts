@@ -13,8 +13,8 @@
  * Counted per key on top of the key's and the value's characters: the entry object, its
  * slots in the store's maps and expiry heap, string headers, boxed times. On V8 (Node 20) a
  * store of 60,000 one-KB answers held about 270 bytes per answer beyond their key and text.
- * (The process takes more than the counted total: the engine keeps room for garbage; see the
- * README.)
+ * (The process takes more than the counted total: the engine keeps room for garbage; see
+ * docs/llm-proxy.md, "Response cache".)
  */
 export const ENTRY_OVERHEAD_BYTES = 300;
 

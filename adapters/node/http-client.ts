@@ -4,7 +4,7 @@
  * keep calling `api.fetch` and stay runtime-agnostic; Deno keeps its own (native) fetch.
  *
  * Why: Node 20's fetch costs about 5x `undici.request`'s CPU per call, and node:http about
- * 1.3x under load (`node dist/bench/http-clients.js`; README "Where the time goes"). Fetch
+ * 1.3x under load (`node dist/bench/http-clients.js`; bench/README.md "Where the time goes"). Fetch
  * turns every body into a web stream (10-25 µs each to build on Node 20) and runs the whole
  * WHATWG request machinery per call. Here a byte body is written as is, and a response body
  * becomes a web stream only if someone reads `.body`; `arrayBuffer()`/`text()`/`json()` read

@@ -1,6 +1,6 @@
 /**
  * The configuration schema: every object of spec sections 2.8 and 2.9 with the spec's
- * defaults. The README's configuration reference follows this file; keep them in step.
+ * defaults. docs/configuration.md's reference follows this file; keep them in step.
  *
  * Durations are Go-style strings (see duration.ts) kept as strings here and converted
  * with `durationMs` where they are used.

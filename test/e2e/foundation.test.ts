@@ -188,7 +188,7 @@ describe("startup refusals: one message saying what to fix, exit 1, nothing star
   it("an invalid server.addr", async () => {
     const output = await refused('server:\n  addr: "not-an-addr"\nservices: []\n');
     expect(output).toContain('server.addr: "not-an-addr" is not host:port or :port (e.g. ":8080" or "127.0.0.1:8080", port 0-65535)');
-    // The refusal line starts with its stable code (README "Start errors").
+    // The refusal line starts with its stable code (docs/plugins.md "Start errors").
     expect(output).toMatch(/^\[GW_CONFIG_INVALID\] \S+config\.yaml: invalid configuration:$/m);
   });
 

@@ -1,5 +1,5 @@
 /**
- * The figures of a reliability scenario (test/reliability/), for README's results table:
+ * The figures of a reliability scenario (test/reliability/), for docs/reliability.md's results table:
  * each scenario calls `reportReliability` once at its end. The figures are printed as one
  * `reliability:` line and appended as one JSON line to $RELIABILITY_REPORT (default
  * `<tmpdir>/gateway-reliability.jsonl`); test/support/reliability-table.ts turns that file

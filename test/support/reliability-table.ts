@@ -1,5 +1,5 @@
 /**
- * Prints README's reliability results table from the lines the reliability scenarios
+ * Prints docs/reliability.md's results table from the lines the reliability scenarios
  * appended (test/support/reliability-report.ts); the newest line of each scenario wins.
  *
  *   npx tsx test/support/reliability-table.ts [--runtime node|deno] [report.jsonl]

@@ -1,6 +1,6 @@
 /**
  * A start refused by a plugin or by `plugins.load` carries a stable code (core/errors.ts) on
- * the ConfigError the adapters print, and a refused reload logs it; README "Plugins" lists
+ * the ConfigError the adapters print, and a refused reload logs it; docs/plugins.md "Start errors" lists
  * every code, and a test keeps that table equal to the code list.
  */
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -91,9 +91,9 @@ describe("coded start refusals", () => {
   });
 });
 
-describe("README", () => {
+describe("docs/plugins.md", () => {
   it("lists every start error code, and no other, in the Plugins section", () => {
-    const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../../../docs/plugins.md", import.meta.url), "utf8");
     const documented = [...readme.matchAll(/^\| `(GW_[A-Z_]+)` \|/gm)].map((match) => match[1]);
     expect(documented).toEqual(Object.keys(START_ERROR_CODES));
   });
