@@ -4,6 +4,7 @@
  * `jobs` service the relay works through.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { jobServiceFields, jobsSection } from "./config.ts";
 import { registerManageRoutes } from "./manage.ts";
 import { reportQueueDepth, submissionCounter } from "./metrics.ts";
 import { KvJobStore } from "./store.ts";
@@ -11,6 +12,8 @@ import { submitHandler } from "./submit.ts";
 
 export default definePlugin({
   name: "async-jobs",
+  section: jobsSection,
+  serviceFields: jobServiceFields,
   roles: ["gateway", "relay"],
   setup(api) {
     const store = new KvJobStore({

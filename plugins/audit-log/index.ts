@@ -6,12 +6,14 @@
  */
 import { isSpanContextValid, trace } from "@opentelemetry/api";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { auditLogSection } from "./config.ts";
 import { copyForDetails, detailsOf } from "./details.ts";
 import { principalOf } from "./principal.ts";
 import { auditKind, outcomeOf } from "./scope.ts";
 
 export default definePlugin({
   name: "audit-log",
+  section: auditLogSection,
   enabled: (config) => config.audit_log.enabled,
   setup(api) {
     api.middleware(async function auditRequest(c, next) {

@@ -6,6 +6,7 @@
  */
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { authSection } from "./config.ts";
 import { backendIdentity } from "./backend-identity.ts";
 import { proxyIdentity } from "./proxy.ts";
 
@@ -16,6 +17,7 @@ const loadOAuth2 = () => import("./oauth2.ts");
 
 export default definePlugin({
   name: "auth",
+  section: authSection,
   enabled: (config) => config.auth.mode !== "none",
   async setup(api) {
     const auth = api.config.auth;

@@ -22,6 +22,7 @@
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { limitServiceFields, rateLimitsSection } from "./config.ts";
 import type {} from "../../core/jobs/types.ts";
 import { convertJobSlot, extendJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
 import type { LimitDeps } from "./deps.ts";
@@ -40,6 +41,8 @@ const DEFAULT_PENDING_TTL_MS = 2 * 60 * 60 * 1000;
 
 export default definePlugin({
   name: "limits",
+  section: rateLimitsSection,
+  serviceFields: limitServiceFields,
   roles: ["gateway", "relay"],
   setup(api) {
     const table = new LimitTable(api.config);

@@ -11,6 +11,7 @@
  * loads the SDK (tens of MB of memory).
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { openTelemetrySection } from "./config.ts";
 import { exportMetrics } from "./metrics-export.ts";
 import type { Untraced } from "./tracing.ts";
 
@@ -23,6 +24,7 @@ const loadTracing = () => import("./tracing.ts");
 
 export default definePlugin({
   name: "otel",
+  section: openTelemetrySection,
   roles: ["gateway", "relay"],
   enabled: (config) => config.opentelemetry.enabled,
   async setup(api) {

@@ -9,6 +9,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
+import { webhooksSection } from "./config.ts";
 import { Dispatcher, type TerminalJob } from "./dispatcher.ts";
 import { OutboxSweep } from "./outbox.ts";
 import { DeliveryQueue } from "./queue.ts";
@@ -40,6 +41,7 @@ const OUTBOX_SWEEP_MS = 5_000;
 
 export default definePlugin({
   name: "webhooks",
+  section: webhooksSection,
   roles: ["gateway", "relay"],
   setup(api) {
     const settings = api.config.webhooks;

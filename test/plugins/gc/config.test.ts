@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { formatDuration } from "../../../core/config/duration.ts";
-import { validateConfig } from "../../../core/config/load.ts";
+import { validateConfig } from "../../../plugins/config.ts";
 import type { GatewayConfig } from "../../../core/config/schema.ts";
 import { jobTtlMs } from "../../../plugins/async-jobs/ttl.ts";
 import { gcActive, gcSettings, MIN_INTERVAL_MS } from "../../../plugins/gc/settings.ts";
