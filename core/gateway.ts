@@ -232,13 +232,14 @@ function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig, plugins
     "server.read_timeout": (c) => c.server.read_timeout,
     "server.write_timeout": (c) => c.server.write_timeout,
     "server.idle_timeout": (c) => c.server.idle_timeout,
-    "metrics.top_consumers": (c) => c.metrics.top_consumers,
   };
+  // Listeners first (the standalone relay's), then the core's counters, as the log always listed them.
   for (const { section } of plugins) {
     for (const key of section?.restartOnly ?? []) {
       watched[`${section!.key}.${key}`] = (c) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section!.key] ?? {})[key];
     }
   }
+  watched["metrics.top_consumers"] = (c) => c.metrics.top_consumers;
   return Object.entries(watched)
     .filter(([, pick]) => JSON.stringify(pick(before)) !== JSON.stringify(pick(after)))
     .map(([key]) => key);
