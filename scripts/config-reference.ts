@@ -119,7 +119,7 @@ export function renderConfigReference(plugins: readonly PluginDefinition[]): str
     "",
   ];
   for (const plugin of byName.filter((p) => p.serviceFields)) {
-    out.push(`### Plugin \`${plugin.name}\``, "", table(rowsOf(plugin.serviceFields!.schema, "services[]")), "");
+    out.push(`### Fields of plugin \`${plugin.name}\``, "", table(rowsOf(plugin.serviceFields!.schema, "services[]")), "");
   }
   return out.join("\n");
 }
