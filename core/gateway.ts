@@ -4,13 +4,14 @@
  * module loading, the stores) and serve `gateway.fetch`.
  */
 import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
-import { parseConfigFile, validateConfig } from "./config/load.ts";
+import { parseConfigFile, validateConfigWith } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import type { GatewayConfig } from "./config/schema.ts";
 import { ConfigError, errors, GatewayError, isPluginError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes } from "./ops.ts";
+import { configPartsOf } from "./plugins/config-parts.ts";
 import { Runtime, type RuntimeDeps } from "./plugins/host.ts";
 import type { PinnedFetch, PluginDefinition, ProcessRole } from "./plugins/types.ts";
 import { instrumentKv, instrumentObjects } from "./stores/instrument.ts";
@@ -175,7 +176,7 @@ export class Gateway {
     const previous = this.current;
     // Against the start, not the previous file: a reload never applied these keys, so a file
     // that puts back the started values needs no restart.
-    const ignored = restartOnlyChanges(this.started, runtime.config);
+    const ignored = restartOnlyChanges(this.started, runtime.config, this.options.plugins);
     if (ignored.length > 0) {
       this.deps.log.warn("reload_needs_restart", { keys: ignored, message: "these settings differ from the ones running (read at start) and apply only after a restart" });
     }
@@ -219,8 +220,12 @@ export class Gateway {
   }
 }
 
-/** Settings spec 4.12 lists as not hot-reloadable: stores and listeners (a standalone relay's too) are opened once. */
-function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig): string[] {
+/**
+ * Settings spec 4.12 lists as not hot-reloadable: stores and listeners are opened once. The
+ * core's are listed here; a built-in plugin's section names its own (`restartOnly`, e.g. a
+ * standalone relay's `relay.metrics_addr`).
+ */
+function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig, plugins: readonly PluginDefinition[]): string[] {
   const watched: Record<string, (c: GatewayConfig) => unknown> = {
     redis: (c) => ({ ...c.redis, pending_max_age: undefined }),
     object_store: (c) => c.object_store,
@@ -228,9 +233,14 @@ function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig): string
     "server.read_timeout": (c) => c.server.read_timeout,
     "server.write_timeout": (c) => c.server.write_timeout,
     "server.idle_timeout": (c) => c.server.idle_timeout,
-    "relay.metrics_addr": (c) => c.relay.metrics_addr,
-    "metrics.top_consumers": (c) => c.metrics.top_consumers,
   };
+  // Listeners first (the standalone relay's), then the core's counters, as the log always listed them.
+  for (const { section } of plugins) {
+    for (const key of section?.restartOnly ?? []) {
+      watched[`${section!.key}.${key}`] = (c) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section!.key] ?? {})[key];
+    }
+  }
+  watched["metrics.top_consumers"] = (c) => c.metrics.top_consumers;
   return Object.entries(watched)
     .filter(([, pick]) => JSON.stringify(pick(before)) !== JSON.stringify(pick(after)))
     .map(([key]) => key);
@@ -262,8 +272,14 @@ async function loadConfig(options: GatewayOptions): Promise<LoadedConfig> {
     }
   }
   const definitions = [...options.plugins, ...userPlugins];
-  const sections = definitions.flatMap((d) => (d.section ? [d.section] : []));
-  const result = validateConfig(raw, sections);
+  let result: ReturnType<typeof validateConfigWith>;
+  try {
+    result = validateConfigWith(raw, configPartsOf(options.plugins, userPlugins));
+  } catch (error) {
+    // Two plugins declaring the same section key or service field.
+    if (!(error instanceof ConfigError)) throw error;
+    result = { ok: false, problems: error.problems };
+  }
   if (!result.ok) problems.push(...result.problems);
   // The code names the first kind of problem: an import that failed comes before the file's own.
   if (problems.length > 0 || !result.ok) throw new ConfigError(problems, userPlugins.length < paths.length ? "GW_PLUGIN_LOAD_FAILED" : "GW_CONFIG_INVALID");

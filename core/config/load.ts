@@ -2,14 +2,14 @@
  * Turns config text into a validated, defaulted, frozen `GatewayConfig`, or into the
  * complete list of problems, each prefixed with its path (`services[2].backends[0].url: required`).
  */
-import { Type, type TSchema } from "@sinclair/typebox";
+import { Type, type TObject, type TSchema } from "@sinclair/typebox";
 import { Value, type ValueError, ValueErrorType } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
-import { durationMs, formatDuration, parseDuration } from "./duration.ts";
+import { durationMs, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
 import { ConfigError } from "../errors.ts";
-import { GatewayConfigSchema, type ConfigSection, type GatewayConfig } from "./schema.ts";
+import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceFieldSet } from "./schema.ts";
 
 export type ConfigResult =
   | { ok: true; config: GatewayConfig; extra: Readonly<Record<string, unknown>> }
@@ -117,20 +117,15 @@ function isHex(text: string): boolean {
   return /^[0-9a-fA-F]*$/.test(text);
 }
 
-/** Rules that span several fields, or that a schema cannot say. */
-function crossFieldProblems(config: GatewayConfig): string[] {
+/** The core's rules that span several fields, or that a schema cannot say; plugins' rules run after (see `ConfigSection.validate`). */
+function coreRuleProblems(config: GatewayConfig): string[] {
   const problems: string[] = [];
   // A start and a reload check the same rules: an address only the listener would refuse
   // used to pass a reload and stop the next start.
   if (typeof config.server?.addr === "string" && parseListenAddress(config.server.addr) === undefined) problems.push(listenAddressProblem("server.addr", config.server.addr));
-  const metricsAddr = config.relay?.metrics_addr;
-  if (typeof metricsAddr === "string" && metricsAddr !== "" && parseListenAddress(metricsAddr) === undefined) problems.push(listenAddressProblem("relay.metrics_addr", metricsAddr));
   const key = config.object_store.encryption.key;
   if (key !== "" && (key.length !== 64 || !isHex(key))) {
     problems.push(`object_store.encryption.key: must be 64 hex characters (32 bytes), got ${key.length} characters`);
-  }
-  if (config.policies && config.auth.mode === "none") {
-    problems.push("policies: set, but auth.mode is none; set auth.mode to proxy or oauth2 (policies need an authenticated principal)");
   }
   const defaults = new Map<string, number>();
   const models = new Map<string, number>();
@@ -149,12 +144,6 @@ function crossFieldProblems(config: GatewayConfig): string[] {
         defaults.set(service.type, index);
       }
     }
-    if (service.visibility?.groups.length && config.auth.mode === "none") {
-      problems.push(`${at}.visibility.groups: needs auth.mode proxy or oauth2 (groups come from the authenticated principal)`);
-    }
-    if (service.priority_reserved_sync > service.max_concurrent_sync) {
-      problems.push(`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`);
-    }
     for (const [name, paths] of Object.entries(service.operations)) {
       if (paths.length === 0) problems.push(`${at}.operations.${name}: needs at least one path`);
     }
@@ -164,107 +153,26 @@ function crossFieldProblems(config: GatewayConfig): string[] {
     if (service.inference_url !== "" && !/^https?:\/\//.test(service.inference_url)) {
       problems.push(`${at}.inference_url: must start with http:// or https://`);
     }
-    problems.push(...retryProblems(service.retry, `${at}.retry`));
   });
-  for (const [type, byUserType] of Object.entries(config.rate_limits)) {
-    for (const [userType, limits] of Object.entries(byUserType)) {
-      const at = `rate_limits.${type}.${userType}`;
-      if (limits.rate > 0 && durationMs(limits.period) === 0) problems.push(`${at}.period: must be positive when rate is set`);
-      if (limits.token_rate > 0 && durationMs(limits.token_period) === 0) problems.push(`${at}.token_period: must be positive when token_rate is set`);
-      if (limits.processing_time > 0 && durationMs(limits.processing_period) === 0) {
-        problems.push(`${at}.processing_period: must be positive when processing_time is set`);
-      }
-    }
-  }
-  problems.push(...pendingMaxAgeProblems(config));
-  problems.push(...positiveDurationProblems(config));
+  problems.push(
+    ...positiveDurationProblems("redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'),
+  );
   return problems;
 }
 
 /**
- * Durations for which 0 has no meaning the spec gives: refused, rather than read as some
- * default or as "off" (0s used to mean 24h here, 10s there, and "no 410 phase" for the tombstone).
+ * A duration for which 0 has no meaning the spec gives: refused, rather than read as some
+ * default or as "off" (0s used to mean 24h here, 10s there). `hint` names the default and the
+ * setting's purpose. A malformed duration is no problem here: the schema already reports it.
  */
-function positiveDurationProblems(config: GatewayConfig): string[] {
-  const rules: [string, string | undefined, string][] = [
-    ["jobs.idempotency_ttl", config.jobs?.idempotency_ttl, 'default "24h": how long an Idempotency-Key is remembered; remove the key for the default'],
-    [
-      "jobs.expired_marker_ttl",
-      config.jobs?.expired_marker_ttl,
-      'default "168h": how long an expired job answers 410 before 404; with 0s it would never answer 410',
-    ],
-    ["webhooks.timeout", config.webhooks?.timeout, 'default "10s": the time one delivery attempt may take'],
-    ["redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'],
-  ];
-  const problems: string[] = [];
-  for (const [key, value, hint] of rules) {
-    let ms: number;
-    try {
-      ms = durationMs(value);
-    } catch {
-      continue; // a malformed duration is already reported by the schema
-    }
-    if (ms <= 0) problems.push(`${key}: must be a positive duration, got ${JSON.stringify(value)} (${hint})`);
-  }
-  return problems;
-}
-
-/** A service's retry delays: a 0s delay would retry at once, in a tight loop against a failing backend. */
-function retryProblems(retry: GatewayConfig["services"][number]["retry"] | undefined, at: string): string[] {
-  if (!retry) return [];
-  let backoff: number;
-  let maxBackoff: number;
+export function positiveDurationProblems(path: string, value: string | undefined, hint: string): string[] {
+  let ms: number;
   try {
-    backoff = durationMs(retry.backoff);
-    maxBackoff = durationMs(retry.max_backoff);
+    ms = durationMs(value);
   } catch {
-    return []; // a malformed duration is already reported by the schema
-  }
-  const problems: string[] = [];
-  if (backoff <= 0) problems.push(`${at}.backoff: must be a positive duration, got ${JSON.stringify(retry.backoff)} (default "1s": the delay before the first retry)`);
-  if (maxBackoff <= 0) {
-    problems.push(`${at}.max_backoff: must be a positive duration, got ${JSON.stringify(retry.max_backoff)} (default "30s": the longest delay between attempts)`);
-  } else if (backoff > maxBackoff) {
-    problems.push(`${at}.max_backoff: ${formatDuration(maxBackoff)} is shorter than backoff (${formatDuration(backoff)}); raise max_backoff or lower backoff`);
-  }
-  return problems;
-}
-
-/** The 2 h safety net of spec 2.9 (and 8.5) for a job record TTL nobody configured. */
-const JOB_TTL_SAFETY_NET_MS = 2 * 3_600_000;
-
-/**
- * The input object lifetime of spec 2.9: an uploaded input is kept as long as its pending
- * job record, whose TTL is `lifecycle.job_ttl.pending`, else `.global`, else the 2 h safety
- * net (the rule of plugins/async-jobs/ttl.ts; test/plugins/gc/config.test.ts holds the two
- * together).
- */
-function inputObjectLifetimeMs(lifecycle: GatewayConfig["lifecycle"]): number {
-  return durationMs(lifecycle.job_ttl.pending) || durationMs(lifecycle.job_ttl.global) || JOB_TTL_SAFETY_NET_MS;
-}
-
-/**
- * Spec 2.9: `redis.pending_max_age` must be shorter than the input object lifetime. At or
- * beyond it, a waiting job's record expires before the stale-pending sweep could fail it,
- * so its caller would see an expired job instead of the sweep's clear error.
- */
-function pendingMaxAgeProblems(config: GatewayConfig): string[] {
-  let maxAge: number;
-  let lifetime: number;
-  try {
-    maxAge = durationMs(config.redis.pending_max_age);
-    lifetime = inputObjectLifetimeMs(config.lifecycle);
-  } catch {
-    // A malformed duration is already reported by the schema; the other rules still run.
     return [];
   }
-  if (maxAge === 0) return [];
-  if (maxAge < lifetime) return [];
-  return [
-    `redis.pending_max_age: ${formatDuration(maxAge)} is not shorter than the input object lifetime, ${formatDuration(lifetime)} ` +
-      "(the pending job TTL: lifecycle.job_ttl.pending, else lifecycle.job_ttl.global, else the 2h safety net); " +
-      "lower pending_max_age or raise lifecycle.job_ttl.pending",
-  ];
+  return ms <= 0 ? [`${path}: must be a positive duration, got ${JSON.stringify(value)} (${hint})`] : [];
 }
 
 function deepFreeze<T>(value: T): T {
@@ -275,31 +183,92 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** What the file may hold beyond the core's schema: the sections and service fields plugins declare. */
+export interface ConfigParts {
+  /** Sections of the plugins the gateway is built with: merged into `config` (typed through `ConfigSections`). */
+  sections?: readonly ConfigSection[];
+  /** Sections of plugins loaded at run time (`plugins.load`): kept in `extra`, read through `api.section`. */
+  extraSections?: readonly ConfigSection[];
+  /** Fields added to every `services[i]`. */
+  serviceFields?: readonly ServiceFieldSet[];
+}
+
 /**
- * Validates parsed config. `sections` are the top-level sections plugins add; their keys
- * are accepted at the root and validated by the plugin's schema.
+ * The schema of the whole file: the core's, each merged section as a top-level key (before
+ * `services`, as the file reads), and the service fields joined to the core's. Throws a
+ * `ConfigError` when two parts claim the same key (a plugin declaration mistake).
  */
-export function validateConfig(raw: Record<string, unknown>, sections: readonly ConfigSection[] = []): ConfigResult {
+export function composeConfigSchema(parts: ConfigParts = {}): TObject {
+  const { services: _services, ...core } = CoreConfigSchema.properties;
+  const taken = new Set([...Object.keys(CoreConfigSchema.properties), ...(parts.extraSections ?? []).map((s) => s.key)]);
+  const sections: Record<string, TSchema> = {};
+  for (const section of parts.sections ?? []) {
+    if (taken.has(section.key)) throw new ConfigError([`plugins: the config section "${section.key}" is declared twice (or names a core section)`]);
+    taken.add(section.key);
+    sections[section.key] = section.schema;
+  }
+  const serviceProperties: Record<string, TSchema> = { ...CoreServiceSchema.properties };
+  for (const fields of parts.serviceFields ?? []) {
+    for (const [name, schema] of Object.entries(fields.schema.properties)) {
+      if (name in serviceProperties) throw new ConfigError([`plugins: the service field "${name}" is declared twice (or names a core field)`]);
+      serviceProperties[name] = schema;
+    }
+  }
+  const service = Type.Object(serviceProperties, { additionalProperties: false });
+  return Type.Object({ ...core, ...sections, services: Type.Array(service, { default: [] }) }, { additionalProperties: false });
+}
+
+/** Runs one plugin rule; a rule that trips over a malformed value is skipped (its shape error is already listed). */
+function ruleProblems(rule: () => string[]): string[] {
+  try {
+    return rule();
+  } catch {
+    return [];
+  }
+}
+
+/** The core's rules, then each section's, then each service's fields' (in the order the parts are given). */
+function crossFieldProblems(config: GatewayConfig, parts: ConfigParts): string[] {
+  const problems = ruleProblems(() => coreRuleProblems(config));
+  const byKey = config as unknown as Record<string, unknown>;
+  for (const section of parts.sections ?? []) {
+    if (section.validate) problems.push(...ruleProblems(() => section.validate!(byKey[section.key], config)));
+  }
+  config.services.forEach((service, index) => {
+    for (const fields of parts.serviceFields ?? []) {
+      if (fields.validate) problems.push(...ruleProblems(() => fields.validate!(service, `services[${index}]`, config)));
+    }
+  });
+  return problems;
+}
+
+/**
+ * Validates parsed config against the core's schema and every declared part, in one pass:
+ * the result lists every problem of the file, each with its path.
+ */
+export function validateConfigWith(raw: Record<string, unknown>, parts: ConfigParts = {}): ConfigResult {
+  const schema = composeConfigSchema(parts);
+  const extraSections = parts.extraSections ?? [];
   const core: Record<string, unknown> = {};
   const extra: Record<string, unknown> = {};
-  const sectionByKey = new Map(sections.map((s) => [s.key, s]));
+  const extraKeys = new Set(extraSections.map((s) => s.key));
   for (const [key, value] of Object.entries(raw)) {
-    if (sectionByKey.has(key)) extra[key] = value;
+    if (extraKeys.has(key)) extra[key] = value;
     else core[key] = value;
   }
   const problems: string[] = [];
-  const config = Value.Default(GatewayConfigSchema, Value.Convert(GatewayConfigSchema, Value.Clone(core)));
-  problems.push(...schemaProblems(GatewayConfigSchema, config));
-  for (const section of sections) {
+  const config = Value.Default(schema, Value.Convert(schema, Value.Clone(core)));
+  problems.push(...schemaProblems(schema, config));
+  for (const section of extraSections) {
     const value = Value.Default(section.schema, Value.Convert(section.schema, Value.Clone(extra[section.key] ?? {})));
     extra[section.key] = value;
     problems.push(...schemaProblems(section.schema, value, `/${section.key}`));
   }
   // Cross-field rules also run on a file with shape errors, so one run lists as much as it can;
-  // a rule that trips over a malformed value is skipped (its shape error is already listed).
+  // a rule on a path the schema already reported adds nothing.
   try {
     const reported = new Set(problems.map((p) => p.slice(0, p.indexOf(":"))));
-    problems.push(...crossFieldProblems(config as GatewayConfig).filter((p) => !reported.has(p.slice(0, p.indexOf(":")))));
+    problems.push(...crossFieldProblems(config as GatewayConfig, parts).filter((p) => !reported.has(p.slice(0, p.indexOf(":")))));
   } catch {
     // reported through the schema problems above
   }
@@ -308,10 +277,8 @@ export function validateConfig(raw: Record<string, unknown>, sections: readonly 
 }
 
 /** Parse + validate in one step; throws `ConfigError` listing every problem. */
-export function loadConfig(text: string, env: Env, sections: readonly ConfigSection[] = []): { config: GatewayConfig; extra: Readonly<Record<string, unknown>> } {
-  const result = validateConfig(parseConfigText(text, env), sections);
+export function loadConfigWith(text: string, env: Env, parts: ConfigParts = {}): { config: GatewayConfig; extra: Readonly<Record<string, unknown>> } {
+  const result = validateConfigWith(parseConfigText(text, env), parts);
   if (!result.ok) throw new ConfigError(result.problems);
   return result;
 }
-
-export const EmptySection = Type.Object({});

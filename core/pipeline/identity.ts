@@ -13,10 +13,18 @@ import { errors, type GatewayError } from "../errors.ts";
 import type { StageStep } from "./pipeline.ts";
 import { existingSlotOf } from "./request-slot.ts";
 
+/**
+ * The `auth.mode` the auth plugin's section sets: how the caller is named decides which
+ * identity headers count. A gateway built without that plugin has no such section: "none".
+ */
+function authMode(config: GatewayConfig): string {
+  return config.auth?.mode ?? "none";
+}
+
 export function headerIdentity(config: GatewayConfig): StageStep {
   const { consumer_header: consumerHeader, user_type_header: userTypeHeader, priority_header: priorityHeader } = config.server;
   // With oauth2 the token alone names the caller: these two headers are not checked (a later step ignores them).
-  const checked = config.auth.mode !== "oauth2";
+  const checked = authMode(config) !== "oauth2";
   const checks: Array<[header: string, names: string | undefined]> = [
     [checked ? consumerHeader : "", "a consumer name"],
     [checked ? userTypeHeader : "", "a user type"],
@@ -70,7 +78,7 @@ function blankIdentityHeader(request: Request, header: string, names: string): G
  */
 export function sentBlankConsumer(config: GatewayConfig, request: Request): boolean {
   const header = config.server.consumer_header;
-  if (header === "" || config.auth.mode === "oauth2") return false;
+  if (header === "" || authMode(config) === "oauth2") return false;
   return request.headers.get(header)?.trim() === "";
 }
 
@@ -80,7 +88,7 @@ export function sentBlankConsumer(config: GatewayConfig, request: Request): bool
  * where that header is ignored and the consumer comes from a token claim.
  */
 export function missingConsumerMessage(config: GatewayConfig, headerAdvice: string): string {
-  if (config.auth.mode !== "oauth2") return headerAdvice;
+  if (authMode(config) !== "oauth2") return headerAdvice;
   const claim = config.auth.oauth2.claims.consumer;
   if (claim === "") return "bearer tokens name no consumer here: set auth.oauth2.claims.consumer to the token claim that names the consumer";
   return `send a bearer token whose ${claim} claim names the consumer`;

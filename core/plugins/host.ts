@@ -156,6 +156,10 @@ export function activePluginNames(definitions: readonly PluginDefinition[], conf
   return active;
 }
 
+function sectionValue(config: GatewayConfig, extra: Readonly<Record<string, unknown>>, key: string): unknown {
+  return key in extra ? extra[key] : (config as unknown as Record<string, unknown>)[key];
+}
+
 export class Runtime {
   readonly app = new Hono();
   readonly registry: Registry;
@@ -345,7 +349,8 @@ export class Runtime {
       name: definition.name,
       role: deps.role,
       config: this.config,
-      section: definition.section ? this.extra[definition.section.key] : undefined,
+      // A built-in plugin's section is in `config` (typed), a loaded plugin's in `extra`.
+      section: definition.section ? sectionValue(this.config, this.extra, definition.section.key) : undefined,
       registry: this.registry,
       kv: deps.kv,
       objects: deps.objects,

@@ -7,7 +7,7 @@
 import type { Hono, MiddlewareHandler } from "hono";
 import type { TSchema, Static } from "@sinclair/typebox";
 import type { Clock, IdSource } from "../clock.ts";
-import type { GatewayConfig } from "../config/schema.ts";
+import type { ConfigSection, GatewayConfig, ServiceFieldSet } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { Pipeline, StageStep, StepStage } from "../pipeline/pipeline.ts";
@@ -183,8 +183,13 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   events?: readonly EventName[];
   /** The roles whose process runs this plugin (default: gateway only). */
   roles?: readonly ProcessRole[];
-  /** A top-level config section of this plugin's own, validated by `schema`. */
-  section?: { key: string; schema: S };
+  /**
+   * A top-level config section of this plugin's own, validated by `schema` (and `validate`) with
+   * the rest of the file, whether the plugin is on or not. `api.section` is its value.
+   */
+  section?: ConfigSection<S>;
+  /** Fields this plugin adds to every `services[i]`, validated per service with paths like `services[2].retry`. */
+  serviceFields?: ServiceFieldSet;
   /**
    * On when the config says so (default: always on). `plugins: { NAME: false }` turns any plugin off.
    * `role` lets a plugin of several roles decide per process (the relay: always in relay

@@ -4,6 +4,7 @@
  * `jobs` service the relay works through.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { jobServiceFields, jobsSection } from "./config.ts";
 import { registerManageRoutes } from "./manage.ts";
 import { reportQueueDepth, submissionCounter } from "./metrics.ts";
 import { KvJobStore } from "./store.ts";
@@ -14,6 +15,8 @@ export default definePlugin({
   // At submission: visibility hides models, webhooks vets callback URLs, tracing links the job.
   // (Webhooks reads the job store in turn: both only at request time, so neither goes first.)
   optionalDependsOn: ["otel", "visibility", "webhooks"],
+  section: jobsSection,
+  serviceFields: jobServiceFields,
   roles: ["gateway", "relay"],
   setup(api) {
     const store = new KvJobStore({

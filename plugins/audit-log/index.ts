@@ -6,6 +6,7 @@
  */
 import { isSpanContextValid, trace } from "@opentelemetry/api";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { auditLogSection } from "./config.ts";
 import { copyForDetails, detailsOf } from "./details.ts";
 import { principalOf } from "./principal.ts";
 import { auditKind, outcomeOf } from "./scope.ts";
@@ -16,6 +17,7 @@ export default definePlugin({
   // and outside everything else.
   after: ["otel"],
   priority: 200,
+  section: auditLogSection,
   enabled: (config) => config.audit_log.enabled,
   setup(api) {
     api.middleware(async function auditRequest(c, next) {

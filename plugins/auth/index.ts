@@ -6,6 +6,7 @@
  */
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { authSection } from "./config.ts";
 import { backendIdentity } from "./backend-identity.ts";
 import { proxyIdentity } from "./proxy.ts";
 
@@ -18,6 +19,7 @@ export default definePlugin({
   name: "auth",
   // Identity first: every later step reads the principal it leaves.
   priority: 100,
+  section: authSection,
   enabled: (config) => config.auth.mode !== "none",
   async setup(api) {
     const auth = api.config.auth;

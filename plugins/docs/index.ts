@@ -7,6 +7,7 @@
 import { stringify } from "yaml";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { docsServiceFields } from "./config.ts";
 import { loadAssets } from "./assets.ts";
 import { audienceOf } from "./audience.ts";
 import { BackendSpecs } from "./backend-spec.ts";
@@ -23,6 +24,7 @@ export default definePlugin({
   // its routes still go before the sync proxy's catch-all (a configured wildcard cannot shadow them).
   optionalDependsOn: ["visibility", "sync-proxy"],
   before: ["sync-proxy"],
+  serviceFields: docsServiceFields,
   async setup(api) {
     // Read on the first page load, not at start: ~2 MB that every process would otherwise hold
     // whether or not anyone opens the page. A failure only disables the page (and is retried).

@@ -12,6 +12,7 @@
  * this runtime's config; a reload builds a new runtime, so they apply from its first tick.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { lifecycleSection } from "./config.ts";
 import type { GcContext } from "./context.ts";
 import { gcMetrics } from "./metrics.ts";
 import { gcActive, gcSettings } from "./settings.ts";
@@ -19,6 +20,7 @@ import { runTick } from "./tick.ts";
 
 export default definePlugin({
   name: "gc",
+  section: lifecycleSection,
   roles: ["gateway"],
   dependsOn: ["async-jobs"],
   enabled: (config) => gcActive(config),

@@ -22,6 +22,7 @@
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { limitServiceFields, rateLimitsSection } from "./config.ts";
 import type {} from "../../core/jobs/types.ts";
 import { convertJobSlot, extendJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
 import type { LimitDeps } from "./deps.ts";
@@ -45,6 +46,8 @@ export default definePlugin({
   // Its steps run after those of auth and policies in a shared stage (they leave the principal
   // and the policy quota), and after an idempotent replay (a replay counts against no limit).
   after: ["auth", "policies", "idempotency"],
+  section: rateLimitsSection,
+  serviceFields: limitServiceFields,
   roles: ["gateway", "relay"],
   setup(api) {
     const table = new LimitTable(api.config);

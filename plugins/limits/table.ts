@@ -5,7 +5,8 @@
  * fallback. Durations are converted to milliseconds here, never per request.
  */
 import { durationMs } from "../../core/config/duration.ts";
-import type { GatewayConfig, RateLimitConfig, ServiceConfig } from "../../core/config/schema.ts";
+import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
+import type { RateLimitConfig } from "./config.ts";
 
 export const FALLBACK = "*";
 

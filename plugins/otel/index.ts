@@ -11,6 +11,7 @@
  * loads the SDK (tens of MB of memory).
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { openTelemetrySection } from "./config.ts";
 import { exportMetrics } from "./metrics-export.ts";
 import type { Untraced } from "./tracing.ts";
 
@@ -26,6 +27,7 @@ export default definePlugin({
   // First of all: its middleware is the outermost (every request is traced, the audit line
   // included) and its fetch wrapper sees every plugin's outbound call.
   priority: 300,
+  section: openTelemetrySection,
   roles: ["gateway", "relay"],
   enabled: (config) => config.opentelemetry.enabled,
   async setup(api) {

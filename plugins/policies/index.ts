@@ -5,6 +5,7 @@
  * dependency also refuses `plugins: { auth: false }`).
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { policiesSection } from "./config.ts";
 import { PluginError } from "../../core/plugins/host.ts";
 import { policyStep } from "./decide-step.ts";
 import { countTokens, quotaStep } from "./quotas.ts";
@@ -14,6 +15,7 @@ import { GlobError } from "./glob.ts";
 
 export default definePlugin({
   name: "policies",
+  section: policiesSection,
   dependsOn: ["auth"],
   enabled: (config) => config.policies !== undefined,
   setup(api) {

@@ -7,6 +7,7 @@
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { relaySection, relayServiceFields } from "./config.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import { jobTrace } from "./job-trace.ts";
 import { relayMetrics } from "./metrics.ts";
@@ -52,6 +53,8 @@ export function relayEmbedded(config: GatewayConfig): boolean {
 
 export default definePlugin({
   name: "relay",
+  section: relaySection,
+  serviceFields: relayServiceFields,
   roles: ["gateway", "relay"],
   dependsOn: ["async-jobs"],
   // A job's trace continues in the relay when tracing is on.

@@ -10,6 +10,7 @@
 import type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import { labeledChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
+import { cacheServiceFields } from "./config.ts";
 import { decodeEntry, encodeEntry } from "./entry.ts";
 import { cacheKey } from "./key.ts";
 
@@ -128,6 +129,7 @@ function registerMemoryMetrics(api: PluginApi): void {
 
 export default definePlugin({
   name: "response-cache",
+  serviceFields: cacheServiceFields,
   enabled: (config) => config.services.some((service) => service.response_cache_ttl > 0),
   setup(api) {
     api.provide("responseCache", createCache(api));

@@ -10,6 +10,7 @@
  */
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { usageSection } from "./config.ts";
 import type {} from "../../core/jobs/types.ts";
 import type {} from "../../core/limits/windows.ts";
 import { UsageRecorder } from "./recorder.ts";
@@ -20,6 +21,7 @@ export default definePlugin({
   name: "usage",
   // Shows the limits' live windows.
   optionalDependsOn: ["limits"],
+  section: usageSection,
   roles: ["gateway", "relay"],
   setup(api) {
     const retentionMs = durationMs(api.config.usage.retention);

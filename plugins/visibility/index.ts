@@ -8,6 +8,7 @@
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { Principal } from "../../core/pipeline/context.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { visibilityServiceFields } from "./config.ts";
 import { isVisible } from "./audience.ts";
 import { hiddenModelError } from "./not-found.ts";
 
@@ -24,6 +25,7 @@ declare module "../../core/plugins/types.ts" {
 
 export default definePlugin({
   name: "visibility",
+  serviceFields: visibilityServiceFields,
   enabled: (config) => config.services.some((service) => service.visibility !== undefined),
   setup(api) {
     const hidden = api.metrics.counter({

@@ -9,6 +9,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
+import { webhooksSection } from "./config.ts";
 import { Dispatcher, type TerminalJob } from "./dispatcher.ts";
 import { OutboxSweep } from "./outbox.ts";
 import { DeliveryQueue } from "./queue.ts";
@@ -42,6 +43,7 @@ export default definePlugin({
   name: "webhooks",
   // Reads job records and results from the job store when async jobs are on (at delivery time).
   optionalDependsOn: ["async-jobs"],
+  section: webhooksSection,
   roles: ["gateway", "relay"],
   setup(api) {
     const settings = api.config.webhooks;

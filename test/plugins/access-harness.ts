@@ -8,7 +8,7 @@
  */
 import { MemoryKv } from "../../adapters/kv-memory/index.ts";
 import { ManualClock, randomIds } from "../../core/clock.ts";
-import { loadConfig } from "../../core/config/load.ts";
+import { loadConfig } from "../../plugins/config.ts";
 import { createLogger } from "../../core/log.ts";
 import { Metrics } from "../../core/metrics.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";

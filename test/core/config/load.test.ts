@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { describe, expect, it } from "vitest";
 import { expandEnv, expandString } from "../../../core/config/env.ts";
-import { ConfigError, formatPath, loadConfig, parseConfigFile, parseConfigText, validateConfig } from "../../../core/config/load.ts";
+import { ConfigError, formatPath, loadConfig, parseConfigFile, parseConfigText, validateConfig } from "../../../plugins/config.ts";
 import type { GatewayConfig } from "../../../core/config/schema.ts";
 
 /** The problems of an invalid config (fails the test when it loads). */

@@ -1,6 +1,6 @@
 /** services[].retry in the config: its defaults, and every bad value refused with its path. */
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../../core/config/load.ts";
+import { ConfigError, loadConfig } from "../../../plugins/config.ts";
 
 function service(retry: string): string {
   return ["services:", "  - type: asr", "    inference_url: http://asr:9000", ...(retry ? [`    retry: ${retry}`] : [])].join("\n");

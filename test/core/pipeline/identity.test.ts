@@ -3,7 +3,7 @@
  * to a caller whose request needs their consumer, in the terms of the auth mode in use.
  */
 import { describe, expect, it } from "vitest";
-import { validateConfig } from "../../../core/config/load.ts";
+import { validateConfig } from "../../../plugins/config.ts";
 import { RequestState } from "../../../core/pipeline/context.ts";
 import { headerIdentity, missingConsumerMessage } from "../../../core/pipeline/identity.ts";
 import { slotOf } from "../../../core/pipeline/request-slot.ts";

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { randomIds, systemClock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { Runtime } from "../../../core/plugins/host.ts";
@@ -93,7 +93,8 @@ afterEach(async () => {
 async function layoutOf(definitions: readonly PluginDefinition[], role: ProcessRole): Promise<Layout & { plugins: string[] }> {
   const layout: Layout = { routes: [], middleware: [], steps: {}, listeners: {} };
   const wrapped = definitions.map((definition) => recorded(definition, layout));
-  const { config, extra } = loadConfig(EVERYTHING, {}, wrapped.flatMap((d) => (d.section ? [d.section] : [])));
+  // The built-in plugins' sections and service fields are part of loadConfig already.
+  const { config, extra } = loadConfig(EVERYTHING, {});
   const kv = new MemoryKv();
   stores.push(kv);
   const runtime = new Runtime(config, extra, {

@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { randomIds, systemClock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import type { GatewayConfig } from "../../../core/config/schema.ts";
 import { errors } from "../../../core/errors.ts";
 import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";

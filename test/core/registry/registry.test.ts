@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { validateConfig } from "../../../core/config/load.ts";
+import { validateConfig } from "../../../plugins/config.ts";
 import { Registry, type PathMatch, type Resolution } from "../../../core/registry/registry.ts";
 
 /** A registry over services that went through config validation, so defaults apply. */

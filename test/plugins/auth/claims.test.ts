@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { claimValue, principalFromClaims, type ClaimNames } from "../../../plugins/auth/claims.ts";
 import { commaList, scopeList } from "../../../plugins/auth/lists.ts";
 import { bearerToken } from "../../../plugins/auth/oauth2.ts";

@@ -6,7 +6,7 @@
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { deprecationOf } from "../../../plugins/docs/openapi/deprecation.ts";
 import { buildDocument } from "../../../plugins/docs/openapi/document.ts";
 import { servedRoutes } from "../../../plugins/docs/served-routes.ts";

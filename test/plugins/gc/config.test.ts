@@ -1,11 +1,12 @@
 /**
  * The startup refusal of spec 2.9: `redis.pending_max_age` must be shorter than the input
- * object lifetime, the pending job TTL. The core computes that lifetime itself (it cannot
- * import a plugin), so these tests also hold it to async-jobs' own TTL rule.
+ * object lifetime, the pending job TTL. The gc plugin's config rule computes that lifetime
+ * itself (a plugin imports nothing from another's folder), so these tests also hold it to
+ * async-jobs' own TTL rule.
  */
 import { describe, expect, it } from "vitest";
 import { formatDuration } from "../../../core/config/duration.ts";
-import { validateConfig } from "../../../core/config/load.ts";
+import { validateConfig } from "../../../plugins/config.ts";
 import type { GatewayConfig } from "../../../core/config/schema.ts";
 import { jobTtlMs } from "../../../plugins/async-jobs/ttl.ts";
 import { gcActive, gcSettings, MIN_INTERVAL_MS } from "../../../plugins/gc/settings.ts";

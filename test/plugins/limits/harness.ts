@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
 import { ManualClock, randomIds } from "../../../core/clock.ts";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { Runtime } from "../../../core/plugins/host.ts";

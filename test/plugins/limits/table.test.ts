@@ -1,6 +1,6 @@
 /** Which limits measure a request (spec 8.1, 8.2): the user type's entry, else "*", else none. */
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { LimitTable } from "../../../plugins/limits/table.ts";
 
 function table(yaml: string): LimitTable {

@@ -5,7 +5,7 @@
  */
 import { api as otel } from "@opentelemetry/sdk-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { signalUrl } from "../../../plugins/otel/endpoint.ts";
 import { ignoredPaths } from "../../../plugins/otel/ignore.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import type { Principal } from "../../../core/pipeline/context.ts";
 import { PolicySet, ruleProblems, type PoliciesConfig } from "../../../plugins/policies/rules.ts";
 

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
 import { randomIds, systemClock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { Registry } from "../../../core/registry/registry.ts";

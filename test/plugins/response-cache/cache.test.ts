@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { randomIds, systemClock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import type { CachedAnswer, CacheLookup, ResponseCache } from "../../../core/llm/cache.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";

@@ -1,6 +1,6 @@
 /** Model visibility in-process (spec 4.10): hidden models answer 404 like unknown ones, never 403. */
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { definePlugin } from "../../../core/plugins/types.ts";
 import { isVisible } from "../../../plugins/visibility/audience.ts";
 import { accessRuntime, metricValue, type AccessRuntime } from "../access-harness.ts";

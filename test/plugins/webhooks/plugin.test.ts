@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { ManualClock, randomIds } from "../../../core/clock.ts";
-import { loadConfig } from "../../../core/config/load.ts";
+import { loadConfig } from "../../../plugins/config.ts";
 import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { Runtime } from "../../../core/plugins/host.ts";

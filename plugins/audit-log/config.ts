@@ -1,0 +1,16 @@
+/** The `audit_log:` section. */
+import { Type, type Static } from "@sinclair/typebox";
+import { Section } from "../../core/config/schema-parts.ts";
+import type { ConfigSection } from "../../core/config/schema.ts";
+
+export const AuditLogSchema = Section({ enabled: Type.Boolean({ default: false }) }, "Audit log (hot-reloadable)");
+
+export type AuditLogConfig = Static<typeof AuditLogSchema>;
+
+declare module "../../core/config/schema.ts" {
+  interface ConfigSections {
+    audit_log: AuditLogConfig;
+  }
+}
+
+export const auditLogSection: ConfigSection<typeof AuditLogSchema> = { key: "audit_log", schema: AuditLogSchema };

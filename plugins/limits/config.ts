@@ -1,0 +1,77 @@
+/**
+ * The `rate_limits:` section (service_type -> user_type -> limits) and the per-service limits:
+ * the sync concurrency cap and its priority reserve, and the per user type token budgets.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { durationMs } from "../../core/config/duration.ts";
+import { Duration } from "../../core/config/schema-parts.ts";
+import type { ConfigSection, ServiceFieldSet } from "../../core/config/schema.ts";
+
+export const RateLimitSchema = Type.Object(
+  {
+    rate: Type.Integer({ minimum: 0, default: 0, description: "Requests per period; 0 = unlimited" }),
+    period: Duration("1m", "Request window"),
+    token_rate: Type.Integer({ minimum: 0, default: 0, description: "LLM tokens per token_period; 0 = off" }),
+    token_period: Duration("1m", "Token window"),
+    max_concurrent: Type.Integer({ minimum: 0, default: 0, description: "Pending + processing async jobs; 0 = off" }),
+    processing_time: Type.Integer({ minimum: 0, default: 0, description: "Inference seconds per processing_period; 0 = off" }),
+    processing_period: Duration("1h", "Processing-time window"),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const RateLimitsSchema = Type.Record(Type.String(), Type.Record(Type.String(), RateLimitSchema, { default: {} }), {
+  default: {},
+  description: 'service_type -> user_type (or "*") -> limits',
+});
+
+export const TokenLimitSchema = Type.Object(
+  {
+    token_rate: Type.Integer({ minimum: 0, default: 0, description: "Prompt + completion tokens per window; 0 = off" }),
+    token_period: Duration("1m", "Token window"),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const LimitServiceFields = Type.Object({
+  max_concurrent_sync: Type.Integer({ minimum: 0, default: 0, description: "Cluster-wide sync concurrency cap; 0 = unlimited" }),
+  priority_reserved_sync: Type.Integer({ minimum: 0, default: 0, description: "Slots of max_concurrent_sync reserved for priority requests" }),
+  token_limits: Type.Record(Type.String(), TokenLimitSchema, { default: {}, description: "Per user type token budgets for this model" }),
+});
+
+export type RateLimitConfig = Static<typeof RateLimitSchema>;
+export type TokenLimitConfig = Static<typeof TokenLimitSchema>;
+
+declare module "../../core/config/schema.ts" {
+  interface ConfigSections {
+    rate_limits: Static<typeof RateLimitsSchema>;
+  }
+  interface ServiceFields extends Static<typeof LimitServiceFields> {}
+}
+
+export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
+  key: "rate_limits",
+  schema: RateLimitsSchema,
+  validate: (rateLimits) => {
+    const problems: string[] = [];
+    for (const [type, byUserType] of Object.entries(rateLimits)) {
+      for (const [userType, limits] of Object.entries(byUserType)) {
+        const at = `rate_limits.${type}.${userType}`;
+        if (limits.rate > 0 && durationMs(limits.period) === 0) problems.push(`${at}.period: must be positive when rate is set`);
+        if (limits.token_rate > 0 && durationMs(limits.token_period) === 0) problems.push(`${at}.token_period: must be positive when token_rate is set`);
+        if (limits.processing_time > 0 && durationMs(limits.processing_period) === 0) {
+          problems.push(`${at}.processing_period: must be positive when processing_time is set`);
+        }
+      }
+    }
+    return problems;
+  },
+};
+
+export const limitServiceFields: ServiceFieldSet<typeof LimitServiceFields> = {
+  schema: LimitServiceFields,
+  validate: (service, at) =>
+    service.priority_reserved_sync > service.max_concurrent_sync
+      ? [`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`]
+      : [],
+};

@@ -1,0 +1,160 @@
+/**
+ * Plugin-owned config: a plugin's section and per-service fields are validated with the rest of
+ * the file in one pass (every problem, with its path), whatever the order of the plugin list, and
+ * whether the plugin is on or off; a loaded plugin (plugins.load) declares them the same way.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Type } from "@sinclair/typebox";
+import { openStores } from "../../../adapters/stores.ts";
+import { ConfigError, validateConfigWith } from "../../../core/config/load.ts";
+import { Gateway } from "../../../core/gateway.ts";
+import { createLogger } from "../../../core/log.ts";
+import { configPartsOf } from "../../../core/plugins/config-parts.ts";
+import { definePlugin, type PluginDefinition } from "../../../core/plugins/types.ts";
+
+/** A plugin with a section (and a rule across it and the core) and a per-service field (with its own rule). */
+const greeter = definePlugin({
+  name: "greeter",
+  section: {
+    key: "greeter",
+    schema: Type.Object({ times: Type.Integer({ minimum: 1, default: 1 }) }, { additionalProperties: false, default: {} }),
+    validate: (section, config) => (section.times > 1 && config.server.consumer_header === "" ? ["greeter.times: above 1 needs server.consumer_header"] : []),
+  },
+  serviceFields: {
+    schema: Type.Object({
+      greeting: Type.Object(
+        { text: Type.String({ default: "hello" }), max_words: Type.Integer({ minimum: 1, default: 3 }) },
+        { additionalProperties: false, default: {} },
+      ),
+    }),
+    validate: (service, at) => {
+      const greeting = (service as unknown as { greeting: { text: string; max_words: number } }).greeting;
+      return greeting.max_words >= 1 && greeting.text.split(" ").length > greeting.max_words ? [`${at}.greeting.text: more than ${greeting.max_words} words`] : [];
+    },
+  },
+  setup() {},
+});
+
+/** A second plugin, so the order of the list can change. */
+const farewell = definePlugin({
+  name: "farewell",
+  section: { key: "farewell", schema: Type.Object({ text: Type.String({ default: "bye" }) }, { additionalProperties: false, default: {} }) },
+  serviceFields: { schema: Type.Object({ farewell_text: Type.String({ default: "bye" }) }) },
+  setup() {},
+});
+
+const validate = (raw: Record<string, unknown>, plugins: readonly PluginDefinition[] = [greeter, farewell]) => validateConfigWith(raw, configPartsOf(plugins));
+
+const badFile = {
+  server: { adr: ":1" },
+  greeter: { times: 2 },
+  farewell: { text: { a: 1 } },
+  services: [
+    { type: "a", greeting: { text: "hi there" } },
+    { type: "b", greeting: { max_words: 0 }, farewell_text: "ciao" },
+    { type: "c", greeting: { text: "one two three four" }, extra_field: 1 },
+  ],
+};
+
+describe("plugin sections and service fields", () => {
+  it("defaults a plugin's section into the config and its fields into every service", () => {
+    const result = validate({ services: [{ type: "a" }, { type: "b", greeting: { text: "hey" } }] });
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    const config = result.config as unknown as { greeter: unknown; farewell: unknown; services: { greeting: unknown; farewell_text: string }[] };
+    expect(config.greeter).toEqual({ times: 1 });
+    expect(config.farewell).toEqual({ text: "bye" });
+    expect(config.services.map((s) => s.greeting)).toEqual([{ text: "hello", max_words: 3 }, { text: "hey", max_words: 3 }]);
+    expect(config.services[0].farewell_text).toBe("bye");
+  });
+
+  it("lists every problem of the file at once, core and plugins alike, each with its path", () => {
+    const result = validate(badFile);
+    expect(result.ok ? [] : result.problems.sort()).toEqual(
+      [
+        "server.adr: unknown key (check the spelling against the configuration reference)",
+        'farewell.text: expected string, got {"a":1}',
+        "services[1].greeting.max_words: expected integer to be greater or equal to 1, got 0",
+        "services[2].extra_field: unknown key (check the spelling against the configuration reference)",
+        "greeter.times: above 1 needs server.consumer_header",
+        "services[2].greeting.text: more than 3 words",
+      ].sort(),
+    );
+  });
+
+  it("reports the same problems in the same order whatever the order of the plugin list", () => {
+    expect(validate(badFile, [farewell, greeter])).toEqual(validate(badFile, [greeter, farewell]));
+  });
+
+  it("is an unknown key when no plugin declares the field", () => {
+    const result = validate({ services: [{ type: "a", greeting: {} }] }, [farewell]);
+    expect(result.ok ? [] : result.problems).toEqual(["services[0].greeting: unknown key (check the spelling against the configuration reference)"]);
+  });
+
+  it("refuses two plugins declaring the same section key or service field", () => {
+    const twin = definePlugin({ ...farewell, name: "twin" });
+    expect(() => validate({}, [farewell, twin])).toThrow(ConfigError);
+    expect(() => validate({}, [farewell, twin])).toThrow(/the config section "farewell" is declared twice/);
+    const coreField = definePlugin({ name: "core-field", serviceFields: { schema: Type.Object({ model: Type.String() }) }, setup() {} });
+    expect(() => validate({}, [coreField])).toThrow(/the service field "model" is declared twice \(or names a core field\)/);
+  });
+});
+
+describe("through the gateway", () => {
+  const gateways: Gateway[] = [];
+  afterEach(async () => {
+    await Promise.all(gateways.splice(0).map((g) => g.close()));
+  });
+  const dir = mkdtempSync(join(tmpdir(), "plugin-parts-"));
+
+  async function start(text: string, plugins: readonly PluginDefinition[], loaded: Record<string, PluginDefinition> = {}) {
+    const gateway = await Gateway.create({
+      readConfig: async () => `object_store: { dir: ${JSON.stringify(dir)} }\n${text}`,
+      env: {},
+      importModule: async (path) => ({ default: loaded[path] }),
+      openStores,
+      plugins,
+      log: createLogger({ write: () => {} }),
+    });
+    gateways.push(gateway);
+    return gateway;
+  }
+
+  async function problemsOf(promise: Promise<unknown>): Promise<string[]> {
+    try {
+      await promise;
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as ConfigError).problems;
+    }
+    throw new Error("expected the start to be refused");
+  }
+
+  it("validates the section of a plugin that is turned off", async () => {
+    const off = "plugins: { greeter: false }\n";
+    expect(await problemsOf(start(`${off}greeter: { times: 0 }\n`, [greeter]))).toEqual([
+      "greeter.times: expected integer to be greater or equal to 1, got 0",
+    ]);
+    await start(`${off}greeter: { times: 1 }\n`, [greeter]);
+  });
+
+  it("a plugin from plugins.load adds its section and its service fields, read through api.section and the service", async () => {
+    let seen: unknown[] = [];
+    const loaded = definePlugin({
+      ...greeter,
+      name: "loaded-greeter",
+      setup(api) {
+        seen = [api.section, ...api.config.services.map((s) => (s as unknown as { greeting: unknown }).greeting)];
+      },
+    });
+    const text = "plugins: { load: [greeter.ts] }\nserver: { consumer_header: X-Consumer }\ngreeter: { times: 2 }\nservices:\n  - { type: a, inference_url: 'http://127.0.0.1:9', greeting: { text: yo } }\n";
+    await start(text, [], { "greeter.ts": loaded });
+    expect(seen).toEqual([{ times: 2 }, { text: "yo", max_words: 3 }]);
+    expect(await problemsOf(start(text.replace("text: yo", "text: a b c d"), [], { "greeter.ts": loaded }))).toEqual([
+      "services[0].greeting.text: more than 3 words",
+    ]);
+  });
+});
