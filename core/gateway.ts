@@ -102,6 +102,7 @@ export class Gateway {
     };
     const gateway = new Gateway(options, deps, loaded.config);
     gateway.current = await gateway.build(loaded);
+    metrics.processMetrics(loaded.config.metrics.default_metrics);
     gateway.storeKinds = { kv: stores.kv.kind, objects: stores.objects.kind };
     if (!options.deferStart) gateway.start();
     return gateway;
@@ -181,6 +182,7 @@ export class Gateway {
       this.deps.log.warn("reload_needs_restart", { keys: ignored, message: "these settings differ from the ones running (read at start) and apply only after a restart" });
     }
     this.current = runtime;
+    this.deps.metrics.processMetrics(runtime.config.metrics.default_metrics);
     if (this.startedTasks) runtime.startTasks(); // else start() will
     this.deps.log.info("reloaded", { plugins: runtime.activePlugins, services: runtime.config.services.length });
     this.retire(previous);

@@ -5,6 +5,23 @@
  */
 import client from "prom-client";
 
+let processCollectors: client.Registry | undefined;
+
+/**
+ * prom-client's default collectors (`process_*`, `nodejs_*`), started once per process on a
+ * registry of their own: they observe the process, not a gateway, and prom-client cannot
+ * register them twice on one registry nor stop them. Each `Metrics` that wants them registers
+ * the same metric objects. They read the runtime through its Node API (`process`, `perf_hooks`,
+ * `/proc`), which Deno 2 provides too: every collector works there (checked on Deno 2.9).
+ */
+function processRegistry(): client.Registry {
+  if (!processCollectors) {
+    processCollectors = new client.Registry();
+    client.collectDefaultMetrics({ register: processCollectors });
+  }
+  return processCollectors;
+}
+
 export type Labels = Record<string, string | number>;
 
 export interface CounterSpec {
@@ -36,6 +53,22 @@ export class Metrics {
   histogram(spec: HistogramSpec): client.Histogram<string> {
     return this.existing<client.Histogram<string>>(spec.name) ??
       new client.Histogram({ ...spec, labelNames: [...(spec.labelNames ?? [])], registers: [this.registry] });
+  }
+
+  /**
+   * Shows (or hides) the process and runtime series: memory, CPU, start time, file descriptors,
+   * event-loop lag, heap, GC (`metrics.default_metrics`). They are read when scraped; the only
+   * continuous work is the event-loop delay sampler and the GC observer, once per process.
+   */
+  processMetrics(enabled: boolean): void {
+    if (!enabled && !processCollectors) return; // never shown: nothing to hide, nothing to start
+    const shared = processRegistry();
+    for (const { name } of shared.getMetricsAsArray()) {
+      const shown = this.registry.getSingleMetric(name) !== undefined;
+      const metric = shared.getSingleMetric(name);
+      if (enabled && !shown && metric) this.registry.registerMetric(metric);
+      if (!enabled && shown) this.registry.removeSingleMetric(name);
+    }
   }
 
   contentType(): string {

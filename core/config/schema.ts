@@ -67,6 +67,7 @@ export const CoreConfigSchema = Type.Object(
       {
         top_consumers: Type.Integer({ minimum: 0, default: 0, description: "Size of the top-consumer token gauge; 0 = off" }),
         consumer_labels: Type.Boolean({ default: false, description: "Consumer label on svc_jobs_by_consumer_total (fewer than 50 consumers)" }),
+        default_metrics: Type.Boolean({ default: true, description: "Process and runtime series (process_*, nodejs_*) on /metrics" }),
       },
       "Prometheus metrics",
     ),

@@ -11,10 +11,11 @@ function labelsOf(inside: string): Record<string, string> {
   return labels;
 }
 
-/** The value of the series with exactly these labels, or 0 when it is absent (a counter not yet incremented). */
+/** The value of the series with exactly these labels (`{}`: a series without labels), or 0 when it is absent (a counter not yet incremented). */
 export function metricValue(text: string, name: string, labels: Record<string, string>): number {
   const wanted = Object.entries(labels);
   for (const line of text.split("\n")) {
+    if (wanted.length === 0 && line.startsWith(`${name} `)) return Number(line.slice(name.length + 1).trim());
     if (!line.startsWith(`${name}{`)) continue;
     const close = line.lastIndexOf("}");
     const found = labelsOf(line.slice(name.length + 1, close));

@@ -86,7 +86,7 @@ describe("defaults (spec 2.8 and 2.9)", () => {
       priority_header: "",
       user_type_header: "",
     });
-    expect(config.metrics).toEqual({ top_consumers: 0, consumer_labels: false });
+    expect(config.metrics).toEqual({ top_consumers: 0, consumer_labels: false, default_metrics: true });
     expect(config.rate_limits).toEqual({});
     expect(config.redis).toMatchObject({ addr: "", password: "", db: 0, pending_max_age: "" });
     expect(config.object_store.encryption.key).toBe("");

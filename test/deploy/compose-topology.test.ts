@@ -1,0 +1,148 @@
+/**
+ * deploy/compose.yaml's topology run as processes (no container engine here): its two gateway
+ * replicas and its relay, each started with the environment compose would give it and the
+ * config file it mounts (deploy/config.yaml itself), on the suite's redis-server and s3rver in
+ * place of its `redis` and `minio` containers. A job submitted on one replica is read on the
+ * other once the relay ran it. The only substitutions are the container addresses and
+ * credentials (`redis:6379`, `http://minio:9000`, MinIO's keys), the listen ports (each
+ * container has its own network; the processes share one host) and a Redis database of the
+ * test's own (REDIS_DB, which the config reads).
+ */
+import { randomBytes } from "node:crypto";
+import { posix } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
+import { repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { metricValue } from "../support/prometheus.ts";
+import { freePort } from "../support/servers.ts";
+import { composeFile, composeInterpolate, deployDir, deployText, dockerfile, execForm, type ComposeService } from "./deploy-files.ts";
+import { spawnSync } from "node:child_process";
+
+const REDIS_DB = "7";
+
+let backend: FakeBackend;
+const running: GatewayProcess[] = [];
+
+beforeAll(async () => {
+  backend = await startBackend({ kind: "status", status: 200, body: JSON.stringify({ text: "transcribed" }) });
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => p.kill()));
+});
+afterAll(async () => {
+  await backend?.close();
+});
+
+/** What the operator's shell exports before `docker compose up` (compose.yaml's header). */
+function operatorShell(): Record<string, string> {
+  return { OBJECT_ENCRYPTION_KEY: randomBytes(32).toString("hex"), INFERENCE_URL: backend.url };
+}
+
+/** The containers' addresses and MinIO's credentials -> the suite's servers. */
+function hostSubstitutions(): Record<string, string> {
+  const redis = new URL(inject("redisUrl"));
+  return {
+    "redis:6379": `${redis.hostname}:${redis.port}`,
+    "http://minio:9000": inject("s3Endpoint"),
+  };
+}
+
+/** The environment compose gives a service's container, with the container addresses substituted. */
+function containerEnv(service: ComposeService, shell: Record<string, string>): Record<string, string> {
+  const substitutions = hostSubstitutions();
+  const env: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(service.environment ?? {})) {
+    const value = composeInterpolate(String(raw), shell);
+    env[name] = substitutions[value] ?? value;
+  }
+  // s3rver knows one key pair; MinIO takes whatever compose sets as its root user.
+  env.S3_ACCESS_KEY = "S3RVER";
+  env.S3_SECRET_KEY = "S3RVER";
+  env.REDIS_DB = REDIS_DB;
+  return env;
+}
+
+/** The file compose mounts at the container path CONFIG_PATH names (a `./` source is relative to compose.yaml). */
+function mountedConfig(service: ComposeService, env: Record<string, string>): string {
+  const mount = (service.volumes ?? []).map((v) => v.split(":")).find(([, target]) => target === env.CONFIG_PATH);
+  expect(mount, `a volume mounted at CONFIG_PATH ${env.CONFIG_PATH}`).toBeDefined();
+  return posix.join(deployDir, mount![0]);
+}
+
+/** The entry script a service runs: its `command`, else the image's CMD. */
+function entryScript(service: ComposeService): string {
+  const cmd = service.command ?? execForm(dockerfile().filter((i) => i.keyword === "CMD").at(-1)!.args)!;
+  expect(cmd[0]).toBe("node");
+  return cmd.at(-1)!;
+}
+
+async function startService(name: string, service: ComposeService, shell: Record<string, string>): Promise<GatewayProcess> {
+  const env = containerEnv(service, shell);
+  const configPath = mountedConfig(service, env);
+  const script = entryScript(service);
+  expect(["dist/adapters/node/main.js", "dist/adapters/node/relay.js"], `${name} runs a gateway entry point`).toContain(script);
+  const role = script.endsWith("relay.js") ? "relay" : "gateway";
+  // Each container listens on its own network; here every process needs a port of its own.
+  const relayPort = await freePort();
+  const proc = await startGateway(deployText("config.yaml"), {
+    role,
+    env: { ...env, CONFIG_PATH: configPath, ...(role === "relay" ? { RELAY_METRICS_ADDR: `127.0.0.1:${relayPort}` } : {}) },
+  });
+  running.push(proc);
+  if (role === "relay") {
+    proc.url = `http://127.0.0.1:${relayPort}`;
+    await waitUntil(async () => {
+      if (proc.child.exitCode !== null) throw new Error(`${name} exited with ${proc.child.exitCode}:\n${proc.output()}`);
+      return (await fetch(`${proc.url}/health?ready=1`).catch(() => undefined))?.status === 200;
+    }, 30_000, () => `${name} did not become ready:\n${proc.output()}`);
+  }
+  return proc;
+}
+
+describe("deploy/compose.yaml as processes", () => {
+  it("runs two gateway replicas and a relay on shared Redis and S3: a job submitted on one replica is read on the other", async () => {
+    const compose = composeFile();
+    const shell = operatorShell();
+    const names = Object.keys(compose.services).filter((n) => compose.services[n].image === "inference-gateway:local");
+    expect(names.sort()).toEqual(["gateway-1", "gateway-2", "relay"]);
+    const [gw1, gw2, relay] = await Promise.all(names.map((n) => startService(n, compose.services[n], shell)));
+
+    for (const gw of [gw1, gw2]) {
+      const ready = await fetch(`${gw.url}/health?ready=1`);
+      expect(await ready.json()).toEqual({ status: "ok", checks: { kv: "ok", objects: "ok" } });
+    }
+
+    const form = new FormData();
+    form.append("file", new Blob(["RIFF....WAVE"], { type: "audio/wav" }), "clip.wav");
+    const submitted = await fetch(`${gw1.url}/jobs/transcription`, { method: "POST", body: form });
+    const body = (await submitted.json()) as { job_id: string; status: string };
+    expect(submitted.status, JSON.stringify(body)).toBe(202);
+
+    // The relay (not a replica: relay.embedded is false) runs it; the other replica reads it.
+    let job: { status?: string; result?: unknown } = {};
+    await waitUntil(async () => {
+      job = (await (await fetch(`${gw2.url}/jobs/transcription/${body.job_id}`)).json()) as typeof job;
+      return job.status === "completed";
+    }, 20_000, () => `job not completed on the other replica: ${JSON.stringify(job)}\n${relay.output().slice(-2000)}`);
+    expect(job.result).toEqual({ text: "transcribed" });
+    expect(backend.requests.map((r) => r.path)).toEqual(["/v1/audio/transcriptions"]);
+
+    const relayMetrics = await (await fetch(`${relay.url}/metrics`)).text();
+    expect(relayMetrics).toContain('svc_relay_jobs_total{model="whisper",outcome="completed"} 1');
+    expect(metricValue(relayMetrics, "process_resident_memory_bytes", {})).toBeGreaterThan(0);
+
+    // The relay's compose healthcheck, run against the relay (its port substituted).
+    const check = compose.services.relay.healthcheck!.test;
+    expect(check[0]).toBe("CMD");
+    const [bin, ...args] = check.slice(1);
+    expect(bin).toBe("node");
+    const run = spawnSync("node", args.map((a) => a.replace("127.0.0.1:9464", new URL(relay.url).host)), { cwd: repoRoot, timeout: 10_000 });
+    expect(run.status).toBe(0);
+  });
+
+  it("refuses to start without the encryption key and the backend address, as compose.yaml's header says", () => {
+    const env = composeFile().services["gateway-1"].environment!;
+    expect(() => composeInterpolate(env.OBJECT_ENCRYPTION_KEY, {})).toThrow("OBJECT_ENCRYPTION_KEY: set OBJECT_ENCRYPTION_KEY");
+    expect(() => composeInterpolate(env.INFERENCE_URL, {})).toThrow("INFERENCE_URL: set INFERENCE_URL");
+  });
+});
