@@ -12,13 +12,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseListenAddress } from "../../core/config/addr.ts";
-import { loadConfig } from "../../core/config/load.ts";
-import { builtinPlugins } from "../../plugins/index.ts";
+import { loadConfig } from "../../plugins/config.ts";
 import { onDeno, repoRoot, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
 import { freePort } from "../support/servers.ts";
 import { composeFile, configVariables, deployText, dockerfile, execForm, manifests, type KubeObject } from "./deploy-files.ts";
 
-const sections = builtinPlugins.flatMap((p) => (p.section ? [p.section] : []));
 
 /** The environment variables the gateway's process code reads (`env.NAME` in adapters/), found in the source. */
 function variablesReadByAdapters(): Set<string> {
@@ -71,7 +69,7 @@ const template = (deployment: KubeObject): PodTemplate => (deployment.spec as { 
 const secretValues = (): Record<string, string> => one("Secret", "inference-gateway-secrets").stringData as Record<string, string>;
 const configMapText = (): string => (one("ConfigMap", "inference-gateway-config").data as Record<string, string>)["config.yaml"];
 /** deploy/config.yaml loaded with the Secret's values (no encryption key): for the addresses it listens on. */
-const listenConfig = () => loadConfig(deployText("config.yaml"), { ...secretValues(), OBJECT_ENCRYPTION_KEY: "" }, sections).config;
+const listenConfig = () => loadConfig(deployText("config.yaml"), { ...secretValues(), OBJECT_ENCRYPTION_KEY: "" }).config;
 
 /** The environment a container gets: its `env` and every key of the Secret it takes with `envFrom`. */
 function containerEnv(container: Container): Record<string, string> {
@@ -99,8 +97,8 @@ describe("deploy/kubernetes", () => {
     for (const deployment of [one("Deployment", "inference-gateway"), one("Deployment", "inference-gateway-relay")]) {
       const env = containerEnv(template(deployment).spec.containers[0]);
       // A forgotten placeholder stops the start instead of encrypting under a known key.
-      expect(() => loadConfig(configMapText(), env, sections)).toThrow(/object_store\.encryption\.key/);
-      const { config } = loadConfig(configMapText(), { ...env, OBJECT_ENCRYPTION_KEY: randomBytes(32).toString("hex") }, sections);
+      expect(() => loadConfig(configMapText(), env)).toThrow(/object_store\.encryption\.key/);
+      const { config } = loadConfig(configMapText(), { ...env, OBJECT_ENCRYPTION_KEY: randomBytes(32).toString("hex") });
       expect(config.redis.addr).toBe(env.REDIS_ADDR);
       expect(config.object_store.endpoint).toBe(env.S3_ENDPOINT);
       expect(config.services[0].inference_url).toBe(env.INFERENCE_URL);
