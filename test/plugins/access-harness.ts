@@ -6,24 +6,18 @@
  * context. Services with `provider` set run in mode "llm", and a body's `usage` is reported
  * as an `llm.usage` event, as the LLM proxy does.
  */
-import { MemoryKv } from "../../adapters/kv-memory/index.ts";
-import { ManualClock, randomIds } from "../../core/clock.ts";
-import { loadConfig } from "../../plugins/config.ts";
+import type { MemoryKv } from "../../adapters/kv-memory/index.ts";
+import { ManualClock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
-import { Metrics } from "../../core/metrics.ts";
+import type { Metrics } from "../../core/metrics.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
-import { Runtime } from "../../core/plugins/host.ts";
+import type { Runtime } from "../../core/plugins/host.ts";
 import { definePlugin, type PluginDefinition } from "../../core/plugins/types.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
-import type { ObjectStore } from "../../core/stores/objects.ts";
 import auth from "../../plugins/auth/index.ts";
 import policies from "../../plugins/policies/index.ts";
 import visibility from "../../plugins/visibility/index.ts";
-
-const notUsed = (): never => {
-  throw new Error("the access tests do not use the object store");
-};
-const unusedObjects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
+import { startTestRuntime } from "../support/runtime.ts";
 
 function answer(ctx: RequestContext): Response {
   const { consumer, userType, groups, roles, scopes, authenticated } = ctx.principal;
@@ -105,49 +99,31 @@ export async function accessRuntime(
   yaml: string,
   options: { fetch?: typeof fetch; clock?: ManualClock; plugins?: readonly PluginDefinition[]; kv?: (memory: MemoryKv) => KvStore } = {},
 ): Promise<AccessRuntime> {
-  const definitions = [auth, visibility, policies, probeMode, ...(options.plugins ?? [])];
-  const { config, extra } = loadConfig(yaml, {});
   const clock = options.clock ?? new ManualClock(Date.now());
-  const kv = new MemoryKv(clock);
-  const metrics = new Metrics();
   const lines: Array<Record<string, unknown>> = [];
   const log = createLogger({ level: "debug", write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
-  const runtime = new Runtime(config, extra, {
-    role: "gateway",
-    kv: options.kv ? options.kv(kv) : kv,
-    objects: unusedObjects,
+  const started = await startTestRuntime(yaml, [auth, visibility, policies, probeMode, ...(options.plugins ?? [])], {
     clock,
-    ids: randomIds,
+    kv: options.kv ?? ((memory) => memory),
     log,
-    metrics,
     fetch: options.fetch ?? (() => Promise.reject(new Error("no outgoing requests expected"))),
     lookupHost: async () => [],
   });
-  try {
-    await runtime.install(definitions);
-  } catch (error) {
-    await runtime.close();
-    await kv.close();
-    throw error;
-  }
   return {
-    runtime,
+    runtime: started.runtime,
     clock,
-    kv,
-    metrics,
+    kv: started.memory as MemoryKv,
+    metrics: started.metrics,
     lines,
     request: (path, init = {}) =>
-      runtime.handle(
+      started.runtime.handle(
         new Request(`http://gateway.test${path}`, {
           method: init.method ?? "POST",
           headers: { "content-type": "application/json", ...init.headers },
           body: init.body === undefined ? undefined : JSON.stringify(init.body),
         }),
       ),
-    async close() {
-      await runtime.close();
-      await kv.close();
-    },
+    close: started.close,
   };
 }
 

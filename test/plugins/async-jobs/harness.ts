@@ -3,22 +3,16 @@
  * a file object store in a temporary directory, and requests through `runtime.handle`.
  * The relay runs only when a test drives it (`relay()`), so every step is deterministic.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
-import { randomIds, systemClock, type Clock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
-import { silentLogger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
-import { definePlugin, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
+import type { Clock } from "../../../core/clock.ts";
+import type { PluginDefinition, ProcessRole } from "../../../core/plugins/types.ts";
+import type { Runtime } from "../../../core/plugins/host.ts";
+import type { Metrics } from "../../../core/metrics.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
 import idempotency from "../../../plugins/idempotency/index.ts";
 import relay from "../../../plugins/relay/index.ts";
+import { startTestRuntime } from "../../support/runtime.ts";
 
 export interface JobsRuntime {
   runtime: Runtime;
@@ -43,52 +37,29 @@ export interface HarnessOptions {
 }
 
 export async function jobsRuntime(yaml: string, options: HarnessOptions = {}): Promise<JobsRuntime> {
-  const { config, extra } = loadConfig(yaml, {});
-  const dir = mkdtempSync(join(tmpdir(), "gw-jobs-"));
-  const kv = options.kv ?? new MemoryKv(options.clock);
-  const objects = options.objects ?? new FsObjectStore({ dir });
-  const metrics = new Metrics();
-  const runtime = new Runtime(config, extra, {
-    role: options.role ?? "gateway",
-    kv,
-    objects,
-    clock: options.clock ?? systemClock,
-    ids: randomIds,
-    log: silentLogger,
-    metrics,
-    fetch: (input, init) => globalThis.fetch(input, init),
-    lookupHost: async () => ["127.0.0.1"],
-  });
-  // A probe plugin keeps a PluginApi so the test can reach the relay service.
-  let probe: PluginApi | undefined;
   const events: JobsRuntime["events"] = [];
-  const probePlugin = definePlugin({
-    name: "test-probe",
-    roles: ["gateway", "relay"],
-    optionalDependsOn: ["relay"],
-    setup(api) {
-      probe = api;
+  const started = await startTestRuntime(yaml, [...(options.plugins ?? []), asyncJobs, idempotency, relay], {
+    role: options.role,
+    clock: options.clock,
+    kv: options.kv,
+    objects: options.objects ?? "files",
+    probe(api) {
       for (const name of ["job.submitted", "job.terminal", "relay.processed"] as const) api.on(name, (payload) => events.push({ name, payload }));
     },
   });
-  await runtime.install([...(options.plugins ?? []), asyncJobs, idempotency, relay, probePlugin]);
   return {
-    runtime,
+    runtime: started.runtime,
     events,
-    kv,
-    objects,
-    metrics,
-    request: (path, init) => runtime.handle(new Request(`http://gateway${path}`, init)),
+    kv: started.kv,
+    objects: started.objects,
+    metrics: started.metrics,
+    request: started.request,
     async relay() {
-      await runtime.runTaskNow("relay");
+      await started.runtime.runTaskNow("relay");
       // Jobs run in the background of the poll: wait until none is running.
-      await probe?.use("relay").idle();
+      await started.api.use("relay").idle();
     },
-    async close() {
-      await runtime.close();
-      if (!options.kv) await kv.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close: started.close,
   };
 }
 

@@ -5,23 +5,19 @@
  * and the GC (`gc()`) itself. A probe plugin gives the test the `jobs` service and records
  * every `job.terminal` event.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
-import { ManualClock, randomIds } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
-import { silentLogger, type Logger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
-import { definePlugin, type PluginApi } from "../../../core/plugins/types.ts";
+import type { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import type { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import type { Logger } from "../../../core/log.ts";
+import type { Metrics } from "../../../core/metrics.ts";
+import type { Runtime } from "../../../core/plugins/host.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
 import type { JobRecord, JobStore } from "../../../core/jobs/types.ts";
 import gc from "../../../plugins/gc/index.ts";
 import relay from "../../../plugins/relay/index.ts";
+import { startTestRuntime } from "../../support/runtime.ts";
 import { jobForm } from "../async-jobs/harness.ts";
 
 export interface GcRuntime {
@@ -54,47 +50,27 @@ export interface GcHarnessOptions {
 }
 
 export async function gcRuntime(yaml: string, options: GcHarnessOptions = {}): Promise<GcRuntime> {
-  const { config, extra } = loadConfig(yaml, {});
-  const dir = mkdtempSync(join(tmpdir(), "gw-gc-"));
   // Real time at the start: file modification times (object ages) are real.
   const clock = new ManualClock(Date.now());
-  const memory = new MemoryKv(clock);
-  const kv = options.kv ? options.kv(memory) : memory;
-  const files = new FsObjectStore({ dir });
-  const objects = options.objects ? options.objects(files) : files;
-  const metrics = new Metrics();
-  const runtime = new Runtime(config, extra, {
-    role: "gateway",
-    kv,
-    objects,
-    clock,
-    ids: randomIds,
-    log: options.log ?? silentLogger,
-    metrics,
-    fetch: (input, init) => globalThis.fetch(input, init),
-    lookupHost: async () => ["127.0.0.1"],
-  });
-  let probe: PluginApi | undefined;
   const terminal: JobRecord[] = [];
   const expiry: Array<{ job: JobRecord; expiresAt: number }> = [];
-  const probePlugin = definePlugin({
-    name: "test-probe",
-    dependsOn: ["async-jobs"],
-    optionalDependsOn: ["relay"],
-    setup: (api) => {
-      probe = api;
+  const started = await startTestRuntime(yaml, [asyncJobs, relay, gc], {
+    clock,
+    kv: options.kv,
+    objects: options.objects ?? "files",
+    log: options.log,
+    probeDependsOn: ["async-jobs"],
+    probe: (api) => {
       api.on("job.terminal", ({ job }) => terminal.push(job));
       api.on("job.expiry", (event) => expiry.push(event));
     },
   });
-  await runtime.install([asyncJobs, relay, gc, probePlugin]);
-  if (!probe) throw new Error("the probe plugin was not set up");
-  const api = probe;
+  const { runtime, api, metrics } = started;
   return {
     runtime,
     clock,
-    kv,
-    objects,
+    kv: started.kv,
+    objects: started.objects,
     metrics,
     jobs: api.use("jobs"),
     terminal,
@@ -119,11 +95,7 @@ export async function gcRuntime(yaml: string, options: GcHarnessOptions = {}): P
       const found = values.find((v) => wanted.every(([key, value]) => v.labels[key] === value) && Object.keys(v.labels).length === wanted.length);
       return found?.value ?? 0;
     },
-    async close() {
-      await runtime.close();
-      await memory.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close: started.close,
   };
 }
 

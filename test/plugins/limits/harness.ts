@@ -5,17 +5,9 @@
  * fetch whose every call waits until the test answers it. The relay runs only when a
  * test drives it, so every step is deterministic; time is a manual clock.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
-import { ManualClock, randomIds } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
-import { silentLogger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
-import { definePlugin, type PluginApi } from "../../../core/plugins/types.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import type { Metrics } from "../../../core/metrics.ts";
+import type { Runtime } from "../../../core/plugins/host.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
 import idempotency from "../../../plugins/idempotency/index.ts";
@@ -23,6 +15,7 @@ import limits from "../../../plugins/limits/index.ts";
 import relay from "../../../plugins/relay/index.ts";
 import syncProxy from "../../../plugins/sync-proxy/index.ts";
 import usage from "../../../plugins/usage/index.ts";
+import { startTestRuntime } from "../../support/runtime.ts";
 
 export interface HeldCall {
   url: string;
@@ -79,40 +72,21 @@ export interface LimitsRuntime {
 }
 
 export async function limitsRuntime(yaml: string, options: { kv?: KvStore } = {}): Promise<LimitsRuntime> {
-  const { config, extra } = loadConfig(yaml, {});
-  const dir = mkdtempSync(join(tmpdir(), "gw-limits-"));
   const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
-  const kv = options.kv ?? new MemoryKv(clock);
-  const metrics = new Metrics();
   const backend = new HeldBackend();
-  const runtime = new Runtime(config, extra, {
-    role: "gateway",
-    kv,
-    objects: new FsObjectStore({ dir }),
-    clock,
-    ids: randomIds,
-    log: silentLogger,
-    metrics,
-    fetch: backend.fetch,
-    lookupHost: async () => ["127.0.0.1"],
-  });
-  let probe: PluginApi | undefined;
-  const probePlugin = definePlugin({ name: "test-probe", optionalDependsOn: ["relay"], setup: (api) => void (probe = api) });
-  await runtime.install([asyncJobs, idempotency, relay, limits, usage, syncProxy, probePlugin]);
+  const started = await startTestRuntime(yaml, [asyncJobs, idempotency, relay, limits, usage, syncProxy], { clock, kv: options.kv, objects: "files", fetch: backend.fetch });
   return {
-    runtime,
-    kv,
-    metrics,
+    runtime: started.runtime,
+    kv: started.kv,
+    metrics: started.metrics,
     clock,
     backend,
-    request: (path, init) => runtime.handle(new Request(`http://gateway${path}`, init)),
-    relayRound: () => runtime.runTaskNow("relay"),
-    relayIdle: async () => await probe?.use("relay").idle(),
+    request: started.request,
+    relayRound: () => started.runtime.runTaskNow("relay"),
+    relayIdle: async () => await started.api.use("relay").idle(),
     async close() {
       backend.answerAll();
-      await runtime.close();
-      if (!options.kv) await kv.close();
-      rmSync(dir, { recursive: true, force: true });
+      await started.close();
     },
   };
 }

@@ -4,26 +4,15 @@
  * e2e suite cannot see from outside (the `llm.usage` event, exact bytes, timeouts, tasks).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { randomIds, systemClock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
 import type { LlmUsageEvent } from "../../../core/llm/usage.ts";
-import { silentLogger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
 import { definePlugin, type PluginDefinition } from "../../../core/plugins/types.ts";
-import type { ObjectStore } from "../../../core/stores/objects.ts";
 import llmProxy from "../../../plugins/llm-proxy/index.ts";
 import providerChatCompletions, { chatCompletionsProvider } from "../../../plugins/provider-chat-completions/index.ts";
 import providers from "../../../plugins/providers/index.ts";
 import responseCache from "../../../plugins/response-cache/index.ts";
 import syncProxy from "../../../plugins/sync-proxy/index.ts";
 import { waitUntil } from "../../support/gateway-process.ts";
-
-const notUsed = (): never => {
-  throw new Error("not used");
-};
-const objects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
+import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
 interface Sent {
   url: string;
@@ -39,7 +28,7 @@ const completion = (usage = true) =>
     ...(usage ? { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } } : {}),
   });
 
-const runtimes: Runtime[] = [];
+const runtimes: TestRuntime[] = [];
 afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.close();
 });
@@ -62,7 +51,6 @@ const UNKNOWN_PROVIDER = `
 `;
 
 async function setUp(extraPlugins: PluginDefinition[] = [], extraServices = "") {
-  const { config, extra } = loadConfig(SERVICES + extraServices, {});
   const sent: Sent[] = [];
   const events: LlmUsageEvent[] = [];
   const backendAborts: string[] = [];
@@ -79,11 +67,10 @@ async function setUp(extraPlugins: PluginDefinition[] = [], extraServices = "") 
     if (body.stream === true) return new Response('data: {"x":1}\n\ndata: [DONE]\n\n', { headers: { "content-type": "text/event-stream" } });
     return new Response(completion(), { headers: { "content-type": "application/json" } });
   };
-  const metrics = new Metrics();
-  const runtime = new Runtime(config, extra, { role: "gateway", kv: new MemoryKv(), objects, clock: systemClock, ids: randomIds, log: silentLogger, metrics, fetch: fakeFetch, lookupHost: async () => [] });
-  runtimes.push(runtime);
   const listener = definePlugin({ name: "usage-listener", setup: (api) => api.on("llm.usage", (event) => events.push(event)) });
-  await runtime.install([syncProxy, providers, providerChatCompletions, responseCache, llmProxy, listener, ...extraPlugins]);
+  const started = await startTestRuntime(SERVICES + extraServices, [syncProxy, providers, providerChatCompletions, responseCache, llmProxy, listener, ...extraPlugins], { fetch: fakeFetch });
+  runtimes.push(started);
+  const { runtime, metrics } = started;
   const call = (body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
     runtime.handle(
       new Request("http://gateway.test/v1/chat/completions", {

@@ -4,22 +4,13 @@
  * what is batched, so the test needs no waiting.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { randomIds, systemClock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
 import { createLogger, type Logger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
+import type { Runtime } from "../../../core/plugins/host.ts";
 import { definePlugin } from "../../../core/plugins/types.ts";
-import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { toLogRecord } from "../../../plugins/otel/logs-export.ts";
 import otel from "../../../plugins/otel/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../../fixtures/otlp-receiver.ts";
-
-const notUsed = (): never => {
-  throw new Error("the logs tests do not use the object store");
-};
-const unusedObjects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
+import { startTestRuntime } from "../../support/runtime.ts";
 
 /** A route that logs inside the request (hence inside its server span when tracing is on). */
 const probe = definePlugin({
@@ -38,21 +29,9 @@ interface Started {
 }
 
 async function start(yaml: string, shared?: Logger): Promise<Started> {
-  const { config, extra } = loadConfig(yaml, {});
   const lines: Array<Record<string, unknown>> = [];
   const log = shared ?? createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), base: { role: "gateway" } });
-  const runtime = new Runtime(config, extra, {
-    role: "gateway",
-    kv: new MemoryKv(),
-    objects: unusedObjects,
-    clock: systemClock,
-    ids: randomIds,
-    log,
-    metrics: new Metrics(),
-    fetch: (input, init) => globalThis.fetch(input, init),
-    lookupHost: async () => ["127.0.0.1"],
-  });
-  await runtime.install([otel, probe]);
+  const { runtime } = await startTestRuntime(yaml, [otel, probe], { log });
   return { runtime, lines };
 }
 

@@ -1,18 +1,12 @@
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { randomIds, systemClock } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
 import type { CachedAnswer, CacheLookup, ResponseCache } from "../../../core/llm/cache.ts";
-import { silentLogger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
-import { definePlugin } from "../../../core/plugins/types.ts";
-import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { canonicalJson } from "../../../plugins/response-cache/canonical.ts";
 import { decodeEntry, encodeEntry } from "../../../plugins/response-cache/entry.ts";
 import responseCache from "../../../plugins/response-cache/index.ts";
 import { cacheKey } from "../../../plugins/response-cache/key.ts";
+import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
 describe("canonicalJson", () => {
   it("sorts keys at every depth and drops whitespace, keeping array order", () => {
@@ -87,28 +81,22 @@ class FlakyKv extends MemoryKv {
   }
 }
 
-const notUsed = (): never => {
-  throw new Error("not used");
-};
-const objects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
-
 describe("the responseCache service", () => {
-  const runtimes: Runtime[] = [];
+  const runtimes: TestRuntime[] = [];
   afterEach(async () => {
     for (const runtime of runtimes.splice(0)) await runtime.close();
   });
 
   async function setUp() {
-    const { config, extra } = loadConfig(
-      "services:\n  - { type: chat, model: m, provider: chat_completions, response_cache_ttl: 60 }\n  - { type: chat, model: z, provider: chat_completions }\n",
-      {},
-    );
     const kv = new FlakyKv();
-    const metrics = new Metrics();
-    const runtime = new Runtime(config, extra, { role: "gateway", kv, objects, clock: systemClock, ids: randomIds, log: silentLogger, metrics, fetch: notUsed, lookupHost: async () => [] });
-    runtimes.push(runtime);
     let cache: ResponseCache | undefined;
-    await runtime.install([responseCache, definePlugin({ name: "probe", dependsOn: ["response-cache"], setup: (api) => void (cache = api.use("responseCache")) })]);
+    const started = await startTestRuntime(
+      "services:\n  - { type: chat, model: m, provider: chat_completions, response_cache_ttl: 60 }\n  - { type: chat, model: z, provider: chat_completions }\n",
+      [responseCache],
+      { kv, fetch: () => Promise.reject(new Error("not used")), probeDependsOn: ["response-cache"], probe: (api) => void (cache = api.use("responseCache")) },
+    );
+    runtimes.push(started);
+    const { config, metrics } = started;
     const lookup = (body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<CacheLookup> => {
       const service = config.services.find((s) => s.model === body.model) ?? config.services[0];
       return (cache as ResponseCache).lookup({ service, body, headers: new Headers(headers), pathAndQuery: "/v1/chat/completions" });

@@ -4,24 +4,17 @@
  * driven by hand: a job that ended in the store without `job.terminal` ever firing (its
  * process died) is still notified once, and a normally notified job is never notified again.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
-import { ManualClock, randomIds } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
-import { silentLogger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
-import { definePlugin, type GatewayServices, type PluginApi } from "../../../core/plugins/types.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import type { GatewayServices } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
 import { NOTIFY_GRACE_MS } from "../../../core/jobs/notify-outbox.ts";
 import webhooks from "../../../plugins/webhooks/index.ts";
 import { RETRIES_KEY } from "../../../plugins/webhooks/queue.ts";
+import { startTestRuntime } from "../../support/runtime.ts";
 
 type JobRecord = Parameters<GatewayServices["jobs"]["create"]>[0];
 
@@ -54,18 +47,12 @@ afterEach(async () => {
 async function start(open: (clock: ManualClock) => Promise<KvStore>) {
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0));
   const kv = await open(clock);
-  const dir = mkdtempSync(join(tmpdir(), "gw-outbox-"));
-  const objects = new FsObjectStore({ dir });
   const sent: Array<{ url: string; body: Record<string, unknown> }> = [];
-  const { config, extra } = loadConfig("", {}, []);
-  const runtime = new Runtime(config, extra, {
-    role: "gateway",
-    kv,
-    objects,
+  // The built-in order: webhooks sets up before async-jobs.
+  const started = await startTestRuntime("", [webhooks, asyncJobs], {
     clock,
-    ids: randomIds,
-    log: silentLogger,
-    metrics: new Metrics(),
+    kv,
+    objects: "files",
     fetch: () => Promise.reject(new Error("webhooks deliver through fetchPinned")),
     fetchPinned: async (input, _addresses, init = {}) => {
       sent.push({ url: String(input), body: JSON.parse(String(init.body)) as Record<string, unknown> });
@@ -73,20 +60,10 @@ async function start(open: (clock: ManualClock) => Promise<KvStore>) {
     },
     lookupHost: async (host) => (host === "hooks.example.com" ? ["93.184.216.34"] : []),
   });
-  let probe!: PluginApi;
-  const probePlugin = definePlugin({
-    name: "test-probe",
-    roles: ["gateway", "relay"],
-    dependsOn: ["async-jobs"],
-    setup(api) {
-      probe = api;
-    },
-  });
-  await runtime.install([webhooks, asyncJobs, probePlugin]);
+  const { runtime, objects, api: probe } = started;
   cleanups.push(async () => {
-    await runtime.close();
+    await started.close();
     await kv.close();
-    rmSync(dir, { recursive: true, force: true });
   });
   const jobs = probe.use("jobs");
   return {

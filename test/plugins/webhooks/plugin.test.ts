@@ -3,25 +3,17 @@
  * consumption through the `jobs` service, the retry task and the metrics.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
-import { ManualClock, randomIds } from "../../../core/clock.ts";
-import { loadConfig } from "../../../plugins/config.ts";
-import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";
-import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
+import type { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import { createLogger, type Logger } from "../../../core/log.ts";
 import { definePlugin, type GatewayServices } from "../../../core/plugins/types.ts";
-import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { jobKeys } from "../../../core/jobs/keys.ts";
 import webhooks from "../../../plugins/webhooks/index.ts";
+import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
 type JobRecord = Parameters<GatewayServices["jobs"]["consume"]>[0];
 
-const notUsed = (): never => {
-  throw new Error("the webhooks plugin does not touch the object store");
-};
-const unusedObjects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
-
-const runtimes: Runtime[] = [];
+const runtimes: TestRuntime[] = [];
 afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.close();
 });
@@ -48,8 +40,6 @@ const job = (overrides: Partial<JobRecord> = {}): JobRecord => ({
 
 async function start(yaml: string, receiverStatus = 200, options: { log?: Logger; kv?: (kv: MemoryKv) => MemoryKv; withoutJobs?: boolean } = {}) {
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 10));
-  const kv = (options.kv ?? ((store) => store))(new MemoryKv(clock));
-  const metrics = new Metrics();
   const sent: Array<{ url: string; headers: Headers; body: unknown }> = [];
   const consumed: string[] = [];
   const stored = new Map<string, JobRecord>();
@@ -69,35 +59,24 @@ async function start(yaml: string, receiverStatus = 200, options: { log?: Logger
       } as unknown as GatewayServices["jobs"]);
     },
   });
-  const { config, extra } = loadConfig(yaml, {}, []);
-  const runtime = new Runtime(config, extra, {
+  let webhookService!: GatewayServices["webhooks"];
+  const started = await startTestRuntime(yaml, [...(options.withoutJobs ? [] : [fakeJobs]), webhooks], {
     role: "relay",
-    kv,
-    objects: unusedObjects,
     clock,
-    ids: randomIds,
-    log: options.log ?? silentLogger,
-    metrics,
+    kv: options.kv ?? ((store) => store),
+    log: options.log,
     fetch: () => Promise.reject(new Error("webhooks deliver through fetchPinned")),
     fetchPinned: async (input, _addresses, init = {}) => {
       sent.push({ url: String(input), headers: new Headers(init.headers), body: JSON.parse(String(init.body)) });
       return new Response(null, { status: receiverStatus });
     },
     lookupHost: async (host) => (host === "hooks.example.com" ? ["93.184.216.34"] : host === "intranet.example.com" ? ["10.1.2.3"] : []),
+    // Stands for async-jobs' submission, which asks the webhooks service about callback_url.
+    probeDependsOn: ["webhooks"],
+    probe: (api) => void (webhookService = api.use("webhooks")),
   });
-  runtimes.push(runtime);
-  let webhookService!: GatewayServices["webhooks"];
-  // Stands for async-jobs' submission, which asks the webhooks service about callback_url.
-  const submitter = definePlugin({
-    name: "submitter",
-    roles: ["gateway", "relay"],
-    dependsOn: ["webhooks"],
-    setup(api) {
-      webhookService = api.use("webhooks");
-    },
-  });
-  await runtime.install([...(options.withoutJobs ? [] : [fakeJobs]), webhooks, submitter]);
-  return { runtime, clock, kv, metrics, sent, consumed, stored, webhookService };
+  runtimes.push(started);
+  return { runtime: started.runtime, clock, kv: started.kv as MemoryKv, metrics: started.metrics, sent, consumed, stored, webhookService };
 }
 
 /** Waits for the event-driven (fire-and-forget) delivery to settle. */
