@@ -1,7 +1,8 @@
 /**
  * Renders docs/config-reference.md from the config schemas: the core's (core/config/schema.ts)
  * and each built-in plugin's section and service fields (plugins/<name>/config.ts). One table
- * per section, then the service fields by owner. `npm run docs:config` writes the file;
+ * per section, then the service fields by owner; a schema's `notes` (markdown, see
+ * core/config/schema-parts.ts) follow its table. `npm run docs:config` writes the file;
  * test/docs/config-reference.test.ts fails when the checked-in file differs.
  */
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
@@ -86,9 +87,15 @@ function table(rows: Row[]): string {
   return lines.join("\n");
 }
 
+/** A table, then the schema's notes when it has any. */
+function tableWithNotes(schema: TSchema, path: string): string[] {
+  const notes = typeof schema.notes === "string" ? schema.notes.trim() : "";
+  return notes ? [table(rowsOf(schema, path)), "", notes] : [table(rowsOf(schema, path))];
+}
+
 function sectionBlock(key: string, schema: TSchema, owner: string): string {
   const title = schema.description ? ` (${schema.description})` : "";
-  return [`### \`${key}\`${title}`, "", `Owner: ${owner}.`, "", table(rowsOf(schema, key))].join("\n");
+  return [`### \`${key}\`${title}`, "", `Owner: ${owner}.`, "", ...tableWithNotes(schema, key)].join("\n");
 }
 
 /** The whole reference page for the given built-in plugins. */
@@ -103,7 +110,12 @@ export function renderConfigReference(plugins: readonly PluginDefinition[]): str
     "",
     "The config file is YAML; `${VAR}` and `${VAR:-default}` are expanded from the environment. Durations are Go-style",
     "strings (`500ms`, `1m30s`, `24h`; no `d` suffix). Every section may be left out: the defaults below apply. An unknown",
-    "key anywhere is an error naming its path, and the whole file is validated at once (start and reload alike).",
+    "key anywhere is an error naming its path, and the whole file is validated at once (start and reload alike); see",
+    "[Configuration](configuration.md) for which file is read, validation and hot reload, and `config.example.yaml` for a",
+    "commented example.",
+    "",
+    "A plugin may add a top-level section of its own (for example `hello:` for `examples/hello-plugin.ts`) and fields of",
+    "`services[]`; they are validated by the plugin's schema, with the same path-prefixed problem list.",
     "",
     "## Sections",
     "",
@@ -111,15 +123,16 @@ export function renderConfigReference(plugins: readonly PluginDefinition[]): str
     ...withSection.flatMap((p) => [sectionBlock(p.section!.key, p.section!.schema, `plugin \`${p.name}\``), ""]),
     "## Services",
     "",
-    "`services` is a list; each entry is one model of one service type. The core reads these fields:",
+    "`services` is a list; each entry is one model of one service type (or the whole type, for a type without model aliases).",
+    "The core reads these fields:",
     "",
-    table(rowsOf(CoreServiceSchema, "services[]")),
+    ...tableWithNotes(CoreServiceSchema, "services[]"),
     "",
     "Plugins add these fields to every service:",
     "",
   ];
   for (const plugin of byName.filter((p) => p.serviceFields)) {
-    out.push(`### Fields of plugin \`${plugin.name}\``, "", table(rowsOf(plugin.serviceFields!.schema, "services[]")), "");
+    out.push(`### Fields of plugin \`${plugin.name}\``, "", ...tableWithNotes(plugin.serviceFields!.schema, "services[]"), "");
   }
   return out.join("\n");
 }

@@ -14,8 +14,8 @@ import { Duration, Section, StringMap } from "./schema-parts.ts";
 
 export const BackendSchema = Type.Object(
   {
-    url: Type.String({ minLength: 1, description: "Backend base address; the request path is appended" }),
-    weight: Type.Integer({ minimum: 0, default: 1, description: "0 = fallback only; > 0 = eligible as primary" }),
+    url: Type.String({ minLength: 1, description: "Backend base address (http:// or https://); the request path is appended" }),
+    weight: Type.Integer({ minimum: 0, default: 1, description: "0 = fallback only; > 0 = eligible as primary, picked at random in proportion to the weight" }),
     model: Type.String({ default: "", description: "Overrides the service's backend_model for this backend" }),
     headers: StringMap("Overrides inference_headers for this backend (values env-expanded)"),
   },
@@ -31,82 +31,105 @@ export const BackendSchema = Type.Object(
 export const CoreServiceSchema = Type.Object(
   {
     type: Type.String({ minLength: 1, description: "Service type, used in /jobs/{service_type}" }),
-    model: Type.String({ default: "", description: "Client-facing model alias" }),
-    default: Type.Boolean({ default: false, description: "Fallback model when a request omits model" }),
+    model: Type.String({ default: "", description: "Client-facing model alias, unique per service type" }),
+    default: Type.Boolean({ default: false, description: "Fallback model when a request omits model (at most one per service type)" }),
     operations: Type.Record(Type.String(), Type.Array(Type.String({ pattern: "^/" })), {
       default: {},
-      description: "Operation name -> URL paths (a path may end in /* or contain {model})",
+      description:
+        "Operation name -> URL paths, each starting with /; a path may end in /* (everything under the prefix; exact paths win) or contain {model} (the model comes from that path segment)",
     }),
-    inference_url: Type.String({ default: "", description: "Single backend base address" }),
+    inference_url: Type.String({ default: "", description: "Single backend base address (http:// or https://); the request path is appended; empty with a provider = the provider's default address" }),
     backends: Type.Array(BackendSchema, { default: [], description: "Weighted backends; take precedence over inference_url" }),
-    inference_headers: StringMap("Headers injected on every sync and LLM backend request"),
-    provider: Type.String({ default: "", description: "LLM provider; activates the LLM proxy" }),
+    inference_headers: StringMap(
+      "Headers injected on every sync and LLM backend request (values env-expanded); they override same-named client headers. Not sent for async jobs",
+    ),
+    provider: Type.String({ default: "", description: "LLM provider (built in: chat_completions, messages_api, local_chat, passthrough); activates the LLM proxy" }),
     backend_model: Type.String({ default: "", description: "Rewrites the model field sent to backends" }),
-    deprecated: Type.Boolean({ default: false, description: "Informational; routing is unchanged" }),
+    deprecated: Type.Boolean({ default: false, description: "Informational (shown in the model list and the API docs); routing is unchanged" }),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    notes:
+      "A model alias appears once per service type, and at most one service per type has `default: true`. Every " +
+      "operation has at least one path. Once the plugins are set up, each " +
+      "`provider` must name a registered provider (the start or reload refusal lists the registered ones).",
+  },
 );
 
 export const CoreConfigSchema = Type.Object(
   {
     server: Section(
       {
-        addr: Type.String({ default: ":8080", description: "Listen address, host:port or :port" }),
-        read_timeout: Duration("120s", "Max time to read a request"),
-        write_timeout: Duration("0s", "Max time to write a response; 0 = none"),
-        idle_timeout: Duration("120s", "Keep-alive idle timeout"),
-        backend_timeout: Duration("300s", "Max wait for a backend's response headers (sync and LLM proxy)"),
+        addr: Type.String({ default: ":8080", description: "Listen address, host:port or :port (all interfaces, IPv6 and IPv4, on both runtimes); the GATEWAY_ADDR and PORT environment variables override it" }),
+        read_timeout: Duration("120s", "Max time to read a request (Node only; past it: 408)"),
+        write_timeout: Duration("0s", "Max time to write a response; 0 = none (Node only)"),
+        idle_timeout: Duration("120s", "Keep-alive idle timeout (Node only)"),
+        backend_timeout: Duration(
+          "300s",
+          "Max wait for a backend's response headers (sync and LLM proxy); for a non-streaming LLM answer, also the max time to read its body after the headers",
+        ),
         max_body_mb: Type.Number({ minimum: 0, default: 1, description: "Sync JSON body cap in MiB; 0 = 1" }),
-        consumer_header: Type.String({ default: "", description: "Header naming the consumer; empty = off" }),
-        priority_header: Type.String({ default: "", description: "Header marking priority requests; empty = off" }),
-        user_type_header: Type.String({ default: "", description: "Header carrying the user type; empty = off" }),
+        consumer_header: Type.String({ default: "", description: "Header naming the consumer; empty = off, and so are usage, per-consumer limits and GET /jobs. Sent blank or twice: 400" }),
+        priority_header: Type.String({ default: "", description: "Header marking priority requests (present = priority, whatever its value); empty = off. Sent twice: 400" }),
+        user_type_header: Type.String({ default: "", description: "Header carrying the user type; empty = off. Sent blank or twice: 400" }),
       },
       "HTTP server",
+      "`read_timeout`, `write_timeout` and `idle_timeout` are applied by the Node server; the Deno server does not use them. " +
+        "On Node a request not received within `read_timeout` (its headers within 60 s, or `read_timeout` if shorter; `0s` " +
+        "leaves only the 60 s for the headers) is answered 408 with the error body; the limits are checked every second. " +
+        "Identity headers sent blank or twice: see [Identity headers as sent](access-control.md#identity-headers-as-sent).",
     ),
     metrics: Section(
       {
         top_consumers: Type.Integer({ minimum: 0, default: 0, description: "Size of the top-consumer token gauge; 0 = off" }),
-        consumer_labels: Type.Boolean({ default: false, description: "Consumer label on svc_jobs_by_consumer_total (fewer than 50 consumers)" }),
-        default_metrics: Type.Boolean({ default: true, description: "Process and runtime series (process_*, nodejs_*) on /metrics" }),
+        consumer_labels: Type.Boolean({ default: false, description: "Consumer label on svc_jobs_by_consumer_total; meant for fewer than 50 consumers (one series each)" }),
+        default_metrics: Type.Boolean({ default: true, description: "Process and runtime series (process_*, nodejs_*) on /metrics, a standalone relay's too; hot-reloadable" }),
       },
       "Prometheus metrics",
+      "See [Process and runtime metrics](operations.md#process-and-runtime-metrics) for `default_metrics`.",
     ),
     redis: Section(
       {
-        addr: Type.String({ default: "", description: "host:port or redis:// URL; empty = embedded in-memory store" }),
-        password: Type.String({ default: "" }),
-        db: Type.Integer({ minimum: 0, default: 0 }),
-        pending_max_age: Duration("", "Stale-pending sweep age; empty or 0s = off"),
+        addr: Type.String({ default: "", description: "host:port or a redis:// or rediss:// URL; empty = embedded in-memory store" }),
+        password: Type.String({ default: "", description: "Redis password" }),
+        db: Type.Integer({ minimum: 0, default: 0, description: "Redis database number" }),
+        pending_max_age: Duration("", "Stale-pending sweep age (a pending job older than this fails); empty or 0s = off; must be shorter than the pending job TTL"),
         command_timeout: Duration(
           "500ms",
-          "Longest wait for one Redis reply; past it the command fails like a store error (limits fail open, jobs 503). Short because a limit check runs on every request",
+          "Longest wait for one Redis reply, read at start; past it the command fails like a store error (limit checks fail open, job submissions and readiness 503). Must be positive",
         ),
         embedded_cache_max_mb: Type.Number({
           minimum: 0,
           default: 64,
-          description: "Embedded store only: memory cap of the cached LLM answers in MiB, least recently used dropped first; 0 = no cap",
+          description:
+            "Embedded store only (addr empty), read at start: cap in MiB of the cached LLM answers (key + text + 300 bytes each), least recently used dropped first; 0 = no cap",
         }),
       },
       "Key-value store",
+      "`command_timeout` is short because a limit check runs on every request that carries a consumer: a frozen Redis then " +
+        "costs the requests in flight at most this, and later ones nothing (see [Running on Redis + S3](deployment.md#running-on-redis--s3)). " +
+        "`embedded_cache_max_mb`: the process holds about 2.5-3.5x the cap for the cached answers; on Redis, see " +
+        "[Response cache](llm-proxy.md#response-cache). `pending_max_age` is checked against `lifecycle.job_ttl.pending` " +
+        "(else `lifecycle.job_ttl.global`, else 2h).",
     ),
     object_store: Section(
       {
         endpoint: Type.String({ default: "", description: "S3 endpoint; empty = files under dir" }),
-        region: Type.String({ default: "us-east-1" }),
-        access_key: Type.String({ default: "" }),
-        secret_key: Type.String({ default: "" }),
-        bucket: Type.String({ default: "gateway" }),
+        region: Type.String({ default: "us-east-1", description: "S3 region" }),
+        access_key: Type.String({ default: "", description: "S3 access key; empty with secret_key empty = the S3 client's default credential chain" }),
+        secret_key: Type.String({ default: "", description: "S3 secret key" }),
+        bucket: Type.String({ default: "gateway", description: "S3 bucket, created at start when missing" }),
         dir: Type.String({ default: "./data/objects", description: "Directory of the embedded file store" }),
         encryption: Section(
-          { key: Type.String({ default: "", description: "64 hex chars (AES-256-GCM); empty = off" }) },
+          { key: Type.String({ default: "", description: "64 hex characters (32 bytes): AES-256-GCM at rest; empty = off. Same key for gateway and relay" }) },
           "Encryption at rest",
         ),
       },
       "Object store",
     ),
     plugins: Type.Object(
-      { load: Type.Array(Type.String(), { default: [], description: "Paths of user plugin modules" }) },
-      { default: {}, additionalProperties: Type.Boolean(), description: "NAME: false turns a plugin off" },
+      { load: Type.Array(Type.String(), { default: [], description: "Paths of your own plugin modules, relative to the config file's directory" }) },
+      { default: {}, additionalProperties: Type.Boolean(), description: "NAME: false turns the plugin NAME off (any other key must be a boolean)" },
     ),
     services: Type.Array(CoreServiceSchema, { default: [] }),
   },

@@ -9,15 +9,18 @@ import type { ConfigSection, ServiceFieldSet } from "../../core/config/schema.ts
 
 export const JobsSchema = Section(
   {
-    idempotency_ttl: Duration("24h", "Idempotency-Key retention"),
-    expired_marker_ttl: Duration("168h", "Tombstone retention (410 answers)"),
+    idempotency_ttl: Duration("24h", "Idempotency-Key retention; must be positive"),
+    expired_marker_ttl: Duration(
+      "168h",
+      "Tombstone retention: an expired job answers 410 this long after its record is gone (so 0s is refused); should exceed the job record TTL",
+    ),
   },
   "Async jobs",
 );
 
 export const JobServiceFields = Type.Object({
-  accepted_exts: StringList("Allowed upload extensions for async jobs (empty = any)"),
-  max_file_size_mb: Type.Number({ exclusiveMinimum: 0, default: 100, description: "Max async upload size in MB" }),
+  accepted_exts: StringList("Allowed upload extensions for async jobs, with or without the dot, any letter case (empty = any)"),
+  max_file_size_mb: Type.Number({ exclusiveMinimum: 0, default: 100, description: "Max async upload size in MiB" }),
 });
 
 export type JobsConfig = Static<typeof JobsSchema>;

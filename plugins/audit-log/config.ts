@@ -3,7 +3,10 @@ import { Type, type Static } from "@sinclair/typebox";
 import { Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 
-export const AuditLogSchema = Section({ enabled: Type.Boolean({ default: false }) }, "Audit log (hot-reloadable)");
+export const AuditLogSchema = Section(
+  { enabled: Type.Boolean({ default: false, description: "Write audit log lines; hot-reloadable" }) },
+  "Audit log (hot-reloadable)",
+);
 
 export type AuditLogConfig = Static<typeof AuditLogSchema>;
 

@@ -5,29 +5,32 @@ import type { ConfigSection } from "../../core/config/schema.ts";
 
 export const AuthSchema = Section(
   {
-    mode: Type.Union([Type.Literal("none"), Type.Literal("proxy"), Type.Literal("oauth2")], { default: "none" }),
+    mode: Type.Union([Type.Literal("none"), Type.Literal("proxy"), Type.Literal("oauth2")], {
+      default: "none",
+      description: "none, proxy (identity from headers injected upstream) or oauth2 (Bearer JWT)",
+    }),
     proxy: Section(
       {
-        groups_header: Type.String({ default: "" }),
-        roles_header: Type.String({ default: "" }),
-        scopes_header: Type.String({ default: "" }),
+        groups_header: Type.String({ default: "", description: "Header listing the caller's groups, comma-separated in one header (sent twice: 400)" }),
+        roles_header: Type.String({ default: "", description: "Header listing the caller's roles (likewise)" }),
+        scopes_header: Type.String({ default: "", description: "Header listing the caller's scopes (likewise)" }),
       },
       "Identity headers injected upstream (comma-separated)",
     ),
     oauth2: Section(
       {
-        issuer: Type.String({ default: "" }),
-        audience: Type.String({ default: "" }),
-        jwks_url: Type.String({ default: "" }),
-        keys: Type.Array(Type.Record(Type.String(), Type.Unknown()), { default: [], description: "Inline JWKs" }),
+        issuer: Type.String({ default: "", description: "Expected issuer" }),
+        audience: Type.String({ default: "", description: "Expected audience" }),
+        jwks_url: Type.String({ default: "", description: "JWKS address of the issuer" }),
+        keys: Type.Array(Type.Record(Type.String(), Type.Unknown()), { default: [], description: "Inline JWKs (instead of jwks_url)" }),
         clock_skew: Duration("30s", "Accepted clock skew"),
         claims: Section(
           {
-            consumer: Type.String({ default: "sub" }),
-            user_type: Type.String({ default: "" }),
-            groups: Type.String({ default: "groups" }),
-            roles: Type.String({ default: "roles" }),
-            scopes: Type.String({ default: "scope" }),
+            consumer: Type.String({ default: "sub", description: "Claim naming the consumer" }),
+            user_type: Type.String({ default: "", description: "Claim carrying the user type" }),
+            groups: Type.String({ default: "groups", description: "Claim listing groups" }),
+            roles: Type.String({ default: "roles", description: "Claim listing roles" }),
+            scopes: Type.String({ default: "scope", description: "Claim listing scopes" }),
           },
           "Claim names",
         ),

@@ -10,22 +10,27 @@ import type { ConfigSection, GatewayConfig } from "../../core/config/schema.ts";
 
 export const LifecycleSchema = Section(
   {
-    persists_result: Type.Boolean({ default: false, description: "false = record and result deleted after first consumption" }),
+    persists_result: Type.Boolean({ default: false, description:
+        "false = job record and result deleted after the first consumption (first GET of a completed result, or first successful webhook); true = kept until their TTL", }),
     job_ttl: Section(
       {
         global: Duration("", "Fallback TTL for every status"),
-        completed: Duration("", "TTL of completed jobs"),
+        completed: Duration("", "TTL of completed jobs (takes precedence over global)"),
         pending: Duration("", "TTL of pending jobs"),
-        failed: Duration("", "TTL of failed jobs"),
+        failed: Duration("", "TTL of failed jobs; when all TTLs are empty, a 2h safety net applies"),
       },
       "Job record TTLs (2h safety net when all empty)",
     ),
     gc: Section(
       {
-        enabled: Type.Boolean({ default: false }),
+        enabled: Type.Boolean({ default: false, description: "Run the background GC (lease reaper, orphan cleanup)" }),
         interval: Duration("15m", "GC tick"),
         orphan_min_age: Duration("5m", "Min age of an orphan object before deletion"),
-        max_reap_attempts: Type.Integer({ minimum: 0, default: 3 }),
+        max_reap_attempts: Type.Integer({
+          minimum: 0,
+          default: 3,
+          description: "Requeues of a job whose relay lease expired before it is dead-lettered",
+        }),
       },
       "Background GC",
     ),

@@ -11,10 +11,10 @@ export const RateLimitSchema = Type.Object(
   {
     rate: Type.Integer({ minimum: 0, default: 0, description: "Requests per period; 0 = unlimited" }),
     period: Duration("1m", "Request window"),
-    token_rate: Type.Integer({ minimum: 0, default: 0, description: "LLM tokens per token_period; 0 = off" }),
+    token_rate: Type.Integer({ minimum: 0, default: 0, description: "LLM prompt + completion tokens per token_period; 0 = off" }),
     token_period: Duration("1m", "Token window"),
-    max_concurrent: Type.Integer({ minimum: 0, default: 0, description: "Pending + processing async jobs; 0 = off" }),
-    processing_time: Type.Integer({ minimum: 0, default: 0, description: "Inference seconds per processing_period; 0 = off" }),
+    max_concurrent: Type.Integer({ minimum: 0, default: 0, description: "Pending + processing async jobs per consumer; 0 = off" }),
+    processing_time: Type.Integer({ minimum: 0, default: 0, description: "Inference seconds (integer) per processing_period; 0 = off" }),
     processing_period: Duration("1h", "Processing-time window"),
   },
   { additionalProperties: false, default: {} },
@@ -23,6 +23,17 @@ export const RateLimitSchema = Type.Object(
 export const RateLimitsSchema = Type.Record(Type.String(), Type.Record(Type.String(), RateLimitSchema, { default: {} }), {
   default: {},
   description: 'service_type -> user_type (or "*") -> limits',
+  notes: [
+    'A map of service type -> user type (or `"*"`, the fallback) -> limits; empty = no limits. A `period`, `token_period` or',
+    "`processing_period` must be positive when its rate is set.",
+    "",
+    "```yaml",
+    "rate_limits:",
+    "  llm:",
+    "    premium: { rate: 600, period: 1m, token_rate: 200000, token_period: 1h }",
+    '    "*":     { rate: 60, period: 1m }',
+    "```",
+  ].join("\n"),
 });
 
 export const TokenLimitSchema = Type.Object(
@@ -34,9 +45,9 @@ export const TokenLimitSchema = Type.Object(
 );
 
 export const LimitServiceFields = Type.Object({
-  max_concurrent_sync: Type.Integer({ minimum: 0, default: 0, description: "Cluster-wide sync concurrency cap; 0 = unlimited" }),
-  priority_reserved_sync: Type.Integer({ minimum: 0, default: 0, description: "Slots of max_concurrent_sync reserved for priority requests" }),
-  token_limits: Type.Record(Type.String(), TokenLimitSchema, { default: {}, description: "Per user type token budgets for this model" }),
+  max_concurrent_sync: Type.Integer({ minimum: 0, default: 0, description: "Cluster-wide cap on simultaneous sync requests for the model; 0 = unlimited" }),
+  priority_reserved_sync: Type.Integer({ minimum: 0, default: 0, description: "Slots of max_concurrent_sync reserved for priority requests; must not exceed max_concurrent_sync" }),
+  token_limits: Type.Record(Type.String(), TokenLimitSchema, { default: {}, description: "Per user type token budgets for this model: {USER_TYPE: {token_rate, token_period}}" }),
 });
 
 export type RateLimitConfig = Static<typeof RateLimitSchema>;

@@ -7,25 +7,25 @@ const PolicyRuleSchema = Type.Object(
   {
     match: Type.Object(
       {
-        groups: StringList("Any of these groups"),
-        roles: StringList("Any of these roles"),
-        scopes: StringList("Any of these scopes"),
-        consumers: StringList("Exactly one of these consumers"),
-        user_types: StringList("Exactly one of these user types"),
+        groups: StringList("Matches when the caller is in any of these groups"),
+        roles: StringList("Matches when the caller has any of these roles"),
+        scopes: StringList("Matches when the caller has any of these scopes"),
+        consumers: StringList("Matches when the consumer is exactly one of these"),
+        user_types: StringList("Matches when the user type is exactly one of these"),
       },
       { default: {}, additionalProperties: false },
     ),
-    allow_models: StringList("Globs against the model alias"),
+    allow_models: StringList('Globs against the model alias; empty grants nothing, "*" all'),
     allow_service_types: StringList("Globs against the service type (empty = any)"),
     limits: Type.Optional(
       Type.Object(
         {
-          rate: Type.Integer({ minimum: 0, default: 0 }),
+          rate: Type.Integer({ minimum: 0, default: 0, description: "Per-member request quota per period; 0 = off" }),
           period: Duration("1m", "Request window"),
-          token_rate: Type.Integer({ minimum: 0, default: 0 }),
+          token_rate: Type.Integer({ minimum: 0, default: 0, description: "Per-member token quota per token_period; 0 = off" }),
           token_period: Duration("1m", "Token window"),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: "Optional quotas for each member the rule grants" },
       ),
     ),
   },
@@ -35,10 +35,16 @@ const PolicyRuleSchema = Type.Object(
 export const PoliciesSchema = Type.Optional(
   Type.Object(
     {
-      default: Type.Union([Type.Literal("deny"), Type.Literal("allow")], { default: "deny" }),
-      rules: Type.Array(PolicyRuleSchema, { default: [] }),
+      default: Type.Union([Type.Literal("deny"), Type.Literal("allow")], { default: "deny", description: "allow disables enforcement" }),
+      rules: Type.Array(PolicyRuleSchema, { default: [], description: "A request is allowed when one rule both matches and grants" }),
     },
-    { additionalProperties: false, description: "Access policies (needs auth.mode)" },
+    {
+      additionalProperties: false,
+      description: "Access policies (needs auth.mode)",
+      notes:
+        "Absent by default: no access control. When set, `auth.mode` must be `proxy` or `oauth2`. The non-empty fields of " +
+        "a rule's `match` combine with AND; `match: {}` matches everyone.",
+    },
   ),
 );
 

@@ -10,16 +10,18 @@ import type { ConfigSection, ServiceFieldSet } from "../../core/config/schema.ts
 
 export const RelaySchema = Section(
   {
-    embedded: Type.Optional(Type.Boolean({ description: "Run the relay inside the gateway (default: true on the embedded store)" })),
+    embedded: Type.Optional(Type.Boolean({ description: "Run the relay inside the gateway; unset = true with the embedded key-value store, false with Redis" })),
     concurrency: Type.Integer({ minimum: 1, default: 4, description: "Jobs processed in parallel per process" }),
-    lease_seconds: Type.Integer({ minimum: 1, default: 60, description: "Lease of a job being processed; renewed while the backend works" }),
+    lease_seconds: Type.Integer({ minimum: 1, default: 60, description: "Lease of a job being processed, in seconds; renewed while the backend works" }),
     request_timeout: Duration("10m", "Max time for one inference call"),
     metrics_addr: Type.String({
       default: "",
-      description: "Where a standalone relay process (npm run relay) serves GET /metrics and GET /health, host:port or :port; \"\" = no listener",
+      description:
+        "Where a standalone relay process (npm run relay) serves GET /metrics and GET /health, host:port or :port; \"\" = no listener. RELAY_METRICS_ADDR overrides it; not hot-reloadable",
     }),
   },
   "Relay worker",
+  "See [Scraping standalone relays](async-jobs.md#scraping-standalone-relays) for `metrics_addr`.",
 );
 
 /**
@@ -28,18 +30,21 @@ export const RelaySchema = Section(
  */
 export const RetrySchema = Type.Object(
   {
-    max_attempts: Type.Integer({ minimum: 1, default: 1, description: "Attempts in total, the first included; 1 = no retry" }),
-    backoff: Duration("1s", "Delay before the first retry, doubled on each further one"),
-    max_backoff: Duration("30s", "Cap on the delay, a backend's Retry-After included"),
+    max_attempts: Type.Integer({ minimum: 1, default: 1, description: "Attempts in total, the first included; 1 = no retry (the spec's behaviour)" }),
+    backoff: Duration("1s", "Delay before the first retry, doubled on each further one; must be positive"),
+    max_backoff: Duration("30s", "Cap on the delay, a backend's Retry-After included; positive, not below backoff"),
     on_statuses: Type.Array(Type.Integer({ minimum: 100, maximum: 599 }), {
       default: [429, 500, 502, 503, 504],
-      description: "Backend statuses that are retried (network errors and timeouts always are)",
+      description: "Backend statuses (100-599) that are retried; network errors and relay.request_timeout always are",
     }),
   },
   { additionalProperties: false, default: {}, description: "Retries of a failed async job attempt" },
 );
 
-export const RelayServiceFields = Type.Object({ retry: RetrySchema });
+export const RelayServiceFields = Type.Object(
+  { retry: RetrySchema },
+  { notes: "`retry` applies to async jobs only; see [Retries](async-jobs.md#retries-servicesretry)." },
+);
 
 export type RelayConfig = Static<typeof RelaySchema>;
 export type RetryConfig = Static<typeof RetrySchema>;

@@ -3,7 +3,7 @@ import type { Static } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 
-export const UsageSchema = Section({ retention: Duration("", "Usage key retention; empty = all-time") }, "Usage tracking");
+export const UsageSchema = Section({ retention: Duration("", "Per-consumer usage key retention, e.g. 8760h; empty = all-time") }, "Usage tracking");
 
 export type UsageConfig = Static<typeof UsageSchema>;
 

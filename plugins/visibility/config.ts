@@ -6,7 +6,7 @@ import type { ServiceFieldSet } from "../../core/config/schema.ts";
 export const VisibilityServiceFields = Type.Object({
   visibility: Type.Optional(
     Type.Object(
-      { user_types: StringList("User types in the audience"), groups: StringList("Principal groups in the audience") },
+      { user_types: StringList("User types in the audience"), groups: StringList("Principal groups in the audience (needs auth.mode proxy or oauth2)") },
       { additionalProperties: false, description: "Audience gate; absent = public" },
     ),
   ),

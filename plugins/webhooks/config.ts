@@ -6,12 +6,12 @@ import type { ConfigSection } from "../../core/config/schema.ts";
 
 export const WebhooksSchema = Section(
   {
-    max_retries: Type.Integer({ minimum: 1, default: 3, description: "Total attempts including the first" }),
-    retry_backoff: Duration("30s", "First retry delay, doubled each retry"),
+    max_retries: Type.Integer({ minimum: 1, default: 3, description: "Total delivery attempts, including the first" }),
+    retry_backoff: Duration("30s", "First retry delay, doubled on each retry"),
     max_backoff: Duration("10m", "Retry delay cap"),
     signing_secret: Type.String({ default: "", description: "HMAC-SHA256 secret for X-Svc-Signature; empty = unsigned" }),
-    timeout: Duration("10s", "Per-attempt timeout"),
-    allow_private_networks: Type.Boolean({ default: false, description: "Allow loopback/private callback targets" }),
+    timeout: Duration("10s", "Per-attempt timeout; must be positive"),
+    allow_private_networks: Type.Boolean({ default: false, description: "Allow loopback and private-range callback targets (link-local and metadata addresses are always refused)" }),
   },
   "Job webhooks",
 );

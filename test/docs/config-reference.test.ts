@@ -1,6 +1,8 @@
 /** docs/config-reference.md is generated from the schemas; this fails when it is out of date. */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import type { TSchema } from "@sinclair/typebox";
+import { CoreConfigSchema, CoreServiceSchema } from "../../core/config/schema.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
 import { renderConfigReference } from "../../scripts/config-reference.ts";
 
@@ -19,5 +21,17 @@ describe("docs/config-reference.md", () => {
     }
     // The order of the plugin list does not change the page.
     expect(renderConfigReference([...builtinPlugins].reverse())).toBe(page);
+  });
+
+  it("prints each schema's notes (what a row cannot say) right under its table", () => {
+    const page = renderConfigReference(builtinPlugins);
+    const schemas: TSchema[] = [
+      ...Object.values(CoreConfigSchema.properties),
+      CoreServiceSchema,
+      ...builtinPlugins.flatMap((p) => [p.section?.schema, p.serviceFields?.schema].filter((s): s is TSchema => s !== undefined)),
+    ];
+    const notes = schemas.map((s) => s.notes).filter((n): n is string => typeof n === "string");
+    expect(notes.length).toBeGreaterThan(3);
+    for (const note of notes) expect(page).toContain(`|\n\n${note.trim()}\n`);
   });
 });
