@@ -8,6 +8,7 @@ import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
 import { durationMs, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
+import { closestKey } from "./suggest.ts";
 import { ConfigError } from "../errors.ts";
 import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceFieldSet } from "./schema.ts";
 
@@ -80,12 +81,26 @@ export function formatPath(pointer: string): string {
   return out || "(root)";
 }
 
-function describe(error: ValueError): string {
+/**
+ * `unknown key; did you mean "services"?` when an allowed key at that place is close to the
+ * one written, else the keys allowed there, so the fix never needs a trip to the reference.
+ * `rootKeys` are the top-level keys validated apart from this schema (plugins.load sections).
+ */
+function unknownKey(error: ValueError, rootKeys: readonly string[]): string {
+  const segments = error.path.split("/");
+  const written = segments[segments.length - 1].replace(/~1/g, "/").replace(/~0/g, "~");
+  const allowed = [...Object.keys((error.schema as TObject).properties ?? {}), ...(segments.length === 2 ? rootKeys : [])];
+  const near = closestKey(written, allowed);
+  if (near !== undefined) return `unknown key; did you mean ${JSON.stringify(near)}?`;
+  return allowed.length > 0 ? `unknown key; the keys allowed here: ${allowed.join(", ")}` : "unknown key; no keys are allowed here";
+}
+
+function describe(error: ValueError, rootKeys: readonly string[]): string {
   switch (error.type) {
     case ValueErrorType.ObjectRequiredProperty:
       return "required";
     case ValueErrorType.ObjectAdditionalProperties:
-      return "unknown key (check the spelling against the configuration reference)";
+      return unknownKey(error, rootKeys);
     case ValueErrorType.StringFormat: {
       const parsed = typeof error.value === "string" ? parseDuration(error.value) : null;
       return parsed && typeof parsed === "object" ? parsed.error : error.message;
@@ -100,7 +115,7 @@ function describe(error: ValueError): string {
   }
 }
 
-function schemaProblems(schema: TSchema, value: unknown, prefix = ""): string[] {
+function schemaProblems(schema: TSchema, value: unknown, prefix = "", rootKeys: readonly string[] = []): string[] {
   const seen = new Set<string>();
   const problems: string[] = [];
   for (const error of Value.Errors(schema, value)) {
@@ -108,7 +123,7 @@ function schemaProblems(schema: TSchema, value: unknown, prefix = ""): string[] 
     // Missing required keys also report "expected string"; one message per path is enough.
     if (seen.has(path)) continue;
     seen.add(path);
-    problems.push(`${path}: ${describe(error)}`);
+    problems.push(`${path}: ${describe(error, rootKeys)}`);
   }
   return problems;
 }
@@ -258,7 +273,7 @@ export function validateConfigWith(raw: Record<string, unknown>, parts: ConfigPa
   }
   const problems: string[] = [];
   const config = Value.Default(schema, Value.Convert(schema, Value.Clone(core)));
-  problems.push(...schemaProblems(schema, config));
+  problems.push(...schemaProblems(schema, config, "", [...extraKeys]));
   for (const section of extraSections) {
     const value = Value.Default(section.schema, Value.Convert(section.schema, Value.Clone(extra[section.key] ?? {})));
     extra[section.key] = value;
