@@ -10,7 +10,7 @@ import { durationMs, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
 import { closestKey } from "./suggest.ts";
 import { ConfigError } from "../errors.ts";
-import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceFieldSet } from "./schema.ts";
+import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceConfig, type ServiceFieldSet } from "./schema.ts";
 
 export type ConfigResult =
   | { ok: true; config: GatewayConfig; extra: Readonly<Record<string, unknown>> }
@@ -169,9 +169,36 @@ function coreRuleProblems(config: GatewayConfig): string[] {
       problems.push(`${at}.inference_url: must start with http:// or https://`);
     }
   });
+  problems.push(...unreachableServiceProblems(config.services));
   problems.push(
     ...positiveDurationProblems("redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'),
   );
+  return problems;
+}
+
+/**
+ * A service without `model` (allowed, spec 2.8) is chosen only when a request names no model
+ * (spec 4.1 rule 3): as the only service of its type or path, or as the type's default. One
+ * that is neither the only service of its type, nor the default, nor alone on one of its paths
+ * can never be chosen: almost certainly a forgotten `model:`, so it is refused rather than
+ * silently dead. A `{model}` path does not count: it always names a model.
+ */
+function unreachableServiceProblems(services: readonly ServiceConfig[]): string[] {
+  const onPath = new Map<string, number>();
+  const ofType = new Map<string, number>();
+  for (const service of services) {
+    ofType.set(service.type, (ofType.get(service.type) ?? 0) + 1);
+    for (const path of new Set(Object.values(service.operations).flat())) onPath.set(path, (onPath.get(path) ?? 0) + 1);
+  }
+  const problems: string[] = [];
+  services.forEach((service, index) => {
+    if (service.model !== "" || service.default || ofType.get(service.type) === 1) return;
+    const alone = Object.values(service.operations).flat().some((path) => !path.includes("{model}") && onPath.get(path) === 1);
+    if (alone) return;
+    problems.push(
+      `services[${index}].model: missing, and type "${service.type}" has other services: a service without a model is chosen only as its type's default or as the only service on one of its paths, and this one is neither, so no request can reach it; set model (or default: true)`,
+    );
+  });
   return problems;
 }
 

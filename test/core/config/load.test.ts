@@ -294,6 +294,27 @@ describe("problems", () => {
     ]);
   });
 
+  it("accepts a service without model or without operations, as spec 2.8 allows", () => {
+    // Alone of its type: POST /jobs/asr with no model reaches it; no operations = async only.
+    expect(load("services:\n  - type: asr\n").services[0]).toMatchObject({ model: "", operations: {} });
+    // The type's default, or alone on one of its paths: a request without a model reaches it.
+    const services = (withoutModel: string) => `services:\n  - { type: chat, model: a, operations: { chat: [/v1/chat] } }\n  - { type: chat, ${withoutModel} }\n`;
+    expect(load(services("default: true")).services[1].model).toBe("");
+    expect(load(services("operations: { embed: [/v1/embed] }")).services[1].model).toBe("");
+  });
+
+  it("refuses a service without model that no request can reach: not alone of its type, not the default, alone on none of its paths", () => {
+    const text = [
+      "services:",
+      "  - { type: chat, model: a, default: true, operations: { chat: [/v1/chat, '/v1/{model}/chat'] } }",
+      "  - { type: chat, operations: { chat: [/v1/chat, '/v1/{model}/chat'] } }",
+      "  - { type: asr, model: w }",
+    ].join("\n");
+    expect(problemsOf(text)).toEqual([
+      'services[1].model: missing, and type "chat" has other services: a service without a model is chosen only as its type\'s default or as the only service on one of its paths, and this one is neither, so no request can reach it; set model (or default: true)',
+    ]);
+  });
+
   it("reports a YAML syntax error as a ConfigError mentioning YAML", () => {
     const problems = problemsOf("server:\n  addr: [oops\n");
     expect(problems).toHaveLength(1);
