@@ -10,7 +10,7 @@ import type { GatewayConfig } from "./config/schema.ts";
 import { ConfigError, errors, GatewayError, isPluginError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { registerOpsRoutes } from "./ops.ts";
+import { registerOpsRoutes, type ReloadOutcome } from "./ops.ts";
 import { configPartsOf } from "./plugins/config-parts.ts";
 import { Runtime, type RuntimeDeps } from "./plugins/host.ts";
 import type { PinnedFetch, PluginDefinition, ProcessRole } from "./plugins/types.ts";
@@ -152,7 +152,7 @@ export class Gateway {
    * running relay jobs) finish on the old runtime, which is closed once they are done. On
    * any problem the old runtime stays.
    */
-  reload(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }> {
+  reload(): Promise<ReloadOutcome> {
     const next = this.reloading.then(() => this.reloadNow());
     this.reloading = next.catch(() => undefined);
     return next;
@@ -165,14 +165,15 @@ export class Gateway {
     await Promise.allSettled([this.deps.kv.close(), this.deps.objects.close()]);
   }
 
-  private async reloadNow(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }> {
+  private async reloadNow(): Promise<ReloadOutcome> {
     let runtime: Runtime;
     try {
       runtime = await this.build(await loadConfig(this.options));
     } catch (error) {
-      const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
-      this.deps.log.warn("reload_refused", { code: error instanceof ConfigError ? error.code : "GW_START_FAILED", problems });
-      return { ok: false, problems };
+      const invalid = error instanceof ConfigError;
+      const problems = invalid ? error.problems : [(error as Error).message];
+      this.deps.log.warn("reload_refused", { code: invalid ? error.code : "GW_START_FAILED", problems });
+      return { ok: false, cause: invalid ? "config" : "failure", problems };
     }
     const previous = this.current;
     // Against the start, not the previous file: a reload never applied these keys, so a file

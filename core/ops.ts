@@ -4,8 +4,15 @@ import { errorResponse, errors, toErrorResponse } from "./errors.ts";
 import { labeledChildren } from "./metric-labels.ts";
 import type { Runtime, RuntimeDeps } from "./plugins/host.ts";
 
+/**
+ * What a hot reload did. A refusal says why: `config`, the file (or a plugin it names) is wrong
+ * and only an edit fixes it; `failure`, building the new runtime failed for another reason (a
+ * plugin's setup threw).
+ */
+export type ReloadOutcome = { ok: true; services: number } | { ok: false; cause: "config" | "failure"; problems: string[] };
+
 export interface OpsActions {
-  reload(): Promise<{ ok: true; services: number } | { ok: false; problems: string[] }>;
+  reload(): Promise<ReloadOutcome>;
 }
 
 /**
@@ -103,9 +110,11 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
   app.post("/-/reload", async (c) => {
     const result = await actions.reload();
     if (result.ok) return c.json({ status: "reloaded", services: result.services });
-    return c.json(
-      { error: { message: `config not reloaded, the previous one stays active: ${result.problems.join("; ")}`, type: "config_error" }, problems: result.problems },
-      500,
-    );
+    const message = `config not reloaded, the previous one stays active: ${result.problems.join("; ")}`;
+    // 422, not 500: the request is fine and the gateway is healthy, the file is not. A 5xx
+    // would page whoever watches errors and invite a retry, which cannot help until the file
+    // is edited; 400 would blame the request. A plugin failing for another reason stays a 500.
+    if (result.cause === "config") return c.json({ error: { message, type: "config_error" }, problems: result.problems }, 422);
+    return c.json({ error: { message, type: "api_error" }, problems: result.problems }, 500);
   });
 }

@@ -8,8 +8,9 @@ import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
 import { durationMs, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
+import { closestKey } from "./suggest.ts";
 import { ConfigError } from "../errors.ts";
-import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceFieldSet } from "./schema.ts";
+import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceConfig, type ServiceFieldSet } from "./schema.ts";
 
 export type ConfigResult =
   | { ok: true; config: GatewayConfig; extra: Readonly<Record<string, unknown>> }
@@ -80,12 +81,26 @@ export function formatPath(pointer: string): string {
   return out || "(root)";
 }
 
-function describe(error: ValueError): string {
+/**
+ * `unknown key; did you mean "services"?` when an allowed key at that place is close to the
+ * one written, else the keys allowed there, so the fix never needs a trip to the reference.
+ * `rootKeys` are the top-level keys validated apart from this schema (plugins.load sections).
+ */
+function unknownKey(error: ValueError, rootKeys: readonly string[]): string {
+  const segments = error.path.split("/");
+  const written = segments[segments.length - 1].replace(/~1/g, "/").replace(/~0/g, "~");
+  const allowed = [...Object.keys((error.schema as TObject).properties ?? {}), ...(segments.length === 2 ? rootKeys : [])];
+  const near = closestKey(written, allowed);
+  if (near !== undefined) return `unknown key; did you mean ${JSON.stringify(near)}?`;
+  return allowed.length > 0 ? `unknown key; the keys allowed here: ${allowed.join(", ")}` : "unknown key; no keys are allowed here";
+}
+
+function describe(error: ValueError, rootKeys: readonly string[]): string {
   switch (error.type) {
     case ValueErrorType.ObjectRequiredProperty:
       return "required";
     case ValueErrorType.ObjectAdditionalProperties:
-      return "unknown key (check the spelling against the configuration reference)";
+      return unknownKey(error, rootKeys);
     case ValueErrorType.StringFormat: {
       const parsed = typeof error.value === "string" ? parseDuration(error.value) : null;
       return parsed && typeof parsed === "object" ? parsed.error : error.message;
@@ -100,7 +115,7 @@ function describe(error: ValueError): string {
   }
 }
 
-function schemaProblems(schema: TSchema, value: unknown, prefix = ""): string[] {
+function schemaProblems(schema: TSchema, value: unknown, prefix = "", rootKeys: readonly string[] = []): string[] {
   const seen = new Set<string>();
   const problems: string[] = [];
   for (const error of Value.Errors(schema, value)) {
@@ -108,7 +123,7 @@ function schemaProblems(schema: TSchema, value: unknown, prefix = ""): string[] 
     // Missing required keys also report "expected string"; one message per path is enough.
     if (seen.has(path)) continue;
     seen.add(path);
-    problems.push(`${path}: ${describe(error)}`);
+    problems.push(`${path}: ${describe(error, rootKeys)}`);
   }
   return problems;
 }
@@ -154,9 +169,36 @@ function coreRuleProblems(config: GatewayConfig): string[] {
       problems.push(`${at}.inference_url: must start with http:// or https://`);
     }
   });
+  problems.push(...unreachableServiceProblems(config.services));
   problems.push(
     ...positiveDurationProblems("redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'),
   );
+  return problems;
+}
+
+/**
+ * A service without `model` (allowed, spec 2.8) is chosen only when a request names no model
+ * (spec 4.1 rule 3): as the only service of its type or path, or as the type's default. One
+ * that is neither the only service of its type, nor the default, nor alone on one of its paths
+ * can never be chosen: almost certainly a forgotten `model:`, so it is refused rather than
+ * silently dead. A `{model}` path does not count: it always names a model.
+ */
+function unreachableServiceProblems(services: readonly ServiceConfig[]): string[] {
+  const onPath = new Map<string, number>();
+  const ofType = new Map<string, number>();
+  for (const service of services) {
+    ofType.set(service.type, (ofType.get(service.type) ?? 0) + 1);
+    for (const path of new Set(Object.values(service.operations).flat())) onPath.set(path, (onPath.get(path) ?? 0) + 1);
+  }
+  const problems: string[] = [];
+  services.forEach((service, index) => {
+    if (service.model !== "" || service.default || ofType.get(service.type) === 1) return;
+    const alone = Object.values(service.operations).flat().some((path) => !path.includes("{model}") && onPath.get(path) === 1);
+    if (alone) return;
+    problems.push(
+      `services[${index}].model: missing, and type "${service.type}" has other services: a service without a model is chosen only as its type's default or as the only service on one of its paths, and this one is neither, so no request can reach it; set model (or default: true)`,
+    );
+  });
   return problems;
 }
 
@@ -258,7 +300,7 @@ export function validateConfigWith(raw: Record<string, unknown>, parts: ConfigPa
   }
   const problems: string[] = [];
   const config = Value.Default(schema, Value.Convert(schema, Value.Clone(core)));
-  problems.push(...schemaProblems(schema, config));
+  problems.push(...schemaProblems(schema, config, "", [...extraKeys]));
   for (const section of extraSections) {
     const value = Value.Default(section.schema, Value.Convert(section.schema, Value.Clone(extra[section.key] ?? {})));
     extra[section.key] = value;

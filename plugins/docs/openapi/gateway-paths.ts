@@ -34,7 +34,11 @@ function corePaths(): Paths {
         summary: "Reload the config file",
         description: "Builds a new runtime from the file and swaps it in atomically; on any problem the running config stays. Admin endpoint: secure /-/* upstream.",
         tags: ["Admin"],
-        responses: { "200": jsonResponse("ReloadResult", "Reloaded"), "500": jsonResponse("ReloadError", "The file is invalid; nothing changed") },
+        responses: {
+          "200": jsonResponse("ReloadResult", "Reloaded"),
+          "422": jsonResponse("ReloadError", "The file is invalid (type config_error): every problem is listed with its path; nothing changed"),
+          "500": jsonResponse("ReloadError", "A plugin failed to set up for another reason (type api_error); nothing changed"),
+        },
       },
     },
   };

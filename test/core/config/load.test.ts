@@ -206,10 +206,18 @@ describe("problems", () => {
     expect(() => loadConfig("services:\n  - model: m\n", {})).toThrow(/invalid configuration:\n {2}services\[0\]\.type: required/);
   });
 
-  it("names the path of an unknown key, also at the top level and inside a service", () => {
-    expect(problemsOf("servr: {}\n")).toEqual(["servr: unknown key (check the spelling against the configuration reference)"]);
-    expect(problemsOf("services:\n  - type: a\n    modle: m\n")).toEqual([
-      "services[0].modle: unknown key (check the spelling against the configuration reference)",
+  it("names the path of an unknown key and the allowed key it is a misspelling of, at the top level, in a section and in a service", () => {
+    expect(problemsOf("servics: []\n")).toEqual(['servics: unknown key; did you mean "services"?']);
+    expect(problemsOf("webhooks:\n  timout: 5s\n")).toEqual(['webhooks.timout: unknown key; did you mean "timeout"?']);
+    expect(problemsOf("services:\n  - type: a\n    oprations: { run: [/run] }\n")).toEqual(['services[0].oprations: unknown key; did you mean "operations"?']);
+    // A plugin's per-service field is suggested like a core one; two swapped letters are one edit.
+    expect(problemsOf("services:\n  - type: a\n    rerty: {}\n")).toEqual(['services[0].rerty: unknown key; did you mean "retry"?']);
+    expect(problemsOf("services:\n  - type: a\n    retry: { attempts: 2 }\n")).toEqual(['services[0].retry.attempts: unknown key; did you mean "max_attempts"?']);
+  });
+
+  it("lists the keys allowed there when no key is close to the unknown one", () => {
+    expect(problemsOf("server:\n  colour: blue\n")).toEqual([
+      "server.colour: unknown key; the keys allowed here: addr, read_timeout, write_timeout, idle_timeout, backend_timeout, max_body_mb, consumer_header, priority_header, user_type_header",
     ]);
   });
 
@@ -283,6 +291,27 @@ describe("problems", () => {
     expect(problemsOf(text)).toEqual([
       "services[0].backends[0].url: must start with http:// or https://",
       "rate_limits.llm.free.period: must be positive when rate is set",
+    ]);
+  });
+
+  it("accepts a service without model or without operations, as spec 2.8 allows", () => {
+    // Alone of its type: POST /jobs/asr with no model reaches it; no operations = async only.
+    expect(load("services:\n  - type: asr\n").services[0]).toMatchObject({ model: "", operations: {} });
+    // The type's default, or alone on one of its paths: a request without a model reaches it.
+    const services = (withoutModel: string) => `services:\n  - { type: chat, model: a, operations: { chat: [/v1/chat] } }\n  - { type: chat, ${withoutModel} }\n`;
+    expect(load(services("default: true")).services[1].model).toBe("");
+    expect(load(services("operations: { embed: [/v1/embed] }")).services[1].model).toBe("");
+  });
+
+  it("refuses a service without model that no request can reach: not alone of its type, not the default, alone on none of its paths", () => {
+    const text = [
+      "services:",
+      "  - { type: chat, model: a, default: true, operations: { chat: [/v1/chat, '/v1/{model}/chat'] } }",
+      "  - { type: chat, operations: { chat: [/v1/chat, '/v1/{model}/chat'] } }",
+      "  - { type: asr, model: w }",
+    ].join("\n");
+    expect(problemsOf(text)).toEqual([
+      'services[1].model: missing, and type "chat" has other services: a service without a model is chosen only as its type\'s default or as the only service on one of its paths, and this one is neither, so no request can reach it; set model (or default: true)',
     ]);
   });
 
@@ -422,7 +451,12 @@ describe("plugin sections", () => {
 
   it("is an unknown key when no plugin declares it", () => {
     const result = validateConfig({ greeter: {} });
-    expect(result.ok ? [] : result.problems).toEqual(["greeter: unknown key (check the spelling against the configuration reference)"]);
+    expect(result.ok ? [] : result.problems).toEqual([expect.stringMatching(/^greeter: unknown key; the keys allowed here: server, metrics, .*services/)]);
+  });
+
+  it("suggests a section of a plugin loaded at run time for a misspelt top-level key", () => {
+    const result = validateConfig({ greetr: {} }, [section]);
+    expect(result.ok ? [] : result.problems).toEqual(['greetr: unknown key; did you mean "greeter"?']);
   });
 
   it("loadConfig passes sections through", () => {

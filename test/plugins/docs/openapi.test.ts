@@ -49,6 +49,13 @@ describe("the generated document", () => {
     expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413"]);
   });
 
+  it("documents a refused reload as 422 (the file is wrong) and 500 (a plugin failed), both with every problem", () => {
+    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    const responses = doc.paths["/-/reload"].post?.responses as Record<string, { content?: Record<string, { schema: unknown }> }>;
+    expect(Object.keys(responses)).toEqual(["200", "422", "500"]);
+    for (const status of ["422", "500"]) expect(responses[status].content?.["application/json"].schema).toEqual({ $ref: "#/components/schemas/ReloadError" });
+  });
+
   it("leaves out what this runtime does not serve", async () => {
     const doc = buildDocument({ config, visible: config.services, served: () => false, syncProxy: false });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
