@@ -2,6 +2,6 @@
  * The gateway on Deno with no arguments, as `adapters/deno/cli.ts` with none. The CLI is the
  * entry point; this file stays for command lines written before it.
  */
-import { serveGateway } from "./serve-gateway.ts";
+import { run } from "./run.ts";
 
-await serveGateway();
+await run("gateway");

@@ -2,6 +2,6 @@
  * A standalone relay on Deno, as `adapters/deno/cli.ts --role relay`. The CLI is the entry
  * point; this file stays for command lines written before it.
  */
-import { serveRelay } from "./serve-relay.ts";
+import { run } from "./run.ts";
 
-await serveRelay();
+await run("relay");
