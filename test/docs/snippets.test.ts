@@ -167,7 +167,7 @@ describe.skipIf(onDeno)("docs: shell blocks against a started gateway", () => {
     symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"), "dir");
 
     port = await freePort();
-    const built = join(repoRoot, "dist/adapters/node/main.js");
+    const built = join(repoRoot, "dist/adapters/node/cli.js");
     if (!existsSync(built)) throw new Error(`${built} is missing: run "npm run build" (npm test does it)`);
     const { CONFIG_PATH: _path, GATEWAY_ADDR: _addr, ...env } = process.env;
     gateway = spawn(process.execPath, [built], { cwd: dir, env: { ...env, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"] });
