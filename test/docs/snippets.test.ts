@@ -165,6 +165,8 @@ describe.skipIf(onDeno)("docs: shell blocks against a started gateway", () => {
     writeFileSync(join(dir, "meeting.wav"), "hello\n");
     writeFileSync(join(dir, "audio.wav"), "hello\n");
     symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"), "dir");
+    // dist/ so the docs' `node dist/adapters/node/cli.js ...` commands run as in a clone.
+    symlinkSync(join(repoRoot, "dist"), join(dir, "dist"), "dir");
 
     port = await freePort();
     const built = join(repoRoot, "dist/adapters/node/cli.js");
