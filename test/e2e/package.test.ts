@@ -3,11 +3,12 @@
  * installed into an empty folder (dependencies from npm's cache, `--prefer-offline`; the
  * registry only for what the cache lacks), then `npx inference-gateway --config config.yaml`
  * with no TypeScript toolchain installed. It must serve /health, a configured route and the API
- * docs' assets (from the swagger-ui-dist dependency), printing only JSON log lines. Node only:
+ * docs' assets (from the swagger-ui-dist dependency), printing only JSON log lines; a
+ * TypeScript plugin, without tsx installed, is refused with the command that installs it. Node only:
  * the bin is Node's (Deno runs adapters/deno/cli.ts from the same package, see docs/deno.md).
  */
 import { execFile, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -42,6 +43,16 @@ describe.skipIf(onDeno)("the npm package", () => {
     expect(existsSync(join(installed, "test"))).toBe(false);
     expect(existsSync(join(installed, "bench"))).toBe(false);
     expect(["typescript", "tsx"].filter((name) => existsSync(join(app, "node_modules", name)))).toEqual([]);
+
+    // tsx is an optional peer: a TypeScript plugin without it is refused with what to install.
+    writeFileSync(join(app, "hello.mts"), 'export default { name: "hello", setup(): void {} };\n');
+    writeFileSync(join(app, "with-ts-plugin.yaml"), "plugins:\n  load: [./hello.mts]\nservices: []\n");
+    const refused = await run("npx", ["inference-gateway", "check", "--config", "with-ts-plugin.yaml"], { cwd: app }).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('plugins.load[0]: cannot import "./hello.mts": loading a TypeScript plugin on Node needs tsx, which is not installed: run "npm install tsx" next to the gateway');
 
     copyFileSync(join(installed, "config.example.yaml"), join(app, "config.yaml"));
     const port = await freePort();
