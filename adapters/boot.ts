@@ -57,8 +57,11 @@ export interface BootOptions {
   port?: number;
 }
 
+/** What chose the config file (the `from` of the `config_source` log line). */
+export type ConfigFrom = "--config" | "CONFIG_PATH" | "./config.yaml" | "fallback ./config.example.yaml";
+
 /** Where the config comes from: `--config`, else `$CONFIG_PATH`, else ./config.yaml, else ./config.example.yaml. */
-export function configSource(platform: Platform, options: BootOptions = {}): { path: string; from: "--config" | "CONFIG_PATH" | "./config.yaml" | "fallback ./config.example.yaml" } {
+export function configSource(platform: Platform, options: BootOptions = {}): { path: string; from: ConfigFrom } {
   if (options.configPath) return { path: options.configPath, from: "--config" };
   if (platform.env.CONFIG_PATH) return { path: platform.env.CONFIG_PATH, from: "CONFIG_PATH" };
   return platform.exists("config.yaml") ? { path: "config.yaml", from: "./config.yaml" } : { path: "config.example.yaml", from: "fallback ./config.example.yaml" };
@@ -92,7 +95,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
   log.info("config_source", { path, from });
   // Every refusal below is one short message saying what to fix, before anything starts.
   if (!platform.exists(path)) {
-    refuse(platform, "GW_CONFIG_NOT_FOUND", missingConfigMessage(path, from));
+    refuse(platform, "GW_CONFIG_NOT_FOUND", `cannot start: ${missingConfigMessage(path, from)}`);
     return platform.exit(1);
   }
   const override = listenOverride(platform.env, role, options.port);
@@ -146,10 +149,11 @@ function refuse(platform: Platform, code: StartErrorCode, message: string): void
   platform.writeError(`[${code}] ${message}\n`);
 }
 
-export function missingConfigMessage(path: string, from: ReturnType<typeof configSource>["from"]): string {
-  if (from === "--config") return `cannot start: --config names ${path}, which does not exist; give the path of your config file (relative to the working directory)`;
-  if (from === "CONFIG_PATH") return `cannot start: CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
-  return `cannot start: no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH`;
+/** What to do about a config file that does not exist, by where its path came from. */
+export function missingConfigMessage(path: string, from: ConfigFrom): string {
+  if (from === "--config") return `--config names ${path}, which does not exist; give the path of your config file (relative to the working directory)`;
+  if (from === "CONFIG_PATH") return `CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
+  return `no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH`;
 }
 
 /**

@@ -24,7 +24,7 @@ export interface CheckResult {
 
 export async function checkConfig(platform: Platform, configPath: string | undefined): Promise<CheckResult> {
   const { path, from } = configSource(platform, { configPath });
-  if (!platform.exists(path)) return { exitCode: 1, stdout: "", stderr: `[GW_CONFIG_NOT_FOUND] ${missingConfigMessage(path, from).replace("cannot start: ", "")}\n` };
+  if (!platform.exists(path)) return { exitCode: 1, stdout: "", stderr: `[GW_CONFIG_NOT_FOUND] ${missingConfigMessage(path, from)}\n` };
   // What plugins warn about while they set up is part of the answer; the rest is noise here.
   const warnings: LogEntry[] = [];
   const log = createLogger({ level: "warn", write: () => {}, repeatWindowMs: 0 });

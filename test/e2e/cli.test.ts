@@ -164,6 +164,14 @@ services:
 });
 
 describe("inference-gateway: serving", () => {
+  it("--config naming a file that does not exist: one line naming the flag, exit 1", async () => {
+    const proc = cli(["--config", "/nonexistent/config.yaml", "--port", String(await freePort())]);
+    expect(await proc.exited).toBe(1);
+    expect(proc.stderr()).toBe(
+      "[GW_CONFIG_NOT_FOUND] cannot start: --config names /nonexistent/config.yaml, which does not exist; give the path of your config file (relative to the working directory)\n",
+    );
+  });
+
   it("--config and --port (before GATEWAY_ADDR): serves, and prints only JSON log lines, the AWS SDK's notice included", async () => {
     const port = await freePort();
     const elsewhere = await freePort();
