@@ -67,11 +67,6 @@ export function configSource(platform: Platform, options: BootOptions = {}): { p
   return platform.exists("config.yaml") ? { path: "config.yaml", from: "./config.yaml" } : { path: "config.example.yaml", from: "fallback ./config.example.yaml" };
 }
 
-/** The config file's path (see `configSource`). */
-export function configPath(platform: Platform, options: BootOptions = {}): string {
-  return configSource(platform, options).path;
-}
-
 export interface Booted {
   gateway: Gateway;
   log: Logger;
