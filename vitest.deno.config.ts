@@ -6,7 +6,7 @@
  * - the store adapters and the core (the runtime's streams, timers, crypto, fetch under them);
  * - one end-to-end file per mode (sync proxy, LLM proxy, async jobs), each a real gateway
  *   process on Deno (adapters/deno) in front of fake backends;
- * - the tests of runtime behaviour: the HTTP server itself (http-layer, header repeats in
+ * - the tests of runtime behaviour: the command line (cli), the HTTP server itself (http-layer, header repeats in
  *   identity-headers), start/reload/signals/shutdown (foundation, a standalone relay's exit
  *   in relay-metrics), a plugin loaded from outside the repo, webhook delivery through the
  *   runtime's pinned client, a frozen Redis under the runtime's sockets, the in-process
@@ -30,6 +30,7 @@ export const denoSubset = [
   "test/e2e/plugin-entry-point.test.ts",
   "test/e2e/otel.test.ts",
   "test/e2e/default-metrics.test.ts",
+  "test/e2e/cli.test.ts",
   "test/plugins/webhooks/pinned-delivery.test.ts",
   "test/plugins/async-jobs/jobs.test.ts",
   "test/reliability/frozen-redis.test.ts",

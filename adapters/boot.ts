@@ -37,7 +37,9 @@ export interface Platform {
  * `relay.metrics_addr`, so relays sharing one config file on one host can take a port each).
  * Undefined when none is set, a problem (naming the variable) when the value is not an address.
  */
-function listenOverride(env: Platform["env"], role: ProcessRole): { address?: ListenAddress; problem?: string } {
+function listenOverride(env: Platform["env"], role: ProcessRole, port: number | undefined): { address?: ListenAddress; problem?: string } {
+  // The command line's --port comes before every variable (the CLI checked it is a port).
+  if (port !== undefined) return { address: parseListenAddress(`:${port}`) };
   const [name, addr] =
     role === "relay"
       ? env.RELAY_METRICS_ADDR ? ["RELAY_METRICS_ADDR", env.RELAY_METRICS_ADDR] : []
@@ -47,10 +49,22 @@ function listenOverride(env: Platform["env"], role: ProcessRole): { address?: Li
   return address ? { address } : { problem: listenAddressProblem(`${name} (environment)`, name === "PORT" ? env.PORT! : addr) };
 }
 
-/** `$CONFIG_PATH`, else ./config.yaml, else ./config.example.yaml. */
-export function configPath(platform: Platform): string {
-  if (platform.env.CONFIG_PATH) return platform.env.CONFIG_PATH;
-  return platform.exists("config.yaml") ? "config.yaml" : "config.example.yaml";
+/** What the command line chose (adapters/cli/args.ts); absent = the environment's or the default. */
+export interface BootOptions {
+  /** `--config FILE`: comes before `$CONFIG_PATH`. */
+  configPath?: string;
+  /** `--port N`: the process's listener on every interface, before `GATEWAY_ADDR` / `PORT` / `RELAY_METRICS_ADDR`. */
+  port?: number;
+}
+
+/** What chose the config file (the `from` of the `config_source` log line). */
+export type ConfigFrom = "--config" | "CONFIG_PATH" | "./config.yaml" | "fallback ./config.example.yaml";
+
+/** Where the config comes from: `--config`, else `$CONFIG_PATH`, else ./config.yaml, else ./config.example.yaml. */
+export function configSource(platform: Platform, options: BootOptions = {}): { path: string; from: ConfigFrom } {
+  if (options.configPath) return { path: options.configPath, from: "--config" };
+  if (platform.env.CONFIG_PATH) return { path: platform.env.CONFIG_PATH, from: "CONFIG_PATH" };
+  return platform.exists("config.yaml") ? { path: "config.yaml", from: "./config.yaml" } : { path: "config.example.yaml", from: "fallback ./config.example.yaml" };
 }
 
 export interface Booted {
@@ -70,16 +84,16 @@ export interface Booted {
 const GATEWAY_LISTEN_SETTINGS = "server.addr, or the GATEWAY_ADDR / PORT environment variables";
 const RELAY_LISTEN_SETTINGS = "relay.metrics_addr, or the RELAY_METRICS_ADDR environment variable";
 
-export async function boot(platform: Platform, role: ProcessRole): Promise<Booted> {
-  const path = configPath(platform);
+export async function boot(platform: Platform, role: ProcessRole, options: BootOptions = {}): Promise<Booted> {
+  const { path, from } = configSource(platform, options);
   const log = createLogger({ level: (platform.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: { role } });
-  log.info("config_source", { path, from: platform.env.CONFIG_PATH ? "CONFIG_PATH" : path === "config.yaml" ? "./config.yaml" : "fallback ./config.example.yaml" });
+  log.info("config_source", { path, from });
   // Every refusal below is one short message saying what to fix, before anything starts.
   if (!platform.exists(path)) {
-    refuse(platform, "GW_CONFIG_NOT_FOUND", missingConfigMessage(path, platform.env.CONFIG_PATH !== undefined && platform.env.CONFIG_PATH !== ""));
+    refuse(platform, "GW_CONFIG_NOT_FOUND", `cannot start: ${missingConfigMessage(path, from)}`);
     return platform.exit(1);
   }
-  const override = listenOverride(platform.env, role);
+  const override = listenOverride(platform.env, role, options.port);
   if (override.problem) {
     refuse(platform, "GW_ENV_INVALID", `cannot start: ${override.problem}`);
     return platform.exit(1);
@@ -130,9 +144,11 @@ function refuse(platform: Platform, code: StartErrorCode, message: string): void
   platform.writeError(`[${code}] ${message}\n`);
 }
 
-function missingConfigMessage(path: string, fromEnv: boolean): string {
-  if (fromEnv) return `cannot start: CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
-  return `cannot start: no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH`;
+/** What to do about a config file that does not exist, by where its path came from. */
+export function missingConfigMessage(path: string, from: ConfigFrom): string {
+  if (from === "--config") return `--config names ${path}, which does not exist; give the path of your config file (relative to the working directory)`;
+  if (from === "CONFIG_PATH") return `CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
+  return `no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH`;
 }
 
 /**

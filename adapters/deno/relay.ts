@@ -1,33 +1,7 @@
-/** `npx deno task relay`: a standalone relay worker process on Deno. */
-import { boot, handleShutdown, listenFailed } from "../boot.ts";
-import { denoPlatform } from "./platform.ts";
-import { serveOn } from "./serve.ts";
+/**
+ * A standalone relay on Deno, as `adapters/deno/cli.ts --role relay`. The CLI is the entry
+ * point; this file stays for command lines written before it.
+ */
+import { run } from "./run.ts";
 
-const booted = await boot(denoPlatform, "relay");
-const { metrics } = booted;
-// With relay.metrics_addr: /metrics and /health, and the relay's tasks start once it listens.
-let server: Deno.HttpServer | undefined;
-if (metrics) {
-  try {
-    server = serveOn(
-      metrics.listen,
-      {
-        onListen: (addr) => {
-          booted.log.info("metrics_listening", { address: addr.hostname, port: addr.port, runtime: `deno ${Deno.version.deno}` });
-          booted.gateway.start();
-        },
-      },
-      (request) => metrics.fetch(request),
-    );
-  } catch (error) {
-    // Deno.serve throws at once when it cannot listen (AddrInUse, PermissionDenied).
-    await listenFailed(denoPlatform, booted, error);
-    throw error; // not reached: listenFailed exits
-  }
-}
-// Without a listener, the relay's background tasks keep the process alive until a signal.
-const keepAlive = setInterval(() => {}, 1 << 30);
-handleShutdown(denoPlatform, booted, async () => {
-  clearInterval(keepAlive);
-  await server?.shutdown();
-});
+await run("relay");

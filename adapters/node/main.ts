@@ -1,31 +1,7 @@
-/** `npm start`: the gateway on Node. */
-import { serve, type Http2Bindings, type HttpBindings } from "@hono/node-server";
-import type { Server } from "node:http";
-import { boot, handleShutdown, listenFailed } from "../boot.ts";
-import { timesSentIn } from "./header-repeats.ts";
-import { answerHttpLayerErrors } from "./http-layer-errors.ts";
-import { nodePlatform } from "./platform.ts";
-import { respondedOf } from "./responded.ts";
-import { serverOptions } from "./server-options.ts";
-import { closeIfBodyUnread } from "./unread-body.ts";
+/**
+ * The gateway on Node with no arguments, as `inference-gateway` with none. The CLI
+ * (adapters/node/cli.ts) is the entry point; this file stays for command lines written before it.
+ */
+import { run } from "./run.ts";
 
-const booted = await boot(nodePlatform, "gateway");
-const { hostname, port } = booted.listen;
-const fetch = (request: Request, env: HttpBindings | Http2Bindings) =>
-  closeIfBodyUnread(
-    env,
-    booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url, timesSent: timesSentIn(env.incoming.rawHeaders) }),
-  );
-const server = serve({ fetch, hostname, port, serverOptions: serverOptions(booted.timeouts) }, (info) => {
-  booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
-  booted.gateway.start();
-}) as Server;
-// A failed listen (EADDRINUSE, EACCES) is emitted here; unhandled, Node would print a stack trace.
-server.once("error", (error) => void listenFailed(nodePlatform, booted, error));
-server.timeout = booted.timeouts.write;
-answerHttpLayerErrors(server);
-
-handleShutdown(nodePlatform, booted, () => new Promise((resolve) => {
-  server.close(() => resolve());
-  server.closeIdleConnections();
-}));
+await run("gateway");

@@ -1,24 +1,7 @@
-/** `npm run relay`: a standalone relay worker process with the gateway's config. */
-import { serve } from "@hono/node-server";
-import type { Server } from "node:http";
-import { boot, handleShutdown, listenFailed } from "../boot.ts";
-import { nodePlatform } from "./platform.ts";
+/**
+ * A standalone relay on Node, as `inference-gateway --role relay`. The CLI
+ * (adapters/node/cli.ts) is the entry point; this file stays for command lines written before it.
+ */
+import { run } from "./run.ts";
 
-const booted = await boot(nodePlatform, "relay");
-const { metrics } = booted;
-// With relay.metrics_addr: /metrics and /health, and the relay's tasks start once it listens.
-const server = metrics && (serve({ fetch: metrics.fetch, hostname: metrics.listen.hostname, port: metrics.listen.port }, (info) => {
-  booted.log.info("metrics_listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
-  booted.gateway.start();
-}) as Server);
-server?.once("error", (error) => void listenFailed(nodePlatform, booted, error));
-// Without a listener, the relay's background tasks keep the process alive until a signal.
-const keepAlive = setInterval(() => {}, 1 << 30);
-handleShutdown(nodePlatform, booted, async () => {
-  clearInterval(keepAlive);
-  if (!server) return;
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
-});
+await run("relay");

@@ -69,19 +69,20 @@ function mountedConfig(service: ComposeService, env: Record<string, string>): st
   return posix.join(deployDir, mount![0]);
 }
 
-/** The entry script a service runs: its `command`, else the image's CMD. */
-function entryScript(service: ComposeService): string {
+/** What a service runs (its `command`, else the image's CMD): the entry script and the role it asks for. */
+function entryOf(service: ComposeService): { script: string; role: "gateway" | "relay" } {
   const cmd = service.command ?? execForm(dockerfile().filter((i) => i.keyword === "CMD").at(-1)!.args)!;
   expect(cmd[0]).toBe("node");
-  return cmd.at(-1)!;
+  const script = cmd.find((arg) => arg.endsWith(".js")) ?? "";
+  const role = cmd[cmd.indexOf("--role") + 1];
+  return { script, role: cmd.includes("--role") && role === "relay" ? "relay" : "gateway" };
 }
 
 async function startService(name: string, service: ComposeService, shell: Record<string, string>): Promise<GatewayProcess> {
   const env = containerEnv(service, shell);
   const configPath = mountedConfig(service, env);
-  const script = entryScript(service);
-  expect(["dist/adapters/node/main.js", "dist/adapters/node/relay.js"], `${name} runs a gateway entry point`).toContain(script);
-  const role = script.endsWith("relay.js") ? "relay" : "gateway";
+  const { script, role } = entryOf(service);
+  expect(script, `${name} runs the gateway's command line`).toBe("dist/adapters/node/cli.js");
   // Each container listens on its own network; here every process needs a port of its own.
   const relayPort = await freePort();
   const proc = await startGateway(deployText("config.yaml"), {

@@ -139,7 +139,7 @@ describe("deploy/kubernetes", () => {
     }
     // The relay runs the relay entry point of the same image.
     const relay = template(one("Deployment", "inference-gateway-relay")).spec.containers[0];
-    expect(relay.command?.at(-1)).toBe("dist/adapters/node/relay.js");
+    expect(relay.command?.slice(-3)).toEqual(["dist/adapters/node/cli.js", "--role", "relay"]);
     expect(relay.image).toBe(template(one("Deployment", "inference-gateway")).spec.containers[0].image);
   });
 
@@ -194,7 +194,7 @@ describe("deploy/Dockerfile", () => {
     // and SIGTERM reaches the gateway, which handles it (docs/operations.md, graceful shutdown).
     const cmd = execForm(last("CMD")!.args);
     expect(cmd?.[0]).toBe("node");
-    expect(cmd?.at(-1)).toBe("dist/adapters/node/main.js");
+    expect(cmd?.at(-1)).toBe("dist/adapters/node/cli.js");
     expect(existsSync(join(repoRoot, "adapters/node/main.ts"))).toBe(true);
     expect(last("STOPSIGNAL")?.args ?? "SIGTERM").toBe("SIGTERM");
   });

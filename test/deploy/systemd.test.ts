@@ -28,7 +28,7 @@ describe("deploy/systemd/inference-gateway.service", () => {
     const [bin, ...args] = execStart();
     // systemd wants an absolute path; node is the main process, no npm in between.
     expect(bin).toBe("/usr/bin/node");
-    expect(args.at(-1)).toBe(`${installDir()}/dist/adapters/node/main.js`);
+    expect(args.at(-1)).toBe(`${installDir()}/dist/adapters/node/cli.js`);
     const cmd = execForm(dockerfile().filter((i) => i.keyword === "CMD").at(-1)!.args)!;
     expect(args.slice(0, -1)).toEqual(cmd.slice(1, -1));
     expect(service.Environment).toContain("CONFIG_PATH=/etc/inference-gateway/config.yaml");

@@ -165,9 +165,11 @@ describe.skipIf(onDeno)("docs: shell blocks against a started gateway", () => {
     writeFileSync(join(dir, "meeting.wav"), "hello\n");
     writeFileSync(join(dir, "audio.wav"), "hello\n");
     symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"), "dir");
+    // dist/ so the docs' `node dist/adapters/node/cli.js ...` commands run as in a clone.
+    symlinkSync(join(repoRoot, "dist"), join(dir, "dist"), "dir");
 
     port = await freePort();
-    const built = join(repoRoot, "dist/adapters/node/main.js");
+    const built = join(repoRoot, "dist/adapters/node/cli.js");
     if (!existsSync(built)) throw new Error(`${built} is missing: run "npm run build" (npm test does it)`);
     const { CONFIG_PATH: _path, GATEWAY_ADDR: _addr, ...env } = process.env;
     gateway = spawn(process.execPath, [built], { cwd: dir, env: { ...env, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"] });

@@ -32,14 +32,14 @@ export interface StartOptions {
   noWait?: boolean;
 }
 
+/** The `inference-gateway` CLI, as `npm start` / `deno task start` run it (`--role relay` for a relay). */
 function command(role: "gateway" | "relay"): string[] {
-  const entry = role === "gateway" ? "main" : "relay";
+  const roleArgs = role === "relay" ? ["--role", "relay"] : [];
   // As `deno task start` runs it: a request's signal aborts only when the client goes away.
-  const denoFlags = role === "gateway" ? ["--unstable-no-legacy-abort"] : [];
-  if (onDeno) return [process.execPath, "run", ...denoFlags, "--allow-all", join(repoRoot, `adapters/deno/${entry}.ts`)];
-  const built = join(repoRoot, `dist/adapters/node/${entry}.js`);
+  if (onDeno) return [process.execPath, "run", "--unstable-no-legacy-abort", "--allow-all", join(repoRoot, "adapters/deno/cli.ts"), ...roleArgs];
+  const built = join(repoRoot, "dist/adapters/node/cli.js");
   if (!existsSync(built)) throw new Error(`${built} is missing: run "npm run build" (npm test does it)`);
-  return [process.execPath, built];
+  return [process.execPath, built, ...roleArgs];
 }
 
 /** Writes `yaml` (with `{{PORT}}` replaced by a free port) and starts the process. */

@@ -1,0 +1,82 @@
+/**
+ * `inference-gateway check`: the start's own validation (the same `Gateway.create`: the file,
+ * the plugins it loads, every plugin's setup) without serving or connecting to anything. The
+ * stores are stand-ins that open nothing: Redis and S3 are not reached, so a check runs
+ * anywhere (a CI job, a container build) and says only what the file itself gets wrong.
+ */
+import { systemClock } from "../../core/clock.ts";
+import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
+import { ConfigError } from "../../core/errors.ts";
+import { Gateway } from "../../core/gateway.ts";
+import { createLogger, type LogEntry } from "../../core/log.ts";
+import { builtinPlugins } from "../../plugins/index.ts";
+import { configSource, missingConfigMessage, type Platform } from "../boot.ts";
+import { MemoryKv } from "../kv-memory/index.ts";
+import { FsObjectStore } from "../objects-fs/index.ts";
+
+export interface CheckResult {
+  exitCode: 0 | 1;
+  /** What to print on stdout (success) ... */
+  stdout: string;
+  /** ... and on stderr (the problems). */
+  stderr: string;
+}
+
+export async function checkConfig(platform: Platform, configPath: string | undefined): Promise<CheckResult> {
+  const { path, from } = configSource(platform, { configPath });
+  if (!platform.exists(path)) return { exitCode: 1, stdout: "", stderr: `[GW_CONFIG_NOT_FOUND] ${missingConfigMessage(path, from)}\n` };
+  // What plugins warn about while they set up is part of the answer; the rest is noise here.
+  const warnings: LogEntry[] = [];
+  const log = createLogger({ level: "warn", write: () => {}, repeatWindowMs: 0 });
+  log.tap((entry) => warnings.push(entry));
+  let gateway: Gateway;
+  try {
+    gateway = await Gateway.create({
+      role: "gateway",
+      readConfig: () => platform.readTextFile(path),
+      env: platform.env,
+      importModule: (specifier) => platform.importModule(specifier, platform.dirname(path)),
+      // Stand-ins: constructing them touches no disk and no network.
+      openStores: async (config) => ({ kv: new MemoryKv(systemClock), objects: new FsObjectStore({ dir: config.object_store.dir }) }),
+      lookupHost: platform.lookupHost,
+      fetchPinned: platform.fetchPinned,
+      readAsset: platform.readAsset,
+      plugins: builtinPlugins,
+      log,
+      deferStart: true,
+    });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) return { exitCode: 1, stdout: "", stderr: `[GW_START_FAILED] ${path}: ${(error as Error).stack ?? String(error)}\n` };
+    const count = error.problems.length === 1 ? "1 problem" : `${error.problems.length} problems`;
+    return { exitCode: 1, stdout: "", stderr: `[${error.code}] ${path} (${from}): ${count}\n${error.problems.map((p) => `  ${p}\n`).join("")}` };
+  }
+  const plugins = [...gateway.runtime.activePlugins];
+  const { config } = gateway;
+  await gateway.close();
+  return { exitCode: 0, stdout: summary(path, from, config, plugins, warnings), stderr: "" };
+}
+
+function summary(path: string, from: string, config: GatewayConfig, plugins: string[], warnings: LogEntry[]): string {
+  const lines = [`${path} (${from}): valid`, `services (${config.services.length}):`];
+  for (const service of config.services) lines.push(`  ${describeService(service)}`);
+  lines.push(`plugins (${plugins.length}): ${plugins.join(", ")}`);
+  lines.push(
+    `stores: kv ${config.redis.addr === "" ? "embedded memory (redis.addr is empty)" : `redis ${config.redis.addr}`}, ` +
+      `objects ${config.object_store.endpoint === "" ? `files under ${config.object_store.dir}` : `S3 ${config.object_store.endpoint} bucket ${config.object_store.bucket}`} (not contacted)`,
+  );
+  lines.push(`listen: ${config.server.addr} (server.addr; GATEWAY_ADDR, PORT or --port override it)`);
+  for (const warning of warnings) lines.push(`warning: ${warning.event}: ${JSON.stringify(warning.fields)}`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** One line per service: its type, model, what it serves and where it sends it. */
+function describeService(service: ServiceConfig): string {
+  const parts = [service.type];
+  if (service.model) parts.push(`model ${service.model}${service.default ? " (default)" : ""}`);
+  const operations = Object.keys(service.operations);
+  if (operations.length > 0) parts.push(`operations ${operations.join(", ")}`);
+  if (service.provider) parts.push(`provider ${service.provider}`);
+  const backends = service.backends.length > 0 ? service.backends.map((b) => b.url) : service.inference_url ? [service.inference_url] : [];
+  parts.push(backends.length > 0 ? `-> ${backends.join(", ")}` : service.provider ? "-> the provider's default address" : "-> no backend");
+  return parts.join("  ");
+}

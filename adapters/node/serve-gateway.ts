@@ -1,0 +1,33 @@
+/** The gateway's HTTP server on Node (`inference-gateway`, adapters/node/cli.ts). */
+import { serve, type Http2Bindings, type HttpBindings } from "@hono/node-server";
+import type { Server } from "node:http";
+import { boot, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
+import { timesSentIn } from "./header-repeats.ts";
+import { answerHttpLayerErrors } from "./http-layer-errors.ts";
+import { nodePlatform } from "./platform.ts";
+import { respondedOf } from "./responded.ts";
+import { serverOptions } from "./server-options.ts";
+import { closeIfBodyUnread } from "./unread-body.ts";
+
+export async function serveGateway(options: BootOptions = {}): Promise<void> {
+  const booted = await boot(nodePlatform, "gateway", options);
+  const { hostname, port } = booted.listen;
+  const fetch = (request: Request, env: HttpBindings | Http2Bindings) =>
+    closeIfBodyUnread(
+      env,
+      booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url, timesSent: timesSentIn(env.incoming.rawHeaders) }),
+    );
+  const server = serve({ fetch, hostname, port, serverOptions: serverOptions(booted.timeouts) }, (info) => {
+    booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
+    booted.gateway.start();
+  }) as Server;
+  // A failed listen (EADDRINUSE, EACCES) is emitted here; unhandled, Node would print a stack trace.
+  server.once("error", (error) => void listenFailed(nodePlatform, booted, error));
+  server.timeout = booted.timeouts.write;
+  answerHttpLayerErrors(server);
+
+  handleShutdown(nodePlatform, booted, () => new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  }));
+}

@@ -1,0 +1,219 @@
+/**
+ * The `inference-gateway` command line, as a user runs it: Node runs the built bin
+ * (dist/adapters/node/cli.js), Deno `deno run adapters/deno/cli.ts`. Help, version, a usage
+ * mistake, `check` on a good and a bad file, and a start with --config / --port whose every
+ * output line is one of the gateway's JSON log lines (the S3 store loads the AWS SDK, which on
+ * Node 20 emits a multi-line notice: it must arrive as one JSON line).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { onDeno, repoRoot, waitUntil } from "../support/gateway-process.ts";
+import { freePort, TEST_BUCKET } from "../support/servers.ts";
+import { storesYaml } from "../support/stores-yaml.ts";
+
+function cliCommand(): string[] {
+  if (onDeno) return [process.execPath, "run", "--unstable-no-legacy-abort", "--allow-all", join(repoRoot, "adapters/deno/cli.ts")];
+  const built = join(repoRoot, "dist/adapters/node/cli.js");
+  if (!existsSync(built)) throw new Error(`${built} is missing: run "npm run build" (npm test does it)`);
+  return [process.execPath, built];
+}
+
+interface Cli {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+const running: Cli[] = [];
+
+function cli(args: string[], env: Record<string, string> = {}): Cli {
+  const [bin, ...rest] = cliCommand();
+  // Without CONFIG_PATH / GATEWAY_ADDR / PORT from the caller's shell: the flags are under test.
+  const { CONFIG_PATH: _c, GATEWAY_ADDR: _g, PORT: _p, RELAY_METRICS_ADDR: _r, ...base } = process.env;
+  const child = spawn(bin, [...rest, ...args], { cwd: tmpdir(), env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  const proc = { child, stdout: () => out, stderr: () => err, exited };
+  running.push(proc);
+  return proc;
+}
+
+afterEach(async () => {
+  for (const proc of running.splice(0)) {
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill("SIGTERM");
+    await proc.exited;
+  }
+});
+
+/**
+ * SIGTERM, then a clean exit: code 0 on Node. Deno's child_process reports a child it sent a
+ * signal to as (null, "SIGTERM") even when the child handled it and exited 0, so there the
+ * `stopped` line (written just before the exit) is the evidence.
+ */
+async function stopped(proc: Cli): Promise<void> {
+  proc.child.kill("SIGTERM");
+  const code = await proc.exited;
+  if (!onDeno) expect(code).toBe(0);
+  expect(proc.stdout() + proc.stderr()).toContain('"event":"stopped"');
+}
+
+function configFile(yaml: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), "gw-cli-")), "config.yaml");
+  writeFileSync(path, yaml);
+  return path;
+}
+
+const GOOD = `services:
+  - type: transcription
+    model: whisper-small
+    operations:
+      transcribe: ["/v1/audio/transcriptions"]
+    inference_url: "http://127.0.0.1:9"
+  - type: llm
+    model: chat-small
+    operations:
+      chat: ["/v1/chat/completions"]
+    provider: chat_completions
+    inference_url: "http://127.0.0.1:9"
+`;
+
+/** Lines that are not a JSON object with time, level and event: what a start must not print. */
+function nonJsonLines(output: string): string[] {
+  return output
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .filter((line) => {
+      try {
+        const parsed = JSON.parse(line) as { time?: unknown; level?: unknown; event?: unknown };
+        return typeof parsed.time !== "string" || typeof parsed.level !== "string" || typeof parsed.event !== "string";
+      } catch {
+        return true;
+      }
+    });
+}
+
+describe("inference-gateway: one-shot commands", () => {
+  it("--help prints the usage and exits 0", async () => {
+    const proc = cli(["--help"]);
+    expect(await proc.exited).toBe(0);
+    expect(proc.stdout()).toMatch(/^Usage:\n {2}inference-gateway \[--config FILE\] \[--port N\] \[--role gateway\|relay\]\n {2}inference-gateway check/);
+    expect(proc.stderr()).toBe("");
+  });
+
+  it("--version prints the package's version", async () => {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string };
+    const proc = cli(["--version"]);
+    expect(await proc.exited).toBe(0);
+    expect(proc.stdout()).toBe(`inference-gateway ${version}\n`);
+  });
+
+  it("an unknown flag: one line on stderr saying so, exit 2, nothing started", async () => {
+    const proc = cli(["--confg", "x.yaml"]);
+    expect(await proc.exited).toBe(2);
+    expect(proc.stdout()).toBe("");
+    expect(proc.stderr()).toBe("inference-gateway: unknown option --confg (inference-gateway --help lists the options)\n");
+  });
+
+  it("check on a valid file: exit 0, the services, the active plugins and the stores", async () => {
+    const path = configFile(GOOD);
+    const proc = cli(["check", "--config", path]);
+    expect(await proc.exited).toBe(0);
+    const out = proc.stdout();
+    expect(out).toContain(`${path} (--config): valid\n`);
+    expect(out).toContain("services (2):\n");
+    expect(out).toContain("  transcription  model whisper-small  operations transcribe  -> http://127.0.0.1:9\n");
+    expect(out).toContain("  llm  model chat-small  operations chat  provider chat_completions  -> http://127.0.0.1:9\n");
+    expect(out).toMatch(/\nplugins \(\d+\): .*\bsync-proxy\b.*\bllm-proxy\b/);
+    expect(out).toContain("stores: kv embedded memory (redis.addr is empty)");
+    expect(proc.stderr()).toBe("");
+  });
+
+  it("check on a file with several mistakes: exit 1 and every problem with its path", async () => {
+    const path = configFile(`server:
+  addr: "nowhere"
+services:
+  - type: transcription
+    operations:
+      transcribe: ["v1/no-slash"]
+    inference_url: "http://127.0.0.1:9"
+  - type: llm
+    max_file_size_mb: -1
+`);
+    const proc = cli(["check", "--config", path]);
+    expect(await proc.exited).toBe(1);
+    const err = proc.stderr();
+    expect(err).toMatch(new RegExp(`^\\[GW_CONFIG_INVALID\\] ${path.replaceAll(/[.*+?^${}()|[\]\\/]/g, "\\$&")} \\(--config\\): \\d+ problems\n`));
+    for (const key of ["server.addr:", "services[0].operations.transcribe[0]:", "services[1].max_file_size_mb:"]) {
+      expect(err).toMatch(new RegExp(`\n  ${key.replaceAll(/[.[\]]/g, "\\$&")} `));
+    }
+    expect(proc.stdout()).toBe("");
+  });
+
+  it("check on a file that does not exist: exit 1, naming the flag", async () => {
+    const proc = cli(["check", "--config", "/nonexistent/config.yaml"]);
+    expect(await proc.exited).toBe(1);
+    expect(proc.stderr()).toContain("[GW_CONFIG_NOT_FOUND] --config names /nonexistent/config.yaml, which does not exist");
+  });
+});
+
+describe("inference-gateway: serving", () => {
+  it("--config naming a file that does not exist: one line naming the flag, exit 1", async () => {
+    const proc = cli(["--config", "/nonexistent/config.yaml", "--port", String(await freePort())]);
+    expect(await proc.exited).toBe(1);
+    expect(proc.stderr()).toBe(
+      "[GW_CONFIG_NOT_FOUND] cannot start: --config names /nonexistent/config.yaml, which does not exist; give the path of your config file (relative to the working directory)\n",
+    );
+  });
+
+  it("--config and --port (before GATEWAY_ADDR): serves, and prints only JSON log lines, the AWS SDK's notice included", async () => {
+    const port = await freePort();
+    const elsewhere = await freePort();
+    // S3 (the suite's s3rver) loads the AWS SDK; Redis is the suite's too.
+    const path = configFile(`${GOOD}${storesYaml({ db: 13, bucket: TEST_BUCKET })}\n`);
+    const proc = cli(["--config", path, "--port", String(port)], { GATEWAY_ADDR: `127.0.0.1:${elsewhere}` });
+    await waitUntil(
+      async () => {
+        if (proc.child.exitCode !== null) throw new Error(`exited with ${proc.child.exitCode}:\n${proc.stdout()}${proc.stderr()}`);
+        return (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true;
+      },
+      30_000,
+      () => `not healthy on --port ${port}:\n${proc.stdout()}${proc.stderr()}`,
+    );
+    const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id)).toEqual(["whisper-small", "chat-small"]);
+    await stopped(proc);
+
+    const output = proc.stdout() + proc.stderr();
+    expect(nonJsonLines(output)).toEqual([]);
+    expect(output).toContain(`"event":"config_source","role":"gateway","path":${JSON.stringify(path)},"from":"--config"`);
+    expect(output).toContain('"event":"stopped"');
+    if (!onDeno && Number(process.versions.node.split(".")[0]) < 22) {
+      // The notice Node would print as 8 plain lines, as one line.
+      expect(output).toMatch(/"event":"process_warning","role":"gateway","name":"Warning","message":"NodeVersionSupportWarning: The AWS SDK for JavaScript \(v3\) versions published after/);
+    }
+  });
+
+  it("--role relay --port: a standalone relay whose /metrics listener takes the port", async () => {
+    const port = await freePort();
+    const path = configFile(`${GOOD}${storesYaml({ db: 13, bucket: TEST_BUCKET })}\nrelay:\n  embedded: false\n`);
+    const proc = cli(["--config", path, "--role", "relay", "--port", String(port)]);
+    await waitUntil(
+      async () => {
+        if (proc.child.exitCode !== null) throw new Error(`exited with ${proc.child.exitCode}:\n${proc.stdout()}${proc.stderr()}`);
+        return (await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined))?.ok === true;
+      },
+      30_000,
+      () => `relay /metrics not up on ${port}:\n${proc.stdout()}${proc.stderr()}`,
+    );
+    await stopped(proc);
+    expect(proc.stdout() + proc.stderr()).toContain('"event":"metrics_listening","role":"relay"');
+    expect(nonJsonLines(proc.stdout() + proc.stderr())).toEqual([]);
+  });
+});

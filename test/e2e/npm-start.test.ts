@@ -1,0 +1,70 @@
+/**
+ * `npm start` as people and supervisors run it (Node only: it is npm's script). With `dist/` up
+ * to date it compiles nothing; with `--silent` every line it prints is the gateway's JSON; and a
+ * SIGTERM to the npm process reaches the gateway (the script `exec`s node), which stops: no
+ * orphan left serving.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { onDeno, repoRoot, waitUntil } from "../support/gateway-process.ts";
+import { freePort } from "../support/servers.ts";
+
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+const built = ["dist/.tsbuildinfo", "dist/adapters/node/cli.js", "dist/core/gateway.js"].map((file) => join(repoRoot, file));
+
+const answers = (url: string) => fetch(url).then((r) => r.ok, () => false);
+
+describe.skipIf(onDeno)("npm start", () => {
+  it("compiles nothing when dist/ is up to date, prints only JSON lines with --silent, and stops with npm on SIGTERM", async () => {
+    for (const file of built) if (!existsSync(file)) throw new Error(`${file} is missing: run "npm run build" (npm test does it)`);
+    const before = built.map((file) => statSync(file).mtimeMs);
+    const port = await freePort();
+    const config = join(mkdtempSync(join(tmpdir(), "gw-npm-start-")), "config.yaml");
+    writeFileSync(config, `services:\n  - type: echo\n    model: echo\n    operations:\n      run: ["/v1/echo"]\n    inference_url: "http://127.0.0.1:9"\n`);
+    const { CONFIG_PATH: _c, GATEWAY_ADDR: _g, PORT: _p, ...env } = process.env;
+    const child = spawn(npm, ["start", "--silent", "--", "--config", config, "--port", String(port)], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    // "exit", not "close": an orphaned gateway would hold npm's pipes open.
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const url = `http://127.0.0.1:${port}/health`;
+    try {
+      await waitUntil(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
+          return await answers(url);
+        },
+        60_000,
+        () => `npm start: no /health on ${port}:\n${output}`,
+      );
+      // Up to date: the incremental build wrote no file.
+      const rewritten = built.filter((file, i) => statSync(file).mtimeMs !== before[i]);
+      expect(rewritten).toEqual([]);
+
+      // As a supervisor stops it: SIGTERM to npm only.
+      child.kill("SIGTERM");
+      const code = await exited;
+      // The gateway is gone with npm, not left behind serving.
+      await waitUntil(async () => !(await answers(url)), 10_000, () => `the gateway still answers ${url} after npm exited: an orphan`);
+      expect(code).toBe(0);
+      await waitUntil(() => output.includes('"event":"stopped"'), 10_000, () => `no stopped line:\n${output}`);
+      expect(output).toContain('"event":"stopped","role":"gateway","signal":"SIGTERM"');
+
+      const lines = output.split("\n").filter((line) => line.trim() !== "");
+      const notJson = lines.filter((line) => {
+        try {
+          return typeof (JSON.parse(line) as { event?: unknown }).event !== "string";
+        } catch {
+          return true;
+        }
+      });
+      expect(notJson).toEqual([]);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    }
+  }, 90_000);
+});
