@@ -3,7 +3,7 @@
  *
  * | chat completions                                  | Messages-style                                  |
  * |---------------------------------------------------|-------------------------------------------------|
- * | `messages[]` with `system` / `developer` roles    | `system` string (joined with blank lines) + `messages[]` |
+ * | `messages[]` with `system` / `developer` roles    | `system` string (joined with blank lines) + `messages[]`; text blocks when a part carries `cache_control` |
  * | a `system` string field (some clients send it)    | put first in `system`                           |
  * | `max_completion_tokens`, else `max_tokens`        | `max_tokens` (required there; default 4096)     |
  * | `stop` string or array                            | `stop_sequences[]`                              |
@@ -15,6 +15,7 @@
  * | `image_url` parts (data: URL or http URL)         | `image` blocks (base64 or url source)           |
  * | `temperature`, `top_p`, `top_k`, `stream`         | the same                                        |
  * | `user`                                            | `metadata.user_id`                              |
+ * | `cache_control` on a content part, a message, a tool | kept on the block / the message's last block / the tool |
  *
  * Everything else (`n`, penalties, `logprobs`, `response_format`, `seed`, `stream_options`,
  * chat-completions `metadata`, ...)
@@ -29,6 +30,43 @@ export const DEFAULT_MAX_TOKENS = 4096;
 const refuse = (message: string) => new Error(message);
 
 type Block = JsonObject;
+
+/**
+ * Prompt caching: a `cache_control` marker (`{"type":"ephemeral"}`, maybe with a `ttl`) is the
+ * Messages API's own field; it is kept as the client wrote it, on the block it came with, so a
+ * cached prefix stays cached through the gateway.
+ */
+function withMarker(block: Block, source: JsonObject): Block {
+  return isRecord(source.cache_control) ? { ...block, cache_control: source.cache_control } : block;
+}
+
+const hasMarker = (block: Block) => isRecord(block.cache_control);
+
+/** A marker on the message itself (as other gateways take it) goes on its last block. */
+function withMessageMarker(blocks: Block[], message: JsonObject): Block[] {
+  if (blocks.length === 0 || !isRecord(message.cache_control)) return blocks;
+  return [...blocks.slice(0, -1), withMarker(blocks[blocks.length - 1], message)];
+}
+
+/** A system/developer message as text blocks, markers kept (see `systemOf`). */
+function systemBlocks(message: JsonObject, where: string): Block[] {
+  const content = message.content;
+  const blocks = Array.isArray(content)
+    ? content.map((part) => (isRecord(part) ? withMarker({ type: "text", text: typeof part.text === "string" ? part.text : "" }, part) : { type: "text", text: "" }))
+    : [{ type: "text", text: textOf(content, where) }];
+  return withMessageMarker(blocks, message);
+}
+
+/**
+ * The `system` field: one string (each message's parts joined, messages joined with a blank
+ * line), or, when any part carries a cache marker, the text blocks themselves (a marker can
+ * only sit on a block; the Messages API refuses empty ones).
+ */
+function systemOf(messages: Block[][]): string | Block[] | undefined {
+  if (messages.length === 0) return undefined;
+  if (messages.some((blocks) => blocks.some(hasMarker))) return messages.flat().filter((b) => b.text !== "");
+  return messages.map((blocks) => blocks.map((b) => b.text).join("")).join("\n\n");
+}
 
 /** The text of a system/developer/tool message: a string, or its text parts joined. */
 function textOf(content: unknown, where: string): string {
@@ -58,8 +96,8 @@ function blocksOf(content: unknown, where: string): Block[] {
   if (!Array.isArray(content)) throw refuse(`${where}: content must be a string or an array of parts`);
   return content.map((part, i) => {
     if (!isRecord(part)) throw refuse(`${where}.content[${i}]: a part must be an object`);
-    if (part.type === "text") return { type: "text", text: typeof part.text === "string" ? part.text : "" };
-    if (part.type === "image_url") return imageBlock(part, `${where}.content[${i}]`);
+    if (part.type === "text") return withMarker({ type: "text", text: typeof part.text === "string" ? part.text : "" }, part);
+    if (part.type === "image_url") return withMarker(imageBlock(part, `${where}.content[${i}]`), part);
     return part;
   });
 }
@@ -85,28 +123,40 @@ function toolUseBlocks(toolCalls: unknown, where: string): Block[] {
   });
 }
 
-export function convertMessages(messages: unknown, systemField: unknown): { system: string | undefined; messages: JsonObject[] } {
+/** Content as blocks when the message carries a marker (a string has nowhere to hold it), else as it came. */
+function contentOf(message: JsonObject, where: string): string | Block[] {
+  if (typeof message.content === "string" && !isRecord(message.cache_control)) return message.content;
+  return withMessageMarker(blocksOf(message.content, where), message);
+}
+
+/** The marker of a tool message: on the message, else the last one on its parts. */
+function toolResultMarker(message: JsonObject): JsonObject {
+  if (isRecord(message.cache_control) || !Array.isArray(message.content)) return message;
+  return message.content.filter(isRecord).findLast((part) => isRecord(part.cache_control)) ?? message;
+}
+
+export function convertMessages(messages: unknown, systemField: unknown): { system: string | Block[] | undefined; messages: JsonObject[] } {
   if (!Array.isArray(messages)) throw refuse("messages must be an array");
-  const system: string[] = typeof systemField === "string" && systemField !== "" ? [systemField] : [];
+  const system: Block[][] = typeof systemField === "string" && systemField !== "" ? [[{ type: "text", text: systemField }]] : [];
   const out: JsonObject[] = [];
   messages.forEach((message, i) => {
     const where = `messages[${i}]`;
     if (!isRecord(message)) throw refuse(`${where} must be an object`);
     const role = message.role;
     if (role === "system" || role === "developer") {
-      system.push(textOf(message.content, where));
+      system.push(systemBlocks(message, where));
     } else if (role === "user") {
-      const content = typeof message.content === "string" ? message.content : blocksOf(message.content, where);
-      out.push({ role: "user", content });
+      out.push({ role: "user", content: contentOf(message, where) });
     } else if (role === "assistant") {
       const toolUses = toolUseBlocks(message.tool_calls, where);
-      if (toolUses.length === 0 && typeof message.content === "string") {
-        out.push({ role: "assistant", content: message.content });
+      const content = contentOf(message, where);
+      if (toolUses.length === 0 && typeof content === "string") {
+        out.push({ role: "assistant", content });
       } else {
-        out.push({ role: "assistant", content: [...blocksOf(message.content, where), ...toolUses] });
+        out.push({ role: "assistant", content: [...(typeof content === "string" ? blocksOf(content, where) : content), ...toolUses] });
       }
     } else if (role === "tool") {
-      const result: Block = { type: "tool_result", tool_use_id: String(message.tool_call_id ?? ""), content: textOf(message.content, where) };
+      const result = withMarker({ type: "tool_result", tool_use_id: String(message.tool_call_id ?? ""), content: textOf(message.content, where) }, toolResultMarker(message));
       // Results of one assistant turn go back together, in one user message.
       const previous = out[out.length - 1];
       const previousBlocks = previous?.role === "user" && Array.isArray(previous.content) ? (previous.content as unknown[]) : undefined;
@@ -116,7 +166,7 @@ export function convertMessages(messages: unknown, systemField: unknown): { syst
       throw refuse(`${where}: role "${String(role)}" has no Messages-style equivalent; use system, developer, user, assistant or tool`);
     }
   });
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, messages: out };
+  return { system: systemOf(system), messages: out };
 }
 
 export function convertTools(tools: unknown): unknown {
@@ -126,7 +176,8 @@ export function convertTools(tools: unknown): unknown {
     const fn = tool.function;
     const out: JsonObject = { name: fn.name, input_schema: isRecord(fn.parameters) ? fn.parameters : { type: "object", properties: {} } };
     if (typeof fn.description === "string") out.description = fn.description;
-    return out;
+    // In the chat format the marker sits on the tool object, next to `function`.
+    return withMarker(out, tool);
   });
 }
 

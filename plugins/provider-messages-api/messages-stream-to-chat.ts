@@ -25,17 +25,14 @@ import {
   type ChunkEnvelope,
   type OutEvent,
   type StreamEvent,
-  type TokenUsage,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
-import { finishReason } from "./messages-to-chat.ts";
-
-const count = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
+import { finishReason, messagesUsage, withCachedTokens } from "./messages-to-chat.ts";
 
 export class MessagesStreamTranslator {
   private envelope: ChunkEnvelope;
-  private prompt: number | undefined;
-  private completion: number | undefined;
+  /** The usage counts seen so far: `message_start` has them all, `message_delta` updates some. */
+  private usage: Record<string, unknown> = {};
   /** Content block index -> tool_calls index (tool calls are numbered from 0 in the chat format). */
   private readonly toolIndex = new Map<number, number>();
   private done = false;
@@ -84,10 +81,7 @@ export class MessagesStreamTranslator {
       id: typeof message.id === "string" ? message.id : this.envelope.id,
       model: typeof message.model === "string" ? message.model : "",
     };
-    if (isRecord(message.usage)) {
-      this.prompt = count(message.usage.input_tokens) ?? this.prompt;
-      this.completion = count(message.usage.output_tokens) ?? this.completion;
-    }
+    if (isRecord(message.usage)) this.addUsage(message.usage);
     return [chatChunk(this.envelope, { role: "assistant", content: "" })];
   }
 
@@ -122,21 +116,25 @@ export class MessagesStreamTranslator {
   }
 
   private messageDelta(data: Record<string, unknown>): OutEvent[] {
-    if (isRecord(data.usage)) {
-      this.prompt = count(data.usage.input_tokens) ?? this.prompt;
-      this.completion = count(data.usage.output_tokens) ?? this.completion;
-    }
+    if (isRecord(data.usage)) this.addUsage(data.usage);
     const delta = isRecord(data.delta) ? data.delta : {};
     const reason = finishReason(delta.stop_reason);
     return reason === null ? [] : [chatChunk(this.envelope, {}, reason)];
   }
 
+  /** Later counts replace earlier ones; a count an event leaves out (or sends as null) is kept. */
+  private addUsage(usage: Record<string, unknown>): void {
+    for (const [name, value] of Object.entries(usage)) if (typeof value === "number") this.usage[name] = value;
+  }
+
   private stop(): OutEvent[] {
     this.done = true;
     const out: OutEvent[] = [];
-    if (this.includeUsage() && this.prompt !== undefined && this.completion !== undefined) {
-      const usage: TokenUsage = { prompt_tokens: this.prompt, completion_tokens: this.completion };
-      out.push(usageChunk(this.envelope, usage));
+    const counted = messagesUsage(this.usage);
+    if (this.includeUsage() && counted) {
+      const chunk = usageChunk(this.envelope, counted.usage);
+      if (isRecord(chunk.data) && isRecord(chunk.data.usage)) chunk.data.usage = withCachedTokens(chunk.data.usage, counted.cachedTokens);
+      out.push(chunk);
     }
     out.push(DONE);
     return out;

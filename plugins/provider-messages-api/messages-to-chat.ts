@@ -9,7 +9,9 @@
  * | `stop_reason` max_tokens                        | length                                            |
  * | `stop_reason` tool_use                          | tool_calls                                        |
  * | `stop_reason` refusal                           | content_filter                                    |
- * | `usage.input_tokens` / `output_tokens`          | `usage.prompt_tokens` / `completion_tokens` (+ `total_tokens`) |
+ * | `usage.input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` | `usage.prompt_tokens` (what the prompt was, however it was billed) |
+ * | `usage.output_tokens`                           | `usage.completion_tokens` (+ `total_tokens`)     |
+ * | `usage.cache_read_input_tokens`                 | `usage.prompt_tokens_details.cached_tokens` (when either cache count is present) |
  * | `id`, `model`                                   | the same                                          |
  * | error body `{type:"error", error:{type, message}}` | `{error:{message, type}}`                      |
  *
@@ -24,6 +26,7 @@ import {
   type ChatToolCall,
   type FinishReason,
   type JsonObject,
+  type TokenUsage,
   type TranslatedResponse,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
@@ -53,6 +56,35 @@ export function toolCall(block: JsonObject): ChatToolCall {
   };
 }
 
+const isCount = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value) && value >= 0;
+
+/** A Messages-style `usage`, as the chat-completions format reports it. */
+export interface MessagesUsage {
+  usage: TokenUsage;
+  /** `cache_read_input_tokens`; undefined when the backend reported neither cache count. */
+  cachedTokens: number | undefined;
+}
+
+/**
+ * `input_tokens` there counts only the prompt after the last cache marker; the chat format's
+ * `prompt_tokens` is the whole prompt (cached tokens included, as OpenAI-style APIs count it),
+ * so the cache reads and writes are added back. Undefined when input or output is unknown.
+ */
+export function messagesUsage(raw: unknown): MessagesUsage | undefined {
+  if (!isRecord(raw)) return undefined;
+  const read = isCount(raw.cache_read_input_tokens) ? raw.cache_read_input_tokens : undefined;
+  const written = isCount(raw.cache_creation_input_tokens) ? raw.cache_creation_input_tokens : undefined;
+  const input = isCount(raw.input_tokens) ? raw.input_tokens + (read ?? 0) + (written ?? 0) : undefined;
+  const usage = usageFromCounts(input, raw.output_tokens);
+  if (!usage) return undefined;
+  return { usage, cachedTokens: read !== undefined || written !== undefined ? (read ?? 0) : undefined };
+}
+
+/** Adds `prompt_tokens_details.cached_tokens` to a chat-completions `usage` object that `withTotal` built. */
+export function withCachedTokens<T extends object>(usage: T, cachedTokens: number | undefined): T | (T & { prompt_tokens_details: { cached_tokens: number } }) {
+  return cachedTokens === undefined ? usage : { ...usage, prompt_tokens_details: { cached_tokens: cachedTokens } };
+}
+
 export function messagesToChatResponse(body: unknown, context: TranslatorContext): TranslatedResponse {
   if (!isRecord(body) || !Array.isArray(body.content)) {
     throw new Error("the backend answer is not a Messages-style message (no content array)");
@@ -60,22 +92,22 @@ export function messagesToChatResponse(body: unknown, context: TranslatorContext
   const blocks = body.content.filter(isRecord);
   const texts = blocks.filter((b) => b.type === "text").map((b) => (typeof b.text === "string" ? b.text : ""));
   const toolCalls = blocks.filter((b) => b.type === "tool_use").map(toolCall);
-  const usage = isRecord(body.usage) ? usageFromCounts(body.usage.input_tokens, body.usage.output_tokens) : undefined;
-  return {
-    body: chatCompletion({
-      id: typeof body.id === "string" ? body.id : `chatcmpl-${context.newId()}`,
-      createdMs: context.now(),
-      model: body.model,
-      message: {
-        role: "assistant",
-        content: texts.length === 0 && toolCalls.length > 0 ? null : texts.join(""),
-        ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
-      },
-      finishReason: finishReason(body.stop_reason),
-      usage,
-    }),
+  const counted = messagesUsage(body.usage);
+  const usage = counted?.usage;
+  const chat = chatCompletion({
+    id: typeof body.id === "string" ? body.id : `chatcmpl-${context.newId()}`,
+    createdMs: context.now(),
+    model: body.model,
+    message: {
+      role: "assistant",
+      content: texts.length === 0 && toolCalls.length > 0 ? null : texts.join(""),
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    },
+    finishReason: finishReason(body.stop_reason),
     usage,
-  };
+  });
+  if (counted && isRecord(chat.usage)) chat.usage = withCachedTokens(chat.usage, counted.cachedTokens);
+  return { body: chat, usage };
 }
 
 export function messagesToChatError(status: number, body: unknown): JsonObject {
