@@ -14,11 +14,14 @@ const isCount = (value: unknown): value is number => typeof value === "number" &
 
 /**
  * The top-level `usage {prompt_tokens, completion_tokens}` of a chat-completions body, or
- * `undefined` when it is absent or malformed (spec 4.6 "Usage requirement").
+ * `undefined` when it is absent or malformed (spec 4.6 "Usage requirement"). An embeddings
+ * answer reports `prompt_tokens` alone (it generates nothing): that counts as zero completion
+ * tokens, so embeddings are counted too; a `completion_tokens` that is there but not a count
+ * still makes the usage malformed.
  */
 export function usageOf(body: unknown): TokenUsage | undefined {
   if (!isRecord(body) || !isRecord(body.usage)) return undefined;
-  const { prompt_tokens, completion_tokens } = body.usage;
+  const { prompt_tokens, completion_tokens = 0 } = body.usage;
   if (!isCount(prompt_tokens) || !isCount(completion_tokens)) return undefined;
   return { prompt_tokens, completion_tokens };
 }
