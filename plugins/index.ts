@@ -9,6 +9,7 @@ import type { PluginDefinition } from "../core/plugins/types.ts";
 import asyncJobs from "./async-jobs/index.ts";
 import auditLog from "./audit-log/index.ts";
 import auth from "./auth/index.ts";
+import backendHealth from "./backend-health/index.ts";
 import docs from "./docs/index.ts";
 import gc from "./gc/index.ts";
 import idempotency from "./idempotency/index.ts";
@@ -33,6 +34,7 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   asyncJobs,
   auditLog,
   auth,
+  backendHealth,
   docs,
   gc,
   idempotency,

@@ -5,8 +5,11 @@
  *  2. on a network error or a 5xx the next is tried: the remaining weight > 0 backends by
  *     descending weight, then the weight = 0 (fallback-only) ones;
  *  3. a 2xx or 4xx ends the loop and is returned as is.
+ * With a `BackendHealth` (backend-health.ts) the statuses of step 2 are its failover list
+ * (429 among them by default) and backends sitting out are skipped.
  */
 import type { ServiceConfig } from "../config/schema.ts";
+import { SPEC_FAILOVER, type FailoverRoute } from "./backend-health.ts";
 
 export interface BackendTarget {
   /** Base address; the request path is appended. */
@@ -79,38 +82,41 @@ export function backendOrder(service: ServiceConfig, random: () => number = Math
 export type AttemptOutcome = { response: Response } | { error: Error };
 
 export interface FailoverResult {
-  /** The response to return: the first 2xx/4xx, else the last 5xx (undefined when every attempt failed at the network level). */
+  /** The response to return: the first that does not fail over, else the last failing one (undefined when every attempt failed at the network level). */
   response?: Response;
   target?: BackendTarget;
-  /** Network errors and 5xx statuses of the attempts that were passed over, in order. */
+  /** Network errors and failing statuses of the attempts that were passed over, in order. */
   failures: Array<{ target: BackendTarget; reason: string }>;
   /** The last network error when no backend answered at all. */
   error?: Error;
 }
 
-export function isRetryable(status: number): boolean {
-  return status >= 500;
-}
-
 /**
- * Tries `targets` in order with `attempt` until one answers 2xx-4xx. A passed-over 5xx
- * body is cancelled so its connection is released. Stops early when `signal` aborts; the
- * attempt that the abort cancelled is not a failure (nothing is logged as a failover).
+ * Tries `targets` (a service's whole backend list, in failover order) with `attempt` until
+ * one answers with a status that does not fail over. The route's health skips the backends
+ * sitting out and hears every outcome. A passed-over body is cancelled so its connection is
+ * released. Stops early when `signal` aborts; the attempt that the abort cancelled is not a
+ * failure (nothing is logged as a failover, nothing recorded).
  */
 export async function withFailover(
   targets: readonly BackendTarget[],
   attempt: (target: BackendTarget) => Promise<Response>,
   signal?: AbortSignal,
+  route: FailoverRoute = { health: SPEC_FAILOVER, serviceType: "" },
 ): Promise<FailoverResult> {
+  const { health, serviceType } = route;
+  const tried = health.available(serviceType, targets);
   const failures: FailoverResult["failures"] = [];
   let last: { response: Response; target: BackendTarget } | undefined;
   let error: Error | undefined;
-  for (const [index, target] of targets.entries()) {
+  for (const [index, target] of tried.entries()) {
     if (signal?.aborted) break;
-    const isLast = index === targets.length - 1;
+    const isLast = index === tried.length - 1;
     try {
       const response = await attempt(target);
-      if (!isRetryable(response.status) || isLast) {
+      const fails = health.failsOver(response.status);
+      health.record(serviceType, targets, target, fails ? { ok: false, status: response.status, retryAfter: response.headers.get("retry-after") } : { ok: true });
+      if (!fails || isLast) {
         if (last) await last.response.body?.cancel().catch(() => {});
         return { response, target, failures };
       }
@@ -121,6 +127,7 @@ export async function withFailover(
       error = caught instanceof Error ? caught : new Error(String(caught));
       // The client went away: the attempt was cancelled, the backend did not fail.
       if (signal?.aborted) break;
+      health.record(serviceType, targets, target, { ok: false });
       failures.push({ target, reason: error.message });
     }
   }

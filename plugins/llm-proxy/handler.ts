@@ -4,7 +4,7 @@
  *   1. cache lookup (non-streaming)            -> a hit answers with `X-Cache: HIT`
  *   2. backend list                            -> backendOrder, the provider's default address
  *   3. per backend: model rewrite, headers (`inference_headers` then `backends[].headers`),
- *      request translation, forward            -> failover on a network error or 5xx
+ *      request translation, forward            -> failover on a network error or a failover status
  *   4. response translation back to chat completions (streams: piped as they arrive)
  *   5. metrics and token tracking
  *   6. the response, with `X-Cache: MISS`
@@ -22,6 +22,7 @@ import { errorResponse, errors, GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
+import type { BackendHealth } from "../../core/proxy/backend-health.ts";
 import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
@@ -52,6 +53,8 @@ export interface LlmModeDeps {
   /** The response cache, when a plugin provides one (looked up per request: plugins may set up later). */
   cache(): ResponseCache | undefined;
   fetch: typeof fetch;
+  /** Which answers fail over, which backends sit out (the spec's rule without the backend-health plugin). */
+  health: BackendHealth;
   backendTimeoutMs: number;
   clock: Clock;
   newId(): string;
@@ -123,6 +126,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         return whole.response;
       },
       ctx.request.signal,
+      { health: deps.health, serviceType: ctx.service?.type ?? ctx.serviceType },
     );
     if (result.failures.length > 0) {
       deps.log.warn("llm_backend_failover", {
@@ -212,7 +216,9 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     let answer: Answer;
     try {
       if (backend.status < 200 || backend.status > 299) {
-        answer = await errorAnswer(backend, attempt.received, attempt.translator, MISS);
+        // A translated error body keeps the backend's Retry-After (a 429 every backend sent).
+        const retryAfter = backend.headers.get("retry-after");
+        answer = await errorAnswer(backend, attempt.received, attempt.translator, retryAfter === null ? MISS : { ...MISS, "retry-after": retryAfter });
       } else if (stream) {
         answer = streamAnswer(
           backend,

@@ -6,6 +6,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
 import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
 import { createLlmMode } from "./handler.ts";
 import { LlmMetrics } from "./metrics.ts";
@@ -13,8 +14,8 @@ import { LlmMetrics } from "./metrics.ts";
 export default definePlugin({
   name: "llm-proxy",
   dependsOn: ["sync-proxy", "providers"],
-  // Answers from the response cache when a service enables it.
-  optionalDependsOn: ["response-cache"],
+  // Answers from the response cache when a service enables it; skips backends sitting out.
+  optionalDependsOn: ["response-cache", "backend-health"],
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
     const { config } = api;
@@ -30,6 +31,7 @@ export default definePlugin({
         providers: api.use("providers"),
         cache: () => (api.has("responseCache") ? api.use("responseCache") : undefined),
         fetch: api.fetch,
+        health: api.has("backendHealth") ? api.use("backendHealth") : SPEC_FAILOVER,
         backendTimeoutMs: durationMs(config.server.backend_timeout),
         clock: api.clock,
         newId: () => api.ids.newId(),

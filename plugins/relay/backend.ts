@@ -15,7 +15,8 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
 import type { JobRecord } from "../../core/jobs/types.ts";
-import { parseRetryAfter, type TransientFailure } from "./retry-policy.ts";
+import { parseRetryAfter } from "../../core/proxy/retry-after.ts";
+import type { TransientFailure } from "./retry-policy.ts";
 
 export type BackendOutcome =
   /** `stored` is the result JSON text as it is saved (a JSON answer is kept byte for byte). */

@@ -41,12 +41,3 @@ export function retryDelay(policy: RetryPolicy, attempts: number, failure: Trans
   const backoff = retryDelayMs(attempts, policy.backoffMs, policy.maxBackoffMs);
   return Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), policy.maxBackoffMs);
 }
-
-/** Retry-After as ms from `nowMs`: delta-seconds or an HTTP date; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
-  if (value === null) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const date = Date.parse(text);
-  return Number.isFinite(date) ? Math.max(0, date - nowMs) : undefined;
-}

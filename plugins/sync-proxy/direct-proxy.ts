@@ -44,7 +44,7 @@ function jsonFor(body: Extract<SyncBody, { kind: "json" }>, target: BackendTarge
   return encoder.encode(JSON.stringify({ ...body.value, model: target.model }));
 }
 
-export type CallSettings = Omit<ForwardOptions, "clientSignal" | "model">;
+export type CallSettings = Omit<ForwardOptions, "clientSignal" | "model" | "serviceType">;
 
 export function directProxy(settings: CallSettings) {
   return async function proxyDirect(ctx: RequestContext, body: SyncBody): Promise<Response> {
@@ -81,7 +81,7 @@ export function directProxy(settings: CallSettings) {
     };
 
     try {
-      return await forward(targets, build, method, { ...settings, clientSignal: ctx.request.signal, model: service.model });
+      return await forward(targets, build, method, { ...settings, clientSignal: ctx.request.signal, model: service.model, serviceType: service.type });
     } finally {
       replay?.seal();
     }

@@ -1,11 +1,12 @@
 /**
- * Sends one request to a service's backends in failover order (core/proxy/backends.ts)
- * and streams the answer back chunk by chunk. When no backend answered, the caller gets
+ * Sends one request to a service's backends in failover order (core/proxy/backends.ts),
+ * skipping those sitting out (the backend-health plugin), and streams the answer back chunk by chunk. When no backend answered, the caller gets
  * an error body saying which backends failed and why: 504 when the last one timed out,
  * 502 otherwise. Nothing here waits for a whole response body.
  */
 import { errorResponse, errors } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
+import type { BackendHealth } from "../../core/proxy/backend-health.ts";
 import { withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
@@ -16,6 +17,10 @@ export interface ForwardOptions extends CallOptions {
   log: Logger;
   /** For log lines: the model alias the request resolved to. */
   model: string;
+  /** The resolved service's type, for the backend health metrics. */
+  serviceType: string;
+  /** Which answers fail over, which backends sit out (the spec's rule without the backend-health plugin). */
+  health: BackendHealth;
 }
 
 /** The backend request for one target: its address and init (body, headers) for that target. */
@@ -64,6 +69,7 @@ export async function forward(targets: readonly BackendTarget[], build: BuildAtt
       return callBackend(url, init, options);
     },
     options.clientSignal,
+    { health: options.health, serviceType: options.serviceType },
   );
   if (result.failures.length > 0) {
     options.log.warn("backend_failover", {

@@ -6,6 +6,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
 import { directProxy, type CallSettings } from "./direct-proxy.ts";
 import { modelListHandler } from "./model-list.ts";
 import { syncBodyLimit } from "./request-body.ts";
@@ -16,8 +17,8 @@ import { SyncModeList } from "./sync-modes.ts";
 
 export default definePlugin({
   name: "sync-proxy",
-  // Hides restricted models from /v1/models and its routes.
-  optionalDependsOn: ["visibility"],
+  // Hides restricted models from /v1/models and its routes; skips backends sitting out.
+  optionalDependsOn: ["visibility", "backend-health"],
   // Its catch-all route goes after every other plugin's routes (/jobs, /usage, /docs, ...), so
   // a configured wildcard path cannot shadow them: last among the plugins free to go.
   priority: -100,
@@ -25,7 +26,12 @@ export default definePlugin({
     const modes = new SyncModeList();
     api.provide("syncModes", modes);
 
-    const settings: CallSettings = { fetch: api.fetch, timeoutMs: durationMs(api.config.server.backend_timeout), log: api.log };
+    const settings: CallSettings = {
+      fetch: api.fetch,
+      timeoutMs: durationMs(api.config.server.backend_timeout),
+      log: api.log,
+      health: api.has("backendHealth") ? api.use("backendHealth") : SPEC_FAILOVER,
+    };
     // Visibility (when active) is set up before this plugin; resolution then considers only
     // the models the caller may see (automatic choice, error messages).
     const visibility = api.has("visibility") ? api.use("visibility") : undefined;

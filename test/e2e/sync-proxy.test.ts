@@ -35,6 +35,9 @@ function config(): string {
   return `
 server:
   max_body_mb: 1
+# These tests fail the same backends again and again to watch the failover order: no ejection.
+backend_health:
+  consecutive_failures: 0
 services:
   - type: echo
     model: echo-model

@@ -149,6 +149,21 @@ function usagePaths(input: DocInput): Paths {
   return paths;
 }
 
+function backendPaths(input: DocInput): Paths {
+  if (!input.served("get", "/-/backends")) return {};
+  return {
+    "/-/backends": {
+      get: {
+        operationId: "backend_health",
+        summary: "The health of each service's backends",
+        description: "Healthy, or ejected (sitting out a Retry-After or an ejection for failures in a row) until when. Admin endpoint: secure /-/* upstream.",
+        tags: ["Admin"],
+        responses: { "200": jsonResponse("BackendList", "One entry per configured backend of each service") },
+      },
+    },
+  };
+}
+
 export function gatewayPaths(input: DocInput): Paths {
-  return { ...corePaths(), ...modelListPath(input), ...usagePaths(input), ...docsPaths(input) };
+  return { ...corePaths(), ...modelListPath(input), ...usagePaths(input), ...backendPaths(input), ...docsPaths(input) };
 }

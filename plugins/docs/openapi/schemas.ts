@@ -143,6 +143,21 @@ export const componentSchemas: Record<string, TSchema> = {
     },
     { description: "Spec 2.5" },
   ),
+  BackendList: Type.Object(
+    {
+      backends: Type.Array(
+        Type.Object({
+          service_type: Type.String(),
+          model: Type.String({ description: "The service's model alias" }),
+          url: Type.String({ description: "The backend's address, without credentials or query" }),
+          state: StringEnum(["healthy", "ejected"]),
+          ejected_until: Type.String({ format: "date-time", nullable: true, description: "When an ejected backend is tried again; null when healthy" }),
+          consecutive_failures: Type.Integer({ minimum: 0, description: "Failures since the last success or ejection" }),
+        }),
+      ),
+    },
+    { description: "Each configured backend of each service, as the backend-health plugin sees it" },
+  ),
   UsageBucket: Type.Object({
     bucket: Type.String({ description: "YYYYMMDD (daily), YYYY-Www (weekly) or YYYYMM (monthly)" }),
     requests: Type.Integer({ minimum: 0 }),

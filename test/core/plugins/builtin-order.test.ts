@@ -185,6 +185,7 @@ const GATEWAY_LAYOUT: Layout = {
     "GET /usage",
     "GET /-/usage",
     "GET /-/usage/report",
+    "GET /-/backends",
     "GET /v1/models",
     "ALL /*", // the sync proxy's catch-all, after every other route
   ],

@@ -1,0 +1,46 @@
+/**
+ * The health of proxied backends, as the failover loop (backends.ts `withFailover`) consults
+ * it: which statuses move on to the next backend, which backends sit out, and what each
+ * attempt's outcome was. The `backend-health` plugin provides it as the `backendHealth`
+ * service; without that plugin the spec's rule applies (SPEC_FAILOVER: a 5xx or a network
+ * error fails over, every backend is always tried).
+ */
+import type { BackendTarget } from "./backends.ts";
+
+/** What one attempt at a backend produced, as far as its health goes. */
+export type AttemptResult =
+  | { ok: true }
+  /** A status in the failover list (its Retry-After header, if any), or a network error (no status). */
+  | { ok: false; status?: number; retryAfter?: string | null };
+
+export interface BackendHealth {
+  /** Whether a backend's answer with this status moves on to the next backend. */
+  failsOver(status: number): boolean;
+  /**
+   * The backends to try, in the given order, without those sitting out; when every one
+   * sits out, the one that comes back soonest (never none).
+   */
+  available(serviceType: string, targets: readonly BackendTarget[]): readonly BackendTarget[];
+  /** Records an attempt's outcome; `targets` is the service's whole backend list (for the ejection share). */
+  record(serviceType: string, targets: readonly BackendTarget[], target: BackendTarget, result: AttemptResult): void;
+}
+
+/** Spec 4.6 "Backend routing": a network error or a 5xx fails over; no backend ever sits out. */
+export const SPEC_FAILOVER: BackendHealth = {
+  failsOver: (status) => status >= 500,
+  available: (_serviceType, targets) => targets,
+  record: () => {},
+};
+
+/** Which health a failover loop consults, and the service type it reports under. */
+export interface FailoverRoute {
+  health: BackendHealth;
+  serviceType: string;
+}
+
+declare module "../plugins/types.ts" {
+  interface GatewayServices {
+    /** Provided by the `backend-health` plugin. */
+    backendHealth: BackendHealth;
+  }
+}

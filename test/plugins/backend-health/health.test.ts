@@ -1,0 +1,212 @@
+/**
+ * Backend health in-process: the LLM proxy and the sync direct proxy with fake backends that
+ * answer 429 with Retry-After or 503, on a clock the test drives. What a user sees: which
+ * backend answers, which gets traffic, /-/backends, the metrics.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../../../core/clock.ts";
+import { builtinPlugins } from "../../../plugins/index.ts";
+import { loadConfig } from "../../../plugins/config.ts";
+import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
+
+type Answer = { status: number; headers?: Record<string, string> };
+
+const runtimes: TestRuntime[] = [];
+afterEach(async () => {
+  for (const runtime of runtimes.splice(0)) await runtime.close();
+});
+
+const ok = () => new Response(JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }), { headers: { "content-type": "application/json" } });
+
+/** `a` is the only weighted backend and `b` the fallback, so the order is always a, b. */
+function services(health = "") {
+  return `
+${health}
+services:
+  - type: chat
+    model: llm
+    provider: chat_completions
+    operations: { chat: [/v1/chat/completions] }
+    backends:
+      - { url: "http://user:secret@a.test:8001/base?key=k", weight: 1 }
+      - { url: "http://b.test:8002", weight: 0 }
+  - type: embed
+    model: direct
+    operations: { embed: [/v1/embeddings] }
+    backends:
+      - { url: "http://user:secret@a.test:8001/base?key=k", weight: 1 }
+      - { url: "http://b.test:8002", weight: 0 }
+`;
+}
+
+async function setUp(health = "") {
+  const clock = new ManualClock();
+  const calls: string[] = [];
+  /** What each backend answers next (by host); unset = 200. */
+  const script: Record<string, Answer | undefined> = {};
+  const fakeFetch: typeof fetch = async (input) => {
+    const host = new URL(String(input)).hostname.split(".")[0];
+    calls.push(host);
+    const answer = script[host];
+    if (!answer) return ok();
+    return new Response(JSON.stringify({ error: { message: `${host} says ${answer.status}`, type: "overloaded" } }), {
+      status: answer.status,
+      headers: { "content-type": "application/json", ...answer.headers },
+    });
+  };
+  const started = await startTestRuntime(services(health), builtinPlugins, { fetch: fakeFetch, clock });
+  runtimes.push(started);
+  const chat = async () => {
+    const response = await started.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "llm", messages: [] }) });
+    return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.text() };
+  };
+  const embed = async () => {
+    const response = await started.request("/v1/embeddings", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "direct", input: "x" }) });
+    return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.text() };
+  };
+  const backends = async () => ((await (await started.request("/-/backends")).json()) as { backends: Array<Record<string, unknown>> }).backends;
+  const metric = async (line: string) => {
+    const text = await started.metrics.text();
+    const found = text.split("\n").find((l) => l.startsWith(line + " "));
+    return found === undefined ? undefined : Number(found.slice(line.length + 1));
+  };
+  return { clock, calls, script, chat, embed, backends, metric };
+}
+
+describe("backend health", () => {
+  it("a 429 with Retry-After fails over; the backend gets no traffic for its sit-out, then gets it back", async () => {
+    const { clock, calls, script, chat } = await setUp();
+    script.a = { status: 429, headers: { "retry-after": "10" } };
+    expect((await chat()).status).toBe(200);
+    expect(calls).toEqual(["a", "b"]);
+
+    calls.length = 0;
+    clock.advance(9_999);
+    expect((await chat()).status).toBe(200);
+    expect(calls).toEqual(["b"]);
+
+    calls.length = 0;
+    script.a = undefined;
+    clock.advance(1);
+    expect((await chat()).status).toBe(200);
+    expect(calls).toEqual(["a"]);
+  });
+
+  it("caps a Retry-After at retry_after_max", async () => {
+    const { clock, calls, script, chat } = await setUp("backend_health: { retry_after_max: 5s }");
+    script.a = { status: 429, headers: { "retry-after": "3600" } };
+    await chat();
+    script.a = undefined;
+    calls.length = 0;
+    clock.advance(4_999);
+    await chat();
+    expect(calls).toEqual(["b"]);
+    calls.length = 0;
+    clock.advance(1);
+    await chat();
+    expect(calls).toEqual(["a"]);
+  });
+
+  it("the sit-out is shared by the services using the backend, the direct proxy fails over on 429 too", async () => {
+    const { calls, script, chat, embed } = await setUp();
+    script.a = { status: 429, headers: { "retry-after": "10" } };
+    expect((await embed()).status).toBe(200);
+    expect(calls).toEqual(["a", "b"]);
+    calls.length = 0;
+    expect((await chat()).status).toBe(200);
+    expect(calls).toEqual(["b"]);
+  });
+
+  it("ejects after consecutive_failures 503s in a row, for ejection_time x n, with metrics and /-/backends", async () => {
+    const { clock, calls, script, chat, backends, metric } = await setUp();
+    script.a = { status: 503 };
+    for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
+    expect(calls).toEqual(["a", "b", "a", "b", "a", "b"]);
+    expect(await metric('svc_backend_ejections_total{service_type="chat",backend="a.test:8001"}')).toBe(1);
+    expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(1);
+    expect(await metric('svc_backend_ejected{service_type="embed",backend="a.test:8001"}')).toBe(1);
+    expect(await metric('svc_backend_ejected{service_type="chat",backend="b.test:8002"}')).toBe(0);
+    expect(await backends()).toEqual([
+      { service_type: "chat", model: "llm", url: "http://a.test:8001/base", state: "ejected", ejected_until: new Date(clock.now() + 30_000).toISOString(), consecutive_failures: 0 },
+      { service_type: "chat", model: "llm", url: "http://b.test:8002", state: "healthy", ejected_until: null, consecutive_failures: 0 },
+      // The same backend: its state is shared.
+      { service_type: "embed", model: "direct", url: "http://a.test:8001/base", state: "ejected", ejected_until: new Date(clock.now() + 30_000).toISOString(), consecutive_failures: 0 },
+      { service_type: "embed", model: "direct", url: "http://b.test:8002", state: "healthy", ejected_until: null, consecutive_failures: 0 },
+    ]);
+
+    calls.length = 0;
+    clock.advance(29_999);
+    await chat();
+    expect(calls).toEqual(["b"]);
+
+    // Back after 30s; three more failures eject it for 2 x 30s.
+    clock.advance(1);
+    calls.length = 0;
+    for (let i = 0; i < 3; i++) await chat();
+    expect(calls).toEqual(["a", "b", "a", "b", "a", "b"]);
+    expect(await metric('svc_backend_ejections_total{service_type="chat",backend="a.test:8001"}')).toBe(2);
+    expect((await backends())[0]).toMatchObject({ state: "ejected", ejected_until: new Date(clock.now() + 60_000).toISOString() });
+    expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(1);
+    clock.advance(60_000);
+    expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(0);
+  });
+
+  it("never ejects more than max_ejected_percent of a service's backends", async () => {
+    const { calls, script, chat, backends } = await setUp();
+    script.a = { status: 503 };
+    script.b = { status: 503 };
+    for (let i = 0; i < 6; i++) expect((await chat()).status).toBe(503);
+    const states = (await backends()).filter((b) => b.service_type === "chat").map((b) => b.state);
+    expect(states).toEqual(["ejected", "healthy"]);
+    calls.length = 0;
+    await chat();
+    expect(calls).toEqual(["b"]);
+  });
+
+  it("when every backend sits out, tries the one back soonest; the client gets its answer with Retry-After", async () => {
+    const { calls, script, chat } = await setUp();
+    script.a = { status: 429, headers: { "retry-after": "20" } };
+    script.b = { status: 429, headers: { "retry-after": "5" } };
+    const first = await chat();
+    expect(first.status).toBe(429);
+    expect(first.retryAfter).toBe("5");
+    expect(calls).toEqual(["a", "b"]);
+
+    calls.length = 0;
+    script.b = undefined;
+    expect((await chat()).status).toBe(200);
+    expect(calls).toEqual(["b"]);
+  });
+
+  it("a 4xx other than 429 never fails over", async () => {
+    const { calls, script, chat } = await setUp();
+    script.a = { status: 400 };
+    expect((await chat()).status).toBe(400);
+    expect(calls).toEqual(["a"]);
+  });
+
+  it("failover_statuses [500, 502, 503, 504] gives the spec's rule: a 429 is the client's answer", async () => {
+    const { calls, script, chat } = await setUp("backend_health: { failover_statuses: [500, 502, 503, 504] }");
+    script.a = { status: 429, headers: { "retry-after": "10" } };
+    const answer = await chat();
+    expect(answer.status).toBe(429);
+    expect(answer.retryAfter).toBe("10");
+    expect(calls).toEqual(["a"]);
+    calls.length = 0;
+    await chat();
+    expect(calls).toEqual(["a"]);
+  });
+
+  it("consecutive_failures 0 never ejects", async () => {
+    const { calls, script, chat } = await setUp("backend_health: { consecutive_failures: 0 }");
+    script.a = { status: 503 };
+    for (let i = 0; i < 5; i++) await chat();
+    expect(calls.filter((host) => host === "a")).toHaveLength(5);
+  });
+
+  it("refuses a failover status that is the client's error, saying what to list", () => {
+    expect(() => loadConfig(services("backend_health: { failover_statuses: [404, 503] }"), {})).toThrow(
+      /backend_health\.failover_statuses: 404 cannot fail over; list 429 or statuses 500-599/,
+    );
+  });
+});
