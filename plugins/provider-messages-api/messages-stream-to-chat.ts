@@ -13,8 +13,9 @@
  * | `error` {error:{type, message}}                    | `{"error":{message, type}}`                        |
  * | `ping`, `content_block_stop`, thinking deltas, unknown events | nothing                                 |
  *
- * A stream that ends without `message_stop` ends with an error event, so a client can tell a
- * cut-off answer from a complete one.
+ * `progress()` says whether `message_stop` (or an `error` event) arrived and the usage so far
+ * (`message_start` input tokens, `message_delta` output tokens); the gateway ends a stream
+ * without it with an error event, so a client can tell a cut-off answer from a complete one.
  */
 import {
   chatChunk,
@@ -25,6 +26,7 @@ import {
   type ChunkEnvelope,
   type OutEvent,
   type StreamEvent,
+  type StreamProgress,
   type TokenUsage,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
@@ -71,10 +73,12 @@ export class MessagesStreamTranslator {
     }
   }
 
-  end(): OutEvent[] {
-    if (this.done) return [];
-    this.done = true;
-    return [{ data: chatError("the backend stream ended before message_stop", "backend_error") }];
+  progress(): StreamProgress {
+    return { ended: this.done, usage: this.usage() };
+  }
+
+  private usage(): TokenUsage | undefined {
+    return this.prompt !== undefined && this.completion !== undefined ? { prompt_tokens: this.prompt, completion_tokens: this.completion } : undefined;
   }
 
   private start(data: Record<string, unknown>): OutEvent[] {
@@ -134,10 +138,8 @@ export class MessagesStreamTranslator {
   private stop(): OutEvent[] {
     this.done = true;
     const out: OutEvent[] = [];
-    if (this.includeUsage() && this.prompt !== undefined && this.completion !== undefined) {
-      const usage: TokenUsage = { prompt_tokens: this.prompt, completion_tokens: this.completion };
-      out.push(usageChunk(this.envelope, usage));
-    }
+    const usage = this.usage();
+    if (this.includeUsage() && usage) out.push(usageChunk(this.envelope, usage));
     out.push(DONE);
     return out;
   }
