@@ -9,6 +9,7 @@
  * - Streams are counted (`llm.count_streamed_tokens: true`) into token budgets, usage records
  *   and token metrics, on the memory store and on Redis; with the spec's default they are not.
  */
+import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { CHAT_USAGE, LOCAL_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
@@ -113,6 +114,18 @@ ${yaml()}${servicesYaml(backend, failing)}`);
       // The record is written before the client has the whole answer.
       expect(await usageTokens(gw, consumer["x-consumer"], type)).toEqual({ requests: 1, prompt: usage.prompt_tokens, completion: usage.completion_tokens });
       expect(await metric(gw, "svc_llm_tokens_total", { model })).toBe(tokensBefore + usage.prompt_tokens + usage.completion_tokens);
+      // The top-consumer gauge is rebuilt from these totals (llm:consumer_tokens, shared by replicas).
+      if (store === "redis") {
+        const redis = createClient({ url: inject("redisUrl"), database: 2 });
+        await redis.connect();
+        try {
+          const field = (type: string) => JSON.stringify([consumer["x-consumer"], "", type]);
+          await waitUntil(async () => (await redis.hGet("llm:consumer_tokens", field("completion"))) === String(usage.completion_tokens));
+          expect(await redis.hGet("llm:consumer_tokens", field("prompt"))).toBe(String(usage.prompt_tokens));
+        } finally {
+          await redis.quit();
+        }
+      }
       // The budget is 10 tokens a minute: the streamed answer used it up.
       const next = await post(gw, { model, messages: [user("over budget")] }, consumer);
       expect(next.status).toBe(429);
