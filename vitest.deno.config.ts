@@ -22,6 +22,7 @@ export const denoSubset = [
   "test/core/**/*.test.ts",
   "test/e2e/sync-proxy.test.ts",
   "test/e2e/llm-proxy.test.ts",
+  "test/e2e/llm-streams.test.ts",
   "test/e2e/async-jobs.test.ts",
   "test/e2e/http-layer.test.ts",
   "test/e2e/identity-headers.test.ts",

@@ -28,6 +28,7 @@ export type { OutEvent, StreamEvent } from "./events.ts";
 export type { TokenUsage } from "./usage.ts";
 export { usageOf, usageFromCounts } from "./usage.ts";
 export { isRecord, parseJson, type JsonObject } from "./json.ts";
+export { ChatStreamWatch } from "./chat-stream-watch.ts";
 export {
   chatChunk,
   chatCompletion,
@@ -50,6 +51,13 @@ export interface TranslatorContext {
   now(): number;
   /** A new unique id (UUID v4), for response ids a backend does not provide. */
   newId(): string;
+}
+
+/** See `Translator.streamProgress`. */
+export interface StreamProgress {
+  ended: boolean;
+  /** Unknown usage stays `undefined`, never zeros. */
+  usage: TokenUsage | undefined;
 }
 
 /** A backend answer in the chat-completions format, with the usage it reported. */
@@ -82,8 +90,19 @@ export interface Translator {
    * (`"[DONE]"`), else as JSON.
    */
   translateStreamEvent?(event: StreamEvent): OutEvent[];
-  /** The backend stream ended: any events still owed to the client (a final `[DONE]`). */
+  /** The backend stream ended as its protocol says: any events still owed to the client (a final `[DONE]`). */
   translateStreamEnd?(): OutEvent[];
+  /**
+   * One event of a stream passed on untranslated (no `translateStreamEvent`), shown so the
+   * provider can follow its end and usage for `streamProgress`.
+   */
+  observeStreamEvent?(event: StreamEvent): void;
+  /**
+   * What the stream said so far: whether the protocol's end arrived, and the usage it
+   * reported. With it, a stream that ends without its end gets an error event instead of a
+   * clean end, and streamed tokens can be counted; without it the gateway cannot tell.
+   */
+  streamProgress?(): StreamProgress;
   /**
    * A non-2xx backend body (parsed JSON, or the raw text when it is not JSON) to a
    * chat-completions error body `{"error":{"message","type"}}`. The status is kept.

@@ -1,33 +1,55 @@
 /**
- * A backend stream through a translator: bytes -> parsed events (once) -> translated events
- * -> SSE bytes, one backend chunk at a time so every chunk is flushed to the client as soon as
- * it is translated, and the backend is only read as fast as the client reads (backpressure).
+ * A backend stream to the client: through a translator (bytes -> parsed events (once) ->
+ * translated events -> SSE bytes) or passed on byte for byte, one backend chunk at a time so
+ * every chunk is flushed to the client as soon as it is ready, and the backend is only read as
+ * fast as the client reads (backpressure).
  *
- * Nothing here can crash the gateway: a translator that throws, or a backend that breaks off,
- * ends the client's stream with one clean error event in the chat-completions shape
- * (`data: {"error":{"message","type"}}`), which the usual clients surface as an API error.
+ * Every stream ends honestly. Nothing here can crash the gateway, and a stream that does not
+ * end as its protocol says (the provider's `streamProgress` tells), breaks off, or falls silent
+ * for longer than the idle limit, ends the client's stream with one error event in the
+ * chat-completions shape (`data: {"error":{"message","type"}}`, which the usual clients
+ * surface as an API error) instead of an end the client cannot tell from a complete answer.
+ * Whatever the end, `onEnd` hears once how the stream ended and the usage it reported.
  */
 import type { OutEvent, StreamEvent } from "./events.ts";
 import { NdjsonParser } from "./ndjson.ts";
 import type { Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
+import type { TokenUsage } from "./usage.ts";
+import { BackendTimeoutError } from "../proxy/backend-call.ts";
 
 interface EventParser {
   push(text: string): StreamEvent[];
   end(): StreamEvent[];
 }
 
+/** Why a stream did not end as its protocol says: no end event, silence, a broken connection. */
+export type IncompleteReason = "no_end" | "idle" | "reset";
+
+/** How a stream ended, told once (before the client's stream closes). */
+export interface StreamOutcome {
+  /** Set when the backend's stream was not complete. */
+  incomplete?: IncompleteReason;
+  /** The client went away first. */
+  cancelled?: boolean;
+  /** The usage the stream reported; undefined when it reported none (or the provider cannot tell). */
+  usage: TokenUsage | undefined;
+}
+
 export interface StreamTranslation {
   format: "sse" | "ndjson";
-  translator: Pick<Translator, "translateStreamEvent" | "translateStreamEnd">;
+  translator: Pick<Translator, "translateStreamEvent" | "translateStreamEnd" | "observeStreamEvent" | "streamProgress">;
   /** Told about a translator error or a broken backend stream (for the log). */
   onError(reason: string, error: unknown): void;
+  /** Silence after the first event that ends the stream (reason `idle`); 0 or absent = no limit. */
+  idleTimeoutMs?: number;
+  onEnd?(outcome: StreamOutcome): void;
 }
 
 /** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
 const READ_SIZE = 4096;
 
-interface ChunkReader {
+export interface ChunkReader {
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
   cancel(reason?: unknown): Promise<void>;
 }
@@ -68,101 +90,196 @@ export function errorEvent(message: string): OutEvent {
   return { data: { error: { message, type: "backend_error" } } };
 }
 
-export function translateStream(source: ReadableStream<Uint8Array>, options: StreamTranslation): ReadableStream<Uint8Array> {
+/** A backend stream whose first bytes have arrived (see `openStream`). */
+export interface OpenedStream {
+  reader: ChunkReader;
+  first: Uint8Array;
+}
+
+/**
+ * Waits for a backend stream's first bytes, within `timeoutMs` (0 = no limit). Throws when
+ * the stream breaks off, ends or stays silent before them: nothing has gone to the client
+ * yet, so the caller can try the next backend as for any failed call.
+ */
+export async function openStream(source: ReadableStream<Uint8Array>, timeoutMs: number): Promise<OpenedStream> {
   const reader = chunkReader(source);
+  const failed = (message: string) => {
+    void reader.cancel().catch(() => {});
+    return new Error(message);
+  };
+  for (;;) {
+    let chunk: ReadableStreamReadResult<Uint8Array> | "idle";
+    try {
+      chunk = await readWithin(reader, timeoutMs);
+    } catch (error) {
+      throw failed(`the backend stream broke off before its first event: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (chunk === "idle") {
+      void reader.cancel().catch(() => {});
+      throw new BackendTimeoutError(`no stream event within ${timeoutMs} ms of the response headers (server.backend_timeout)`);
+    }
+    if (chunk.done) throw failed("the backend stream ended before its first event");
+    if (chunk.value.byteLength > 0) return { reader, first: chunk.value };
+  }
+}
+
+/** The next chunk, or "idle" when none came within `ms` (0 = wait as long as it takes). */
+function readWithin(reader: ChunkReader, ms: number): Promise<ReadableStreamReadResult<Uint8Array> | "idle"> {
+  if (!(ms > 0)) return reader.read();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const idle = new Promise<"idle">((resolve) => {
+    timer = setTimeout(() => resolve("idle"), ms);
+  });
+  return Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
+}
+
+const opened = (source: ReadableStream<Uint8Array> | OpenedStream): OpenedStream | { reader: ChunkReader; first: undefined } =>
+  source instanceof ReadableStream ? { reader: chunkReader(source), first: undefined } : source;
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+const NO_END_MESSAGE = "the backend stream ended before the end of the answer: the answer is incomplete";
+
+/**
+ * Pipes a backend stream to the client: translated (`translate`), else byte for byte with the
+ * events parsed only when the provider watches them (`observeStreamEvent`).
+ */
+function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation, translate: boolean): ReadableStream<Uint8Array> {
+  let { reader, first } = opened(source);
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
-  const parser: EventParser = options.format === "ndjson" ? new NdjsonParser() : new SseParser();
   const { translator } = options;
+  const watches = translate || translator.observeStreamEvent !== undefined;
+  const parser: EventParser | undefined = watches ? (options.format === "ndjson" ? new NdjsonParser() : new SseParser()) : undefined;
+  const idleMs = options.idleTimeoutMs ?? 0;
   let finished = false;
+  // For passed bytes: the end of what was passed on, to tell at a break whether the stream
+  // stopped between events: the last chunk itself when it holds 4 bytes or more (kept, not
+  // copied: per chunk that is one assignment), else the last 4 bytes as text.
+  let last: Uint8Array | undefined;
+  let tail = "\n\n";
+  const tailText = () => (last ? String.fromCharCode(...last.subarray(last.byteLength - 4)) : tail);
+  const remember = (bytes: Uint8Array) => {
+    if (bytes.byteLength >= 4) {
+      last = bytes;
+    } else if (bytes.byteLength > 0) {
+      tail = (tailText() + String.fromCharCode(...bytes)).slice(-4);
+      last = undefined;
+    }
+  };
 
   const encode = (events: OutEvent[]) => encoder.encode(events.map(formatSse).join(""));
-
-  /** Ends the client's stream: what was translated so far, then one error event. */
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, translated: OutEvent[], reason: string, error: unknown) => {
-    options.onError(reason, error);
+  const progress = () => translator.streamProgress?.();
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>, outcome: Omit<StreamOutcome, "usage">) => {
     finished = true;
-    controller.enqueue(encode([...translated, errorEvent(`${reason}: ${error instanceof Error ? error.message : String(error)}`)]));
+    options.onEnd?.({ ...outcome, usage: progress()?.usage });
     controller.close();
-    void reader.cancel().catch(() => {});
   };
+
+  /** Ends the client's stream with one error event after what is already owed to it. */
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], reason: IncompleteReason | undefined, message: string, error?: unknown) => {
+    if (error !== undefined) options.onError(message, error);
+    const text = error !== undefined ? `${message}: ${describe(error)}` : message;
+    // Passed bytes may have stopped inside an event: a blank line first ends it.
+    const end = tailText();
+    const separator = translate || end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
+    controller.enqueue(encoder.encode(separator + [...owed, errorEvent(text)].map(formatSse).join("")));
+    void reader.cancel().catch(() => {});
+    endWith(controller, reason);
+  };
+  const endWith = (controller: ReadableStreamDefaultController<Uint8Array>, reason: IncompleteReason | undefined) =>
+    end(controller, reason ? { incomplete: reason } : {});
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       // Keep reading until this pull has something to send, so the client never waits on an
       // empty chunk, and never more than that, so a slow client slows the backend read.
       while (!finished) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch (error) {
-          return fail(controller, [], "the backend stream broke off", error);
+        let chunk: ReadableStreamReadResult<Uint8Array> | "idle";
+        if (first) {
+          chunk = { done: false, value: first };
+          first = undefined;
+        } else {
+          try {
+            chunk = await readWithin(reader, idleMs);
+          } catch (error) {
+            // A break after the protocol's end loses nothing.
+            if (progress()?.ended) return endWith(controller, undefined);
+            return fail(controller, [], "reset", "the backend stream broke off", error);
+          }
         }
-        const events = chunk.done ? [...parser.push(decoder.decode()), ...parser.end()] : parser.push(decoder.decode(chunk.value, { stream: true }));
+        if (chunk === "idle") {
+          options.onError("the backend stream fell silent", new Error(`no event for ${idleMs} ms (llm.stream_idle_timeout)`));
+          return fail(controller, [], "idle", `the backend stream fell silent for ${idleMs} ms (llm.stream_idle_timeout): the answer is incomplete`);
+        }
+        let events: StreamEvent[] = [];
+        if (parser) {
+          const text = chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
+          events = chunk.done ? [...parser.push(text), ...parser.end()] : parser.push(text);
+        }
         const out: OutEvent[] = [];
         try {
-          for (const event of events) out.push(...(translator.translateStreamEvent?.(event) ?? [{ data: event.data }]));
-          if (chunk.done) out.push(...(translator.translateStreamEnd?.() ?? []));
+          if (translate) {
+            for (const event of events) out.push(...(translator.translateStreamEvent?.(event) ?? [{ data: event.data }]));
+          } else {
+            for (const event of events) translator.observeStreamEvent?.(event);
+          }
         } catch (error) {
-          return fail(controller, out, "stream translation failed", error);
+          return fail(controller, out, undefined, "stream translation failed", error);
         }
-        if (out.length > 0) controller.enqueue(encode(out));
         if (chunk.done) {
-          finished = true;
-          controller.close();
+          const state = progress();
+          if (state && !state.ended) return fail(controller, out, "no_end", NO_END_MESSAGE);
+          if (translate) {
+            try {
+              out.push(...(translator.translateStreamEnd?.() ?? []));
+            } catch (error) {
+              return fail(controller, out, undefined, "stream translation failed", error);
+            }
+          }
+          if (out.length > 0) controller.enqueue(encode(out));
+          return endWith(controller, undefined);
+        }
+        if (!translate) {
+          const bytes = chunk.value;
+          remember(bytes);
+          if (bytes.byteLength > 0) {
+            controller.enqueue(bytes);
+            return;
+          }
+          continue;
+        }
+        if (out.length > 0) {
+          controller.enqueue(encode(out));
           return;
         }
-        if (out.length > 0) return;
       }
     },
     async cancel(reason) {
-      finished = true;
+      if (!finished) {
+        finished = true;
+        options.onEnd?.({ cancelled: true, usage: progress()?.usage });
+      }
       await reader.cancel(reason).catch(() => {});
     },
   });
 }
 
+/** A backend stream through its provider's translator (see the file comment). */
+export function translateStream(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation): ReadableStream<Uint8Array> {
+  return pipe(source, options, true);
+}
+
 /**
- * A backend's own event stream passed on byte for byte (no translation). If the backend breaks
- * off mid-stream, the client's stream still ends cleanly, with the same one error event a
- * translated stream gets (after a blank line when the break cut an event in two), instead of
- * an end the client cannot tell from a complete answer.
+ * A backend's own event stream passed on byte for byte (no translation), its events watched
+ * when the provider follows them (`observeStreamEvent`). If the backend breaks off mid-stream,
+ * the client's stream still ends cleanly, with the same one error event a translated stream
+ * gets (after a blank line when the break cut an event in two).
  */
-export function passStream(source: ReadableStream<Uint8Array>, onError: (reason: string, error: unknown) => void): ReadableStream<Uint8Array> {
-  const reader = chunkReader(source);
-  // The end of what was passed on, to tell at a break whether the stream stopped between
-  // events: the last chunk itself when it holds 4 bytes or more (kept, not copied: per chunk
-  // that is one assignment), else the last 4 bytes as text.
-  let last: Uint8Array | undefined;
-  let tail = "\n\n";
-  const tailText = () => (last ? String.fromCharCode(...last.subarray(last.byteLength - 4)) : tail);
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
-        onError("the backend stream broke off", error);
-        const end = tailText();
-        const separator = end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
-        const message = `the backend stream broke off: ${error instanceof Error ? error.message : String(error)}`;
-        controller.enqueue(new TextEncoder().encode(separator + formatSse(errorEvent(message))));
-        controller.close();
-        void reader.cancel().catch(() => {});
-        return;
-      }
-      if (chunk.done) return controller.close();
-      const bytes = chunk.value;
-      if (bytes.byteLength >= 4) {
-        last = bytes;
-      } else if (bytes.byteLength > 0) {
-        tail = (tailText() + String.fromCharCode(...bytes)).slice(-4);
-        last = undefined;
-      }
-      if (bytes.byteLength > 0) controller.enqueue(bytes);
-    },
-    async cancel(reason) {
-      await reader.cancel(reason).catch(() => {});
-    },
-  });
+export function passStream(
+  source: ReadableStream<Uint8Array> | OpenedStream,
+  onError: (reason: string, error: unknown) => void,
+  options: Partial<Omit<StreamTranslation, "onError">> = {},
+): ReadableStream<Uint8Array> {
+  return pipe(source, { format: "sse", translator: {}, ...options, onError }, false);
 }

@@ -44,15 +44,18 @@ export interface LlmUsageEvent {
   completion: number;
   /**
    * Whether token budgets count this response (spec 8.2). False when the request carried
-   * `Cache-Control: no-cache`; token metrics count it either way. Streaming responses,
-   * cache hits and responses without usage emit no event at all.
+   * `Cache-Control: no-cache`; token metrics count it either way. Streaming responses (unless
+   * `llm.count_streamed_tokens`), cache hits and responses without usage emit no event at all.
    */
   counted: boolean;
 }
 
 declare module "../plugins/types.ts" {
   interface GatewayEvents {
-    /** A non-streaming LLM response with usage was written (after the response, spec 8.2). */
+    /**
+     * An LLM response with usage was written (spec 8.2): a non-streaming one after the
+     * response, a stream (with `llm.count_streamed_tokens`) as it ends, before its last byte.
+     */
     "llm.usage": LlmUsageEvent;
   }
 }

@@ -3,8 +3,9 @@
  * from the `llm.usage` event, so a request is checked against what earlier requests used:
  * the one that crosses the budget passes, later ones in the window get 429. The model's
  * `token_limits` budget is checked before the service type's `rate_limits` one; both
- * must pass. The LLM proxy emits no event for streams, cache hits or usage-less answers,
- * and marks `Cache-Control: no-cache` requests `counted: false`.
+ * must pass. The LLM proxy emits no event for cache hits, usage-less answers or (unless
+ * `llm.count_streamed_tokens`) streams, and marks `Cache-Control: no-cache` requests
+ * `counted: false`.
  */
 import { formatDuration } from "../../core/config/duration.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";

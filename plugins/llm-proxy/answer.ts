@@ -6,7 +6,7 @@
 import type { CachedAnswer } from "../../core/llm/cache.ts";
 import { parseJson, type Bytes } from "../../core/llm/json.ts";
 import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts";
-import { passStream, translateStream } from "../../core/llm/stream.ts";
+import { passStream, translateStream, type OpenedStream, type StreamTranslation } from "../../core/llm/stream.ts";
 import { usageOf, type TokenUsage } from "../../core/llm/usage.ts";
 import { errors } from "../../core/errors.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
@@ -85,26 +85,47 @@ export async function completeAnswer(backend: Response, received: Bytes | undefi
 
 /**
  * A 2xx streamed answer, sent on as it arrives: the backend's own stream when the provider does
- * not translate streams, else the gateway's parse -> translate -> SSE pipe.
+ * not translate streams, else the gateway's parse -> translate -> SSE pipe. `opened` is the
+ * backend body with its first bytes already read (see handler.ts `forward`).
  */
 export function streamAnswer(
   backend: Response,
+  opened: OpenedStream | undefined,
   translator: Translator,
-  format: "sse" | "ndjson",
-  onError: (reason: string, error: unknown) => void,
+  options: Omit<StreamTranslation, "translator">,
   extra: Readonly<Record<string, string>> = {},
 ): Answer {
-  if (!translator.translateStreamEvent || !backend.body) {
-    // An event stream passed on as it is still ends with an error event if the backend breaks off.
-    const sse = format === "sse" && (backend.headers.get("content-type") ?? "").includes("text/event-stream");
-    const body = sse && backend.body ? passStream(backend.body, onError) : backend.body;
+  if (!translator.translateStreamEvent || !opened) {
+    // An event stream passed on as it is still ends with an error event if it breaks off,
+    // falls silent or (when the provider follows its events) ends without its end.
+    const sse = options.format === "sse" && (backend.headers.get("content-type") ?? "").includes("text/event-stream");
+    const body = sse && opened ? passStream(opened, options.onError, { ...options, translator }) : bodyOf(backend, opened);
     return { response: new Response(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
   }
-  const body = translateStream(backend.body, { format, translator, onError });
+  const body = translateStream(opened, { ...options, translator });
   return {
     response: new Response(body, {
       status: backend.status,
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extra },
     }),
   };
+}
+
+/** A body passed on untouched: its first bytes, already read, then the rest. */
+function bodyOf(backend: Response, opened: OpenedStream | undefined): ReadableStream<Uint8Array> | null {
+  if (!opened) return backend.body;
+  let first: Uint8Array | undefined = opened.first;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (first) {
+        controller.enqueue(first);
+        first = undefined;
+        return;
+      }
+      const chunk = await opened.reader.read();
+      if (chunk.done) controller.close();
+      else controller.enqueue(chunk.value);
+    },
+    cancel: (reason) => opened.reader.cancel(reason),
+  });
 }

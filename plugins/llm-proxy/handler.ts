@@ -15,7 +15,8 @@
 import type { CacheLookup, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import type { Bytes } from "../../core/llm/json.ts";
 import type { ProviderDefinition, ProviderRegistry, Translator, TranslatorContext } from "../../core/llm/provider.ts";
-import type { LlmUsageEvent } from "../../core/llm/usage.ts";
+import { openStream, type OpenedStream, type StreamOutcome } from "../../core/llm/stream.ts";
+import type { LlmUsageEvent, TokenUsage } from "../../core/llm/usage.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errorResponse, errors, GatewayError } from "../../core/errors.ts";
@@ -63,6 +64,10 @@ export interface LlmModeDeps {
   metrics: LlmMetrics;
   tokens: ConsumerTokens | undefined;
   emitUsage(event: LlmUsageEvent): void;
+  /** `llm.count_streamed_tokens`: count the usage a stream reports (the spec counts none). */
+  countStreamedTokens: boolean;
+  /** `llm.stream_idle_timeout` in ms; 0 = no limit. */
+  streamIdleTimeoutMs: number;
 }
 
 interface Attempt {
@@ -72,6 +77,8 @@ interface Attempt {
   body: Bytes;
   /** A non-streaming answer's body, read whole within the attempt (see `forward`). */
   received?: Bytes;
+  /** A 2xx stream with its first bytes read within the attempt (see `forward`). */
+  opened?: OpenedStream;
 }
 
 function unknownProvider(service: ServiceConfig, providers: ProviderRegistry): GatewayError {
@@ -117,10 +124,17 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         headers["content-type"] = "application/json";
         const init = { method: "POST", headers, body: attempt.body };
         const options = { fetch: deps.fetch, timeoutMs: deps.backendTimeoutMs, clientSignal: ctx.request.signal };
-        if (stream) return callBackend(attempt.url, init, options);
+        if (stream) {
+          const response = await callBackend(attempt.url, init, options);
+          // The client's status and headers wait for the stream's first bytes, so a stream that
+          // breaks off, ends or stalls before them is this attempt's failure and fails over like
+          // any failed call. From its first bytes on, a stream is the client's.
+          if (response.status >= 200 && response.status <= 299 && response.body) attempt.opened = await openStream(response.body, deps.backendTimeoutMs);
+          return response;
+        }
         // A non-streaming answer is read whole before anything goes to the client, so a backend
         // that breaks off or stalls mid-body is this attempt's failure and the next backend is
-        // tried (spec 4.6 "Backend routing", 7). A stream is the client's from its first byte.
+        // tried (spec 4.6 "Backend routing", 7).
         const whole = await callBackendWhole(attempt.url, init, options);
         attempt.received = whole.body;
         return whole.response;
@@ -141,8 +155,21 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   /** Step 5: metrics, consumer tokens and the `llm.usage` event for a complete answer. */
   function account(ctx: RequestContext, labels: LlmLabels, answer: Answer, status: number): void {
     deps.metrics.request(labels, status, seconds(ctx));
-    const usage = answer.usage;
-    if (!usage) return;
+    if (answer.usage) countTokens(ctx, labels, answer.usage);
+  }
+
+  /** A streamed answer ended: incomplete streams counted and logged, and (when on) its tokens. */
+  function streamEnded(ctx: RequestContext, labels: LlmLabels, backendUrl: string, outcome: StreamOutcome): void {
+    if (outcome.incomplete) {
+      deps.metrics.incomplete(labels, outcome.incomplete);
+      deps.log.warn("llm_stream_incomplete", { model: labels.model, backend: backendUrl, reason: outcome.incomplete });
+    }
+    if (!deps.countStreamedTokens) return;
+    if (outcome.usage) countTokens(ctx, labels, outcome.usage);
+    else deps.metrics.usageMissing(labels);
+  }
+
+  function countTokens(ctx: RequestContext, labels: LlmLabels, usage: TokenUsage): void {
     deps.metrics.usage(labels, usage);
     const consumer = ctx.principal.consumer ?? "";
     const userType = ctx.principal.userType ?? "";
@@ -220,11 +247,18 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         const retryAfter = backend.headers.get("retry-after");
         answer = await errorAnswer(backend, attempt.received, attempt.translator, retryAfter === null ? MISS : { ...MISS, "retry-after": retryAfter });
       } else if (stream) {
+        const backendUrl = attempt.target.url;
         answer = streamAnswer(
           backend,
+          attempt.opened,
           attempt.translator,
-          provider.streamFormat ?? "sse",
-          (reason, error) => deps.log.warn("llm_stream_failed", { model: service.model, reason, error }),
+          {
+            format: provider.streamFormat ?? "sse",
+            idleTimeoutMs: deps.streamIdleTimeoutMs,
+            onError: (reason, error) => deps.log.warn("llm_stream_failed", { model: service.model, backend: backendUrl, reason, error }),
+            // Before the client's stream closes, so the usage record of this request carries the tokens.
+            onEnd: (outcome) => streamEnded(ctx, labels, backendUrl, outcome),
+          },
           MISS,
         );
       } else {
@@ -235,7 +269,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       throw error;
     }
 
-    // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream); never its tokens.
+    // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream),
+    //    its tokens only with llm.count_streamed_tokens (see `streamEnded`).
     if (stream && backend.status >= 200 && backend.status <= 299) {
       ctx.defer(() => deps.metrics.request(labels, backend.status, seconds(ctx)));
     } else {

@@ -7,6 +7,7 @@
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
+import { llmSection } from "./config.ts";
 import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
 import { createLlmMode } from "./handler.ts";
 import { LlmMetrics } from "./metrics.ts";
@@ -16,6 +17,7 @@ export default definePlugin({
   dependsOn: ["sync-proxy", "providers"],
   // Answers from the response cache when a service enables it; skips backends sitting out.
   optionalDependsOn: ["response-cache", "backend-health"],
+  section: llmSection,
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
     const { config } = api;
@@ -39,6 +41,8 @@ export default definePlugin({
         metrics: new LlmMetrics(api.metrics),
         tokens,
         emitUsage: (event) => api.emit("llm.usage", event),
+        countStreamedTokens: config.llm.count_streamed_tokens,
+        streamIdleTimeoutMs: durationMs(config.llm.stream_idle_timeout),
       }),
     );
   },

@@ -24,6 +24,8 @@ export class LlmMetrics {
   private readonly duration;
   private readonly tokens;
   private readonly perRequest;
+  private readonly incompleteStreams;
+  private readonly usageMissingStreams;
 
   constructor(metrics: Metrics) {
     this.requests = metrics.counter({
@@ -39,14 +41,24 @@ export class LlmMetrics {
     });
     this.tokens = metrics.counter({
       name: "svc_llm_tokens_total",
-      help: "Tokens reported by LLM backends in non-streaming responses, by type (prompt or completion)",
+      help: "Tokens reported by LLM backends, by type (prompt or completion); streamed answers only with llm.count_streamed_tokens",
       labelNames: ["service_type", "model", "backend_model", "user_type", "type"],
     });
     this.perRequest = metrics.histogram({
       name: "svc_llm_tokens_per_request",
-      help: "Prompt + completion tokens of one non-streaming LLM response",
+      help: "Prompt + completion tokens of one LLM response (streamed ones only with llm.count_streamed_tokens)",
       labelNames: ["service_type", "model", "backend_model", "user_type"],
       buckets: TOKEN_BUCKETS,
+    });
+    this.incompleteStreams = metrics.counter({
+      name: "svc_llm_stream_incomplete_total",
+      help: "Backend streams that did not end as their protocol says: no_end (closed without its end), idle (llm.stream_idle_timeout), reset (broke off)",
+      labelNames: ["service_type", "model", "reason"],
+    });
+    this.usageMissingStreams = metrics.counter({
+      name: "svc_llm_stream_usage_missing_total",
+      help: "Streamed answers that reported no usage (counted only with llm.count_streamed_tokens)",
+      labelNames: ["service_type", "model"],
     });
   }
 
@@ -60,6 +72,14 @@ export class LlmMetrics {
     const { service_type, model, backend_model, provider, user_type } = labels;
     this.requestsFor({ service_type, model, backend_model, provider, user_type, status: String(status) }).inc();
     this.durationFor({ service_type, model, backend_model, provider, user_type }).observe(seconds);
+  }
+
+  incomplete(labels: LlmLabels, reason: "no_end" | "idle" | "reset"): void {
+    this.incompleteStreams.labels({ service_type: labels.service_type, model: labels.model, reason }).inc();
+  }
+
+  usageMissing(labels: LlmLabels): void {
+    this.usageMissingStreams.labels({ service_type: labels.service_type, model: labels.model }).inc();
   }
 
   usage(labels: LlmLabels, usage: TokenUsage): void {

@@ -4,7 +4,7 @@
  * client called and the answer (JSON or SSE) comes back byte for byte. The gateway still applies
  * its own steps (model rewrite, `stream_options.include_usage` on streams, headers).
  */
-import type { ProviderDefinition } from "../../core/llm/provider.ts";
+import { ChatStreamWatch, type ProviderDefinition } from "../../core/llm/provider.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 
 /** The hosted Chat Completions API; any compatible server is set with `inference_url`. */
@@ -13,8 +13,12 @@ export const CHAT_COMPLETIONS_DEFAULT_URL = "https://api.openai.com";
 export const chatCompletionsProvider: ProviderDefinition = {
   name: "chat_completions",
   defaultUrl: CHAT_COMPLETIONS_DEFAULT_URL,
-  // Every translator method is absent: the body already is in the client's format.
-  createTranslator: () => ({}),
+  // No translation: the body already is in the client's format. Streams are only watched, for
+  // their end (`[DONE]` or a `finish_reason`) and the usage of their last chunk.
+  createTranslator: () => {
+    const watch = new ChatStreamWatch();
+    return { observeStreamEvent: (event) => watch.event(event), streamProgress: () => watch.progress() };
+  },
 };
 
 export default definePlugin({

@@ -29,7 +29,7 @@ export const localChatProvider: ProviderDefinition = {
       },
       translateResponse: (body) => localToChatResponse(body, context),
       translateStreamEvent: (event) => stream.event(event),
-      translateStreamEnd: () => stream.end(),
+      streamProgress: () => stream.progress(),
       translateError: localToChatError,
     };
   },

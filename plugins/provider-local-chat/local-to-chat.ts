@@ -31,6 +31,8 @@ import {
   type JsonObject,
   type OutEvent,
   type StreamEvent,
+  type StreamProgress,
+  type TokenUsage,
   type TranslatedResponse,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
@@ -85,6 +87,7 @@ export class LocalStreamTranslator {
   private envelope: ChunkEnvelope | undefined;
   private toolCount = 0;
   private done = false;
+  private usage: TokenUsage | undefined;
 
   constructor(
     private readonly context: TranslatorContext,
@@ -115,15 +118,15 @@ export class LocalStreamTranslator {
       this.done = true;
       out.push(chatChunk(envelope, {}, finishReason(line.done_reason, this.toolCount > 0)));
       const usage = usageFromCounts(line.prompt_eval_count, line.eval_count);
+      this.usage = usage;
       if (usage && this.includeUsage()) out.push(usageChunk(envelope, usage));
       out.push(DONE);
     }
     return out;
   }
 
-  end(): OutEvent[] {
-    if (this.done) return [];
-    this.done = true;
-    return [{ data: chatError("the backend stream ended before its done line", "backend_error") }];
+  /** Whether the `done: true` line (or an error line) arrived, and its counts; the gateway ends a stream without it with an error event. */
+  progress(): StreamProgress {
+    return { ended: this.done, usage: this.usage };
   }
 }

@@ -34,7 +34,7 @@ export const messagesApiProvider: ProviderDefinition = {
       },
       translateResponse: (body) => messagesToChatResponse(body, context),
       translateStreamEvent: (event) => stream.event(event),
-      translateStreamEnd: () => stream.end(),
+      streamProgress: () => stream.progress(),
       translateError: messagesToChatError,
     };
   },

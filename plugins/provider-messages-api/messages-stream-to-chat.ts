@@ -13,8 +13,9 @@
  * | `error` {error:{type, message}}                    | `{"error":{message, type}}`                        |
  * | `ping`, `content_block_stop`, thinking deltas, unknown events | nothing                                 |
  *
- * A stream that ends without `message_stop` ends with an error event, so a client can tell a
- * cut-off answer from a complete one.
+ * `progress()` says whether `message_stop` (or an `error` event) arrived and the usage so far
+ * (`message_start` input tokens, `message_delta` output tokens); the gateway ends a stream
+ * without it with an error event, so a client can tell a cut-off answer from a complete one.
  */
 import {
   chatChunk,
@@ -25,6 +26,7 @@ import {
   type ChunkEnvelope,
   type OutEvent,
   type StreamEvent,
+  type StreamProgress,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
 import { finishReason, messagesUsage, withCachedTokens } from "./messages-to-chat.ts";
@@ -68,10 +70,9 @@ export class MessagesStreamTranslator {
     }
   }
 
-  end(): OutEvent[] {
-    if (this.done) return [];
-    this.done = true;
-    return [{ data: chatError("the backend stream ended before message_stop", "backend_error") }];
+  progress(): StreamProgress {
+    // The same sums as the usage chunk: cache reads and writes are prompt tokens.
+    return { ended: this.done, usage: messagesUsage(this.usage)?.usage };
   }
 
   private start(data: Record<string, unknown>): OutEvent[] {

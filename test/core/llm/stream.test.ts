@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { StreamEvent } from "../../../core/llm/events.ts";
-import { translateStream } from "../../../core/llm/stream.ts";
+import { openStream, passStream, translateStream, type StreamOutcome } from "../../../core/llm/stream.ts";
 
 const encoder = new TextEncoder();
 
@@ -104,6 +104,53 @@ describe("translateStream", () => {
     expect(await text(out)).toBe(
       'data: 1\n\ndata: {"error":{"message":"the backend stream broke off: socket hang up","type":"backend_error"}}\n\n',
     );
+  });
+});
+
+describe("how a stream ended", () => {
+  /** A provider that follows the end marker "END" and a usage event. */
+  function watching() {
+    const state = { ended: false, usage: undefined as { prompt_tokens: number; completion_tokens: number } | undefined };
+    return {
+      observeStreamEvent: (event: StreamEvent) => {
+        if (event.data === "END") state.ended = true;
+        if (event.data === "USAGE") state.usage = { prompt_tokens: 2, completion_tokens: 3 };
+      },
+      streamProgress: () => state,
+    };
+  }
+
+  it("ends a stream that closes without its end with one error event, told as no_end with the usage so far", async () => {
+    const outcomes: StreamOutcome[] = [];
+    const out = passStream(source(["data: USAGE\n\n", "data: 1"]), () => {}, { translator: watching(), onEnd: (o) => outcomes.push(o) });
+    expect(await text(out)).toBe(`data: USAGE\n\ndata: 1\n\ndata: {"error":{"message":"the backend stream ended before the end of the answer: the answer is incomplete","type":"backend_error"}}\n\n`);
+    expect(outcomes).toEqual([{ incomplete: "no_end", usage: { prompt_tokens: 2, completion_tokens: 3 } }]);
+  });
+
+  it("closes cleanly when the connection breaks after the protocol's end", async () => {
+    const outcomes: StreamOutcome[] = [];
+    const out = passStream(source(["data: 1\n\n", "data: END\n\n"], new Error("reset")), () => {}, { translator: watching(), onEnd: (o) => outcomes.push(o) });
+    expect(await text(out)).toBe("data: 1\n\ndata: END\n\n");
+    expect(outcomes).toEqual([{ usage: undefined }]);
+  });
+
+  it("tells reset when the connection breaks before the end", async () => {
+    const outcomes: StreamOutcome[] = [];
+    const out = translateStream(source(["data: 1\n\n"], new Error("reset")), {
+      format: "sse",
+      onError: () => {},
+      translator: { translateStreamEvent: (event) => [{ data: event.data }], streamProgress: () => ({ ended: false, usage: undefined }) },
+      onEnd: (o) => outcomes.push(o),
+    });
+    expect(await text(out)).toContain("the backend stream broke off: reset");
+    expect(outcomes).toEqual([{ incomplete: "reset", usage: undefined }]);
+  });
+
+  it("refuses to open a stream that ends or breaks off before its first bytes", async () => {
+    await expect(openStream(source([]), 0)).rejects.toThrow("the backend stream ended before its first event");
+    await expect(openStream(source([], new Error("reset")), 0)).rejects.toThrow("the backend stream broke off before its first event: reset");
+    const opened = await openStream(source(["", "data: 1\n\n"]), 0);
+    expect(new TextDecoder().decode(opened.first)).toBe("data: 1\n\n");
   });
 });
 

@@ -86,9 +86,11 @@ describe("local_chat response translation", () => {
     expect(chunks[4].usage).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
   });
 
-  it("ends a stream that stops before its done line with an error event", () => {
+  it("reports a stream as ended only at its done line, with that line's counts", () => {
     const t = translator();
     t.translateStreamEvent?.({ data: "{}", json: { model: "m", message: { content: "a" }, done: false } });
-    expect(t.translateStreamEnd?.()).toEqual([{ data: { error: { message: "the backend stream ended before its done line", type: "backend_error" } } }]);
+    expect(t.streamProgress?.()).toEqual({ ended: false, usage: undefined });
+    t.translateStreamEvent?.({ data: "{}", json: { model: "m", message: { content: "" }, done: true, prompt_eval_count: 5, eval_count: 2 } });
+    expect(t.streamProgress?.()).toEqual({ ended: true, usage: { prompt_tokens: 5, completion_tokens: 2 } });
   });
 });

@@ -185,10 +185,19 @@ describe("messages_api stream translation", () => {
     expect(run(t, stream).some((e) => typeof e.data === "object" && e.data !== null && "usage" in e.data)).toBe(false);
   });
 
-  it("reports an error event, and a stream cut before message_stop, as error events", () => {
-    const errored = run(translator(), sse("error", { error: { type: "overloaded_error", message: "Overloaded" } }));
-    expect(errored).toEqual([{ data: { error: { message: "Overloaded", type: "overloaded_error" } } }]);
-    const cut = run(translator(), stream.split("event: message_delta")[0]);
-    expect(cut[cut.length - 1]).toEqual({ data: { error: { message: "the backend stream ended before message_stop", type: "backend_error" } } });
+  it("reports an error event as an error event and the end of the stream", () => {
+    const t = translator();
+    expect(run(t, sse("error", { error: { type: "overloaded_error", message: "Overloaded" } }))).toEqual([{ data: { error: { message: "Overloaded", type: "overloaded_error" } } }]);
+    expect(t.streamProgress?.().ended).toBe(true);
+  });
+
+  it("reports a stream as ended only at message_stop, with the usage of message_start and message_delta", () => {
+    const cut = translator();
+    run(cut, stream.split("event: message_delta")[0]);
+    expect(cut.streamProgress?.().ended).toBe(false);
+    const whole = translator();
+    run(whole, stream);
+    expect(whole.streamProgress?.().ended).toBe(true);
+    expect(whole.streamProgress?.().usage).toEqual({ prompt_tokens: expect.any(Number), completion_tokens: 6 });
   });
 });

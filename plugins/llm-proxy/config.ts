@@ -1,0 +1,30 @@
+/**
+ * The `llm:` section: how the LLM proxy treats streamed answers. (Other LLM-proxy settings,
+ * such as in-flight coalescing, join this section.)
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { Duration, Section } from "../../core/config/schema-parts.ts";
+import type { ConfigSection } from "../../core/config/schema.ts";
+
+export const LlmSchema = Section(
+  {
+    count_streamed_tokens: Type.Boolean({
+      default: false,
+      description:
+        "Count the tokens a streamed answer reports (its final usage chunk, Messages usage events, local-runtime counts) in token budgets, usage records and token metrics; false = the spec's behaviour (streams count as requests only)",
+    }),
+    stream_idle_timeout: Duration("60s", "Silence from a backend stream after its first event that ends the client's stream with an error event; 0s = no limit"),
+  },
+  "LLM proxy",
+  "See [Streaming](llm-proxy.md#streaming).",
+);
+
+export type LlmConfig = Static<typeof LlmSchema>;
+
+declare module "../../core/config/schema.ts" {
+  interface ConfigSections {
+    llm: LlmConfig;
+  }
+}
+
+export const llmSection: ConfigSection<typeof LlmSchema> = { key: "llm", schema: LlmSchema };
