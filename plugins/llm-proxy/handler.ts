@@ -180,6 +180,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       const { answer } = lookup;
       return wholeBody(new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, "x-cache": "HIT" } }));
     }
+    // Identical requests may be waiting on this one (coalescing): whatever way it ends, let them go.
+    if (lookup.kind === "miss") ctx.defer(() => lookup.share(undefined));
 
     // 2. Backend list.
     const targets = backendOrder(service, deps.random, provider.defaultUrl);
@@ -236,7 +238,9 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       account(ctx, labels, answer, backend.status);
     }
 
-    // 7. Cache fill after the response is written: a finalizer runs once the body is sent.
+    // 7. Cache fill after the response is written: a finalizer runs once the body is sent. The
+    //    requests waiting on this one get the answer now.
+    if (lookup.kind === "miss") lookup.share(answer.stored);
     if (lookup.kind === "miss" && answer.stored) {
       const stored = answer.stored;
       ctx.defer(() => {

@@ -6,6 +6,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { llmSection } from "./config.ts";
 import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
 import { createLlmMode } from "./handler.ts";
 import { LlmMetrics } from "./metrics.ts";
@@ -15,6 +16,7 @@ export default definePlugin({
   dependsOn: ["sync-proxy", "providers"],
   // Answers from the response cache when a service enables it.
   optionalDependsOn: ["response-cache"],
+  section: llmSection,
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
     const { config } = api;
