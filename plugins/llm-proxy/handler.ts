@@ -28,6 +28,8 @@ import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { completeAnswer, errorAnswer, streamAnswer, type Answer } from "./answer.ts";
 import { BackendTimeoutError, backendUrl, callBackend, callBackendWhole } from "../../core/proxy/backend-call.ts";
 import type { ConsumerTokens } from "./consumer-tokens.ts";
+import type { FirstTokenTimes } from "./first-token.ts";
+import { genAiSpanAttributes, operationOf, type GenAiTokenUsage } from "./genai.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
 
@@ -58,6 +60,9 @@ export interface LlmModeDeps {
   random?: () => number;
   log: Logger;
   metrics: LlmMetrics;
+  firstToken: FirstTokenTimes;
+  /** `gen_ai.client.token.usage`, when OpenTelemetry metrics export is on. */
+  genAiTokens?: GenAiTokenUsage;
   tokens: ConsumerTokens | undefined;
   emitUsage(event: LlmUsageEvent): void;
 }
@@ -140,6 +145,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const usage = answer.usage;
     if (!usage) return;
     deps.metrics.usage(labels, usage);
+    deps.genAiTokens?.record({ operation: operationOf(ctx.url.pathname), provider: labels.provider, requestModel: labels.backend_model }, usage);
     const consumer = ctx.principal.consumer ?? "";
     const userType = ctx.principal.userType ?? "";
     if (deps.tokens && consumer !== "") deps.tokens.add(consumer, userType, usage);
@@ -183,6 +189,17 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     // Identical requests may be waiting on this one (coalescing): whatever way it ends, let them go.
     if (lookup.kind === "miss") ctx.defer(() => lookup.share(undefined));
 
+    // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
+    let answered: Answer | undefined;
+    ctx.vars.spanAttributes = () =>
+      genAiSpanAttributes({
+        operation: operationOf(ctx.url.pathname),
+        provider: service.provider,
+        requestModel: labels.backend_model,
+        answer: answered?.stored && answered.stored.status < 300 ? answered.stored.body : undefined,
+        usage: answered?.usage,
+      });
+
     // 2. Backend list.
     const targets = backendOrder(service, deps.random, provider.defaultUrl);
     if (targets.length === 0) {
@@ -223,6 +240,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
           (reason, error) => deps.log.warn("llm_stream_failed", { model: service.model, reason, error }),
           MISS,
         );
+        // Time to first token: observed when the first event goes to the client.
+        answer.response = deps.firstToken.observe(answer.response, labels, () => seconds(ctx));
       } else {
         answer = await completeAnswer(backend, attempt.received, attempt.translator, MISS);
       }
@@ -230,6 +249,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       deps.metrics.request(labels, error instanceof GatewayError ? error.status : 500, seconds(ctx));
       throw error;
     }
+
+    answered = answer;
 
     // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream); never its tokens.
     if (stream && backend.status >= 200 && backend.status <= 299) {
