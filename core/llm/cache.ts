@@ -27,8 +27,13 @@ export type CacheLookup =
   /** The cache does not apply to this request (streaming, `no-cache`, TTL 0, store error on the key). */
   | { kind: "bypass" }
   | { kind: "hit"; answer: CachedAnswer }
-  /** Not cached yet: `fill` stores the answer (it ignores non-2xx, never throws, gives up after its timeout). */
-  | { kind: "miss"; fill(answer: CachedAnswer): Promise<void> };
+  /**
+   * Not cached yet: `fill` stores the answer (it ignores non-2xx, never throws, gives up after its
+   * timeout; it shares the answer too). `share` hands the answer, as soon as it is known, to identical requests waiting on
+   * this one (in-flight coalescing); `undefined` when there is none (a failure): they then call
+   * the backend themselves. Call it once the outcome is known, also on failure; extra calls do nothing.
+   */
+  | { kind: "miss"; fill(answer: CachedAnswer): Promise<void>; share(answer: CachedAnswer | undefined): void };
 
 /** A lookup whose store read is under way; `result` judges it and counts it as a hit or miss. */
 export interface PendingLookup {

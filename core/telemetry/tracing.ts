@@ -6,7 +6,7 @@
  * request's trace. Only provided when tracing is on; users check `api.has("tracing")`.
  */
 
-export type SpanAttributes = Record<string, string | number | boolean>;
+export type SpanAttributes = Record<string, string | number | boolean | string[]>;
 
 /** The span `continueTrace` runs in, for what is only known at the end (an outcome). */
 export interface WorkSpan {
@@ -31,5 +31,15 @@ export interface Tracing {
 declare module "../plugins/types.ts" {
   interface GatewayServices {
     tracing: Tracing;
+  }
+}
+
+declare module "../pipeline/context.ts" {
+  interface RequestVars {
+    /**
+     * More attributes for the request's server span, computed only when the span ends (so only
+     * when the request is traced): the LLM proxy's GenAI attributes.
+     */
+    spanAttributes: () => SpanAttributes;
   }
 }

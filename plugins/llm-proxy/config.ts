@@ -1,6 +1,6 @@
 /**
- * The `llm:` section: how the LLM proxy treats streamed answers. (Other LLM-proxy settings,
- * such as in-flight coalescing, join this section.)
+ * The `llm:` section: how the LLM proxy treats its traffic. `coalesce` is read by the response
+ * cache (it lives where the cache key is), through the config, so no plugin imports another.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
@@ -14,9 +14,14 @@ export const LlmSchema = Section(
         "Count the tokens a streamed answer reports (its final usage chunk, Messages usage events, local-runtime counts) in token budgets, usage records and token metrics; false = the spec's behaviour (streams count as requests only)",
     }),
     stream_idle_timeout: Duration("60s", "Silence from a backend stream after its first event that ends the client's stream with an error event; 0s = no limit"),
+    coalesce: Type.Boolean({
+      default: true,
+      description:
+        "In-flight coalescing where the response cache is on: identical cacheable requests that arrive while the first is at the backend wait for its answer instead of calling the backend too",
+    }),
   },
   "LLM proxy",
-  "See [Streaming](llm-proxy.md#streaming).",
+  "See [Streaming](llm-proxy.md#streaming) for the stream settings and [Coalescing](llm-proxy.md#coalescing) for `coalesce`.",
 );
 
 export type LlmConfig = Static<typeof LlmSchema>;

@@ -30,6 +30,8 @@ import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { completeAnswer, errorAnswer, streamAnswer, type Answer } from "./answer.ts";
 import { BackendTimeoutError, backendUrl, callBackend, callBackendWhole } from "../../core/proxy/backend-call.ts";
 import type { ConsumerTokens } from "./consumer-tokens.ts";
+import type { FirstTokenTimes } from "./first-token.ts";
+import { genAiSpanAttributes, operationOf, type GenAiTokenUsage } from "./genai.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
 
@@ -62,6 +64,9 @@ export interface LlmModeDeps {
   random?: () => number;
   log: Logger;
   metrics: LlmMetrics;
+  firstToken: FirstTokenTimes;
+  /** `gen_ai.client.token.usage`, when OpenTelemetry metrics export is on. */
+  genAiTokens?: GenAiTokenUsage;
   tokens: ConsumerTokens | undefined;
   emitUsage(event: LlmUsageEvent): void;
   /** `llm.count_streamed_tokens`: count the usage a stream reports (the spec counts none). */
@@ -171,6 +176,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
 
   function countTokens(ctx: RequestContext, labels: LlmLabels, usage: TokenUsage): void {
     deps.metrics.usage(labels, usage);
+    deps.genAiTokens?.record({ operation: operationOf(ctx.url.pathname), provider: labels.provider, requestModel: labels.backend_model }, usage);
     const consumer = ctx.principal.consumer ?? "";
     const userType = ctx.principal.userType ?? "";
     if (deps.tokens && consumer !== "") deps.tokens.add(consumer, userType, usage);
@@ -211,6 +217,19 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       const { answer } = lookup;
       return wholeBody(new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, "x-cache": "HIT" } }));
     }
+    // Identical requests may be waiting on this one (coalescing): whatever way it ends, let them go.
+    if (lookup.kind === "miss") ctx.defer(() => lookup.share(undefined));
+
+    // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
+    let answered: Answer | undefined;
+    ctx.vars.spanAttributes = () =>
+      genAiSpanAttributes({
+        operation: operationOf(ctx.url.pathname),
+        provider: service.provider,
+        requestModel: labels.backend_model,
+        answer: answered?.stored && answered.stored.status < 300 ? answered.stored.body : undefined,
+        usage: answered?.usage,
+      });
 
     // 2. Backend list.
     const targets = backendOrder(service, deps.random, provider.defaultUrl);
@@ -261,6 +280,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
           },
           MISS,
         );
+        // Time to first token: observed when the first event goes to the client.
+        answer.response = deps.firstToken.observe(answer.response, labels, () => seconds(ctx));
       } else {
         answer = await completeAnswer(backend, attempt.received, attempt.translator, MISS);
       }
@@ -268,6 +289,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       deps.metrics.request(labels, error instanceof GatewayError ? error.status : 500, seconds(ctx));
       throw error;
     }
+
+    answered = answer;
 
     // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream),
     //    its tokens only with llm.count_streamed_tokens (see `streamEnded`).
@@ -277,7 +300,9 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       account(ctx, labels, answer, backend.status);
     }
 
-    // 7. Cache fill after the response is written: a finalizer runs once the body is sent.
+    // 7. Cache fill after the response is written: a finalizer runs once the body is sent. The
+    //    requests waiting on this one get the answer now.
+    if (lookup.kind === "miss") lookup.share(answer.stored);
     if (lookup.kind === "miss" && answer.stored) {
       const stored = answer.stored;
       ctx.defer(() => {

@@ -9,6 +9,8 @@ import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
 import { llmSection } from "./config.ts";
 import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
+import { FirstTokenTimes } from "./first-token.ts";
+import { GenAiTokenUsage } from "./genai.ts";
 import { createLlmMode } from "./handler.ts";
 import { LlmMetrics } from "./metrics.ts";
 
@@ -39,6 +41,9 @@ export default definePlugin({
         newId: () => api.ids.newId(),
         log: api.log,
         metrics: new LlmMetrics(api.metrics),
+        firstToken: new FirstTokenTimes(api.metrics),
+        // The GenAI metric only when it is exported (OpenTelemetry metrics mirror the Prometheus registry).
+        genAiTokens: config.opentelemetry.enabled && config.opentelemetry.metrics.enabled ? new GenAiTokenUsage(api.metrics) : undefined,
         tokens,
         emitUsage: (event) => api.emit("llm.usage", event),
         countStreamedTokens: config.llm.count_streamed_tokens,

@@ -17,8 +17,15 @@ type KeyValue = { key: string; value: { stringValue: string } };
 
 type Labels = Partial<Record<string, string | number>>;
 
+/**
+ * Prometheus names cannot hold dots: the GenAI semantic conventions' metrics and attributes are
+ * registered with underscores (`gen_ai_client_token_usage`, `gen_ai_token_type`) and get their
+ * dotted names back here (`gen_ai.client.token.usage`, `gen_ai.token.type`).
+ */
+const otelName = (name: string): string => (name.startsWith("gen_ai_") ? `gen_ai.${name.slice(7).replaceAll("_", ".")}` : name);
+
 const attributes = (labels: Labels): KeyValue[] =>
-  Object.entries(labels).flatMap(([key, value]) => (value === undefined ? [] : [{ key, value: { stringValue: String(value) } }]));
+  Object.entries(labels).flatMap(([key, value]) => (value === undefined ? [] : [{ key: otelName(key), value: { stringValue: String(value) } }]));
 
 const labelKey = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
 
@@ -68,7 +75,7 @@ function points(metric: PromMetric, times: Times) {
 export function otlpMetrics(metrics: readonly PromMetric[], resource: Record<string, string>, startedAtMs: number, nowMs: number): Record<string, unknown> {
   const times: Times = { startTimeUnixNano: `${startedAtMs}000000`, timeUnixNano: `${nowMs}000000` };
   const converted = metrics.flatMap((metric) => {
-    const base = { name: metric.name, description: metric.help };
+    const base = { name: otelName(metric.name), description: metric.help };
     if (metric.type === "counter") return [{ ...base, sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: points(metric, times) } }];
     if (metric.type === "gauge") return [{ ...base, gauge: { dataPoints: points(metric, times) } }];
     if (metric.type === "histogram") return [{ ...base, ...histogram(metric, times) }];

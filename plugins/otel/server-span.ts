@@ -3,7 +3,8 @@
  * The span is active while the request is handled, so backend calls made for it (client
  * spans, see client-span.ts) become its children. After the handler it takes what the
  * request resolved to: the route template (the configured sync path for proxied requests),
- * the service type, model, consumer and status. It ends when the response head is ready;
+ * the service type, model, consumer and status, and what the handler added (`spanAttributes`:
+ * the LLM proxy's GenAI attributes). It ends when the response head is ready;
  * a streamed body keeps flowing after it.
  */
 import type { Context, MiddlewareHandler } from "hono";
@@ -53,6 +54,8 @@ function finish(span: otel.Span, c: Context, url: URL, deps: ServerSpanDeps): vo
   if (ctx?.service?.model) attributes[ATTR.model] = ctx.service.model;
   if (ctx?.principal.consumer) attributes[ATTR.consumer] = ctx.principal.consumer;
   if (ctx?.principal.userType) attributes[ATTR.userType] = ctx.principal.userType;
+  const more = ctx?.vars.spanAttributes;
+  if (more) Object.assign(attributes, more());
   if (status >= 500) {
     attributes[ATTR.errorType] = String(status);
     span.setStatus({ code: otel.SpanStatusCode.ERROR });

@@ -7,15 +7,20 @@
  * `Cache-Control` contains `no-cache`. Only 2xx answers are stored. A store error is counted
  * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
  */
+import { durationMs } from "../../core/config/duration.ts";
 import type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import { labeledChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
 import { cacheServiceFields } from "./config.ts";
+import { InFlightAnswers } from "./coalesce.ts";
 import { decodeEntry, encodeEntry } from "./entry.ts";
 import { cacheKey } from "./key.ts";
 
 /** Spec 8.5: a fill that takes longer is abandoned (and counted as a set error). */
 export const FILL_TIMEOUT_MS = 5000;
+
+/** How long followers wait for a leader when `server.backend_timeout` is 0. */
+const FALLBACK_WAIT_MS = 300_000;
 
 function bypassed({ service, body, headers }: CacheRequest): boolean {
   return service.response_cache_ttl <= 0 || body.stream === true || /no-cache/i.test(headers.get("cache-control") ?? "");
@@ -42,6 +47,16 @@ function createCache(api: PluginApi): ResponseCache {
   // Label sets prepared once per model (see core/metric-labels.ts).
   const hitsFor = labeledChildren((labels) => hits.labels(labels));
   const missesFor = labeledChildren((labels) => misses.labels(labels));
+
+  const coalesced = api.metrics.counter({
+    name: "svc_cache_coalesced_total",
+    help: "LLM requests answered with the answer of an identical request already at the backend (in-flight coalescing)",
+    labelNames: labels,
+  });
+  const coalescedFor = labeledChildren((labels) => coalesced.labels(labels));
+  // The leader's whole backend call is bounded by the backend timeout; past it, followers go on their own.
+  const inFlight = api.config.llm.coalesce ? new InFlightAnswers(durationMs(api.config.server.backend_timeout) || FALLBACK_WAIT_MS) : undefined;
+  const noShare = () => {};
 
   const bypass: PendingLookup = { result: () => Promise.resolve({ kind: "bypass" }) };
 
@@ -86,10 +101,22 @@ function createCache(api: PluginApi): ResponseCache {
             failed("get", error);
           }
         }
+        const leader = inFlight?.follow(key);
+        if (leader) {
+          const answer = await leader;
+          if (answer) {
+            coalescedFor(metricLabels).inc();
+            return { kind: "hit", answer };
+          }
+          // The leader failed: this request calls the backend itself, as a plain miss.
+        }
         missesFor(metricLabels).inc();
+        const share = leader || !inFlight ? noShare : inFlight.lead(key);
         return {
           kind: "miss",
+          share,
           async fill(answer: CachedAnswer) {
+            share(answer);
             if (answer.status < 200 || answer.status > 299) return;
             try {
               await withTimeout(api.kv.set(key, encodeEntry(answer), service.response_cache_ttl * 1000), FILL_TIMEOUT_MS);
