@@ -7,11 +7,12 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // Vitest's default on 2 cores is one worker (cores - 1): the files run one after another.
-    // Measured on a 2-core machine under load from other work (issue 35): 1 worker 581 s,
-    // 2 workers 325 s, 3 workers 284 s, but with 2 or more the timing-sensitive files
-    // (two-replicas' exact rate counts, answer-complete's rounds) failed under the CPU
-    // contention (likely a Redis reply later than redis.command_timeout, 500ms, so the limit
-    // failed open). Kept at the default until those files are robust to it.
+    // Vitest's default on 2 cores is one worker (cores - 1), which runs the files one after
+    // another while most of them wait on gateway processes and sockets. On the 2-core CI
+    // machine, quiet: 1 worker 358 s, 2 workers 223 s, both green. Under heavy load from other
+    // work, 2 workers once failed two-replicas' exact rate counts and answer-complete's rounds
+    // (likely Redis replies later than redis.command_timeout, 500ms, failing the limit open):
+    // run the suite on a machine that is not busy with something else.
+    maxWorkers: 2,
   },
 });
