@@ -3,7 +3,7 @@
  * the temp dir (not under the project), the gateway installed as its dependency
  * (node_modules/inference-gateway -> this repo, as `npm install <path>` links it), importing
  * nothing but the public entry point "inference-gateway/plugin", with its own config
- * section, loaded through `plugins.load` by the real gateway process (Node, or Deno when the
+ * section and a per-service field, loaded through `plugins.load` by the real gateway process (Node, or Deno when the
  * suite runs on Deno).
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -21,9 +21,14 @@ export default definePlugin({
     key: "greeter",
     schema: Type.Object({ greeting: Type.String({ default: "hello" }) }, { additionalProperties: false }),
   },
+  // A field of its own on every services[] entry, validated with the rest of the file.
+  serviceFields: { schema: Type.Object({ greeter_title: Type.String({ default: "" }) }) },
   setup(api) {
     const greeting: string = api.section.greeting;
     api.routes.get("/greet", (c) => c.json({ greeting }));
+    api.routes.get("/greet/services", (c) =>
+      c.json(api.config.services.map((service) => ({ model: service.model, title: (service as unknown as { greeter_title: string }).greeter_title }))),
+    );
     api.routes.get("/greet/refused", () => {
       throw errors.forbidden("the greeter refuses; ask for /greet");
     });
@@ -48,11 +53,11 @@ function pluginPackage(files: Record<string, string>): string {
   return dir;
 }
 
-const config = (pluginPath: string, section = "") => `
+const config = (pluginPath: string, section = "", services = "services: []") => `
 plugins:
   load: [${JSON.stringify(pluginPath)}]
 ${section}
-services: []
+${services}
 `;
 
 describe("a plugin outside the repository, importing only inference-gateway/plugin", () => {
@@ -78,6 +83,24 @@ describe("a plugin outside the repository, importing only inference-gateway/plug
     running.push(gw);
     expect(await exitCode(gw)).toBe(1);
     expect(gw.output()).toContain("greeter.greting: unknown key");
+  });
+
+  it("adds a field to every service, with its default, and refuses a misspelt one with its path", async () => {
+    const dir = pluginPackage({ "package.json": '{"name":"greeter","type":"module"}\n', "greeter.ts": GREETER });
+    const services = `services:
+  - { type: asr, model: titled, greeter_title: Dr }
+  - { type: asr, model: plain }`;
+    const gw = await startGateway(config(join(dir, "greeter.ts"), "", services));
+    running.push(gw);
+    expect(await (await fetch(`${gw.url}/greet/services`)).json()).toEqual([
+      { model: "titled", title: "Dr" },
+      { model: "plain", title: "" },
+    ]);
+
+    const misspelt = await startGateway(config(join(dir, "greeter.ts"), "", "services:\n  - { type: asr, model: m, greeter_titel: Dr }"), { noWait: true });
+    running.push(misspelt);
+    expect(await exitCode(misspelt)).toBe(1);
+    expect(misspelt.output()).toContain('services[0].greeter_titel: unknown key; did you mean "greeter_title"?');
   });
 
   it.skipIf(onDeno)("on Node, a .ts plugin that would load as CommonJS is refused with what to change", async () => {
