@@ -27,26 +27,28 @@ export function tooLarge(limit: BodyLimit): Error {
 }
 
 /**
- * How much of an oversize body is still read (and dropped) after the 413, so the client can
- * finish sending and keep using its connection. Stopping mid-body instead leaves unread
- * bytes on the socket: the server then drops the connection and the client's next request
- * on it fails. Past this much the connection is given up.
+ * Reads and drops what is left of a refused body, at most `maxBytes`, then cancels it: a
+ * client still sending then gets the error answer instead of a reset connection (most HTTP
+ * clients, fetch included, do not read an answer while their upload is cut off). The
+ * connection is closed after that answer all the same (adapters: `Connection: close` when a
+ * body was not read to its end), so this is about the answer arriving, not about reuse.
  */
-const DISCARD_LIMIT = 16 * MIB;
-
-async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+export async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, maxBytes: number): Promise<void> {
   let discarded = 0;
   try {
-    while (discarded <= DISCARD_LIMIT) {
+    while (discarded <= maxBytes) {
       const { done, value } = await reader.read();
       if (done) return;
       discarded += value.byteLength;
     }
-    await reader.cancel();
   } catch {
-    // The client went away: nothing left to drain.
+    return; // the client went away: nothing left to drain
   }
+  await reader.cancel().catch(() => undefined);
 }
+
+/** How much of an oversize JSON body is still read and dropped after its 413. */
+const DISCARD_LIMIT = 16 * MIB;
 
 /** The whole stream, refusing it as soon as it passes the bound. */
 export async function readStreamCapped(stream: ReadableStream<Uint8Array>, limit: BodyLimit): Promise<Uint8Array> {
@@ -58,7 +60,7 @@ export async function readStreamCapped(stream: ReadableStream<Uint8Array>, limit
     if (done) break;
     total += value.byteLength;
     if (total > limit.maxBytes) {
-      void discardRest(reader);
+      void discardRest(reader, DISCARD_LIMIT);
       throw tooLarge(limit);
     }
     chunks.push(value);

@@ -9,6 +9,7 @@
  */
 import busboy from "busboy";
 import { errors } from "../../core/errors.ts";
+import { discardRest } from "../../core/request-body/read-bytes.ts";
 
 /** Fields are small (model, operation, callback_url); the file is the only big part. */
 const LIMITS = { fields: 32, fieldSize: 64 * 1024, fieldNameSize: 200, files: 8, parts: 64, headerPairs: 100 } as const;
@@ -81,26 +82,8 @@ function toWebStream(source: BusboyFileStream): { stream: ReadableStream<Uint8Ar
   };
 }
 
-/**
- * How much of a refused body is read and discarded so the client, still sending, gets the
- * error answer instead of a reset connection (most HTTP clients, fetch included, do not
- * read an answer while their upload is cut off). Beyond this the connection is dropped.
- */
+/** How much of a refused upload is still read and dropped after its error answer (see `discardRest`). */
 const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
-
-async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-  let drained = 0;
-  try {
-    while (drained <= DRAIN_MAX_BYTES) {
-      const chunk = await reader.read();
-      if (chunk.done) return;
-      drained += chunk.value.byteLength;
-    }
-  } catch {
-    return; // the client went away: nothing left to drain
-  }
-  await reader.cancel().catch(() => undefined);
-}
 
 /** A promise that settles only through `resolve`. */
 function signal(): { promise: Promise<void>; resolve: () => void } {
@@ -221,7 +204,7 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
     abortFile?.(failure.error);
     parser.destroy();
     await fileTask;
-    await drain(reader);
+    await discardRest(reader, DRAIN_MAX_BYTES);
     throw failure.error;
   }
   return { fields, hadFile };
