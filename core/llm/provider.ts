@@ -29,6 +29,7 @@ export type { TokenUsage } from "./usage.ts";
 export { usageOf, usageFromCounts } from "./usage.ts";
 export { isRecord, parseJson, type JsonObject } from "./json.ts";
 export { ChatStreamWatch } from "./chat-stream-watch.ts";
+export { messagesUsage, MessagesStreamWatch, type MessagesUsage } from "./messages.ts";
 export {
   chatChunk,
   chatCompletion,
@@ -119,6 +120,15 @@ export interface ProviderDefinition {
   readonly streamFormat?: "sse" | "ndjson";
   /** The backend path for a request the client sent to `clientPath` (default: the same path). */
   backendPath?(clientPath: string): string;
+  /**
+   * The backend speaks the Messages API itself. An inbound Messages request (`POST /v1/messages`,
+   * `/v1/messages/count_tokens`) then goes to it as it is (only the model rewritten, headers
+   * applied, to `backendPath` of the client's path) and its answer comes back as it is: the
+   * gateway reads the usage and follows the stream itself, and `createTranslator` is not used
+   * for it. Without it, such a request is translated to chat completions and then goes through
+   * this provider's translator like any other (count_tokens then answers 404).
+   */
+  readonly speaksMessages?: boolean;
   createTranslator(context: TranslatorContext): Translator;
 }
 
