@@ -50,6 +50,7 @@ describe("inbound Messages API through the official SDK", () => {
     gw = await startGateway(`
 server:
   backend_timeout: 5s
+  consumer_header: x-consumer
 llm:
   stream_idle_timeout: ${IDLE_MS}ms
 rate_limits:
@@ -146,9 +147,10 @@ services:
 
   it("answers the gateway's own errors in the Messages shape: unknown model 404, limits 429, a bad body 400", async () => {
     await expect(client.messages.create({ model: "no-such-model", max_tokens: 64, messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
-    // One request a minute: the second is refused.
-    await client.messages.create({ model: "claude-limited", max_tokens: 64, messages: [{ role: "user", content: "hi" }] });
-    await expect(client.messages.create({ model: "claude-limited", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }, { maxRetries: 0 })).rejects.toBeInstanceOf(
+    // One request a minute per consumer: the second is refused.
+    const consumer = { headers: { "x-consumer": "limited-one" }, maxRetries: 0 };
+    await client.messages.create({ model: "claude-limited", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }, consumer);
+    await expect(client.messages.create({ model: "claude-limited", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }, consumer)).rejects.toBeInstanceOf(
       Anthropic.RateLimitError,
     );
     const bad = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "claude-chat", max_tokens: 64 }) });
