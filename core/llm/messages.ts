@@ -9,6 +9,19 @@ import type { OutEvent, StreamEvent } from "./events.ts";
 import { isRecord, type JsonObject } from "./json.ts";
 import { usageFromCounts, type TokenUsage } from "./usage.ts";
 
+/** The inbound Messages routes: a service lists them among its operations. */
+export const MESSAGES_PATH = "/v1/messages";
+export const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
+
+export type MessagesRoute = "messages" | "count_tokens";
+
+/** Which inbound Messages route `path` is, if it is one (the LLM proxy, its error shape, the OpenAPI document). */
+export function messagesRoute(path: string): MessagesRoute | undefined {
+  if (path === MESSAGES_PATH) return "messages";
+  if (path === COUNT_TOKENS_PATH) return "count_tokens";
+  return undefined;
+}
+
 const isCount = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value) && value >= 0;
 
 /** A Messages `usage`, as the chat-completions format reports it. */

@@ -15,18 +15,10 @@ import { usageOf } from "../../core/llm/usage.ts";
 import { chatToMessagesError, chatToMessagesResponse } from "./chat-to-messages-answer.ts";
 import { ChatStreamToMessages } from "./chat-stream-to-messages.ts";
 
-export const MESSAGES_PATH = "/v1/messages";
-export const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 /** Where a translated Messages request goes for a provider: the chat-completions path it expects. */
 export const CHAT_PATH = "/v1/chat/completions";
 
-export type MessagesRoute = "messages" | "count_tokens";
-
-export function messagesRoute(path: string): MessagesRoute | undefined {
-  if (path === MESSAGES_PATH) return "messages";
-  if (path === COUNT_TOKENS_PATH) return "count_tokens";
-  return undefined;
-}
+export { messagesRoute, type MessagesRoute } from "../../core/llm/messages.ts";
 
 /** The stream's own end for a Messages client: an `error` event its SDKs raise. */
 export const messagesStreamError = (message: string): OutEvent => messagesErrorEvent(message);
