@@ -10,7 +10,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
-import { CHAT_USAGE, MESSAGES_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { CHAT_USAGE, MESSAGES_CACHE_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
 
 type Json = Record<string, unknown>;
 
@@ -33,6 +33,20 @@ function sseEvents(text: string): Array<{ event: string | undefined; data: Json 
     });
 }
 
+/** The sum of a Prometheus series' samples whose labels include `labels`; 0 when absent. */
+async function metric(gw: GatewayProcess, name: string, labels: Record<string, string>): Promise<number> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split("\n")) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const sample: Record<string, string> = {};
+    for (const pair of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) sample[pair[1]] = pair[2];
+    if (Object.entries(labels).every(([k, v]) => sample[k] === v)) total += Number(match[3]);
+  }
+  return total;
+}
+
 const textOf = (content: Anthropic.ContentBlock[]) => content.map((block) => (block.type === "text" ? block.text : "")).join("");
 
 const BACKENDS = [
@@ -42,11 +56,13 @@ const BACKENDS = [
 
 describe("inbound Messages API through the official SDK", () => {
   let backend: FakeBackend;
+  let failing: FakeBackend;
   let gw: GatewayProcess;
   let client: Anthropic;
 
   beforeAll(async () => {
-    backend = await startLlmBackend();
+    [backend, failing] = await Promise.all([startLlmBackend(), startLlmBackend()]);
+    failing.failWith(500);
     gw = await startGateway(`
 server:
   backend_timeout: 5s
@@ -59,6 +75,8 @@ rate_limits:
 services:
   - { type: chat, model: claude-native, provider: messages_api, inference_url: ${backend.url}, operations: { messages: [/v1/messages, /v1/messages/count_tokens] } }
   - { type: chat, model: claude-chat, provider: chat_completions, inference_url: ${backend.url}, operations: { messages: [/v1/messages, /v1/messages/count_tokens], chat: [/v1/chat/completions] } }
+  - { type: chat, model: claude-cached, provider: chat_completions, inference_url: ${backend.url}, response_cache_ttl: 60, operations: { messages: [/v1/messages] } }
+  - { type: chat, model: claude-failover, provider: messages_api, backends: [{ url: ${failing.url}, weight: 1 }, { url: ${backend.url}, weight: 0 }], operations: { messages: [/v1/messages] } }
   - { type: limited, model: claude-limited, provider: chat_completions, inference_url: ${backend.url}, operations: { messages: [/v1/messages] } }
 `);
     client = new Anthropic({ baseURL: gw.url, apiKey: "test-key" });
@@ -66,7 +84,7 @@ services:
 
   afterAll(async () => {
     await gw?.kill();
-    await backend?.stop();
+    await Promise.all([backend?.stop(), failing?.stop()]);
   });
 
   describe.each(BACKENDS)("to $kind", ({ model, answer, usage }) => {
@@ -137,6 +155,30 @@ services:
       const stream = client.messages.stream({ model, max_tokens: 64, messages: [{ role: "user", content: `[${fault}]` }] });
       await expect(stream.finalMessage()).rejects.toBeInstanceOf(Anthropic.APIError);
     });
+  });
+
+  it("counts a Messages answer's tokens as the outbound path does: cache reads and writes are prompt tokens", async () => {
+    const before = await metric(gw, "svc_llm_tokens_total", { model: "claude-native" });
+    const message = await client.messages.create({ model: "claude-native", max_tokens: 64, messages: [{ role: "user", content: "[cached]" }] });
+    expect(message.usage).toMatchObject(MESSAGES_CACHE_COUNTS);
+    const prompt = MESSAGES_USAGE.input_tokens + MESSAGES_CACHE_COUNTS.cache_read_input_tokens + MESSAGES_CACHE_COUNTS.cache_creation_input_tokens;
+    expect(await metric(gw, "svc_llm_tokens_total", { model: "claude-native" })).toBe(before + prompt + MESSAGES_USAGE.output_tokens);
+  });
+
+  it("answers a repeated message from the response cache", async () => {
+    const request = { model: "claude-cached", max_tokens: 64, messages: [{ role: "user" as const, content: `cache me ${Date.now()}` }] };
+    const first = await client.messages.create(request).withResponse();
+    const second = await client.messages.create(request).withResponse();
+    expect([first.response.headers.get("x-cache"), second.response.headers.get("x-cache")]).toEqual(["MISS", "HIT"]);
+    expect(second.data).toEqual(first.data);
+    expect(backend.received.filter((r) => JSON.stringify(r.body).includes(request.messages[0].content))).toHaveLength(1);
+  });
+
+  it("fails over to the next backend when one answers 5xx", async () => {
+    const calls = failing.received.length;
+    const message = await client.messages.create({ model: "claude-failover", max_tokens: 64, messages: [{ role: "user", content: "hi" }] });
+    expect(textOf(message.content)).toBe("Hello there");
+    expect(failing.received.length).toBe(calls + 1);
   });
 
   it("counts tokens where the backend speaks Messages, and answers 404 where it does not", async () => {
