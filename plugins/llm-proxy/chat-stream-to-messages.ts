@@ -101,7 +101,8 @@ export class ChatStreamToMessages {
 
   private finish(): OutEvent[] {
     this.finished = true;
-    const out = this.closeBlock();
+    // A stream with nothing before its end still opens its message.
+    const out = this.started ? this.closeBlock() : [this.start({})];
     const usage = this.usage ?? { output_tokens: 0 };
     out.push(named({ type: "message_delta", delta: { stop_reason: this.stop ?? "end_turn", stop_sequence: null }, usage }));
     out.push(named({ type: "message_stop" }));

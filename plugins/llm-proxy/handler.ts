@@ -241,12 +241,10 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (!provider) throw unknownProvider(service, deps.providers);
     const route = messagesRoute(ctx.url.pathname);
     const inbound: Inbound = { route, native: route !== undefined && provider.speaksMessages === true };
-    // The cache keys on what the client sent; everything after it on what the provider gets.
-    const body = providerBody(service, provider, clientBody, inbound);
-    const stream = body.value.stream === true;
+    const stream = clientBody.value.stream === true;
     const labels: LlmLabels = {
       service_type: service.type,
-      model: service.model || String(body.value.model ?? ""),
+      model: service.model || String(clientBody.value.model ?? ""),
       backend_model: "",
       provider: service.provider,
       user_type: ctx.principal.userType ?? "",
@@ -262,6 +260,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     }
     // Identical requests may be waiting on this one (coalescing): whatever way it ends, let them go.
     if (lookup.kind === "miss") ctx.defer(() => lookup.share(undefined));
+    // The cache keys on what the client sent; everything after it on what the provider gets.
+    const body = providerBody(service, provider, clientBody, inbound);
 
     // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
     let answered: Answer | undefined;

@@ -185,6 +185,8 @@ describe("chat-completions stream -> Messages events", () => {
     stream.event(chunk({ content: "hi" }, "length"));
     expect(names(stream.end())).toEqual(["content_block_stop", "message_delta", "message_stop"]);
     expect(new ChatStreamToMessages(id).end()).toEqual([]);
+    // An end with nothing before it still makes a whole message.
+    expect(names(new ChatStreamToMessages(id).event("[DONE]"))).toEqual(["message_start", "message_delta", "message_stop"]);
   });
 
   it("turns an error chunk into an error event", () => {
