@@ -25,5 +25,10 @@ export const messagesErrors: MiddlewareHandler = async function messagesErrors(c
   await next();
   // The status first: most answers are not errors, and those need no URL parse.
   if (c.res.status < 400 || !messagesRoute(new URL(c.req.url).pathname)) return;
-  c.res = await asMessagesError(c.res);
+  const converted = await asMessagesError(c.res);
+  if (converted === c.res) return;
+  // Cleared first: Hono copies the old response's headers onto a new one, and the old
+  // Content-Length would not fit the new body (`converted` already has the other headers).
+  c.res = undefined;
+  c.res = converted;
 };
