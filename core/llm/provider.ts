@@ -1,9 +1,10 @@
 /**
  * The public API of an LLM provider: the one module a provider plugin imports.
  *
- * A provider is a protocol the LLM proxy can speak to a backend. Clients always speak the
- * chat-completions format to the gateway; a provider's translator turns that into its
- * backend's protocol and the answer back. The proxy owns everything else (backend choice,
+ * A provider is a protocol the LLM proxy can speak to a backend. Clients speak the
+ * chat-completions format to the gateway (or the Messages API, which the gateway turns into
+ * chat completions first unless the provider `speaksMessages`); a provider's translator turns
+ * that into its backend's protocol and the answer back. The proxy owns everything else (backend choice,
  * failover, headers, timeouts, the cache, metrics, token accounting), so a provider is small:
  *
  *   import { definePlugin } from "../core/plugins/types.ts";

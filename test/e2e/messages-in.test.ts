@@ -178,11 +178,13 @@ services:
     expect(backend.received.filter((r) => JSON.stringify(r.body).includes(request.messages[0].content))).toHaveLength(1);
   });
 
-  it("fails over to the next backend when one answers 5xx", async () => {
+  it("fails over to the next backend when one answers 5xx, streamed or not", async () => {
     const calls = failing.received.length;
     const message = await client.messages.create({ model: "claude-failover", max_tokens: 64, messages: [{ role: "user", content: "hi" }] });
     expect(textOf(message.content)).toBe("Hello there");
-    expect(failing.received.length).toBe(calls + 1);
+    const streamed = await client.messages.stream({ model: "claude-failover", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }).finalMessage();
+    expect(textOf(streamed.content)).toBe("Hello there");
+    expect(failing.received.length).toBe(calls + 2);
   });
 
   it("counts tokens where the backend speaks Messages, and answers 404 where it does not", async () => {
