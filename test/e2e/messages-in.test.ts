@@ -77,6 +77,7 @@ services:
   - { type: chat, model: claude-native, provider: messages_api, inference_url: ${backend.url}, operations: { messages: [/v1/messages, /v1/messages/count_tokens] } }
   - { type: chat, model: claude-chat, provider: chat_completions, inference_url: ${backend.url}, operations: { messages: [/v1/messages, /v1/messages/count_tokens], chat: [/v1/chat/completions] } }
   - { type: chat, model: claude-local, provider: local_chat, inference_url: ${backend.url}, operations: { messages: [/v1/messages] } }
+  - { type: chat, model: claude-verbatim, provider: passthrough, inference_url: ${backend.url}, operations: { messages: [/v1/messages] } }
   - { type: chat, model: claude-cached, provider: chat_completions, inference_url: ${backend.url}, response_cache_ttl: 60, operations: { messages: [/v1/messages] } }
   - { type: chat, model: claude-failover, provider: messages_api, backends: [{ url: ${failing.url}, weight: 1 }, { url: ${backend.url}, weight: 0 }], operations: { messages: [/v1/messages] } }
   - { type: limited, model: claude-limited, provider: chat_completions, inference_url: ${backend.url}, operations: { messages: [/v1/messages] } }
@@ -185,6 +186,14 @@ services:
     const streamed = await client.messages.stream({ model: "claude-failover", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }).finalMessage();
     expect(textOf(streamed.content)).toBe("Hello there");
     expect(failing.received.length).toBe(calls + 2);
+  });
+
+  it("forwards a Messages request verbatim to a passthrough backend, streams included (no chat stream_options added)", async () => {
+    const streamed = await client.messages.stream({ model: "claude-verbatim", max_tokens: 64, messages: [{ role: "user", content: "verbatim stream" }] }).finalMessage();
+    expect(textOf(streamed.content)).toBe("Hello there");
+    const sent = backend.received.filter((r) => JSON.stringify(r.body).includes("verbatim stream"));
+    expect(sent.map((r) => r.path)).toEqual(["/v1/messages"]);
+    expect(sent[0].body).toEqual({ model: "claude-verbatim", max_tokens: 64, messages: [{ role: "user", content: "verbatim stream" }], stream: true });
   });
 
   it("counts tokens where the backend speaks Messages, and answers 404 where it does not", async () => {
