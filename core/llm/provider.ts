@@ -1,9 +1,10 @@
 /**
  * The public API of an LLM provider: the one module a provider plugin imports.
  *
- * A provider is a protocol the LLM proxy can speak to a backend. Clients always speak the
- * chat-completions format to the gateway; a provider's translator turns that into its
- * backend's protocol and the answer back. The proxy owns everything else (backend choice,
+ * A provider is a protocol the LLM proxy can speak to a backend. Clients speak the
+ * chat-completions format to the gateway (or the Messages API, which the gateway turns into
+ * chat completions first unless the provider `speaksMessages`); a provider's translator turns
+ * that into its backend's protocol and the answer back. The proxy owns everything else (backend choice,
  * failover, headers, timeouts, the cache, metrics, token accounting), so a provider is small:
  *
  *   import { definePlugin } from "../core/plugins/types.ts";
@@ -29,6 +30,7 @@ export type { TokenUsage } from "./usage.ts";
 export { usageOf, usageFromCounts } from "./usage.ts";
 export { isRecord, parseJson, type JsonObject } from "./json.ts";
 export { ChatStreamWatch } from "./chat-stream-watch.ts";
+export { messagesUsage, MessagesStreamWatch, type MessagesUsage } from "./messages.ts";
 export {
   chatChunk,
   chatCompletion,
@@ -119,6 +121,15 @@ export interface ProviderDefinition {
   readonly streamFormat?: "sse" | "ndjson";
   /** The backend path for a request the client sent to `clientPath` (default: the same path). */
   backendPath?(clientPath: string): string;
+  /**
+   * The backend speaks the Messages API itself. An inbound Messages request (`POST /v1/messages`,
+   * `/v1/messages/count_tokens`) then goes to it as it is (only the model rewritten, headers
+   * applied, to `backendPath` of the client's path) and its answer comes back as it is: the
+   * gateway reads the usage and follows the stream itself, and `createTranslator` is not used
+   * for it. Without it, such a request is translated to chat completions and then goes through
+   * this provider's translator like any other (count_tokens then answers 404).
+   */
+  readonly speaksMessages?: boolean;
   createTranslator(context: TranslatorContext): Translator;
 }
 

@@ -44,6 +44,8 @@ export interface StreamTranslation {
   /** Silence after the first event that ends the stream (reason `idle`); 0 or absent = no limit. */
   idleTimeoutMs?: number;
   onEnd?(outcome: StreamOutcome): void;
+  /** The error event the client's protocol raises (default: the chat-completions one, `errorEvent`). */
+  errorEvent?(message: string): OutEvent;
 }
 
 /** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
@@ -183,7 +185,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     // Passed bytes may have stopped inside an event: a blank line first ends it.
     const end = tailText();
     const separator = translate || end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
-    controller.enqueue(encoder.encode(separator + [...owed, errorEvent(text)].map(formatSse).join("")));
+    controller.enqueue(encoder.encode(separator + [...owed, (options.errorEvent ?? errorEvent)(text)].map(formatSse).join("")));
     void reader.cancel().catch(() => {});
     endWith(controller, reason);
   };

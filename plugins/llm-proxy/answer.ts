@@ -65,11 +65,18 @@ export async function errorAnswer(backend: Response, received: Bytes | undefined
  * A complete 2xx answer, read whole (its usage is needed before the response is written):
  * `received` is its body when the attempt already read it (see handler.ts `forward`).
  */
-export async function completeAnswer(backend: Response, received: Bytes | undefined, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
+export async function completeAnswer(
+  backend: Response,
+  received: Bytes | undefined,
+  translator: Translator,
+  extra: Readonly<Record<string, string>> = {},
+  readUsage: (body: unknown) => TokenUsage | undefined = usageOf,
+): Promise<Answer> {
   const bytes = received ?? (await readBody(backend));
   if (!translator.translateResponse) {
-    // Passed through byte for byte; usage counts only when the body has a top-level usage.
-    const usage = usageOf(parseJson(decoder.decode(bytes)));
+    // Passed through byte for byte; usage counts only when the body has a top-level usage
+    // (`readUsage`: the chat-completions one, or the Messages one for a native Messages answer).
+    const usage = readUsage(parseJson(decoder.decode(bytes)));
     return answer(backend.status, responseHeaders(backend.headers, extra), backend.headers.get("content-type") ?? "", bytes, usage);
   }
   const json = parseJson(decoder.decode(bytes));

@@ -25,7 +25,7 @@ export interface GenAiCall {
   provider: string;
   /** The model sent to the backend. */
   requestModel: string;
-  /** A complete answer's body as the client got it (chat-completions JSON); absent for streams. */
+  /** A complete answer's body as the client got it (chat-completions or Messages JSON); absent for streams. */
   answer?: Bytes;
   usage?: TokenUsage;
 }
@@ -47,7 +47,12 @@ export function genAiSpanAttributes(call: GenAiCall): SpanAttributes {
   const body = call.answer ? parseJson(decoder.decode(call.answer)) : undefined;
   if (isRecord(body)) {
     if (typeof body.model === "string" && body.model !== "") attributes[GENAI.responseModel] = body.model;
-    const reasons = Array.isArray(body.choices) ? body.choices.flatMap((choice) => (isRecord(choice) && typeof choice.finish_reason === "string" ? [choice.finish_reason] : [])) : [];
+    // A chat completion's choices, or a Messages answer's (inbound Messages API) one stop reason.
+    const reasons = Array.isArray(body.choices)
+      ? body.choices.flatMap((choice) => (isRecord(choice) && typeof choice.finish_reason === "string" ? [choice.finish_reason] : []))
+      : typeof body.stop_reason === "string"
+        ? [body.stop_reason]
+        : [];
     if (reasons.length > 0) attributes[GENAI.finishReasons] = reasons;
   }
   return attributes;

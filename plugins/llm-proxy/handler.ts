@@ -34,6 +34,14 @@ import type { FirstTokenTimes } from "./first-token.ts";
 import { genAiSpanAttributes, operationOf, type GenAiTokenUsage } from "./genai.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
+import { messagesToChatRequest } from "./messages-to-chat-request.ts";
+import { CHAT_PATH, messagesFromChat, messagesRoute, messagesStreamError, nativeMessages, nativeUsage, type MessagesRoute } from "./messages-inbound.ts";
+
+/** An inbound Messages request (messages-inbound.ts): which route, and whether the provider takes it as it is. */
+interface Inbound {
+  route: MessagesRoute | undefined;
+  native: boolean;
+}
 
 /**
  * Not forwarded: the runtime's fetch negotiates (and undoes) compression itself, and the body
@@ -103,13 +111,29 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   const seconds = (ctx: RequestContext) => (deps.clock.now() - ctx.startedAt) / 1000;
 
   /** Step 3: one prepared request per target, so a request the provider cannot express fails once, with 400, before anything is sent. */
-  function prepare(ctx: RequestContext, service: ServiceConfig, body: Extract<SyncBody, { kind: "json" }>, provider: ProviderDefinition, targets: readonly BackendTarget[], stream: boolean): Attempt[] {
-    const path = `${provider.backendPath?.(ctx.url.pathname) ?? ctx.url.pathname}${ctx.url.search}`;
+  function prepare(
+    ctx: RequestContext,
+    service: ServiceConfig,
+    body: Extract<SyncBody, { kind: "json" }>,
+    provider: ProviderDefinition,
+    targets: readonly BackendTarget[],
+    stream: boolean,
+    inbound: Inbound,
+  ): Attempt[] {
+    // A translated Messages request is a chat-completions request from here on.
+    const clientPath = inbound.route && !inbound.native ? CHAT_PATH : ctx.url.pathname;
+    const path = `${provider.backendPath?.(clientPath) ?? clientPath}${ctx.url.search}`;
     const context: TranslatorContext = { stream, now: () => deps.clock.now(), newId: deps.newId };
-    return targets.map((target) => {
+    const translatorFor = (): Translator => {
+      if (inbound.native) return nativeMessages();
       const translator = provider.createTranslator(context);
+      return inbound.route ? messagesFromChat(translator, context) : translator;
+    };
+    return targets.map((target) => {
+      const translator = translatorFor();
       try {
-        return { target, translator, url: backendUrl(target.url, path), body: backendBody(body, target, service.model, stream, translator) };
+        // A native Messages body gets the model rewrite alone (no chat `stream_options`).
+        return { target, translator, url: backendUrl(target.url, path), body: backendBody(body, target, service.model, stream && !inbound.native, translator) };
       } catch (error) {
         if (error instanceof UntranslatableRequest) {
           throw errors.badRequest(`the request cannot be sent to provider "${provider.name}": ${error.message}`);
@@ -195,15 +219,32 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     return deps.cache()?.begin({ service, body: body.value, headers: ctx.request.headers, pathAndQuery: `${ctx.url.pathname}${ctx.url.search}` });
   }
 
-  async function handle(ctx: RequestContext, body: SyncBody): Promise<Response> {
+  /** The body the provider gets: an inbound Messages request it does not speak becomes a chat-completions one. */
+  function providerBody(service: ServiceConfig, provider: ProviderDefinition, body: Extract<SyncBody, { kind: "json" }>, inbound: Inbound): Extract<SyncBody, { kind: "json" }> {
+    if (!inbound.route || inbound.native) return body;
+    if (inbound.route === "count_tokens") {
+      throw errors.notFound(`model "${service.model}" cannot count tokens: its provider "${provider.name}" does not speak the Messages API (only POST /v1/messages is translated)`);
+    }
+    try {
+      const value = messagesToChatRequest(body.value);
+      return { ...body, value, bytes: new TextEncoder().encode(JSON.stringify(value)) };
+    } catch (error) {
+      if (error instanceof UntranslatableRequest) throw errors.badRequest(error.message);
+      throw error;
+    }
+  }
+
+  async function handle(ctx: RequestContext, clientBody: SyncBody): Promise<Response> {
     const service = ctx.service;
-    if (!service || body.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
+    if (!service || clientBody.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
     const provider = deps.providers.get(service.provider);
     if (!provider) throw unknownProvider(service, deps.providers);
-    const stream = body.value.stream === true;
+    const route = messagesRoute(ctx.url.pathname);
+    const inbound: Inbound = { route, native: route !== undefined && provider.speaksMessages === true };
+    const stream = clientBody.value.stream === true;
     const labels: LlmLabels = {
       service_type: service.type,
-      model: service.model || String(body.value.model ?? ""),
+      model: service.model || String(clientBody.value.model ?? ""),
       backend_model: "",
       provider: service.provider,
       user_type: ctx.principal.userType ?? "",
@@ -211,7 +252,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
 
     // 1. Cache lookup (its store read started in `prepare`): the cache decides what bypasses it
     //    (streams, no-cache, TTL 0).
-    const pending = ctx.vars.llmCacheLookup ?? beginLookup(ctx, service, body);
+    const pending = ctx.vars.llmCacheLookup ?? beginLookup(ctx, service, clientBody);
     const lookup: CacheLookup = pending ? await pending.result() : { kind: "bypass" };
     if (lookup.kind === "hit") {
       const { answer } = lookup;
@@ -219,6 +260,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     }
     // Identical requests may be waiting on this one (coalescing): whatever way it ends, let them go.
     if (lookup.kind === "miss") ctx.defer(() => lookup.share(undefined));
+    // The cache keys on what the client sent; everything after it on what the provider gets.
+    const body = providerBody(service, provider, clientBody, inbound);
 
     // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
     let answered: Answer | undefined;
@@ -238,7 +281,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     }
 
     // 3. Per backend, with failover.
-    const attempts = prepare(ctx, service, body, provider, targets, stream);
+    const attempts = prepare(ctx, service, body, provider, targets, stream, inbound);
     const { result, attempt } = await forward(ctx, attempts, stream);
     if (!result.response || !attempt) {
       labels.backend_model = backendModelOf(attempts[attempts.length - 1], body.value, service.model);
@@ -277,13 +320,14 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
             onError: (reason, error) => deps.log.warn("llm_stream_failed", { model: service.model, backend: backendUrl, reason, error }),
             // Before the client's stream closes, so the usage record of this request carries the tokens.
             onEnd: (outcome) => streamEnded(ctx, labels, backendUrl, outcome),
+            errorEvent: inbound.route ? messagesStreamError : undefined,
           },
           MISS,
         );
         // Time to first token: observed when the first event goes to the client.
         answer.response = deps.firstToken.observe(answer.response, labels, () => seconds(ctx));
       } else {
-        answer = await completeAnswer(backend, attempt.received, attempt.translator, MISS);
+        answer = await completeAnswer(backend, attempt.received, attempt.translator, MISS, inbound.native ? nativeUsage : undefined);
       }
     } catch (error) {
       deps.metrics.request(labels, error instanceof GatewayError ? error.status : 500, seconds(ctx));

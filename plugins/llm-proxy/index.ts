@@ -13,6 +13,8 @@ import { FirstTokenTimes } from "./first-token.ts";
 import { GenAiTokenUsage } from "./genai.ts";
 import { createLlmMode } from "./handler.ts";
 import { LlmMetrics } from "./metrics.ts";
+import { messagesErrors } from "./messages-errors.ts";
+import { messagesRoute } from "./messages-inbound.ts";
 
 export default definePlugin({
   name: "llm-proxy",
@@ -30,6 +32,8 @@ export default definePlugin({
       api.task({ name: "llm-consumer-tokens-top", everyMs: TOP_REFRESH_MS, runAtStart: true, run: () => tracker.refresh() });
       tokens = tracker;
     }
+    // Only where a service takes inbound Messages requests: every other request skips the check.
+    if (config.services.some((service) => Object.values(service.operations).flat().some((path) => messagesRoute(path)))) api.middleware(messagesErrors);
     api.use("syncModes").register(
       createLlmMode({
         providers: api.use("providers"),

@@ -2,7 +2,8 @@
  * `provider: messages_api`: backends that speak a Messages-style API. Clients keep speaking
  * chat completions; requests, responses, errors and streams are translated both ways (the
  * tables are in the files named by the protocol pair). Whatever path the client called, the
- * request goes to the backend's Messages endpoint, `/v1/messages`.
+ * request goes to the backend's Messages endpoint, `/v1/messages`. Clients that speak Messages
+ * themselves (`POST /v1/messages`) are forwarded untranslated (`speaksMessages`).
  *
  * Such APIs want a version header and an API key header; they are plain `inference_headers`
  * (or `backends[].headers`) in the service entry, so nothing here names them.
@@ -17,12 +18,16 @@ import { MessagesStreamTranslator } from "./messages-stream-to-chat.ts";
 /** The hosted Messages API; set `inference_url` for any other. */
 export const MESSAGES_API_DEFAULT_URL = "https://api.anthropic.com";
 export const MESSAGES_PATH = "/v1/messages";
+const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 
 export const messagesApiProvider: ProviderDefinition = {
   name: "messages_api",
   defaultUrl: MESSAGES_API_DEFAULT_URL,
   streamFormat: "sse",
-  backendPath: () => MESSAGES_PATH,
+  // Token counting is the one other endpoint a Messages client calls (inbound, untranslated).
+  backendPath: (clientPath) => (clientPath === COUNT_TOKENS_PATH ? COUNT_TOKENS_PATH : MESSAGES_PATH),
+  // Inbound Messages requests go as they are (the LLM proxy follows their answers itself).
+  speaksMessages: true,
   createTranslator(context) {
     let includeUsage = false;
     const stream = new MessagesStreamTranslator(context, () => includeUsage);

@@ -22,6 +22,8 @@ import {
   chatError,
   DONE,
   isRecord,
+  messagesUsage,
+  MessagesStreamWatch,
   usageChunk,
   type ChunkEnvelope,
   type OutEvent,
@@ -29,12 +31,12 @@ import {
   type StreamProgress,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
-import { finishReason, messagesUsage, withCachedTokens } from "./messages-to-chat.ts";
+import { finishReason, withCachedTokens } from "./messages-to-chat.ts";
 
 export class MessagesStreamTranslator {
   private envelope: ChunkEnvelope;
   /** The usage counts seen so far: `message_start` has them all, `message_delta` updates some. */
-  private usage: Record<string, unknown> = {};
+  private readonly usage = new MessagesStreamWatch();
   /** Content block index -> tool_calls index (tool calls are numbered from 0 in the chat format). */
   private readonly toolIndex = new Map<number, number>();
   private done = false;
@@ -72,7 +74,7 @@ export class MessagesStreamTranslator {
 
   progress(): StreamProgress {
     // The same sums as the usage chunk: cache reads and writes are prompt tokens.
-    return { ended: this.done, usage: messagesUsage(this.usage)?.usage };
+    return { ended: this.done, usage: messagesUsage(this.usage.raw())?.usage };
   }
 
   private start(data: Record<string, unknown>): OutEvent[] {
@@ -82,7 +84,7 @@ export class MessagesStreamTranslator {
       id: typeof message.id === "string" ? message.id : this.envelope.id,
       model: typeof message.model === "string" ? message.model : "",
     };
-    if (isRecord(message.usage)) this.addUsage(message.usage);
+    if (isRecord(message.usage)) this.usage.add(message.usage);
     return [chatChunk(this.envelope, { role: "assistant", content: "" })];
   }
 
@@ -117,21 +119,16 @@ export class MessagesStreamTranslator {
   }
 
   private messageDelta(data: Record<string, unknown>): OutEvent[] {
-    if (isRecord(data.usage)) this.addUsage(data.usage);
+    if (isRecord(data.usage)) this.usage.add(data.usage);
     const delta = isRecord(data.delta) ? data.delta : {};
     const reason = finishReason(delta.stop_reason);
     return reason === null ? [] : [chatChunk(this.envelope, {}, reason)];
   }
 
-  /** Later counts replace earlier ones; a count an event leaves out (or sends as null) is kept. */
-  private addUsage(usage: Record<string, unknown>): void {
-    for (const [name, value] of Object.entries(usage)) if (typeof value === "number") this.usage[name] = value;
-  }
-
   private stop(): OutEvent[] {
     this.done = true;
     const out: OutEvent[] = [];
-    const counted = messagesUsage(this.usage);
+    const counted = messagesUsage(this.usage.raw());
     if (this.includeUsage() && counted) {
       const chunk = usageChunk(this.envelope, counted.usage);
       if (isRecord(chunk.data) && isRecord(chunk.data.usage)) chunk.data.usage = withCachedTokens(chunk.data.usage, counted.cachedTokens);

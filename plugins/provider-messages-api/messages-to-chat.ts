@@ -22,11 +22,10 @@ import {
   chatError,
   errorTypeFor,
   isRecord,
-  usageFromCounts,
+  messagesUsage,
   type ChatToolCall,
   type FinishReason,
   type JsonObject,
-  type TokenUsage,
   type TranslatedResponse,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
@@ -54,30 +53,6 @@ export function toolCall(block: JsonObject): ChatToolCall {
     type: "function",
     function: { name: String(block.name ?? ""), arguments: JSON.stringify(block.input ?? {}) },
   };
-}
-
-const isCount = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value) && value >= 0;
-
-/** A Messages-style `usage`, as the chat-completions format reports it. */
-export interface MessagesUsage {
-  usage: TokenUsage;
-  /** `cache_read_input_tokens`; undefined when the backend reported neither cache count. */
-  cachedTokens: number | undefined;
-}
-
-/**
- * `input_tokens` there counts only the prompt after the last cache marker; the chat format's
- * `prompt_tokens` is the whole prompt (cached tokens included, as OpenAI-style APIs count it),
- * so the cache reads and writes are added back. Undefined when input or output is unknown.
- */
-export function messagesUsage(raw: unknown): MessagesUsage | undefined {
-  if (!isRecord(raw)) return undefined;
-  const read = isCount(raw.cache_read_input_tokens) ? raw.cache_read_input_tokens : undefined;
-  const written = isCount(raw.cache_creation_input_tokens) ? raw.cache_creation_input_tokens : undefined;
-  const input = isCount(raw.input_tokens) ? raw.input_tokens + (read ?? 0) + (written ?? 0) : undefined;
-  const usage = usageFromCounts(input, raw.output_tokens);
-  if (!usage) return undefined;
-  return { usage, cachedTokens: read !== undefined || written !== undefined ? (read ?? 0) : undefined };
 }
 
 /** Adds `prompt_tokens_details.cached_tokens` to a chat-completions `usage` object that `withTotal` built. */

@@ -15,6 +15,8 @@ import { definePlugin } from "../../core/plugins/types.ts";
 export const passthroughProvider: ProviderDefinition = {
   name: "passthrough",
   defaultUrl: "",
+  // Verbatim for Messages clients too: `/v1/messages` goes on as it is, as it always did.
+  speaksMessages: true,
   createTranslator: () => ({}),
 };
 

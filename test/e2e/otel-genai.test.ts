@@ -1,7 +1,7 @@
 /**
  * The GenAI view of LLM traffic as a collector and a scraper see it: the real gateway exports
  * OTLP/HTTP to a local receiver. Asserted: the `gen_ai.*` attributes on the span of an LLM
- * request, next to the gateway's own; `gen_ai.client.token.usage` in the OTLP metrics; and
+ * request (chat completions or an inbound Messages request), next to the gateway's own; `gen_ai.client.token.usage` in the OTLP metrics; and
  * `svc_llm_time_to_first_token_seconds` on /metrics after a stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,7 +26,7 @@ opentelemetry:
   traces: { sample_ratio: 1 }
   metrics: { enabled: true, interval: 1s }
 services:
-  - { type: chat, model: assistant, provider: chat_completions, inference_url: ${backend.url}, operations: { chat: [/v1/chat/completions] } }
+  - { type: chat, model: assistant, provider: chat_completions, inference_url: ${backend.url}, operations: { chat: [/v1/chat/completions], messages: [/v1/messages] } }
 `,
     { env: { OTEL_BSP_SCHEDULE_DELAY: "100" } },
   );
@@ -62,6 +62,26 @@ describe("GenAI observability", () => {
       "gen_ai.usage.input_tokens": CHAT_USAGE.prompt_tokens,
       "gen_ai.usage.output_tokens": CHAT_USAGE.completion_tokens,
       "gen_ai.response.finish_reasons": '["stop"]',
+    });
+  });
+
+  it("puts them on the span of an inbound Messages request too, its stop reason as the finish reason", async () => {
+    const response = await fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "assistant", max_tokens: 16, messages: [{ role: "user", content: "hello" }] }),
+    });
+    expect(response.status).toBe(200);
+    await response.text();
+    const span = () => receiver.spans.find((s) => s.kind === SERVER && s.attributes["url.path"] === "/v1/messages");
+    await waitUntil(() => span() !== undefined, 15_000, () => JSON.stringify(receiver.spans).slice(0, 2000));
+    expect(span()?.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": "chat_completions",
+      "gen_ai.response.model": "assistant",
+      "gen_ai.usage.input_tokens": CHAT_USAGE.prompt_tokens,
+      "gen_ai.usage.output_tokens": CHAT_USAGE.completion_tokens,
+      "gen_ai.response.finish_reasons": '["end_turn"]',
     });
   });
 

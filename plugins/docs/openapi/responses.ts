@@ -49,3 +49,14 @@ export function errors(...statuses: number[]): Record<string, ResponseOrRef> {
 export function jsonResponse(schema: string, description: string, headers?: ResponseObject["headers"]): ResponseObject {
   return { description, ...(headers ? { headers } : {}), content: { "application/json": { schema: schemaRef(schema) } } };
 }
+
+/** The same errors with the Messages API's error body, for the inbound Messages routes. */
+export function messagesErrors(...statuses: number[]): Record<string, ResponseOrRef> {
+  const out: Record<string, ResponseOrRef> = {};
+  for (const status of statuses) {
+    const entry = ERRORS[status];
+    if (!entry) throw new Error(`no shared error response for HTTP ${status}`);
+    out[String(status)] = { description: entry[1], content: { "application/json": { schema: schemaRef("MessagesError") } } };
+  }
+  return out;
+}

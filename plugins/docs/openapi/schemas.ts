@@ -189,4 +189,30 @@ export const componentSchemas: Record<string, TSchema> = {
     },
     { additionalProperties: true, description: "Chat Completions request; other fields are passed on" },
   ),
+  MessagesRequest: Type.Object(
+    {
+      model: Type.String(),
+      messages: Type.Array(
+        Type.Object({ role: StringEnum(["user", "assistant"]), content: Type.Unknown({ description: "A string or content blocks (text, image, tool_use, tool_result)" }) }, { additionalProperties: true }),
+      ),
+      max_tokens: Type.Integer({ minimum: 1 }),
+      system: Type.Optional(Type.Unknown({ description: "A string or text blocks" })),
+      stream: Type.Optional(Type.Boolean({ description: "Server-sent Messages events; bypasses the response cache" })),
+      tools: Type.Optional(Type.Array(Type.Object({ name: Type.String(), description: Type.Optional(Type.String()), input_schema: Type.Unknown() }, { additionalProperties: true }))),
+    },
+    {
+      additionalProperties: true,
+      description: "Messages API request: forwarded as is to a backend that speaks it, else translated to Chat Completions and the answer back",
+    },
+  ),
+  MessagesError: Type.Object(
+    {
+      type: StringEnum(["error"]),
+      error: Type.Object({
+        type: Type.String({ example: "not_found_error" }),
+        message: Type.String({ description: "What went wrong and what to change" }),
+      }),
+    },
+    { description: "Every error on the Messages routes has this body (the Messages API's own shape)" },
+  ),
 };

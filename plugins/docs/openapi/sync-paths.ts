@@ -6,7 +6,8 @@
 import type { ServiceConfig } from "../../../core/config/schema.ts";
 import { deprecationOf, withNote, type Deprecation } from "./deprecation.ts";
 import { fallbackModel, identityHeaders, modelNames, oneOfStrings, type DocInput } from "./input.ts";
-import { errors, schemaRef } from "./responses.ts";
+import { messagesRoute } from "../../../core/llm/messages.ts";
+import { errors, messagesErrors, schemaRef } from "./responses.ts";
 import type { Operation, Parameter, Paths, RequestBody, ResponseObject, Schema } from "./types.ts";
 
 /** Visible services by configured path, in config order. */
@@ -44,11 +45,15 @@ function modelField(services: readonly ServiceConfig[], all: readonly ServiceCon
   };
 }
 
-function requestBody(services: readonly ServiceConfig[], all: readonly ServiceConfig[], deprecation: Deprecation, modelInPath: boolean): RequestBody {
+/** An inbound Messages route (`/v1/messages`, its count_tokens) that LLM services serve. */
+const isMessages = (pattern: string, services: readonly ServiceConfig[]) => messagesRoute(pattern) !== undefined && services.some((s) => s.provider !== "");
+
+function requestBody(pattern: string, services: readonly ServiceConfig[], all: readonly ServiceConfig[], deprecation: Deprecation, modelInPath: boolean): RequestBody {
   const model = modelInPath ? {} : { model: modelField(services, all, deprecation) };
   const llm = services.some((s) => s.provider !== "");
   if (llm) {
-    const schema: Schema = { allOf: [schemaRef("ChatCompletionRequest"), { type: "object", properties: model }] };
+    const request = isMessages(pattern, services) ? "MessagesRequest" : "ChatCompletionRequest";
+    const schema: Schema = { allOf: [schemaRef(request), { type: "object", properties: model }] };
     return { required: true, content: { "application/json": { schema } } };
   }
   return {
@@ -62,7 +67,19 @@ function requestBody(services: readonly ServiceConfig[], all: readonly ServiceCo
   };
 }
 
-function success(services: readonly ServiceConfig[]): ResponseObject {
+function success(pattern: string, services: readonly ServiceConfig[]): ResponseObject {
+  if (isMessages(pattern, services)) {
+    return {
+      description:
+        messagesRoute(pattern) === "count_tokens"
+          ? "`{input_tokens}` from a backend that speaks the Messages API (404 for one that does not)"
+          : "The message in the Messages API's shape (translated from Chat Completions where the backend speaks those); `X-Cache: HIT|MISS`",
+      content: {
+        "application/json": { schema: { type: "object", additionalProperties: true } },
+        "text/event-stream": { schema: { type: "string", description: "With \"stream\": true: message_start, content_block_*, message_delta, message_stop (or an error event)" } },
+      },
+    };
+  }
   if (services.some((s) => s.provider !== "")) {
     return {
       description: "The chat completion (translated to the Chat Completions shape where the provider needs it); `X-Cache: HIT|MISS`",
@@ -139,8 +156,8 @@ export function syncPaths(input: DocInput): Paths {
       tags: [...new Set(services.map((s) => s.type))],
       ...(deprecation.operation ? { deprecated: true } : {}),
       parameters: parameters(pattern, services, deprecation, input),
-      requestBody: requestBody(services, configured.get(pattern) ?? services, deprecation, pattern.includes("{model}")),
-      responses: { "200": success(services), ...errors(400, ...(oauth2 ? [401] : []), 403, 404, 413, 429, 502, 503, 504) },
+      requestBody: requestBody(pattern, services, configured.get(pattern) ?? services, deprecation, pattern.includes("{model}")),
+      responses: { "200": success(pattern, services), ...(isMessages(pattern, services) ? messagesErrors : errors)(400, ...(oauth2 ? [401] : []), 403, 404, 413, 429, 502, 503, 504) },
     };
     paths[key] = { post: operation };
   }

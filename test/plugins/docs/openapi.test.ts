@@ -56,6 +56,27 @@ describe("the generated document", () => {
     for (const status of ["422", "500"]) expect(responses[status].content?.["application/json"].schema).toEqual({ $ref: "#/components/schemas/ReloadError" });
   });
 
+  it("documents the inbound Messages operations where a service lists them, with the Messages request and error shapes", async () => {
+    const { config: messages } = loadConfig(
+      `
+services:
+  - { type: chat, model: claude, provider: messages_api, operations: { messages: [/v1/messages, /v1/messages/count_tokens], chat: [/v1/chat/completions] } }
+`,
+      {},
+    );
+    const doc = buildDocument({ config: messages, visible: messages.services, served: () => true, syncProxy: true });
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
+    const schemaOf = (path: string) => JSON.stringify(doc.paths[path].post?.requestBody);
+    for (const path of ["/v1/messages", "/v1/messages/count_tokens"]) {
+      expect(schemaOf(path)).toContain("#/components/schemas/MessagesRequest");
+      const notFound = doc.paths[path].post?.responses["404"] as { content?: Record<string, { schema: unknown }> };
+      expect(notFound.content?.["application/json"].schema).toEqual({ $ref: "#/components/schemas/MessagesError" });
+    }
+    // Chat-completions operations keep their own shapes.
+    expect(schemaOf("/v1/chat/completions")).toContain("#/components/schemas/ChatCompletionRequest");
+    expect(doc.paths["/v1/chat/completions"].post?.responses["404"]).toEqual({ $ref: "#/components/responses/NotFound" });
+  });
+
   it("leaves out what this runtime does not serve", async () => {
     const doc = buildDocument({ config, visible: config.services, served: () => false, syncProxy: false });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
