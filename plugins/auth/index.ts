@@ -1,11 +1,13 @@
 /**
- * Caller identity (`auth.mode`, spec 5.1 and DESIGN section 4): on for `proxy` and
- * `oauth2`; with `none` the core's header identity is all there is. Its identify step runs
+ * Caller identity (`auth.mode`, spec 5.1 and DESIGN section 4): on for `proxy`, `oauth2` and
+ * `api_key` (and to serve `/-/keys` whenever `auth.api_key.secret` is set); with `none` the
+ * core's header identity is all there is. Its identify step runs
  * after the core's, so the principal it leaves is the one visibility, policies, limits,
  * usage and job ownership read.
  */
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { setupApiKeys } from "./api-keys/index.ts";
 import { authSection } from "./config.ts";
 import { backendIdentity } from "./backend-identity.ts";
 import { proxyIdentity } from "./proxy.ts";
@@ -19,10 +21,15 @@ export default definePlugin({
   name: "auth",
   // Identity first: every later step reads the principal it leaves.
   priority: 100,
+  // The admin token guards /-/keys; visibility's audience narrows the models a key's 404 lists.
+  optionalDependsOn: ["admin", "visibility"],
   section: authSection,
-  enabled: (config) => config.auth.mode !== "none",
+  // A key secret alone turns it on: /-/keys issues keys before the mode is switched to api_key.
+  enabled: (config) => config.auth.mode !== "none" || config.auth.api_key.secret !== "",
   async setup(api) {
     const auth = api.config.auth;
+    if (auth.api_key.secret !== "") setupApiKeys(api);
+    if (auth.mode === "api_key") return;
     if (auth.mode === "proxy") {
       api.stage("identify", proxyIdentity(auth.proxy));
       return;
