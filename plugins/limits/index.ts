@@ -55,8 +55,10 @@ export default definePlugin({
     const deps: LimitDeps = { kv: api.kv, clock: api.clock, log: api.log, metrics: limitMetrics(api.metrics), table };
 
     // Counting after the fact, in whichever process the event happens.
-    api.on("llm.usage", (event) => void countTokens(deps, event));
-    api.on("llm.usage", (event) => void countCredentialTokens(deps, event));
+    api.on("llm.usage", (event) => {
+      void countTokens(deps, event);
+      void countCredentialTokens(deps, event);
+    });
     api.on("relay.processed", (event) => void addProcessingTime(deps, event));
     api.on("job.expiry", ({ job, expiresAt }) => void extendJobSlot(deps, job, expiresAt));
     api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));
