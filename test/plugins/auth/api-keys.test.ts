@@ -11,6 +11,7 @@ import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
+import { createLogger } from "../../../core/log.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
@@ -224,6 +225,29 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
       expect(message).toContain(words);
     }
     expect((await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: "{" })).status).toBe(400);
+  });
+});
+
+describe("the audit log", () => {
+  it("records key changes with the key id and never the secret; admin calls count no key failure", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const gw = await startTestRuntime(`${config()}\naudit_log: { enabled: true }\n`, builtinPlugins, { log });
+    try {
+      const created = (await (await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "a" }) })).json()) as { id: string; key: string };
+      await gw.request(`/-/keys/${created.id}`, { method: "DELETE", headers: ADMIN });
+      const audits = () => lines.filter((line) => line.event === "audit");
+      for (const deadline = Date.now() + 5000; audits().length < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+      expect(audits()).toEqual([
+        expect.objectContaining({ kind: "change", method: "POST", path: "/-/keys", status: 201, key_id: created.id }),
+        expect.objectContaining({ kind: "change", method: "DELETE", path: `/-/keys/${created.id}`, status: 200, key_id: created.id, job_status: "revoked" }),
+      ]);
+      expect(JSON.stringify(lines)).not.toContain(created.key);
+      const text = await gw.metrics.text();
+      for (const reason of ["missing", "malformed", "unknown"]) expect(metricValue(text, "svc_auth_failures_total", { reason })).toBe(0);
+    } finally {
+      await gw.close();
+    }
   });
 });
 
