@@ -76,7 +76,7 @@ describe("admin.token set", () => {
     // The walk covers the admin routes of every plugin, the core's reload included.
     expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(expect.arrayContaining(["POST /-/reload", "POST /-/keys", "DELETE /-/keys/x", "POST /-/jobs/purge", "GET /-/usage", "GET /-/backends"]));
     for (const { method, path } of routes) {
-      for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "t0ken" }]) {
+      for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "t0ken" }] as Array<Record<string, string>>) {
         const res = await send(gw, method, path, headers);
         expect(res.status, `${method} ${path} with ${JSON.stringify(headers)}`).toBe(401);
         const body = (await res.json()) as { error: { message: string; type: string } };
