@@ -28,13 +28,12 @@ export default definePlugin({
   enabled: (config) => config.auth.mode !== "none" || config.auth.api_key.secret !== "",
   async setup(api) {
     const auth = api.config.auth;
-    if (auth.api_key.secret !== "") setupApiKeys(api);
-    if (auth.mode === "api_key") return;
-    if (auth.mode === "proxy") {
-      api.stage("identify", proxyIdentity(auth.proxy));
+    if (auth.mode === "api_key") return setupApiKeys(api);
+    if (auth.mode === "proxy") api.stage("identify", proxyIdentity(auth.proxy));
+    if (auth.mode !== "oauth2") {
+      if (auth.api_key.secret !== "") setupApiKeys(api);
       return;
     }
-    if (auth.mode !== "oauth2") return;
     // The JWT library (jose) is loaded only when tokens are verified: ~2.5 MB of resident
     // memory in every gateway otherwise, since every plugin module is imported at start.
     const { keySource, oauth2Problems } = await loadKeySource();
@@ -48,5 +47,6 @@ export default definePlugin({
     }
     const verify = tokenVerifier(auth.oauth2, { keys: keySource(auth.oauth2, api.fetch), clock: api.clock, log: api.log });
     api.stage("identify", oauth2Identity(verify, { consumerClaim: auth.oauth2.claims.consumer, backendIdentity: backendIdentity(api.config) }));
+    if (auth.api_key.secret !== "") setupApiKeys(api);
   },
 });

@@ -14,6 +14,7 @@ import { keyModelsStep } from "./models.ts";
 import { registerKeyRoutes } from "./routes.ts";
 import { keyHasher } from "./secret.ts";
 import { KeyStore } from "./store.ts";
+import { stripGatewayKeys } from "./strip.ts";
 import { FAILURE_REASONS } from "./verdict.ts";
 
 export function setupApiKeys(api: PluginApi<AuthConfig>): void {
@@ -23,7 +24,11 @@ export function setupApiKeys(api: PluginApi<AuthConfig>): void {
   const lookup = new KeyLookup(store, durationMs(auth.api_key.cache_ttl), now);
   const hash = keyHasher(auth.api_key.secret);
   registerKeyRoutes(api, { store, lookup, hash, adminTokenConfigured: api.has("admin") && api.use("admin").tokenConfigured });
-  if (auth.mode !== "api_key") return;
+  if (auth.mode !== "api_key") {
+    // Runs after the mode's own identify step (registered later in setup): oauth2's backend headers are kept.
+    api.stage("identify", stripGatewayKeys);
+    return;
+  }
   const failures = api.metrics.counter({
     name: "svc_auth_failures_total",
     help: "Requests refused for their API key, by reason (missing, unknown, expired, disabled, revoked, malformed)",

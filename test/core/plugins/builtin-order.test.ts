@@ -201,7 +201,7 @@ const GATEWAY_LAYOUT: Layout = {
   ],
   middleware: ["otel", "audit-log", "admin"],
   steps: {
-    identify: ["auth"],
+    identify: ["auth", "auth"], // proxy headers, then gateway keys kept from backends (auth.api_key.secret is set)
     visibility: ["visibility"],
     policy: ["policies"],
     limits: ["policies", "limits"],

@@ -251,6 +251,29 @@ describe("the audit log", () => {
   });
 });
 
+describe("before the switch (auth.mode none, a key secret set)", () => {
+  it("/-/keys issues keys; a key a client already sends is not checked, and never forwarded", async () => {
+    const gw = await startTestRuntime(config("none"), builtinPlugins);
+    try {
+      const created = await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "team-a" }) });
+      expect(created.status).toBe(201);
+      const { key } = (await created.json()) as { key: string };
+      const before = backend.received.length;
+      const res = await gw.request("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "x-api-key": key, "x-consumer": "team-a", "content-type": "application/json" },
+        body: JSON.stringify({ model: "large-1", messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(res.status).toBe(200);
+      const sent = backend.received.slice(before).find((r) => r.path === "/v1/chat/completions");
+      expect(sent?.headers["x-consumer"]).toBe("team-a");
+      expect(JSON.stringify(sent?.headers)).not.toContain(key);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe("without an admin token", () => {
   it("/-/keys answers 403 naming admin.token", async () => {
     const gw = await startTestRuntime(config().replace("admin: { token: admin-secret }", ""), builtinPlugins);
