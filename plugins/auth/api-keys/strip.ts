@@ -11,7 +11,6 @@ export const stripGatewayKeys: StageStep = function keepGatewayKeysFromBackends(
   const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(headers.get("authorization") ?? "")?.[1];
   const removed: Record<string, null> = {};
   if (bearer !== undefined && isWellFormedKey(bearer)) removed.authorization = null;
-
   if (isWellFormedKey(headers.get("x-api-key")?.trim() ?? "")) removed["x-api-key"] = null;
   if (Object.keys(removed).length > 0) ctx.backendHeaders = { ...ctx.backendHeaders, ...removed };
 };
