@@ -274,6 +274,28 @@ describe("before the switch (auth.mode none, a key secret set)", () => {
   });
 });
 
+describe("async jobs", () => {
+  it("a key's request rate counts job submissions too", async () => {
+    const yaml = `${config()}  - { type: ocr, model: reader, inference_url: "http://127.0.0.1:9", operations: { read: [/v1/read] } }\n`;
+    const gw = await startTestRuntime(yaml, builtinPlugins, { objects: "files" });
+    try {
+      const created = await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "team-a", limits: { rate: 1, period: "1h" } }) });
+      const { key } = (await created.json()) as { key: string };
+      const submit = () => {
+        const form = new FormData();
+        form.append("file", new Blob(["page"]), "page.png");
+        return gw.request("/jobs/ocr", { method: "POST", headers: { "x-api-key": key }, body: form });
+      };
+      expect((await submit()).status).toBe(202);
+      const second = await submit();
+      expect(second.status).toBe(429);
+      expect(((await second.json()) as { error: { message: string } }).error.message).toContain("request rate limit of this API key");
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe("without an admin token", () => {
   it("/-/keys answers 403 naming admin.token", async () => {
     const gw = await startTestRuntime(config().replace("admin: { token: admin-secret }", ""), builtinPlugins);
