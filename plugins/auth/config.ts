@@ -59,7 +59,7 @@ declare module "../../core/config/schema.ts" {
   }
 }
 
-/** Changing the secret makes every stored key hash unfindable; it is read when the runtime is built, so a reload applies it. */
+/** api_key mode without a secret is refused at start (GW_CONFIG_INVALID): stored key hashes are HMACs under it. */
 export const authSection: ConfigSection<typeof AuthSchema> = {
   key: "auth",
   schema: AuthSchema,
