@@ -6,6 +6,7 @@
  * list changes nothing (test/core/plugins/builtin-order.test.ts shuffles it).
  */
 import type { PluginDefinition } from "../core/plugins/types.ts";
+import admin from "./admin/index.ts";
 import asyncJobs from "./async-jobs/index.ts";
 import auditLog from "./audit-log/index.ts";
 import auth from "./auth/index.ts";
@@ -31,6 +32,7 @@ import webhooks from "./webhooks/index.ts";
 
 // Each entry is a `definePlugin(...)` with its own section schema; the list is heterogeneous by design.
 export const builtinPlugins: readonly PluginDefinition[] = [
+  admin,
   asyncJobs,
   auditLog,
   auth,

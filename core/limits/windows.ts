@@ -27,3 +27,18 @@ declare module "../plugins/types.ts" {
     limitWindows: LimitWindows;
   }
 }
+
+/**
+ * Limits that come with the caller's credential (a gateway API key, `auth.mode: api_key`),
+ * measured per credential on top of the config's `rate_limits`, with the same fixed windows
+ * (the limits plugin enforces them). A 0 rate is off. A new measure (a dollar budget) is one
+ * more pair of fields here and one more row in the limits plugin's credential table.
+ */
+export interface CredentialLimits {
+  /** Whose windows these are: the key's id (stable across rotation). */
+  id: string;
+  rate: number;
+  periodMs: number;
+  tokenRate: number;
+  tokenPeriodMs: number;
+}

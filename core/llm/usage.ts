@@ -2,6 +2,7 @@
  * Token usage as the chat-completions format reports it, and the `llm.usage` event the LLM
  * proxy emits after a counted response (the limits and usage plugins subscribe to it).
  */
+import type { CredentialLimits } from "../limits/windows.ts";
 import { isRecord } from "./json.ts";
 
 /** Tokens one response consumed. Unknown usage is `undefined`, never zeros. */
@@ -48,6 +49,8 @@ export interface LlmUsageEvent {
    * `llm.count_streamed_tokens`), cache hits and responses without usage emit no event at all.
    */
   counted: boolean;
+  /** The caller's credential limits (an API key's), whose token window counts this response too. */
+  credential?: CredentialLimits;
 }
 
 declare module "../plugins/types.ts" {

@@ -7,6 +7,7 @@
  *   }
  */
 import type { ServiceConfig } from "../config/schema.ts";
+import type { CredentialLimits } from "../limits/windows.ts";
 
 /** How the request is served: decides which stage steps apply. */
 export type RequestMode = "sync" | "llm" | "async";
@@ -21,6 +22,8 @@ export interface Principal {
   scopes: readonly string[];
   /** True when an auth mode vouched for this identity. */
   authenticated: boolean;
+  /** Limits the credential itself carries (an API key's), enforced by the limits plugin. */
+  limits?: CredentialLimits;
 }
 
 // deno-lint-ignore no-empty-interface

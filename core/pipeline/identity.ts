@@ -21,10 +21,16 @@ function authMode(config: GatewayConfig): string {
   return config.auth?.mode ?? "none";
 }
 
+/** oauth2 and api_key: a credential alone names the caller, and the identity headers a client sends are ignored. */
+function credentialNamesCaller(config: GatewayConfig): boolean {
+  const mode = authMode(config);
+  return mode === "oauth2" || mode === "api_key";
+}
+
 export function headerIdentity(config: GatewayConfig): StageStep {
   const { consumer_header: consumerHeader, user_type_header: userTypeHeader, priority_header: priorityHeader } = config.server;
-  // With oauth2 the token alone names the caller: these two headers are not checked (a later step ignores them).
-  const checked = authMode(config) !== "oauth2";
+  // With oauth2 or api_key the credential alone names the caller: these two headers are not checked (a later step ignores them).
+  const checked = !credentialNamesCaller(config);
   const checks: Array<[header: string, names: string | undefined]> = [
     [checked ? consumerHeader : "", "a consumer name"],
     [checked ? userTypeHeader : "", "a user type"],
@@ -78,16 +84,18 @@ function blankIdentityHeader(request: Request, header: string, names: string): G
  */
 export function sentBlankConsumer(config: GatewayConfig, request: Request): boolean {
   const header = config.server.consumer_header;
-  if (header === "" || authMode(config) === "oauth2") return false;
+  if (header === "" || credentialNamesCaller(config)) return false;
   return request.headers.get(header)?.trim() === "";
 }
 
 /**
  * What to tell a caller whose request needs their consumer when none was identified, in
- * the terms of the auth mode: `headerAdvice` (send the consumer header) unless oauth2,
- * where that header is ignored and the consumer comes from a token claim.
+ * the terms of the auth mode: `headerAdvice` (send the consumer header) unless oauth2 or
+ * api_key, where that header is ignored and the consumer comes from the credential.
  */
 export function missingConsumerMessage(config: GatewayConfig, headerAdvice: string): string {
+  // Every key names a consumer, so this is only reached on a request that needed no key.
+  if (authMode(config) === "api_key") return "send a gateway API key (Authorization: Bearer <key> or x-api-key: <key>)";
   if (authMode(config) !== "oauth2") return headerAdvice;
   const claim = config.auth.oauth2.claims.consumer;
   if (claim === "") return "bearer tokens name no consumer here: set auth.oauth2.claims.consumer to the token claim that names the consumer";

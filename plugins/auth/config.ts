@@ -1,13 +1,13 @@
-/** The `auth:` section: where the caller's identity comes from (trusted proxy headers or bearer JWTs). */
+/** The `auth:` section: where the caller's identity comes from (trusted proxy headers, bearer JWTs or gateway API keys). */
 import { Type, type Static } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 
 export const AuthSchema = Section(
   {
-    mode: Type.Union([Type.Literal("none"), Type.Literal("proxy"), Type.Literal("oauth2")], {
+    mode: Type.Union([Type.Literal("none"), Type.Literal("proxy"), Type.Literal("oauth2"), Type.Literal("api_key")], {
       default: "none",
-      description: "none, proxy (identity from headers injected upstream) or oauth2 (Bearer JWT)",
+      description: "none, proxy (identity from headers injected upstream), oauth2 (Bearer JWT) or api_key (keys issued by /-/keys)",
     }),
     proxy: Section(
       {
@@ -37,6 +37,16 @@ export const AuthSchema = Section(
       },
       "Bearer JWT verification",
     ),
+    api_key: Section(
+      {
+        secret: Type.String({
+          default: "",
+          description: 'HMAC secret for stored key hashes (typically "${GATEWAY_API_KEY_SECRET}"); required in api_key mode; set in another mode, /-/keys is served so keys can be issued before switching',
+        }),
+        cache_ttl: Duration("5s", "In-process key lookup cache; also the bound for a revoked or disabled key to stop on every replica"),
+      },
+      "Gateway-issued API keys (docs/api-keys.md)",
+    ),
   },
   "Caller identity",
 );
@@ -49,4 +59,12 @@ declare module "../../core/config/schema.ts" {
   }
 }
 
-export const authSection: ConfigSection<typeof AuthSchema> = { key: "auth", schema: AuthSchema };
+/** api_key mode without a secret is refused at start (GW_CONFIG_INVALID): stored key hashes are HMACs under it. */
+export const authSection: ConfigSection<typeof AuthSchema> = {
+  key: "auth",
+  schema: AuthSchema,
+  validate: (auth) =>
+    auth.mode === "api_key" && auth.api_key.secret === ""
+      ? ["auth.api_key.secret: required in api_key mode (the HMAC secret stored key hashes are made with; e.g. ${GATEWAY_API_KEY_SECRET})"]
+      : [],
+};

@@ -1,11 +1,13 @@
 /**
- * Caller identity (`auth.mode`, spec 5.1 and DESIGN section 4): on for `proxy` and
- * `oauth2`; with `none` the core's header identity is all there is. Its identify step runs
+ * Caller identity (`auth.mode`, spec 5.1 and DESIGN section 4): on for `proxy`, `oauth2` and
+ * `api_key` (and to serve `/-/keys` whenever `auth.api_key.secret` is set); with `none` the
+ * core's header identity is all there is. Its identify step runs
  * after the core's, so the principal it leaves is the one visibility, policies, limits,
  * usage and job ownership read.
  */
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { setupApiKeys } from "./api-keys/index.ts";
 import { authSection } from "./config.ts";
 import { backendIdentity } from "./backend-identity.ts";
 import { proxyIdentity } from "./proxy.ts";
@@ -19,15 +21,19 @@ export default definePlugin({
   name: "auth",
   // Identity first: every later step reads the principal it leaves.
   priority: 100,
+  // The admin token guards /-/keys; visibility's audience narrows the models a key's 404 lists.
+  optionalDependsOn: ["admin", "visibility"],
   section: authSection,
-  enabled: (config) => config.auth.mode !== "none",
+  // A key secret alone turns it on: /-/keys issues keys before the mode is switched to api_key.
+  enabled: (config) => config.auth.mode !== "none" || config.auth.api_key.secret !== "",
   async setup(api) {
     const auth = api.config.auth;
-    if (auth.mode === "proxy") {
-      api.stage("identify", proxyIdentity(auth.proxy));
+    if (auth.mode === "api_key") return setupApiKeys(api);
+    if (auth.mode === "proxy") api.stage("identify", proxyIdentity(auth.proxy));
+    if (auth.mode !== "oauth2") {
+      if (auth.api_key.secret !== "") setupApiKeys(api);
       return;
     }
-    if (auth.mode !== "oauth2") return;
     // The JWT library (jose) is loaded only when tokens are verified: ~2.5 MB of resident
     // memory in every gateway otherwise, since every plugin module is imported at start.
     const { keySource, oauth2Problems } = await loadKeySource();
@@ -41,5 +47,6 @@ export default definePlugin({
     }
     const verify = tokenVerifier(auth.oauth2, { keys: keySource(auth.oauth2, api.fetch), clock: api.clock, log: api.log });
     api.stage("identify", oauth2Identity(verify, { consumerClaim: auth.oauth2.claims.consumer, backendIdentity: backendIdentity(api.config) }));
+    if (auth.api_key.secret !== "") setupApiKeys(api);
   },
 });

@@ -28,6 +28,7 @@ import { convertJobSlot, extendJobSlot, releaseJobSlot, reserveJobSlot, type Job
 import type { LimitDeps } from "./deps.ts";
 import { limitMetrics } from "./metrics.ts";
 import { addProcessingTime, checkProcessingTime } from "./processing-time.ts";
+import { checkCredentialLimits, countCredentialTokens } from "./credential.ts";
 import { checkRequestRate } from "./request-rate.ts";
 import { syncCap } from "./sync-cap.ts";
 import { LimitTable } from "./table.ts";
@@ -54,7 +55,10 @@ export default definePlugin({
     const deps: LimitDeps = { kv: api.kv, clock: api.clock, log: api.log, metrics: limitMetrics(api.metrics), table };
 
     // Counting after the fact, in whichever process the event happens.
-    api.on("llm.usage", (event) => void countTokens(deps, event));
+    api.on("llm.usage", (event) => {
+      void countTokens(deps, event);
+      void countCredentialTokens(deps, event);
+    });
     api.on("relay.processed", (event) => void addProcessingTime(deps, event));
     api.on("job.expiry", ({ job, expiresAt }) => void extendJobSlot(deps, job, expiresAt));
     api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));
@@ -77,6 +81,8 @@ export default definePlugin({
       // Anonymous callers bypass every limit (spec 8.1).
       if (ctx.mode !== "async" || consumer === undefined) return;
       const limits = table.forType(ctx.serviceType, ctx.principal.userType);
+      // An API key's own limits, before anything takes a slot.
+      if (ctx.principal.limits) await checkCredentialLimits(deps, ctx, ctx.principal.limits);
       if (!limits) return;
       await checkRequestRate(deps, ctx.serviceType, consumer, ctx.principal.userType, limits);
       await checkProcessingTime(deps, ctx, consumer, limits);
@@ -89,6 +95,7 @@ export default definePlugin({
       const service = ctx.service;
       const consumer = ctx.principal.consumer;
       if (consumer !== undefined) await checkSyncLimits(deps, ctx, service, consumer);
+      if (ctx.principal.limits) await checkCredentialLimits(deps, ctx, ctx.principal.limits);
       // The cap protects the model's backends, so it counts anonymous requests too.
       if (service) await acquireSyncSlot(ctx, service);
     });

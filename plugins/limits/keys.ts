@@ -12,10 +12,14 @@
  * |                                       |        | reservation id) and saved, unfinished jobs (the job id)   |
  * | sem:<type>:<model>:shared             | string | sync requests holding a shared slot (spec 4.11)           | 30 min, refreshed on every acquire
  * | sem:<type>:<model>:reserved           | string | priority sync requests holding a reserved slot            | 30 min, refreshed on every acquire
+ * | rl:key:<key id>                       | string | requests of one API key (its `limits.rate`), any type     | the key's `period`
+ * | tok:key:<key id>                      | string | tokens of one API key (its `limits.token_rate`)           | the key's `token_period`
  *
  * The counters are per consumer per service type, not per user type: the user type only
  * selects which `rate_limits` entry (or `"*"`) a request is measured against, so
  * `GET /usage` can show a consumer's live windows without knowing their user type.
+ * A service type is never named "key" with a consumer that is a key id, so the `:key:` keys
+ * cannot meet a type's (and a type named "key" would encode its consumer after it anyway).
  * Windows are fixed: the TTL is set when a window opens and never extended.
  *
  * A `conc:` member's deadline is its safety net: a reservation whose submission never
@@ -32,5 +36,7 @@ export const limitKeys = {
   processingTime: (type: string, consumer: string) => `ptime:${segment(type)}:${segment(consumer)}`,
   concurrentJobs: (type: string, consumer: string) => `conc:${segment(type)}:${segment(consumer)}`,
   syncShared: (type: string, model: string) => `sem:${segment(type)}:${segment(model)}:shared`,
+  credentialRate: (id: string) => `rl:key:${segment(id)}`,
+  credentialTokens: (id: string) => `tok:key:${segment(id)}`,
   syncReserved: (type: string, model: string) => `sem:${segment(type)}:${segment(model)}:reserved`,
 };

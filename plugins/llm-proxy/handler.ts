@@ -212,6 +212,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       prompt: usage.prompt_tokens,
       completion: usage.completion_tokens,
       counted: !/no-cache/i.test(ctx.request.headers.get("cache-control") ?? ""),
+      ...(ctx.principal.limits ? { credential: ctx.principal.limits } : {}),
     });
   }
 

@@ -11,7 +11,7 @@ import { policyStep } from "./decide-step.ts";
 import { countTokens, quotaStep } from "./quotas.ts";
 import { TokenAttribution } from "./token-attribution.ts";
 import { PolicySet, ruleProblems } from "./rules.ts";
-import { GlobError } from "./glob.ts";
+import { GlobError } from "../../core/glob.ts";
 
 export default definePlugin({
   name: "policies",

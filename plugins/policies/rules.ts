@@ -10,7 +10,7 @@
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import type { Principal } from "../../core/pipeline/context.ts";
-import { anyGlob, GlobError, type Glob } from "./glob.ts";
+import { anyGlob, GlobError, type Glob } from "../../core/glob.ts";
 
 export type PoliciesConfig = NonNullable<GatewayConfig["policies"]>;
 type RuleConfig = PoliciesConfig["rules"][number];

@@ -3,6 +3,7 @@ import type { DocInput } from "./input.ts";
 import { gatewayPaths } from "./gateway-paths.ts";
 import { jobPaths } from "./job-paths.ts";
 import { componentResponses } from "./responses.ts";
+import { keySchemas } from "./key-schemas.ts";
 import { componentSchemas } from "./schemas.ts";
 import { syncPaths } from "./sync-paths.ts";
 import type { OpenApiDocument, Schema, Tag } from "./types.ts";
@@ -17,7 +18,8 @@ const FIXED_TAGS: Tag[] = [
   { name: "Models", description: "The model list" },
   { name: "Jobs", description: "Async jobs: status, cancellation, listing" },
   { name: "Usage", description: "Per-consumer usage" },
-  { name: "Admin", description: "Operations endpoints under /-/ (unauthenticated at the gateway: secure them upstream)" },
+  { name: "Admin", description: "Operations endpoints under /-/ (with admin.token set they need Authorization: Bearer <admin.token>; else secure them upstream)" },
+  { name: "Keys", description: "Gateway-issued API keys (auth.mode api_key)" },
   { name: "Docs", description: "This document and the backends' own API documents" },
 ];
 
@@ -31,6 +33,7 @@ export function buildDocument(input: DocInput): OpenApiDocument {
   const paths = { ...syncPaths(input), ...jobPaths(input), ...gatewayPaths(input) };
   const used = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => (typeof op === "object" ? op.tags : []))));
   const oauth2 = input.config.auth.mode === "oauth2";
+  const apiKey = input.config.auth.mode === "api_key";
   return {
     openapi: "3.0.3",
     info: {
@@ -45,11 +48,14 @@ export function buildDocument(input: DocInput): OpenApiDocument {
     tags: [...serviceTags(input), ...FIXED_TAGS].filter((tag) => used.has(tag.name)),
     paths,
     components: {
-      schemas: plain(componentSchemas),
+      schemas: plain({ ...componentSchemas, ...keySchemas }),
       responses: componentResponses(),
       ...(oauth2 ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } } : {}),
+      ...(apiKey ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A gateway API key (gw-...)" }, apiKey: { type: "apiKey", in: "header", name: "x-api-key" } } } : {}),
     },
     // Optional security: the gateway also serves anonymous callers (public models, ops endpoints).
     ...(oauth2 ? { security: [{ bearer: [] }, {}] } : {}),
+    // Either header carries the key; every model request needs one.
+    ...(apiKey ? { security: [{ bearer: [] }, { apiKey: [] }] } : {}),
   };
 }

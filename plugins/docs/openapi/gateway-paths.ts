@@ -4,6 +4,7 @@
  * route exists in this runtime.
  */
 import { identityHeaders, modelNames, oneOfStrings, type DocInput } from "./input.ts";
+import { keyPaths } from "./key-paths.ts";
 import { errors, jsonResponse } from "./responses.ts";
 import type { Parameter, Paths } from "./types.ts";
 
@@ -165,5 +166,5 @@ function backendPaths(input: DocInput): Paths {
 }
 
 export function gatewayPaths(input: DocInput): Paths {
-  return { ...corePaths(), ...modelListPath(input), ...usagePaths(input), ...backendPaths(input), ...docsPaths(input) };
+  return { ...corePaths(), ...modelListPath(input), ...usagePaths(input), ...backendPaths(input), ...keyPaths(input), ...docsPaths(input) };
 }

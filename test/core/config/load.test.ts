@@ -235,7 +235,7 @@ describe("problems", () => {
   });
 
   it("lists the allowed values of an enumeration", () => {
-    expect(problemsOf("auth:\n  mode: ldap\n")).toEqual(['auth.mode: must be one of "none", "proxy", "oauth2", got "ldap"']);
+    expect(problemsOf("auth:\n  mode: ldap\n")).toEqual(['auth.mode: must be one of "none", "proxy", "oauth2", "api_key", got "ldap"']);
   });
 
   it("reports a value out of range with the value given", () => {

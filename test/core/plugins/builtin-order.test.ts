@@ -21,10 +21,14 @@ const notUsed = (): never => {
 };
 const unusedObjects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
 
-/** Every built-in plugin active: auth, policies, visibility, audit log, tracing, GC, cache, LLM. */
+/** Every built-in plugin active: admin token, auth (with the key admin API), policies, visibility, audit log, tracing, GC, cache, LLM. */
 const EVERYTHING = `
+admin:
+  token: t
 auth:
   mode: proxy
+  api_key:
+    secret: s
 policies:
   default: allow
 audit_log:
@@ -172,6 +176,12 @@ function matchingOrder(routes: readonly string[]): { routes: string[]; tried: st
 const GATEWAY_LAYOUT: Layout = {
   routes: [
     "ALL /*", // the core's middleware runner
+    "POST /-/keys",
+    "GET /-/keys",
+    "GET /-/keys/:id",
+    "PATCH /-/keys/:id",
+    "POST /-/keys/:id/rotate",
+    "DELETE /-/keys/:id",
     "GET /openapi.yaml",
     "GET /docs",
     "GET /docs/assets/:file",
@@ -189,9 +199,9 @@ const GATEWAY_LAYOUT: Layout = {
     "GET /v1/models",
     "ALL /*", // the sync proxy's catch-all, after every other route
   ],
-  middleware: ["otel", "audit-log"],
+  middleware: ["otel", "audit-log", "admin"],
   steps: {
-    identify: ["auth"],
+    identify: ["auth", "auth"], // proxy headers, then gateway keys kept from backends (auth.api_key.secret is set)
     visibility: ["visibility"],
     policy: ["policies"],
     limits: ["policies", "limits"],

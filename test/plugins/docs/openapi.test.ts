@@ -44,6 +44,27 @@ describe("the generated document", () => {
     expect(Object.keys(record.properties ?? {})).toEqual(expect.arrayContaining(["id", "status", "error", "attempts", "created_at"]));
   });
 
+  it("documents the API key admin API and the api_key security schemes, and stays valid", async () => {
+    const keys = loadConfig(
+      `
+admin: { token: t }
+auth: { mode: api_key, api_key: { secret: s } }
+services:
+  - { type: chat, model: a, provider: chat_completions, operations: { chat: [/v1/chat/completions] } }
+`,
+      {},
+    ).config;
+    const doc = buildDocument({ config: keys, visible: keys.services, served: () => true, syncProxy: true });
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
+    expect(Object.keys(doc.paths["/-/keys"])).toEqual(["post", "get"]);
+    expect(Object.keys(doc.paths["/-/keys/{id}"])).toEqual(["get", "patch", "delete"]);
+    expect(Object.keys(doc.paths["/-/keys/{id}/rotate"].post?.responses ?? {})).toContain("200");
+    expect(doc.components.securitySchemes).toEqual({ bearer: expect.objectContaining({ scheme: "bearer" }), apiKey: { type: "apiKey", in: "header", name: "x-api-key" } });
+    const created = (doc.components.schemas as Record<string, { properties?: Record<string, unknown> }>).KeyCreated;
+    expect(Object.keys(created.properties ?? {})).toEqual(expect.arrayContaining(["id", "key", "prefix", "consumer", "models", "limits", "expires_at", "created_at"]));
+    expect(buildDocument({ config: keys, visible: keys.services, served: () => false, syncProxy: true }).paths["/-/keys"]).toBeUndefined();
+  });
+
   it("documents the 413 an oversize admin body gets", () => {
     const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
     expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413"]);

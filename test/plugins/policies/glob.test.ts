@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { anyGlob, compileGlob, GlobError } from "../../../plugins/policies/glob.ts";
+import { anyGlob, compileGlob, GlobError } from "../../../core/glob.ts";
 
 const matches = (pattern: string, value: string) => compileGlob(pattern)(value);
 

@@ -1,0 +1,118 @@
+/**
+ * The admin token (issue 30): with `admin.token` set, every `/-/*` route a gateway with all
+ * built-in plugins registers answers 401 without it (the test walks the route table, so a
+ * new admin route cannot be forgotten), and works with it; `/health` and `/metrics` stay
+ * open unless `admin.protect_metrics`. Without a token, one warning names the open endpoints.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
+import { Gateway } from "../../../core/gateway.ts";
+import { createLogger } from "../../../core/log.ts";
+import { builtinPlugins } from "../../../plugins/index.ts";
+
+/**
+ * Every built-in plugin on (auth in api_key mode, so /-/keys is there too); tracing only
+ * for the route walk (its exporter's shutdown makes each close take seconds).
+ */
+const everything = (admin: string, otel = false) => `
+${admin}
+server: { consumer_header: X-Consumer }
+auth: { mode: api_key, api_key: { secret: s } }
+policies: { default: allow }
+audit_log: { enabled: true }
+opentelemetry: { enabled: ${otel}, exporter: { endpoint: "http://127.0.0.1:9/", insecure: true } }
+lifecycle: { gc: { enabled: true } }
+services:
+  - { type: ocr, model: reader, inference_url: "http://127.0.0.1:9/", operations: { read: ["/v1/read"] }, visibility: { user_types: [staff] } }
+  - { type: chat, model: talker, inference_url: "http://127.0.0.1:9/", provider: chat_completions, response_cache_ttl: 60 }
+`;
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function gateway(yaml: string, lines: Array<Record<string, unknown>> = []): Promise<Gateway> {
+  const dir = mkdtempSync(join(tmpdir(), "gw-admin-"));
+  closers.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const gw = await Gateway.create({
+    readConfig: async () => yaml,
+    env: {},
+    importModule: (specifier) => import(specifier),
+    openStores: async () => ({ kv: new MemoryKv(), objects: new FsObjectStore({ dir }) }),
+    plugins: builtinPlugins,
+    log: createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    deferStart: true,
+  });
+  closers.push(() => gw.close());
+  return gw;
+}
+
+/** The route table's `/-/` routes as requests (`:param` filled in). */
+function adminRoutes(gw: Gateway): Array<{ method: string; path: string }> {
+  const seen = new Set<string>();
+  const out: Array<{ method: string; path: string }> = [];
+  for (const route of gw.runtime.app.routes) {
+    if (!route.path.startsWith("/-/") || seen.has(`${route.method} ${route.path}`)) continue;
+    seen.add(`${route.method} ${route.path}`);
+    const method = route.method === "ALL" ? "GET" : route.method;
+    out.push({ method, path: route.path.replace(/:[^/]+/g, "x") });
+  }
+  return out;
+}
+
+const send = (gw: Gateway, method: string, path: string, headers: Record<string, string> = {}) =>
+  gw.fetch(new Request(`http://gateway${path}`, { method, headers: { "content-type": "application/json", ...headers }, ...(method === "GET" || method === "HEAD" ? {} : { body: "{}" }) }));
+
+describe("admin.token set", () => {
+  it("every /-/ route of the route table answers 401 without the token, and is reached with it", async () => {
+    const gw = await gateway(everything("admin: { token: t0ken }", true));
+    expect(gw.runtime.activePlugins.length).toBe(builtinPlugins.length);
+    const routes = adminRoutes(gw);
+    // The walk covers the admin routes of every plugin, the core's reload included.
+    expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(expect.arrayContaining(["POST /-/reload", "POST /-/keys", "DELETE /-/keys/x", "POST /-/jobs/purge", "GET /-/usage", "GET /-/backends"]));
+    for (const { method, path } of routes) {
+      for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "t0ken" }] as Array<Record<string, string>>) {
+        const res = await send(gw, method, path, headers);
+        expect(res.status, `${method} ${path} with ${JSON.stringify(headers)}`).toBe(401);
+        const body = (await res.json()) as { error: { message: string; type: string } };
+        expect(body.error.type).toBe("authentication_error");
+        expect(body.error.message).toContain("admin token");
+      }
+      const allowed = await send(gw, method, path, { authorization: "Bearer t0ken" });
+      expect(allowed.status, `${method} ${path} with the token`).not.toBe(401);
+      await allowed.body?.cancel();
+    }
+  });
+
+  it("spellings that routers may normalise are guarded too", async () => {
+    const gw = await gateway(everything("admin: { token: t0ken }"));
+    for (const path of ["/v1/../-/usage", "/%2D/usage", "/-/usage?x=1"]) expect((await send(gw, "GET", path)).status, path).not.toBe(200);
+    expect((await send(gw, "GET", "/%2D/usage")).status).toBe(401);
+  });
+
+  it("/health and /metrics stay open; admin.protect_metrics guards /metrics", async () => {
+    const open = await gateway(everything("admin: { token: t0ken }"));
+    expect((await send(open, "GET", "/health")).status).toBe(200);
+    expect((await send(open, "GET", "/metrics")).status).toBe(200);
+    const guarded = await gateway(everything("admin: { token: t0ken, protect_metrics: true }"));
+    expect((await send(guarded, "GET", "/metrics")).status).toBe(401);
+    expect((await send(guarded, "GET", "/metrics", { authorization: "Bearer t0ken" })).status).toBe(200);
+    expect((await send(guarded, "GET", "/health")).status).toBe(200);
+  });
+});
+
+describe("admin.token unset", () => {
+  it("/-/* stays open (spec) and one warning at start names the open endpoints", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const gw = await gateway(everything(""), lines);
+    expect((await send(gw, "GET", "/-/usage")).status).toBe(200);
+    const warnings = lines.filter((line) => line.event === "admin_endpoints_open");
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.endpoints).toEqual(expect.arrayContaining(["POST /-/reload", "GET /-/backends", "POST /-/keys"]));
+  });
+});
