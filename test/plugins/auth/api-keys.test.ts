@@ -38,6 +38,8 @@ auth: { mode: ${mode}, api_key: { secret: test-secret } }
 services:
   - { type: chat, model: small-1, provider: chat_completions, inference_url: "${backend.url}", operations: { chat: [/v1/chat/completions] } }
   - { type: chat, model: large-1, provider: chat_completions, inference_url: "${backend.url}", operations: { chat: [/v1/chat/completions] } }
+  - { type: chat, model: claude-small, provider: messages_api, inference_url: "${backend.url}", operations: { messages: [/v1/messages] } }
+  - { type: chat, model: claude-large, provider: chat_completions, inference_url: "${backend.url}", operations: { messages: [/v1/messages] } }
 `;
 
 const stores: Array<[string, (() => Promise<KvStore>) | undefined]> = [
@@ -136,6 +138,24 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
     const after = await chat(budget.key, "small-1").catch((e: unknown) => e);
     expect(after).toBeInstanceOf(OpenAI.RateLimitError);
     expect((after as Error).message).toContain("token budget of this API key used up");
+  });
+
+  it("the Anthropic client on /v1/messages: the key's models and request rate apply, the key never reaches the backend", async () => {
+    await start();
+    const { key } = await createKey({ consumer: "team-m", models: ["claude-small"], limits: { rate: 2, period: "1m" } });
+    const anthropic = new Anthropic({ apiKey: key, baseURL: "http://gateway", maxRetries: 0, fetch: (url, init) => gw.runtime.handle(new Request(url, init)) });
+    const ask = (model: string) => anthropic.messages.create({ model, max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
+    const before = backend.received.length;
+    const answer = await ask("claude-small");
+    expect(answer.type).toBe("message");
+    const sent = backend.received.slice(before).find((r) => r.path === "/v1/messages");
+    expect(sent?.headers["x-consumer"]).toBe("team-m");
+    expect(sent?.headers["x-api-key"]).toBeUndefined();
+    expect(JSON.stringify(sent?.headers)).not.toContain(key);
+    // Outside the key's globs: as if the model did not exist, in the Messages error shape.
+    await expect(ask("claude-large")).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await ask("claude-small");
+    await expect(ask("claude-small")).rejects.toBeInstanceOf(Anthropic.RateLimitError);
   });
 
   it("missing, malformed, unknown, expired, disabled and revoked keys: 401 saying which, counted by reason", async () => {
