@@ -247,6 +247,8 @@ server:
 ${storeYaml(store, REPLICA_DB)}pricing:
   models:
     gpt: {input: 2, output: 8}
+  backend_models:
+    gpt: {input: 2, output: 8}
 rate_limits:
   chat:
     "*": {cost_rate: 0.0002, cost_period: 1h}
@@ -256,6 +258,14 @@ services:
     provider: chat_completions
     inference_url: ${llm.url}
     operations: { chat: [/v1/chat/completions] }
+  - type: chat
+    model: mini
+    backend_model: gpt
+    provider: chat_completions
+    inference_url: ${llm.url}
+    operations: { chat: [/v1/chat/completions] }
+    token_limits:
+      "*": {cost_rate: 0.0001, cost_period: 1h}
 `;
 }
 
@@ -294,5 +304,18 @@ describe.each<Store>(["memory", "redis"])("a cost budget on %s", (store) => {
     );
     // Another consumer has a budget of their own.
     expect((await chat(replicas[0], "fay", "gpt")).status).toBe(200);
+  });
+
+  it("checks a model's budget (token_limits) before the type's, across the replicas", async () => {
+    for (let i = 0; i < 2; i++) {
+      expect((await chat(replicas[i % 2], "gus", "mini")).status).toBe(200);
+      const expected = Math.round(78 * (i + 1)) / 1e6;
+      await waitUntil(async () => (await usageOf(replicas[(i + 1) % 2], "gus", "chat"))?.window?.cost === expected, 10_000, () => `cost window never reached ${expected}`);
+    }
+    const refused = await chat(replicas[0], "gus", "mini");
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^cost budget of model "mini" used up: 0\.000156 of 0\.0001 USD per 1h; /);
+    // The type's budget (0.0002) still has room for the other model.
+    expect((await chat(replicas[1], "gus", "gpt")).status).toBe(200);
   });
 });
