@@ -6,7 +6,6 @@
  */
 import { isSpanContextValid, trace } from "@opentelemetry/api";
 import { definePlugin } from "../../core/plugins/types.ts";
-import type {} from "../../core/pricing/price.ts";
 import { auditLogSection } from "./config.ts";
 import { copyForDetails, detailsOf } from "./details.ts";
 import { principalOf } from "./principal.ts";
@@ -32,8 +31,6 @@ export default definePlugin({
       // The trace id ties the line to the request's trace when tracing is on.
       const spanContext = trace.getActiveSpan()?.spanContext();
       const traceId = spanContext && isSpanContextValid(spanContext) ? spanContext.traceId : undefined;
-      // A priced request's cost (core/pricing/price.ts), in pricing.currency.
-      const cost = api.contextOf(c.req.raw)?.vars.cost;
       // Not awaited: identifying an admin caller may verify a token, which must not delay the answer.
       void (async () => {
         try {
@@ -46,7 +43,6 @@ export default definePlugin({
             outcome: outcomeOf(response.status),
             duration_ms: api.clock.now() - started,
             ...(await detailsOf(copy)),
-            ...(cost !== undefined ? { cost } : {}),
             ...(c.req.header("x-forwarded-for") ? { forwarded_for: c.req.header("x-forwarded-for") } : {}),
             ...(traceId ? { trace_id: traceId } : {}),
           });
