@@ -5,51 +5,24 @@
  * Like the token budget, a request is checked against what earlier requests cost: the one
  * that crosses the budget passes, later ones in the window get 429 with Retry-After.
  *
- * A budget is a window key and a limit; `judgeCost` (decision from a window's reading) and
- * `checkCostBudget` (read, then decide) take any such budget, so a budget of another owner
- * (an API key's) uses the same code.
+ * A budget is a window key and a limit (core/limits/cost-budget.ts); `checkCostBudget` (read,
+ * then decide) and `enforceCost` (decide from a reading taken with other checks) take any
+ * such budget, so a budget of another owner (an API key's) uses the same code.
  */
-import { formatDuration } from "../../core/config/duration.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
-import { errors } from "../../core/errors.ts";
-import { costOfNanos, toNanos } from "../../core/pricing/price.ts";
-import { windowIncrement } from "../../core/stores/atomic-ops.ts";
+import { addCost, costRefusal, judgeCost, type CostBudget, type CostDecision } from "../../core/limits/cost-budget.ts";
+import { toNanos } from "../../core/pricing/price.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
-import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
+import { failOpen, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import { windowPeek } from "./ops.ts";
 import type { TypeLimits } from "./table.ts";
-
-/** One cost budget: its window's key, its limit and window length, and whose it is (for the 429 message). */
-export interface CostBudget {
-  key: string;
-  /** The limit in nano-units of the currency (`toNanos(cost_rate)`). */
-  limitNanos: number;
-  periodMs: number;
-  /** e.g. `service type "chat"`, `model "gpt-4o-mini"`, `API key "k1"`. */
-  scope: string;
-}
-
-export type CostDecision = { allowed: true; usedNanos: number } | { allowed: false; usedNanos: number; retryAfterSeconds: number; message: string };
-
-/** The decision from a window's reading (`value` as stored: "" when no window is open; `pttlMs` its remaining ms). */
-export function judgeCost(budget: CostBudget, value: string | number | undefined, pttlMs: number, currency: string): CostDecision {
-  const usedNanos = Number(value || 0);
-  if (usedNanos < budget.limitNanos) return { allowed: true, usedNanos };
-  const retryAfter = retryAfterSeconds(pttlMs, budget.periodMs);
-  return {
-    allowed: false,
-    usedNanos,
-    retryAfterSeconds: retryAfter,
-    message: `cost budget of ${budget.scope} used up: ${costOfNanos(usedNanos)} of ${costOfNanos(budget.limitNanos)} ${currency} per ${formatDuration(budget.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
-  };
-}
 
 /** Throws the 429 of the first budget in `list` a reading (`reply[at + 2i]`, `reply[at + 2i + 1]`, as `windowPeek` answers) finds used up. */
 export function enforceCost(list: readonly CostBudget[], reply: readonly (string | number)[], at: number, currency: string): void {
   for (const [index, budget] of list.entries()) {
     const decision = judgeCost(budget, reply[at + 2 * index], Number(reply[at + 2 * index + 1]), currency);
-    if (!decision.allowed) throw errors.rateLimited(decision.message, decision.retryAfterSeconds);
+    if (!decision.allowed) throw costRefusal(decision);
   }
 }
 
@@ -57,12 +30,6 @@ export function enforceCost(list: readonly CostBudget[], reply: readonly (string
 export async function checkCostBudget(kv: KvStore, budget: CostBudget, currency: string): Promise<CostDecision> {
   const [value, ttl] = await kv.run(windowPeek, [budget.key], []);
   return judgeCost(budget, value, Number(ttl), currency);
-}
-
-/** Adds a cost to a budget's window (opening it when none is open). */
-export async function addCost(kv: KvStore, budget: Pick<CostBudget, "key" | "periodMs">, nanos: number): Promise<void> {
-  if (!(nanos > 0)) return;
-  await kv.run(windowIncrement, [budget.key], [nanos, budget.periodMs]);
 }
 
 /** The model's budget (`token_limits`), then the service type's (`rate_limits`), that measure this consumer. */

@@ -8,7 +8,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { toNanos } from "../../../core/pricing/price.ts";
 import { loadConfig } from "../../../plugins/config.ts";
-import { judgeCost } from "../../../plugins/limits/cost.ts";
+import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
+import { ManualClock } from "../../../core/clock.ts";
+import { addCost, judgeCost } from "../../../core/limits/cost-budget.ts";
+import { checkCostBudget } from "../../../plugins/limits/cost.ts";
 import pricing from "../../../plugins/pricing/index.ts";
 import { jobForm, limitsRuntime, until, type LimitsRuntime } from "./harness.ts";
 
@@ -75,7 +78,7 @@ describe("a cost budget on an async type", () => {
   });
 });
 
-describe("judgeCost", () => {
+describe("a budget of any owner (judgeCost, checkCostBudget, addCost)", () => {
   const budget = { key: "cost:key:k1", limitNanos: toNanos(2), periodMs: 3_600_000, scope: 'API key "k1"' };
   it("allows under the limit, refuses at or over it with the window's remaining seconds", () => {
     expect(judgeCost(budget, "", -2, "USD")).toEqual({ allowed: true, usedNanos: 0 });
@@ -86,6 +89,22 @@ describe("judgeCost", () => {
       retryAfterSeconds: 42,
       message: 'cost budget of API key "k1" used up: 2.5 of 2 USD per 1h; retry in 42s, when the window resets',
     });
+  });
+
+  it("checkCostBudget reads a window addCost filled: allowed until the limit, then refused until the window ends", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1));
+    const kv = new MemoryKv(clock);
+    try {
+      expect(await checkCostBudget(kv, budget, "USD")).toEqual({ allowed: true, usedNanos: 0 });
+      await addCost(kv, budget, toNanos(1.5));
+      clock.advance(600_000);
+      await addCost(kv, budget, toNanos(0.75));
+      expect(await checkCostBudget(kv, budget, "USD")).toMatchObject({ allowed: false, usedNanos: toNanos(2.25), retryAfterSeconds: 3000 });
+      clock.advance(3_000_000);
+      expect(await checkCostBudget(kv, budget, "USD")).toEqual({ allowed: true, usedNanos: 0 });
+    } finally {
+      await kv.close();
+    }
   });
 });
 
