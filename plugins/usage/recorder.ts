@@ -10,6 +10,10 @@
  * - async: `job.submitted` counts the submission as a request and a job;
  * - `relay.processed` adds inference seconds, in whichever process ran the job.
  *
+ * Costs (the `cost` of `llm.usage` and `relay.processed`, when pricing is on) are added as
+ * whole nano-units next to the tokens. The report groups (`group_by`: per consumer, model and
+ * API key) get each request, its tokens and its cost in a second operation of the same batch.
+ *
  * A request's own counts are in the store before the client has its whole answer:
  * `requestEnded` gives the write they are part of, which the answer's end waits for (the
  * turn's batch is written as before: no store operation of its own).
