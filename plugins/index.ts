@@ -18,6 +18,7 @@ import limits from "./limits/index.ts";
 import llmProxy from "./llm-proxy/index.ts";
 import otel from "./otel/index.ts";
 import policies from "./policies/index.ts";
+import pricing from "./pricing/index.ts";
 import providerChatCompletions from "./provider-chat-completions/index.ts";
 import providerLocalChat from "./provider-local-chat/index.ts";
 import providerMessagesApi from "./provider-messages-api/index.ts";
@@ -44,6 +45,7 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   llmProxy,
   otel,
   policies,
+  pricing,
   providerChatCompletions,
   providerLocalChat,
   providerMessagesApi,

@@ -220,7 +220,15 @@ declare module "../plugins/types.ts" {
      * A relay finished calling the backend for a job: inference seconds for the
      * processing-time budget (spec 8.4). Emitted in the relay's process.
      */
-    "relay.processed": { consumer?: string; userType?: string; serviceType: string; model: string; seconds: number };
+    "relay.processed": {
+      consumer?: string;
+      userType?: string;
+      serviceType: string;
+      model: string;
+      seconds: number;
+      /** What the processing cost in `pricing.currency` (`per_second`); absent when unpriced. */
+      cost?: number;
+    };
     /**
      * An unfinished job's record was given a longer life: it now expires at `expiresAt` (ms,
      * at the latest). Emitted when a relay starts the job or renews its lease (in the relay's

@@ -9,7 +9,9 @@ export interface LimitWindow {
   requests?: number;
   tokens?: number;
   processingSeconds?: number;
-  /** When the window expires (ms since the epoch): the request window's, else the token one's, else the processing one's. */
+  /** Cost in the cost budget's window, in pricing.currency. */
+  cost?: number;
+  /** When the window expires (ms since the epoch): the request window's, else the token one's, else the processing one's, else the cost one's. */
   resetAt: number;
 }
 

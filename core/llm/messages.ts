@@ -41,8 +41,10 @@ export function messagesUsage(raw: unknown): MessagesUsage | undefined {
   const read = isCount(raw.cache_read_input_tokens) ? raw.cache_read_input_tokens : undefined;
   const written = isCount(raw.cache_creation_input_tokens) ? raw.cache_creation_input_tokens : undefined;
   const input = isCount(raw.input_tokens) ? raw.input_tokens + (read ?? 0) + (written ?? 0) : undefined;
-  const usage = usageFromCounts(input, raw.output_tokens);
-  if (!usage) return undefined;
+  const counts = usageFromCounts(input, raw.output_tokens);
+  if (!counts) return undefined;
+  // Kept apart as well, so cache reads and writes can be priced at their own rates.
+  const usage: TokenUsage = { ...counts, ...(read !== undefined ? { cached_tokens: read } : {}), ...(written !== undefined ? { cache_creation_tokens: written } : {}) };
   return { usage, cachedTokens: read !== undefined || written !== undefined ? (read ?? 0) : undefined };
 }
 

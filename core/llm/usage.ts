@@ -9,6 +9,10 @@ import { isRecord } from "./json.ts";
 export interface TokenUsage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** Of `prompt_tokens`, read from the provider's prompt cache; absent when the backend did not say. */
+  cached_tokens?: number;
+  /** Of `prompt_tokens`, written to the provider's prompt cache (Messages-style backends); absent when not said. */
+  cache_creation_tokens?: number;
 }
 
 const isCount = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value) && value >= 0;
@@ -22,9 +26,11 @@ const isCount = (value: unknown): value is number => typeof value === "number" &
  */
 export function usageOf(body: unknown): TokenUsage | undefined {
   if (!isRecord(body) || !isRecord(body.usage)) return undefined;
-  const { prompt_tokens, completion_tokens = 0 } = body.usage;
+  const { prompt_tokens, completion_tokens = 0, prompt_tokens_details } = body.usage;
   if (!isCount(prompt_tokens) || !isCount(completion_tokens)) return undefined;
-  return { prompt_tokens, completion_tokens };
+  // OpenAI-style answers count cache reads inside prompt_tokens and say how many in the details.
+  const cached = isRecord(prompt_tokens_details) && isCount(prompt_tokens_details.cached_tokens) ? prompt_tokens_details.cached_tokens : undefined;
+  return cached === undefined ? { prompt_tokens, completion_tokens } : { prompt_tokens, completion_tokens, cached_tokens: cached };
 }
 
 /** Usage from a backend's two counts, or `undefined` when either is unknown (never a made-up 0). */
@@ -43,6 +49,13 @@ export interface LlmUsageEvent {
   userType: string;
   prompt: number;
   completion: number;
+  /** The model sent to the backend that answered (prices may be set per backend model). */
+  backendModel?: string;
+  /** Of `prompt`, read from and written to the provider's prompt cache (0 when not said). */
+  cached?: number;
+  cacheCreation?: number;
+  /** What the response cost in `pricing.currency`; absent when no price applies (unpriced or no pricing). */
+  cost?: number;
   /**
    * Whether token budgets count this response (spec 8.2). False when the request carried
    * `Cache-Control: no-cache`; token metrics count it either way. Streaming responses (unless

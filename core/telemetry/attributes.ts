@@ -25,6 +25,8 @@ export const ATTR = {
   outcome: "gateway.outcome",
   jobId: "gateway.job_id",
   operation: "gateway.operation",
+  /** What the request cost in `pricing.currency` (a priced LLM response). */
+  cost: "gateway.cost",
 } as const;
 
 /** OpenTelemetry GenAI semantic conventions, on the span of an LLM proxy request. */

@@ -7,6 +7,12 @@ import { durationMs } from "../../core/config/duration.ts";
 import { Duration } from "../../core/config/schema-parts.ts";
 import type { ConfigSection, ServiceFieldSet } from "../../core/config/schema.ts";
 
+const noPrices = "a cost budget needs prices: set pricing.models (or pricing.backend_models), or remove cost_rate";
+
+/** Some model has a price (the pricing plugin's rule; the section may be absent where that plugin is not installed). */
+const pricingOn = (pricing: { models?: object; backend_models?: object } | undefined): boolean =>
+  pricing !== undefined && Object.keys(pricing.models ?? {}).length + Object.keys(pricing.backend_models ?? {}).length > 0;
+
 export const RateLimitSchema = Type.Object(
   {
     rate: Type.Integer({ minimum: 0, default: 0, description: "Requests per period; 0 = unlimited" }),
@@ -16,6 +22,8 @@ export const RateLimitSchema = Type.Object(
     max_concurrent: Type.Integer({ minimum: 0, default: 0, description: "Pending + processing async jobs per consumer; 0 = off" }),
     processing_time: Type.Integer({ minimum: 0, default: 0, description: "Inference seconds (integer) per processing_period; 0 = off" }),
     processing_period: Duration("1h", "Processing-time window"),
+    cost_rate: Type.Number({ minimum: 0, default: 0, description: "Cost in pricing.currency per cost_period (LLM responses and async jobs, priced by `pricing`); 0 = off" }),
+    cost_period: Duration("24h", "Cost window"),
   },
   { additionalProperties: false, default: {} },
 );
@@ -24,13 +32,13 @@ export const RateLimitsSchema = Type.Record(Type.String(), Type.Record(Type.Stri
   default: {},
   description: 'service_type -> user_type (or "*") -> limits',
   notes: [
-    'A map of service type -> user type (or `"*"`, the fallback) -> limits; empty = no limits. A `period`, `token_period` or',
-    "`processing_period` must be positive when its rate is set.",
+    'A map of service type -> user type (or `"*"`, the fallback) -> limits; empty = no limits. A `period`, `token_period`,',
+    "`processing_period` or `cost_period` must be positive when its rate is set; `cost_rate` needs prices in `pricing` (see [Cost](cost.md)).",
     "",
     "```yaml",
     "rate_limits:",
     "  llm:",
-    "    premium: { rate: 600, period: 1m, token_rate: 200000, token_period: 1h }",
+    "    premium: { rate: 600, period: 1m, token_rate: 200000, token_period: 1h, cost_rate: 25.00, cost_period: 24h }",
     '    "*":     { rate: 60, period: 1m }',
     "```",
   ].join("\n"),
@@ -40,6 +48,8 @@ export const TokenLimitSchema = Type.Object(
   {
     token_rate: Type.Integer({ minimum: 0, default: 0, description: "Prompt + completion tokens per window; 0 = off" }),
     token_period: Duration("1m", "Token window"),
+    cost_rate: Type.Number({ minimum: 0, default: 0, description: "Cost in pricing.currency per cost_period for this model; 0 = off" }),
+    cost_period: Duration("24h", "Cost window"),
   },
   { additionalProperties: false, default: {} },
 );
@@ -47,7 +57,7 @@ export const TokenLimitSchema = Type.Object(
 export const LimitServiceFields = Type.Object({
   max_concurrent_sync: Type.Integer({ minimum: 0, default: 0, description: "Cluster-wide cap on simultaneous sync requests for the model; 0 = unlimited" }),
   priority_reserved_sync: Type.Integer({ minimum: 0, default: 0, description: "Slots of max_concurrent_sync reserved for priority requests; must not exceed max_concurrent_sync" }),
-  token_limits: Type.Record(Type.String(), TokenLimitSchema, { default: {}, description: "Per user type token budgets for this model: {USER_TYPE: {token_rate, token_period}}" }),
+  token_limits: Type.Record(Type.String(), TokenLimitSchema, { default: {}, description: "Per user type token and cost budgets for this model: {USER_TYPE: {token_rate, token_period, cost_rate, cost_period}}" }),
 });
 
 export type RateLimitConfig = Static<typeof RateLimitSchema>;
@@ -63,7 +73,7 @@ declare module "../../core/config/schema.ts" {
 export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
   key: "rate_limits",
   schema: RateLimitsSchema,
-  validate: (rateLimits) => {
+  validate: (rateLimits, config) => {
     const problems: string[] = [];
     for (const [type, byUserType] of Object.entries(rateLimits)) {
       for (const [userType, limits] of Object.entries(byUserType)) {
@@ -73,6 +83,8 @@ export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
         if (limits.processing_time > 0 && durationMs(limits.processing_period) === 0) {
           problems.push(`${at}.processing_period: must be positive when processing_time is set`);
         }
+        if (limits.cost_rate > 0 && durationMs(limits.cost_period) === 0) problems.push(`${at}.cost_period: must be positive when cost_rate is set`);
+        if (limits.cost_rate > 0 && !pricingOn(config.pricing)) problems.push(`${at}.cost_rate: ${noPrices}`);
       }
     }
     return problems;
@@ -81,8 +93,10 @@ export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
 
 export const limitServiceFields: ServiceFieldSet<typeof LimitServiceFields> = {
   schema: LimitServiceFields,
-  validate: (service, at) =>
-    service.priority_reserved_sync > service.max_concurrent_sync
-      ? [`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`]
-      : [],
+  validate: (service, at, config) => [
+    ...(service.priority_reserved_sync > service.max_concurrent_sync ? [`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`] : []),
+    ...Object.entries(service.token_limits)
+      .filter(([, limits]) => limits.cost_rate > 0 && !pricingOn(config.pricing))
+      .map(([userType]) => `${at}.token_limits.${userType}.cost_rate: ${noPrices}`),
+  ],
 };

@@ -12,6 +12,8 @@ export interface LimitDeps {
   log: Logger;
   metrics: LimitMetrics;
   table: LimitTable;
+  /** pricing.currency, for cost budget messages. */
+  currency: string;
 }
 
 /**

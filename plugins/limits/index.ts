@@ -34,6 +34,7 @@ import { syncCap } from "./sync-cap.ts";
 import { LimitTable } from "./table.ts";
 import { checkSyncLimits } from "./sync-limits.ts";
 import { countTokens } from "./tokens.ts";
+import { checkAsyncCost, countCost } from "./cost.ts";
 import { limitWindows } from "./windows.ts";
 import type {} from "../../core/limits/windows.ts";
 
@@ -52,14 +53,18 @@ export default definePlugin({
   roles: ["gateway", "relay"],
   setup(api) {
     const table = new LimitTable(api.config);
-    const deps: LimitDeps = { kv: api.kv, clock: api.clock, log: api.log, metrics: limitMetrics(api.metrics), table };
+    const deps: LimitDeps = { kv: api.kv, clock: api.clock, log: api.log, metrics: limitMetrics(api.metrics), table, currency: api.config.pricing.currency };
 
     // Counting after the fact, in whichever process the event happens.
     api.on("llm.usage", (event) => {
       void countTokens(deps, event);
       void countCredentialTokens(deps, event);
+      if (event.counted) void countCost(deps, event);
     });
-    api.on("relay.processed", (event) => void addProcessingTime(deps, event));
+    api.on("relay.processed", (event) => {
+      void addProcessingTime(deps, event);
+      void countCost(deps, event);
+    });
     api.on("job.expiry", ({ job, expiresAt }) => void extendJobSlot(deps, job, expiresAt));
     api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));
     if (api.role !== "gateway") return;
@@ -86,6 +91,7 @@ export default definePlugin({
       if (!limits) return;
       await checkRequestRate(deps, ctx.serviceType, consumer, ctx.principal.userType, limits);
       await checkProcessingTime(deps, ctx, consumer, limits);
+      await checkAsyncCost(deps, ctx.serviceType, ctx.service?.model ?? "", consumer, ctx.principal.userType, limits);
       await reserveJobSlot(slotDeps, ctx, consumer, limits);
     });
 

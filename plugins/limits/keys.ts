@@ -7,6 +7,8 @@
  * | rl:<type>:<consumer>                  | string | requests in the current rate window (spec 8.1)            | `period` of the entry that opened the window
  * | tok:<type>:<consumer>                 | string | prompt + completion tokens in the global token window     | `token_period` of the entry that opened it
  * | tok:<type>:<consumer>:<model>         | string | tokens in the model-level window (`token_limits`)         | that model's `token_period`
+ * | cost:<type>:<consumer>                | string | cost in nano-units of pricing.currency (integer)         | `cost_period` of the entry that opened it
+ * | cost:<type>:<consumer>:<model>        | string | cost in the model-level window (`token_limits`)          | that model's `cost_period`
  * | ptime:<type>:<consumer>               | string | inference seconds in the processing window (float)       | `processing_period` of the entry that opened it
  * | conc:<type>:<consumer>                | zset   | slot -> deadline (ms): in-flight submissions (a random     | until its last member's deadline
  * |                                       |        | reservation id) and saved, unfinished jobs (the job id)   |
@@ -33,6 +35,8 @@ export const limitKeys = {
   rate: (type: string, consumer: string) => `rl:${segment(type)}:${segment(consumer)}`,
   tokens: (type: string, consumer: string) => `tok:${segment(type)}:${segment(consumer)}`,
   modelTokens: (type: string, consumer: string, model: string) => `tok:${segment(type)}:${segment(consumer)}:${segment(model)}`,
+  cost: (type: string, consumer: string) => `cost:${segment(type)}:${segment(consumer)}`,
+  modelCost: (type: string, consumer: string, model: string) => `cost:${segment(type)}:${segment(consumer)}:${segment(model)}`,
   processingTime: (type: string, consumer: string) => `ptime:${segment(type)}:${segment(consumer)}`,
   concurrentJobs: (type: string, consumer: string) => `conc:${segment(type)}:${segment(consumer)}`,
   syncShared: (type: string, model: string) => `sem:${segment(type)}:${segment(model)}:shared`,

@@ -1,5 +1,5 @@
 /**
- * A sync or LLM request's request rate and token budgets (spec 4.5, 8.1, 8.2), checked with
+ * A sync or LLM request's request rate, token and cost budgets (spec 4.5, 8.1, 8.2), checked with
  * one store operation (`limitsAdmit`): one round trip on Redis before the backend call
  * instead of one per check. The rate is judged first, so the 429 a request gets is the
  * same as when the checks ran one after the other.
@@ -11,15 +11,18 @@ import { limitKeys } from "./keys.ts";
 import { limitsAdmit } from "./ops.ts";
 import { judgeRequestRate } from "./request-rate.ts";
 import { judgeTokens, tokenBudgets } from "./tokens.ts";
+import { costBudgets, enforceCost } from "./cost.ts";
 
 export async function checkSyncLimits(deps: LimitDeps, ctx: RequestContext, service: ServiceConfig | undefined, consumer: string): Promise<void> {
   const userType = ctx.principal.userType;
   const limits = deps.table.forType(ctx.serviceType, userType);
   const rated = limits !== undefined && limits.rate > 0;
   const budgets = ctx.mode === "llm" && service ? tokenBudgets(deps, service, consumer, userType, limits) : [];
-  if (!rated && budgets.length === 0) return;
+  const costs = ctx.mode === "llm" && service ? costBudgets(deps, service, consumer, userType, limits) : [];
+  if (!rated && budgets.length === 0 && costs.length === 0) return;
   const keys = rated ? [limitKeys.rate(ctx.serviceType, consumer)] : [];
   for (const budget of budgets) keys.push(budget.key);
+  for (const budget of costs) keys.push(budget.key);
   let reply: (string | number)[];
   try {
     reply = await deps.kv.run(limitsAdmit, keys, [rated ? 1 : 0, rated ? limits.periodMs : 0]);
@@ -27,8 +30,10 @@ export async function checkSyncLimits(deps: LimitDeps, ctx: RequestContext, serv
     // Each check fails open on its own, as when they were separate operations.
     if (rated) failOpen(deps, "rate", "request_rate", ctx.serviceType, error);
     if (budgets.length > 0 && service) failOpen(deps, "tokens", "token_budget", service.type, error);
+    if (costs.length > 0) failOpen(deps, "rate", "cost_budget", ctx.serviceType, error);
     return;
   }
   if (rated) judgeRequestRate(deps, ctx.serviceType, userType, limits, Number(reply[0]), Number(reply[1]));
   if (budgets.length > 0 && service) judgeTokens(deps, service.type, userType, budgets, reply, 2);
+  enforceCost(costs, reply, 2 + 2 * budgets.length, deps.currency);
 }

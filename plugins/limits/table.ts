@@ -6,6 +6,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
+import { toNanos } from "../../core/pricing/price.ts";
 import type { RateLimitConfig } from "./config.ts";
 
 export const FALLBACK = "*";
@@ -21,12 +22,17 @@ export interface TypeLimits {
   maxConcurrent: number;
   processingTime: number;
   processingPeriodMs: number;
+  /** The cost budget in nano-units of pricing.currency (core/pricing/price.ts). */
+  costNanos: number;
+  costPeriodMs: number;
 }
 
 export interface ModelTokenLimit {
   entry: string;
   tokenRate: number;
   tokenPeriodMs: number;
+  costNanos: number;
+  costPeriodMs: number;
 }
 
 /**
@@ -46,6 +52,8 @@ function resolveEntry(entry: string, limits: RateLimitConfig): TypeLimits {
     maxConcurrent: limits.max_concurrent,
     processingTime: limits.processing_time,
     processingPeriodMs: windowMs(limits.processing_period, "1h"),
+    costNanos: toNanos(limits.cost_rate),
+    costPeriodMs: windowMs(limits.cost_period, "24h"),
   };
 }
 
@@ -77,7 +85,13 @@ export class LimitTable {
       // Entries with token_rate 0 are kept: like `rate: 0`, they make that user type unlimited
       // instead of falling back to "*".
       for (const [entry, limits] of Object.entries(service.token_limits)) {
-        resolved.set(entry, { entry, tokenRate: limits.token_rate, tokenPeriodMs: windowMs(limits.token_period, "1m") });
+        resolved.set(entry, {
+          entry,
+          tokenRate: limits.token_rate,
+          tokenPeriodMs: windowMs(limits.token_period, "1m"),
+          costNanos: toNanos(limits.cost_rate),
+          costPeriodMs: windowMs(limits.cost_period, "24h"),
+        });
         if (entry !== FALLBACK) this.namedUserTypes.add(entry);
       }
       if (resolved.size > 0) this.modelTokens.set(modelId(service.type, service.model), resolved);
@@ -93,6 +107,12 @@ export class LimitTable {
   forModel(service: Pick<ServiceConfig, "type" | "model">, userType: string | undefined): ModelTokenLimit | undefined {
     const limit = pick(this.modelTokens.get(modelId(service.type, service.model)), userType);
     return limit && limit.tokenRate > 0 ? limit : undefined;
+  }
+
+  /** The model-level cost budget of a service for this user type, if any (the same entry as its token budget). */
+  forModelCost(service: Pick<ServiceConfig, "type" | "model">, userType: string | undefined): ModelTokenLimit | undefined {
+    const limit = pick(this.modelTokens.get(modelId(service.type, service.model)), userType);
+    return limit && limit.costNanos > 0 ? limit : undefined;
   }
 
   /**

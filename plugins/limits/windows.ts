@@ -6,13 +6,14 @@
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
+import { costOfNanos } from "../../core/pricing/price.ts";
 import { limitKeys } from "./keys.ts";
 import { windowPeek } from "./ops.ts";
 import type { LimitTable } from "./table.ts";
 import type { LimitWindow, LimitWindows } from "../../core/limits/windows.ts";
 
 /** The counters one window entry reads, in `windowPeek` order. */
-const COUNTERS = [limitKeys.rate, limitKeys.tokens, limitKeys.processingTime] as const;
+const COUNTERS = [limitKeys.rate, limitKeys.tokens, limitKeys.processingTime, limitKeys.cost] as const;
 
 export function limitWindows(kv: KvStore, clock: Clock, log: Logger, table: LimitTable): LimitWindows {
   const limited = new Set(table.limitedTypes);
@@ -38,13 +39,14 @@ export function limitWindows(kv: KvStore, clock: Clock, log: Logger, table: Limi
           const ttl = Number(reply[at + 2 * counter + 1]);
           return { value: Number(text), resetAt: ttl >= 0 ? now + ttl : undefined };
         };
-        const [requests, tokens, seconds] = [read(0), read(1), read(2)];
-        const resetAt = requests?.resetAt ?? tokens?.resetAt ?? seconds?.resetAt;
+        const [requests, tokens, seconds, cost] = [read(0), read(1), read(2), read(3)];
+        const resetAt = requests?.resetAt ?? tokens?.resetAt ?? seconds?.resetAt ?? cost?.resetAt;
         if (resetAt === undefined) return;
         const window: LimitWindow = { resetAt };
         if (requests) window.requests = requests.value;
         if (tokens) window.tokens = tokens.value;
         if (seconds) window.processingSeconds = seconds.value;
+        if (cost) window.cost = costOfNanos(cost.value);
         const perType = result.get(consumer) ?? new Map<string, LimitWindow>();
         perType.set(type, window);
         result.set(consumer, perType);

@@ -42,6 +42,7 @@ interface Inbound {
   route: MessagesRoute | undefined;
   native: boolean;
 }
+import { COST_HEADER, formatCost, type Pricing } from "../../core/pricing/price.ts";
 
 /**
  * Not forwarded: the runtime's fetch negotiates (and undoes) compression itself, and the body
@@ -76,6 +77,8 @@ export interface LlmModeDeps {
   /** `gen_ai.client.token.usage`, when OpenTelemetry metrics export is on. */
   genAiTokens?: GenAiTokenUsage;
   tokens: ConsumerTokens | undefined;
+  /** Prices counted answers (the `pricing` plugin), when some model has a price. */
+  pricing?: Pricing;
   emitUsage(event: LlmUsageEvent): void;
   /** `llm.count_streamed_tokens`: count the usage a stream reports (the spec counts none). */
   countStreamedTokens: boolean;
@@ -184,7 +187,10 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   /** Step 5: metrics, consumer tokens and the `llm.usage` event for a complete answer. */
   function account(ctx: RequestContext, labels: LlmLabels, answer: Answer, status: number): void {
     deps.metrics.request(labels, status, seconds(ctx));
-    if (answer.usage) countTokens(ctx, labels, answer.usage);
+    if (!answer.usage) return;
+    const cost = countTokens(ctx, labels, answer.usage);
+    // Only a whole answer can carry its cost in a header (a stream's headers left long before its usage).
+    if (cost !== undefined) answer.response.headers.set(COST_HEADER, formatCost(cost));
   }
 
   /** A streamed answer ended: incomplete streams counted and logged, and (when on) its tokens. */
@@ -198,22 +204,36 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     else deps.metrics.usageMissing(labels);
   }
 
-  function countTokens(ctx: RequestContext, labels: LlmLabels, usage: TokenUsage): void {
+  /** Metrics, consumer tokens, the cost and the `llm.usage` event of an answer's usage; the cost when priced. */
+  function countTokens(ctx: RequestContext, labels: LlmLabels, usage: TokenUsage): number | undefined {
     deps.metrics.usage(labels, usage);
     deps.genAiTokens?.record({ operation: operationOf(ctx.url.pathname), provider: labels.provider, requestModel: labels.backend_model }, usage);
     const consumer = ctx.principal.consumer ?? "";
     const userType = ctx.principal.userType ?? "";
     if (deps.tokens && consumer !== "") deps.tokens.add(consumer, userType, usage);
+    const serviceType = ctx.serviceType || labels.service_type;
+    const cached = usage.cached_tokens ?? 0;
+    const cacheCreation = usage.cache_creation_tokens ?? 0;
+    const cost = deps.pricing?.charge(
+      { serviceType, model: labels.model, backendModel: labels.backend_model },
+      { prompt: usage.prompt_tokens, completion: usage.completion_tokens, cached, cacheCreation },
+    );
+    if (cost !== undefined) ctx.vars.cost = cost;
     deps.emitUsage({
-      serviceType: ctx.serviceType || labels.service_type,
+      serviceType,
       model: labels.model,
+      backendModel: labels.backend_model,
       consumer,
       userType,
       prompt: usage.prompt_tokens,
       completion: usage.completion_tokens,
+      cached,
+      cacheCreation,
+      ...(cost !== undefined ? { cost } : {}),
       counted: !/no-cache/i.test(ctx.request.headers.get("cache-control") ?? ""),
       ...(ctx.principal.limits ? { credential: ctx.principal.limits } : {}),
     });
+    return cost;
   }
 
   function beginLookup(ctx: RequestContext, service: ServiceConfig, body: Extract<SyncBody, { kind: "json" }>): PendingLookup | undefined {

@@ -19,8 +19,9 @@ import { messagesRoute } from "./messages-inbound.ts";
 export default definePlugin({
   name: "llm-proxy",
   dependsOn: ["sync-proxy", "providers"],
-  // Answers from the response cache when a service enables it; skips backends sitting out.
-  optionalDependsOn: ["response-cache", "backend-health"],
+  // Answers from the response cache when a service enables it; skips backends sitting out;
+  // prices answers when some model has a price.
+  optionalDependsOn: ["response-cache", "backend-health", "pricing"],
   section: llmSection,
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
@@ -49,6 +50,7 @@ export default definePlugin({
         // The GenAI metric only when it is exported (OpenTelemetry metrics mirror the Prometheus registry).
         genAiTokens: config.opentelemetry.enabled && config.opentelemetry.metrics.enabled ? new GenAiTokenUsage(api.metrics) : undefined,
         tokens,
+        pricing: api.has("pricing") ? api.use("pricing") : undefined,
         emitUsage: (event) => api.emit("llm.usage", event),
         countStreamedTokens: config.llm.count_streamed_tokens,
         streamIdleTimeoutMs: durationMs(config.llm.stream_idle_timeout),

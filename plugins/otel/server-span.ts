@@ -12,6 +12,7 @@ import { api as otel, core } from "@opentelemetry/sdk-node";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { Registry } from "../../core/registry/registry.ts";
 import { ATTR } from "../../core/telemetry/attributes.ts";
+import type {} from "../../core/pricing/price.ts";
 import type { Tracer } from "./sdk.ts";
 
 export interface ServerSpanDeps {
@@ -54,6 +55,7 @@ function finish(span: otel.Span, c: Context, url: URL, deps: ServerSpanDeps): vo
   if (ctx?.service?.model) attributes[ATTR.model] = ctx.service.model;
   if (ctx?.principal.consumer) attributes[ATTR.consumer] = ctx.principal.consumer;
   if (ctx?.principal.userType) attributes[ATTR.userType] = ctx.principal.userType;
+  if (ctx?.vars.cost !== undefined) attributes[ATTR.cost] = ctx.vars.cost;
   const more = ctx?.vars.spanAttributes;
   if (more) Object.assign(attributes, more());
   if (status >= 500) {

@@ -57,8 +57,8 @@ export default definePlugin({
   serviceFields: relayServiceFields,
   roles: ["gateway", "relay"],
   dependsOn: ["async-jobs"],
-  // A job's trace continues in the relay when tracing is on.
-  optionalDependsOn: ["otel"],
+  // A job's trace continues in the relay when tracing is on; jobs are priced when some model has a price.
+  optionalDependsOn: ["otel", "pricing"],
   enabled: (config, role) => role === "relay" || relayEmbedded(config),
   setup(api) {
     const jobs = api.use("jobs");
@@ -74,6 +74,7 @@ export default definePlugin({
         log: api.log,
         metrics: relayMetrics(api.metrics),
         emit: (event, payload) => api.emit(event, payload),
+        pricing: api.has("pricing") ? api.use("pricing") : undefined,
         leaseMs,
         requestTimeoutMs: durationMs(api.config.relay.request_timeout) || durationMs("10m"),
         inJobTrace: jobTrace(api),

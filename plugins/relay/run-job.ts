@@ -8,6 +8,7 @@
  * `retry` policy (retry-policy.ts) ends the run with the job pending again, waiting in
  * the retry set until its delay has passed; a later claim (any relay's) runs it again.
  */
+import type { Pricing } from "../../core/pricing/price.ts";
 import type { Clock } from "../../core/clock.ts";
 import { formatDuration } from "../../core/config/duration.ts";
 import type { Logger } from "../../core/log.ts";
@@ -33,6 +34,8 @@ export interface RunDeps {
   log: Logger;
   metrics: RelayMetrics;
   emit<E extends "job.terminal" | "relay.processed" | "job.expiry">(event: E, payload: GatewayEvents[E]): void;
+  /** Prices a processed job by its seconds (the `pricing` plugin), when some model has a price. */
+  pricing?: Pricing;
   leaseMs: number;
   requestTimeoutMs: number;
   /** Runs a job in its trace (default: untraced). */
@@ -226,7 +229,8 @@ async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Prom
   }
   const seconds = Math.max(0, (deps.clock.now() - startedAt) / 1000);
   deps.metrics.inference(job.model, seconds);
-  deps.emit("relay.processed", { consumer: job.consumer_name, userType: job.user_type, serviceType: job.service_type, model: job.model, seconds });
+  const cost = deps.pricing?.charge({ serviceType: job.service_type, model: job.model }, { seconds });
+  deps.emit("relay.processed", { consumer: job.consumer_name, userType: job.user_type, serviceType: job.service_type, model: job.model, seconds, ...(cost !== undefined ? { cost } : {}) });
 
   if (reason === "lease-lost") {
     record(run, "lost");

@@ -19,8 +19,8 @@ import { registerUsageRoutes } from "./routes.ts";
 
 export default definePlugin({
   name: "usage",
-  // Shows the limits' live windows.
-  optionalDependsOn: ["limits"],
+  // Shows the limits' live windows, and costs where pricing is on.
+  optionalDependsOn: ["limits", "pricing"],
   section: usageSection,
   roles: ["gateway", "relay"],
   setup(api) {
@@ -39,7 +39,7 @@ export default definePlugin({
         api.stage("admit", function countUsageAtEnd(ctx) {
           const consumer = ctx.principal.consumer;
           if (consumer === undefined || consumer === "") return;
-          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer }, status));
+          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "" }, status));
         });
       }
     }
@@ -48,6 +48,7 @@ export default definePlugin({
       kv: api.kv,
       services: api.config.services,
       retention: retentionMs > 0 ? formatDuration(retentionMs) : "all-time",
+      priced: api.has("pricing"),
       // Set up before this plugin when active (plugin order), so the windows are there.
       windows: api.has("limitWindows") ? api.use("limitWindows") : undefined,
     });

@@ -6,13 +6,17 @@
  * |--------------------------------------|------|---------------------------------------------------------------|-----------------------------------------
  * | usage:consumer:<consumer>            | hash | `last_active` (ms) and, per service type `<type>`, the fields  | `usage.retention`, set when the key is
  * |                                      |      | `<type>|requests`, `<type>|jobs`, `<type>|processing_seconds`, | created (an existing key keeps its own;
- * |                                      |      | `<type>|prompt_tokens`, `<type>|completion_tokens`             | none = all-time)
+ * |                                      |      | `<type>|prompt_tokens`, `<type>|completion_tokens`,            | none = all-time)
+ * |                                      |      | `<type>|cost_nanos` (cost in 1e-9 of pricing.currency)         |
  * | usage:consumers                      | zset | consumer -> last activity (ms): the known consumers            | none
  * | usage:rank:<type>                    | zset | consumer -> requests of that type (`GET /-/usage?type=`)       | none
  * | usage:daily:<type>:<YYYYMMDD>        | hash | requests, jobs, processing_seconds, prompt_tokens,             | 400 days from the bucket's first write
- * |                                      |      | completion_tokens summed across consumers (UTC day)           |
+ * |                                      |      | completion_tokens, cost_nanos summed across consumers (UTC day)|
  * | usage:weekly:<type>:<YYYY-Www>       | hash | the same per ISO week (weeks start on Monday)                  | 800 days from the bucket's first write
  * | usage:monthly:<type>:<YYYYMM>        | hash | the same per calendar month                                    | none (kept)
+ * | usage:groups:<period>:<type>:<label> | hash | per bucket as above, the report's `group_by` groups: field     | as the bucket of that period
+ * |                                      |      | `<dimension>|<key>|<counter>` (dimension consumer, model or    |
+ * |                                      |      | key; key URI-encoded; counter requests, tokens, cost_nanos)    |
  *
  * A counter field exists only once something was added to it, which is how a report
  * tells "no tokens tracked in this bucket" from zero. When a consumer's hash expired
@@ -24,8 +28,13 @@ import type { Period } from "./calendar.ts";
 const segment = encodeURIComponent;
 
 /** Counter names, in the bucket hashes and (after `<type>|`) in the consumer hash. */
-export const COUNTERS = ["requests", "jobs", "processing_seconds", "prompt_tokens", "completion_tokens"] as const;
+export const COUNTERS = ["requests", "jobs", "processing_seconds", "prompt_tokens", "completion_tokens", "cost_nanos"] as const;
 export type Counter = (typeof COUNTERS)[number];
+
+/** What `GET /-/usage/report?group_by=` groups by. */
+export const GROUP_DIMENSIONS = ["consumer", "model", "key"] as const;
+export type GroupDimension = (typeof GROUP_DIMENSIONS)[number];
+export type GroupCounter = "requests" | "tokens" | "cost_nanos";
 
 export const LAST_ACTIVE = "last_active";
 
@@ -37,6 +46,9 @@ export const usageKeys = {
   consumers: "usage:consumers",
   rank: (type: string) => `usage:rank:${segment(type)}`,
   bucket: (period: Period, type: string, label: string) => `usage:${period}:${segment(type)}:${label}`,
+  groups: (period: Period, type: string, label: string) => `usage:groups:${period}:${segment(type)}:${label}`,
+  /** A field of a groups hash. */
+  groupField: (dimension: GroupDimension, key: string, counter: GroupCounter) => `${dimension}${TYPE_SEPARATOR}${segment(key)}${TYPE_SEPARATOR}${counter}`,
   /** What every consumer-hash field of a service type starts with. */
   fieldPrefix: (type: string) => `${type}${TYPE_SEPARATOR}`,
   /** The consumer-hash field of one counter of one service type. */

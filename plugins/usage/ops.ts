@@ -10,10 +10,10 @@
 import type { AtomicOp, KvData } from "../../core/stores/kv.ts";
 
 /** The integer counters, in ARGV order; `processing_seconds` (a decimal) comes after them. */
-const INTEGER_COUNTERS = ["requests", "jobs", "prompt_tokens", "completion_tokens"] as const;
+const INTEGER_COUNTERS = ["requests", "jobs", "prompt_tokens", "completion_tokens", "cost_nanos"] as const;
 
 /** ARGV values per record of `usageRecord`. */
-const RECORD_ARGS = 7;
+const RECORD_ARGS = 8;
 
 /**
  * Adds the counts of several consumers of one service type and one calendar day: a batch
@@ -21,11 +21,12 @@ const RECORD_ARGS = 7;
  * KEYS[1] consumer index (zset), KEYS[2] the type's rank (zset), KEYS[3] daily,
  * KEYS[4] weekly, KEYS[5] monthly bucket (hashes), KEYS[5 + i] the consumer hash of record i.
  * ARGV[1] retention ms (0 = none), ARGV[2] daily TTL ms, ARGV[3] weekly TTL ms,
- * ARGV[4] the consumer-hash field prefix (`<type>|`), ARGV[5..9] what the buckets get:
- * requests, jobs, prompt tokens, completion tokens (integers), processing seconds (a
- * decimal), the sums of the records' counts (the caller adds them up: Lua would format a
- * float sum with 14 digits); then per record i, 7 values from ARGV[10 + 7 (i - 1)]:
- * consumer, now ms, requests, jobs, prompt tokens, completion tokens, processing seconds.
+ * ARGV[4] the consumer-hash field prefix (`<type>|`), ARGV[5..10] what the buckets get:
+ * requests, jobs, prompt tokens, completion tokens, cost in nano-units (integers),
+ * processing seconds (a decimal), the sums of the records' counts (the caller adds them up:
+ * Lua would format a float sum with 14 digits); then per record i, 8 values from
+ * ARGV[11 + 8 (i - 1)]: consumer, now ms, requests, jobs, prompt tokens, completion tokens,
+ * cost nanos, processing seconds.
  * Zero counts write nothing (an absent field means "never tracked"); a record of zeros
  * changes nothing. A consumer hash gets the retention TTL only when this call created it;
  * bucket TTLs are set when the bucket has none, so neither is ever extended. The rank score
@@ -36,12 +37,12 @@ const RECORD_ARGS = 7;
 export const usageRecord: AtomicOp<number> = {
   name: "usageRecord",
   lua: `
-local names = {'requests', 'jobs', 'prompt_tokens', 'completion_tokens'}
+local names = {'requests', 'jobs', 'prompt_tokens', 'completion_tokens', 'cost_nanos'}
 local prefix = ARGV[4]
 local written = 0
 for r = 6, #KEYS do
   local key = KEYS[r]
-  local at = 10 + 7 * (r - 6)
+  local at = 11 + 8 * (r - 6)
   local consumer = ARGV[at]
   local created = redis.call('EXISTS', key) == 0
   local fresh_type = redis.call('HEXISTS', key, prefix .. 'requests') == 0
@@ -53,8 +54,8 @@ for r = 6, #KEYS do
       wrote = true
     end
   end
-  if tonumber(ARGV[at + 6]) ~= 0 then
-    redis.call('HINCRBYFLOAT', key, prefix .. 'processing_seconds', ARGV[at + 6])
+  if tonumber(ARGV[at + 7]) ~= 0 then
+    redis.call('HINCRBYFLOAT', key, prefix .. 'processing_seconds', ARGV[at + 7])
     wrote = true
   end
   if wrote then
@@ -80,8 +81,8 @@ for i, name in ipairs(names) do
     bucketed = true
   end
 end
-if tonumber(ARGV[9]) ~= 0 then
-  for b = 3, 5 do redis.call('HINCRBYFLOAT', KEYS[b], 'processing_seconds', ARGV[9]) end
+if tonumber(ARGV[10]) ~= 0 then
+  for b = 3, 5 do redis.call('HINCRBYFLOAT', KEYS[b], 'processing_seconds', ARGV[10]) end
   bucketed = true
 end
 if bucketed then
@@ -96,7 +97,7 @@ return written
     let written = 0;
     for (let r = 5; r < keys.length; r++) {
       const key = keys[r];
-      const at = 9 + RECORD_ARGS * (r - 5);
+      const at = 10 + RECORD_ARGS * (r - 5);
       const [consumer, now] = [args[at], args[at + 1]];
       const created = !data.exists(key);
       const freshType = data.hget(key, `${prefix}requests`) === null;
@@ -107,7 +108,7 @@ return written
         data.hincrBy(key, `${prefix}${name}`, by);
         wrote = true;
       });
-      const seconds = Number(args[at + 6]);
+      const seconds = Number(args[at + 7]);
       if (seconds !== 0) {
         data.hincrByFloat(key, `${prefix}processing_seconds`, seconds);
         wrote = true;
@@ -128,7 +129,7 @@ return written
       for (const bucket of buckets) data.hincrBy(bucket, name, by);
       bucketed = true;
     });
-    const seconds = Number(args[8]);
+    const seconds = Number(args[9]);
     if (seconds !== 0) {
       for (const bucket of buckets) data.hincrByFloat(bucket, "processing_seconds", seconds);
       bucketed = true;
@@ -177,5 +178,40 @@ return members
     const members = data.zrangeByScore(key, -Infinity, Infinity).reverse();
     const start = Number(offset);
     return [members.length, ...members.slice(start, start + Number(size))];
+  },
+};
+
+/**
+ * Adds to the report groups of one service type and one calendar day (`group_by`).
+ * KEYS[1] daily, KEYS[2] weekly, KEYS[3] monthly group hash. ARGV[1] daily TTL ms,
+ * ARGV[2] weekly TTL ms, then pairs: field (`<dimension>|<key>|<counter>`, see keys.ts),
+ * integer increment. TTLs as `usageRecord`'s buckets: set when the hash has none.
+ * Reply: the number of fields added to.
+ */
+export const groupsAdd: AtomicOp<number> = {
+  name: "usageGroupsAdd",
+  lua: `
+local added = 0
+for i = 3, #ARGV, 2 do
+  for b = 1, 3 do redis.call('HINCRBY', KEYS[b], ARGV[i], ARGV[i + 1]) end
+  added = added + 1
+end
+if added > 0 then
+  if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+  if redis.call('PTTL', KEYS[2]) == -1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+end
+return added
+`,
+  js: (data, keys, args) => {
+    let added = 0;
+    for (let i = 2; i + 1 < args.length; i += 2) {
+      for (const key of keys) data.hincrBy(key, String(args[i]), Number(args[i + 1]));
+      added++;
+    }
+    if (added > 0) {
+      expireIfPersistent(data, keys[0], Number(args[0]));
+      expireIfPersistent(data, keys[1], Number(args[1]));
+    }
+    return added;
   },
 };

@@ -10,6 +10,10 @@
  * - async: `job.submitted` counts the submission as a request and a job;
  * - `relay.processed` adds inference seconds, in whichever process ran the job.
  *
+ * Costs (the `cost` of `llm.usage` and `relay.processed`, when pricing is on) are added as
+ * whole nano-units next to the tokens. The report groups (`group_by`: per consumer, model and
+ * API key) get each request, its tokens and its cost in a second operation of the same batch.
+ *
  * A request's own counts are in the store before the client has its whole answer:
  * `requestEnded` gives the write they are part of, which the answer's end waits for (the
  * turn's batch is written as before: no store operation of its own).
@@ -25,9 +29,10 @@ import type { KvStore } from "../../core/stores/kv.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
+import { toNanos } from "../../core/pricing/price.ts";
 import { DAY_MS, labelOf } from "./calendar.ts";
-import { usageKeys } from "./keys.ts";
-import { usageRecord } from "./ops.ts";
+import { usageKeys, type GroupCounter, type GroupDimension } from "./keys.ts";
+import { groupsAdd, usageRecord } from "./ops.ts";
 
 /** Spec 2.9: cross-consumer daily and weekly buckets expire; monthly ones are kept. */
 export const DAILY_TTL_MS = 400 * DAY_MS;
@@ -45,6 +50,8 @@ interface Increments {
   processingSeconds?: number;
   prompt?: number;
   completion?: number;
+  /** Cost in nano-units of pricing.currency. */
+  costNanos?: number;
 }
 
 /** The request whose answer is ending, as `requestEnded` reads it. */
@@ -52,6 +59,10 @@ export interface EndedRequest {
   mode: RequestMode;
   serviceType: string;
   consumer: string;
+  /** The served model alias ("" when unknown). */
+  model: string;
+  /** The API key id the request came with, when auth knows one. */
+  key?: string;
 }
 
 export interface RecorderDeps {
@@ -69,15 +80,32 @@ interface Gathered {
   counts: Required<Increments>;
 }
 
-/** The events of one service type and one UTC day: one `usageRecord` call. */
+/** The events of one service type and one UTC day: one `usageRecord` call (and one `groupsAdd`). */
 interface Batch {
   type: string;
   day: number;
   consumers: Map<string, Gathered>;
+  /** Report group field (keys.ts `groupField`) -> increment. */
+  groups: Map<string, number>;
+}
+
+/** Tokens and cost of a consumer's responses waiting for their requests' end, and per model for the report groups. */
+interface Held {
+  prompt: number;
+  completion: number;
+  costNanos: number;
+  models: Map<string, { tokens: number; costNanos: number }>;
+}
+
+/** Who a request counts for in the report groups (`group_by`). */
+export interface GroupOf {
+  model: string;
+  /** The API key id when the request came with one; the consumer stands in otherwise. */
+  key?: string;
 }
 
 export class UsageRecorder {
-  private readonly waiting = new Map<string, { prompt: number; completion: number }>();
+  private readonly waiting = new Map<string, Held>();
   private readonly batches = new Map<string, Batch>();
   private readonly writer = new EndOfTurnWriter(() => this.writeGathered());
 
@@ -87,14 +115,21 @@ export class UsageRecorder {
     if (event.consumer === "" || event.serviceType === "") return;
     const id = `${event.consumer}\n${event.serviceType}`;
     const held = this.waiting.get(id);
-    if (held) {
-      held.prompt += event.prompt;
-      held.completion += event.completion;
-    } else if (this.waiting.size < MAX_WAITING) {
-      this.waiting.set(id, { prompt: event.prompt, completion: event.completion });
-    } else {
-      this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion });
+    const costNanos = event.cost !== undefined ? toNanos(event.cost) : 0;
+    const tokens = event.prompt + event.completion;
+    if (!held && this.waiting.size >= MAX_WAITING) {
+      this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion, costNanos }, { model: event.model });
+      return;
     }
+    const entry = held ?? { prompt: 0, completion: 0, costNanos: 0, models: new Map() };
+    entry.prompt += event.prompt;
+    entry.completion += event.completion;
+    entry.costNanos += costNanos;
+    const perModel = entry.models.get(event.model) ?? { tokens: 0, costNanos: 0 };
+    perModel.tokens += tokens;
+    perModel.costNanos += costNanos;
+    entry.models.set(event.model, perModel);
+    if (!held) this.waiting.set(id, entry);
   }
 
   /**
@@ -111,33 +146,35 @@ export class UsageRecorder {
     if (held) this.waiting.delete(id);
     const served = status < 400 ? 1 : 0;
     if (!served && !held) return undefined;
-    this.write(consumer, serviceType, { requests: served, prompt: held?.prompt, completion: held?.completion });
+    this.write(consumer, serviceType, { requests: served, prompt: held?.prompt, completion: held?.completion, costNanos: held?.costNanos });
+    this.group(consumer, serviceType, { model: request.model, key: request.key }, { requests: served });
+    for (const [model, counts] of held?.models ?? []) {
+      this.group(consumer, serviceType, { model, key: request.key }, { tokens: counts.tokens, costNanos: counts.costNanos });
+    }
     return this.writer.written();
   }
 
   submitted(job: JobRecord): void {
     if (job.consumer_name === undefined || job.consumer_name === "") return;
-    this.write(job.consumer_name, job.service_type, { requests: 1, jobs: 1 });
+    this.write(job.consumer_name, job.service_type, { requests: 1, jobs: 1 }, { model: job.model });
   }
 
   processed(event: GatewayEvents["relay.processed"]): void {
     if (event.consumer === undefined || event.consumer === "" || !(event.seconds > 0)) return;
-    this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds });
+    this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds, costNanos: event.cost !== undefined ? toNanos(event.cost) : 0 }, { model: event.model });
   }
 
-  /** Adds counts to the current turn's batch; the batch is written when the turn ends. */
-  write(consumer: string, type: string, counts: Increments): void {
+  /**
+   * Adds counts to the current turn's batch; the batch is written when the turn ends. With
+   * `group`, the report groups (`group_by`) get the requests, tokens and cost too.
+   */
+  write(consumer: string, type: string, counts: Increments, group?: GroupOf): void {
     const now = this.deps.clock.now();
-    const day = Math.floor(now / DAY_MS);
-    const id = `${day}\n${type}`;
-    let batch = this.batches.get(id);
-    if (!batch) {
-      batch = { type, day, consumers: new Map() };
-      this.batches.set(id, batch);
-    }
+    const batch = this.batchOf(type);
+    if (group) this.group(consumer, type, group, { requests: counts.requests, tokens: (counts.prompt ?? 0) + (counts.completion ?? 0), costNanos: counts.costNanos });
     let gathered = batch.consumers.get(consumer);
     if (!gathered) {
-      gathered = { consumer, now, counts: { requests: 0, jobs: 0, prompt: 0, completion: 0, processingSeconds: 0 } };
+      gathered = { consumer, now, counts: { requests: 0, jobs: 0, prompt: 0, completion: 0, costNanos: 0, processingSeconds: 0 } };
       batch.consumers.set(consumer, gathered);
     }
     gathered.now = Math.max(gathered.now, now);
@@ -146,7 +183,35 @@ export class UsageRecorder {
     sum.jobs += Math.round(counts.jobs ?? 0);
     sum.prompt += Math.round(counts.prompt ?? 0);
     sum.completion += Math.round(counts.completion ?? 0);
+    sum.costNanos += Math.round(counts.costNanos ?? 0);
     sum.processingSeconds += counts.processingSeconds ?? 0;
+    this.writer.schedule();
+  }
+
+  private batchOf(type: string): Batch {
+    const day = Math.floor(this.deps.clock.now() / DAY_MS);
+    const id = `${day}\n${type}`;
+    let batch = this.batches.get(id);
+    if (!batch) {
+      batch = { type, day, consumers: new Map(), groups: new Map() };
+      this.batches.set(id, batch);
+    }
+    return batch;
+  }
+
+  /** Adds to the report groups of the consumer, the model and the key (the consumer when there is none). */
+  private group(consumer: string, type: string, of: GroupOf, counts: { requests?: number; tokens?: number; costNanos?: number }): void {
+    const groups = this.batchOf(type).groups;
+    const keys: Array<[GroupDimension, string]> = [["consumer", consumer], ["model", of.model], ["key", of.key ?? consumer]];
+    const counters: Array<[GroupCounter, number]> = [["requests", counts.requests ?? 0], ["tokens", counts.tokens ?? 0], ["cost_nanos", counts.costNanos ?? 0]];
+    for (const [counter, by] of counters) {
+      const amount = Math.round(by);
+      if (amount === 0) continue;
+      for (const [dimension, key] of keys) {
+        const field = usageKeys.groupField(dimension, key, counter);
+        groups.set(field, (groups.get(field) ?? 0) + amount);
+      }
+    }
     this.writer.schedule();
   }
 
@@ -172,17 +237,20 @@ export class UsageRecorder {
       usageKeys.bucket("weekly", batch.type, labelOf("weekly", dayStart)),
       usageKeys.bucket("monthly", batch.type, labelOf("monthly", dayStart)),
     ];
-    const totals = { requests: 0, jobs: 0, prompt: 0, completion: 0, processingSeconds: 0 };
+    const totals = { requests: 0, jobs: 0, prompt: 0, completion: 0, costNanos: 0, processingSeconds: 0 };
     const records: (string | number)[] = [];
     for (const { consumer, now, counts } of batch.consumers.values()) {
       keys.push(usageKeys.consumer(consumer));
-      records.push(consumer, now, counts.requests, counts.jobs, counts.prompt, counts.completion, counts.processingSeconds);
+      records.push(consumer, now, counts.requests, counts.jobs, counts.prompt, counts.completion, counts.costNanos, counts.processingSeconds);
       totals.requests += counts.requests;
       totals.jobs += counts.jobs;
       totals.prompt += counts.prompt;
       totals.completion += counts.completion;
+      totals.costNanos += counts.costNanos;
       totals.processingSeconds += counts.processingSeconds;
     }
+    // The report groups in a second operation, sent at once (one connection's pipeline).
+    const groups = batch.groups.size === 0 ? undefined : this.writeGroups(batch, dayStart);
     try {
       await this.deps.kv.run(usageRecord, keys, [
         this.deps.retentionMs,
@@ -193,11 +261,22 @@ export class UsageRecorder {
         totals.jobs,
         totals.prompt,
         totals.completion,
+        totals.costNanos,
         totals.processingSeconds,
         ...records,
       ]);
     } catch (error) {
       this.deps.log.warn("usage_not_recorded", { consumers: [...batch.consumers.keys()], service_type: batch.type, error });
+    }
+    await groups;
+  }
+
+  private async writeGroups(batch: Batch, dayStart: number): Promise<void> {
+    const keys = (["daily", "weekly", "monthly"] as const).map((period) => usageKeys.groups(period, batch.type, labelOf(period, dayStart)));
+    try {
+      await this.deps.kv.run(groupsAdd, keys, [DAILY_TTL_MS, WEEKLY_TTL_MS, ...[...batch.groups].flat()]);
+    } catch (error) {
+      this.deps.log.warn("usage_groups_not_recorded", { service_type: batch.type, error });
     }
   }
 }

@@ -14,6 +14,8 @@ export interface RecordsDeps {
   services: readonly ServiceConfig[];
   /** `usage.retention` as 2.4 shows it: "all-time" or a duration string. */
   retention: string;
+  /** Pricing is on: every total shows `cost`. */
+  priced: boolean;
   /** Absent when the limits plugin is off: records then carry no `window`. */
   windows?: LimitWindows;
 }
@@ -83,7 +85,7 @@ export class UsageRecords {
       for (const [type, counts] of [...perType].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
         // Spec 2.4: types with zero cumulative data are omitted.
         if ((only !== undefined && type !== only) || isEmpty(counts)) continue;
-        const entry: TypeUsage = { service_type: type, total: totalsOf(counts, this.kindOf(type).llm, "llm") };
+        const entry: TypeUsage = { service_type: type, total: totalsOf(counts, this.kindOf(type).llm, "llm", this.deps.priced) };
         const window = windows?.get(consumer)?.get(type);
         if (window) entry.window = windowView(window);
         usage.push(entry);

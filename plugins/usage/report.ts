@@ -2,12 +2,15 @@
  * `GET /-/usage/report` (spec 2.6, 4.8): cross-consumer totals of one service type per
  * UTC day, ISO week or month, every bucket of the range present (zero-filled), read in
  * one round trip. The query is validated first, each problem naming its parameter.
+ * `group_by=consumer|model|key` adds the range's groups, read in the same round trip from the
+ * group hashes of the same buckets, ranked by cost (issue 31).
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import { bucketCount, bucketLabels, parseDay, PERIODS, type Period } from "./calendar.ts";
-import { usageKeys } from "./keys.ts";
+import { costOfNanos } from "../../core/pricing/price.ts";
+import { GROUP_DIMENSIONS, TYPE_SEPARATOR, usageKeys, type GroupDimension } from "./keys.ts";
 import { hashesRead } from "./ops.ts";
 import { countsOf, totalsOf, typeKinds, type Counts, type Totals } from "./shape.ts";
 
@@ -22,6 +25,15 @@ export interface ReportQuery {
   fromMs: number;
   toMs: number;
   total: boolean;
+  /** `group_by`: the groups of this dimension are added, ranked by cost. */
+  groupBy?: GroupDimension;
+}
+
+export interface ReportGroup {
+  key: string;
+  requests: number;
+  tokens: number;
+  cost: number;
 }
 
 export interface UsageReport {
@@ -31,6 +43,7 @@ export interface UsageReport {
   to: string;
   buckets: Array<{ bucket: string } & Totals>;
   total?: Totals;
+  groups?: ReportGroup[];
 }
 
 /** The validated query, or a 400 naming the parameter that is missing or malformed. */
@@ -58,25 +71,66 @@ export function parseReportQuery(query: (name: string) => string | undefined): R
   if (count > MAX_BUCKETS) {
     throw errors.badRequest(`the range ${from.text}..${to.text} spans ${count} ${period} buckets; at most ${MAX_BUCKETS} are allowed, narrow it or use a longer period`);
   }
-  return { type, period: period as Period, from: from.text, to: to.text, fromMs: from.ms, toMs: to.ms, total: query("total") === "true" };
+  const groupBy = query("group_by");
+  if (groupBy !== undefined && groupBy !== "" && !(GROUP_DIMENSIONS as readonly string[]).includes(groupBy)) {
+    throw errors.badRequest(`query parameter "group_by" must be one of ${GROUP_DIMENSIONS.join(", ")}; got "${groupBy}"`);
+  }
+  return {
+    type,
+    period: period as Period,
+    from: from.text,
+    to: to.text,
+    fromMs: from.ms,
+    toMs: to.ms,
+    total: query("total") === "true",
+    ...(groupBy ? { groupBy: groupBy as GroupDimension } : {}),
+  };
 }
 
 function add(sum: Counts, counts: Counts): void {
   for (const [counter, value] of Object.entries(counts) as Array<[keyof Counts, number]>) sum[counter] = (sum[counter] ?? 0) + value;
 }
 
-export async function usageReport(kv: KvStore, services: readonly ServiceConfig[], query: ReportQuery): Promise<UsageReport> {
+/** The groups of one dimension summed over the range's group hashes, most cost first (then most requests, then by key). */
+function groupsOf(hashes: readonly string[][], dimension: GroupDimension): ReportGroup[] {
+  const byKey = new Map<string, { requests: number; tokens: number; nanos: number }>();
+  const prefix = `${dimension}${TYPE_SEPARATOR}`;
+  for (const flat of hashes) {
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const field = flat[i];
+      if (!field.startsWith(prefix)) continue;
+      const at = field.lastIndexOf(TYPE_SEPARATOR);
+      const key = decodeURIComponent(field.slice(prefix.length, at));
+      const counter = field.slice(at + 1);
+      const sum = byKey.get(key) ?? { requests: 0, tokens: 0, nanos: 0 };
+      const value = Number(flat[i + 1]) || 0;
+      if (counter === "requests") sum.requests += value;
+      else if (counter === "tokens") sum.tokens += value;
+      else if (counter === "cost_nanos") sum.nanos += value;
+      byKey.set(key, sum);
+    }
+  }
+  return [...byKey]
+    .sort(([ka, a], [kb, b]) => b.nanos - a.nanos || b.requests - a.requests || (ka < kb ? -1 : ka > kb ? 1 : 0))
+    .map(([key, sum]) => ({ key, requests: sum.requests, tokens: sum.tokens, cost: costOfNanos(sum.nanos) }));
+}
+
+export async function usageReport(kv: KvStore, services: readonly ServiceConfig[], query: ReportQuery, priced = false): Promise<UsageReport> {
   const labels = bucketLabels(query.period, query.fromMs, query.toMs);
-  const hashes = await kv.run(hashesRead, labels.map((label) => usageKeys.bucket(query.period, query.type, label)), []);
+  const keys = labels.map((label) => usageKeys.bucket(query.period, query.type, label));
+  if (query.groupBy) keys.push(...labels.map((label) => usageKeys.groups(query.period, query.type, label)));
+  const read = await kv.run(hashesRead, keys, []);
+  const hashes = read.slice(0, labels.length);
   const { llm } = typeKinds(services)(query.type);
   const sum: Counts = {};
   const buckets = labels.map((bucket, i) => {
     const counts = countsOf(hashes[i] ?? []);
     add(sum, counts);
     // Tokens only where they were tracked (spec 2.6); jobs and seconds for async types.
-    return { bucket, ...totalsOf(counts, llm, "tracked") };
+    return { bucket, ...totalsOf(counts, llm, "tracked", priced) };
   });
   const report: UsageReport = { service_type: query.type, period: query.period, from: query.from, to: query.to, buckets };
-  if (query.total) report.total = totalsOf(sum, llm, "tracked");
+  if (query.total) report.total = totalsOf(sum, llm, "tracked", priced);
+  if (query.groupBy) report.groups = groupsOf(read.slice(labels.length), query.groupBy);
   return report;
 }

@@ -80,7 +80,7 @@ export function registerUsageRoutes(api: PluginApi, records: UsageRecords): void
     answering(api.log, "usage_report", async (c) => {
       requireHeader("GET /-/usage/report");
       const query = parseReportQuery((name) => c.req.query(name));
-      return json(await usageReport(api.kv, api.config.services, query));
+      return json(await usageReport(api.kv, api.config.services, query, api.has("pricing")));
     }),
   );
 }

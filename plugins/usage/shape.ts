@@ -2,10 +2,12 @@
  * The wire shapes of spec 2.4 and 2.6 from stored counters. Which fields a service type
  * shows follows what it is: tokens for LLM types (a service of the type has `provider`),
  * jobs and processing seconds for the others (async jobs); a type that has data of the
- * other kind anyway (its config changed) shows that too.
+ * other kind anyway (its config changed) shows that too. `cost` shows where pricing is on,
+ * or where a cost was recorded (pricing was on then).
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { LimitWindow } from "../../core/limits/windows.ts";
+import { costOfNanos, roundCost } from "../../core/pricing/price.ts";
 import { COUNTERS, LAST_ACTIVE, TYPE_SEPARATOR, type Counter } from "./keys.ts";
 
 export type Counts = Partial<Record<Counter, number>>;
@@ -15,12 +17,15 @@ export interface Totals {
   jobs?: number;
   processing_time_seconds?: number;
   tokens?: { prompt: number; completion: number };
+  /** In pricing.currency, rounded to 6 decimals: where pricing is on or a cost was recorded. */
+  cost?: number;
 }
 
 export interface WindowView {
   requests?: number;
   tokens?: number;
   processing_time_seconds?: number;
+  cost?: number;
   reset_at: string;
 }
 
@@ -84,7 +89,7 @@ const hasJobs = (counts: Counts) => counts.jobs !== undefined || counts.processi
  * Totals as 2.4 `total` / 2.6 bucket fields. `tokens` follows `tokensWhen`: the record
  * shows them for every LLM type; a report bucket only when tokens were tracked in it.
  */
-export function totalsOf(counts: Counts, llm: boolean, tokensWhen: "llm" | "tracked"): Totals {
+export function totalsOf(counts: Counts, llm: boolean, tokensWhen: "llm" | "tracked", priced = false): Totals {
   const totals: Totals = { requests: counts.requests ?? 0 };
   if (!llm || hasJobs(counts)) {
     totals.jobs = counts.jobs ?? 0;
@@ -93,6 +98,7 @@ export function totalsOf(counts: Counts, llm: boolean, tokensWhen: "llm" | "trac
   if ((tokensWhen === "llm" && llm) || hasTokens(counts)) {
     totals.tokens = { prompt: counts.prompt_tokens ?? 0, completion: counts.completion_tokens ?? 0 };
   }
+  if (priced || counts.cost_nanos !== undefined) totals.cost = costOfNanos(counts.cost_nanos ?? 0);
   return totals;
 }
 
@@ -103,6 +109,7 @@ export function windowView(window: LimitWindow): WindowView {
     ...(window.requests !== undefined ? { requests: window.requests } : {}),
     ...(window.tokens !== undefined ? { tokens: window.tokens } : {}),
     ...(window.processingSeconds !== undefined ? { processing_time_seconds: roundSeconds(window.processingSeconds) } : {}),
+    ...(window.cost !== undefined ? { cost: roundCost(window.cost) } : {}),
     reset_at: new Date(window.resetAt).toISOString(),
   };
 }

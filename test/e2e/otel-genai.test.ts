@@ -1,7 +1,7 @@
 /**
  * The GenAI view of LLM traffic as a collector and a scraper see it: the real gateway exports
  * OTLP/HTTP to a local receiver. Asserted: the `gen_ai.*` attributes on the span of an LLM
- * request (chat completions or an inbound Messages request), next to the gateway's own; `gen_ai.client.token.usage` in the OTLP metrics; and
+ * request (chat completions or an inbound Messages request), next to the gateway's own (and its cost); `gen_ai.client.token.usage` in the OTLP metrics; and
  * `svc_llm_time_to_first_token_seconds` on /metrics after a stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,6 +25,9 @@ opentelemetry:
   exporter: { endpoint: ${receiver.url} }
   traces: { sample_ratio: 1 }
   metrics: { enabled: true, interval: 1s }
+pricing:
+  models:
+    assistant: {input: 2, output: 8}
 services:
   - { type: chat, model: assistant, provider: chat_completions, inference_url: ${backend.url}, operations: { chat: [/v1/chat/completions], messages: [/v1/messages] } }
 `,
@@ -62,6 +65,8 @@ describe("GenAI observability", () => {
       "gen_ai.usage.input_tokens": CHAT_USAGE.prompt_tokens,
       "gen_ai.usage.output_tokens": CHAT_USAGE.completion_tokens,
       "gen_ai.response.finish_reasons": '["stop"]',
+      // The request's cost (pricing): 11 x 2 + 7 x 8 per 1M tokens.
+      "gateway.cost": 0.000078,
     });
   });
 

@@ -142,6 +142,7 @@ function usagePaths(input: DocInput): Paths {
           { name: "from", in: "query", required: true, schema: { type: "string", format: "date" } },
           { name: "to", in: "query", required: true, schema: { type: "string", format: "date" } },
           { name: "total", in: "query", schema: { type: "boolean" } },
+          { name: "group_by", in: "query", description: "Adds `groups`, ranked by cost", schema: { type: "string", enum: ["consumer", "model", "key"] } },
         ],
         responses: { "200": jsonResponse("UsageReport", "One entry per bucket"), ...errors(400, 501) },
       },

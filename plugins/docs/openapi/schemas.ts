@@ -17,6 +17,8 @@ const Timestamp = (description: string) => Type.String({ format: "date-time", de
 
 const JOB_STATUSES = ["pending", "processing", "completed", "failed", "cancelled"] as const;
 
+/** Where pricing is on (docs/cost.md). */
+const Cost = Type.Number({ minimum: 0, description: "In pricing.currency, rounded to 6 decimals" });
 const Tokens = Type.Object(
   { prompt: Type.Integer({ minimum: 0 }), completion: Type.Integer({ minimum: 0 }) },
   { description: "LLM tokens" },
@@ -117,6 +119,7 @@ export const componentSchemas: Record<string, TSchema> = {
             jobs: Type.Optional(Type.Integer({ minimum: 0, description: "Async types" })),
             processing_time_seconds: Type.Optional(Type.Number({ minimum: 0, description: "Async types" })),
             tokens: Type.Optional(Tokens),
+            cost: Type.Optional(Cost),
           }),
           window: Type.Optional(
             Type.Object(
@@ -124,6 +127,7 @@ export const componentSchemas: Record<string, TSchema> = {
                 requests: Type.Integer({ minimum: 0 }),
                 tokens: Type.Optional(Type.Integer({ minimum: 0 })),
                 processing_time_seconds: Type.Optional(Type.Number({ minimum: 0 })),
+                cost: Type.Optional(Type.Number({ minimum: 0, description: "In the cost budget's window, in pricing.currency" })),
                 reset_at: Timestamp("When the window expires"),
               },
               { description: "The current rate-limit window; omitted when none is active" },
@@ -164,6 +168,7 @@ export const componentSchemas: Record<string, TSchema> = {
     jobs: Type.Optional(Type.Integer({ minimum: 0 })),
     processing_time_seconds: Type.Optional(Type.Number({ minimum: 0 })),
     tokens: Type.Optional(Tokens),
+    cost: Type.Optional(Cost),
   }),
   UsageReport: Type.Object(
     {
@@ -173,6 +178,17 @@ export const componentSchemas: Record<string, TSchema> = {
       to: Type.String({ format: "date" }),
       buckets: Type.Array(ref("UsageBucket"), { description: "Every bucket of the range, zero-filled" }),
       total: Type.Optional(Type.Object({}, { additionalProperties: true, description: "With total=true: the sum of all buckets" })),
+      groups: Type.Optional(
+        Type.Array(
+          Type.Object({
+            key: Type.String({ description: "The consumer, model alias or API key (the consumer when a request had none)" }),
+            requests: Type.Integer({ minimum: 0 }),
+            tokens: Type.Integer({ minimum: 0, description: "Prompt + completion" }),
+            cost: Cost,
+          }),
+          { description: "With group_by: the range's totals per group, most cost first" },
+        ),
+      ),
     },
     { description: "Spec 2.6" },
   ),

@@ -162,8 +162,10 @@ describe("defaults (spec 2.8 and 2.9)", () => {
       max_concurrent: 0,
       processing_time: 0,
       processing_period: "1h",
+      cost_rate: 0,
+      cost_period: "24h",
     });
-    expect(config.services[0].token_limits.free).toEqual({ token_rate: 1000, token_period: "1m" });
+    expect(config.services[0].token_limits.free).toEqual({ token_rate: 1000, token_period: "1m", cost_rate: 0, cost_period: "24h" });
   });
 
   it("replaces the default ignore_paths list when one is set", () => {

@@ -8,6 +8,7 @@
 import { ManualClock } from "../../../core/clock.ts";
 import type { Metrics } from "../../../core/metrics.ts";
 import type { Runtime } from "../../../core/plugins/host.ts";
+import type { PluginDefinition } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
 import idempotency from "../../../plugins/idempotency/index.ts";
@@ -71,10 +72,11 @@ export interface LimitsRuntime {
   close(): Promise<void>;
 }
 
-export async function limitsRuntime(yaml: string, options: { kv?: KvStore } = {}): Promise<LimitsRuntime> {
+export async function limitsRuntime(yaml: string, options: { kv?: KvStore; plugins?: readonly PluginDefinition[] } = {}): Promise<LimitsRuntime> {
   const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
   const backend = new HeldBackend();
-  const started = await startTestRuntime(yaml, [asyncJobs, idempotency, relay, limits, usage, syncProxy], { clock, kv: options.kv, objects: "files", fetch: backend.fetch });
+  const plugins = [asyncJobs, idempotency, relay, limits, usage, syncProxy, ...(options.plugins ?? [])];
+  const started = await startTestRuntime(yaml, plugins, { clock, kv: options.kv, objects: "files", fetch: backend.fetch });
   return {
     runtime: started.runtime,
     kv: started.kv,

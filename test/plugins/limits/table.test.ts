@@ -57,8 +57,8 @@ describe("LimitTable", () => {
   });
 
   it("resolves model token budgets with the same fallback, per model", () => {
-    expect(limits.forModel({ type: "chat", model: "small" }, "premium")).toEqual({ entry: "premium", tokenRate: 500, tokenPeriodMs: 60_000 });
-    expect(limits.forModel({ type: "chat", model: "small" }, "basic")).toEqual({ entry: "*", tokenRate: 50, tokenPeriodMs: 600_000 });
+    expect(limits.forModel({ type: "chat", model: "small" }, "premium")).toEqual({ entry: "premium", tokenRate: 500, tokenPeriodMs: 60_000, costNanos: 0, costPeriodMs: 86_400_000 });
+    expect(limits.forModel({ type: "chat", model: "small" }, "basic")).toMatchObject({ entry: "*", tokenRate: 50, tokenPeriodMs: 600_000 });
     // token_rate 0 is off for that user type: no model budget, and no fall back to "*" (as rate: 0).
     expect(limits.forModel({ type: "chat", model: "small" }, "free")).toBeUndefined();
     expect(limits.forModel({ type: "chat", model: "big" }, "premium")).toBeUndefined();
@@ -76,6 +76,6 @@ describe("LimitTable", () => {
   });
 
   it('uses the schema default window for a model budget of "0s" (a window that expires as it opens limits nothing)', () => {
-    expect(limits.forModel({ type: "chat", model: "odd" }, undefined)).toEqual({ entry: "*", tokenRate: 5, tokenPeriodMs: 60_000 });
+    expect(limits.forModel({ type: "chat", model: "odd" }, undefined)).toMatchObject({ entry: "*", tokenRate: 5, tokenPeriodMs: 60_000 });
   });
 });

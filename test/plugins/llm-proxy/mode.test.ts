@@ -89,8 +89,8 @@ describe("llm-proxy mode", () => {
     await (await call({ model: "bare", messages: [] }, { "x-consumer": "ann", "x-user-type": "pro" })).text();
     await (await call({ model: "bare", messages: [] }, { "cache-control": "no-cache" })).text();
     expect(events).toEqual([
-      { serviceType: "chat", model: "bare", consumer: "ann", userType: "pro", prompt: 3, completion: 2, counted: true },
-      { serviceType: "chat", model: "bare", consumer: "", userType: "", prompt: 3, completion: 2, counted: false },
+      { serviceType: "chat", model: "bare", backendModel: "bare", consumer: "ann", userType: "pro", prompt: 3, completion: 2, cached: 0, cacheCreation: 0, counted: true },
+      { serviceType: "chat", model: "bare", backendModel: "bare", consumer: "", userType: "", prompt: 3, completion: 2, cached: 0, cacheCreation: 0, counted: false },
     ]);
   });
 

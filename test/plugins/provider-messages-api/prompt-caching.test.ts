@@ -98,7 +98,8 @@ describe("messages_api usage with prompt-cache counts", () => {
 
   it("counts cache reads and writes in prompt_tokens and reports the reads as cached_tokens", () => {
     const out = translator().translateResponse?.(answer({ input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 2000, output_tokens: 5 }));
-    expect(out?.usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5 });
+    // The reads and writes are also kept apart, so they can be priced at their own rates (pricing).
+    expect(out?.usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 });
     expect(out?.body.usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5, total_tokens: 2317, prompt_tokens_details: { cached_tokens: 2000 } });
   });
 

@@ -7,7 +7,7 @@ import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
-import { hashesRead, rankPage, usageRecord } from "../../../plugins/usage/ops.ts";
+import { groupsAdd, hashesRead, rankPage, usageRecord } from "../../../plugins/usage/ops.ts";
 
 const stores: { name: string; open: () => Promise<KvStore> }[] = [
   { name: "memory", open: async () => new MemoryKv(new ManualClock()) },
@@ -32,11 +32,11 @@ describe.each(stores)("usage ops: $name", ({ open }) => {
   });
   const k = (name: string) => `${p}${name}`;
   const shared = () => [k("consumers"), k("rank:chat"), k("d"), k("w"), k("m")];
-  type Counts = { requests?: number; jobs?: number; prompt?: number; completion?: number; seconds?: number };
-  const countsOf = (c: Counts) => [c.requests ?? 0, c.jobs ?? 0, c.prompt ?? 0, c.completion ?? 0, c.seconds ?? 0];
+  type Counts = { requests?: number; jobs?: number; prompt?: number; completion?: number; costNanos?: number; seconds?: number };
+  const countsOf = (c: Counts) => [c.requests ?? 0, c.jobs ?? 0, c.prompt ?? 0, c.completion ?? 0, c.costNanos ?? 0, c.seconds ?? 0];
   /** A batch of records; the buckets get the sums, as the recorder passes them. */
   const recordMany = (records: Array<{ consumer: string; counts: Counts; now?: number }>, options: { retention?: number } = {}) => {
-    const totals = [0, 0, 0, 0, 0];
+    const totals = [0, 0, 0, 0, 0, 0];
     for (const r of records) countsOf(r.counts).forEach((n, i) => (totals[i] += n));
     return kv.run(
       usageRecord,
@@ -119,6 +119,26 @@ describe.each(stores)("usage ops: $name", ({ open }) => {
       expect(fields).toMatchObject({ requests: "6", prompt_tokens: "10", completion_tokens: "4" });
       expect(Number(fields.processing_seconds)).toBeCloseTo(0.5);
     }
+  });
+
+  it("adds cost in nano-units next to the tokens, in the consumer and the buckets; no cost field when nothing cost", async () => {
+    await record("carol", { requests: 1, prompt: 11, completion: 7 });
+    expect(await kv.hgetall(k("c:carol"))).not.toHaveProperty("chat|cost_nanos");
+    await record("carol", { requests: 1, prompt: 10, completion: 5, costNanos: 1_650_123 });
+    await record("carol", { seconds: 2, costNanos: 1_200_000 });
+    expect(await kv.hgetall(k("c:carol"))).toMatchObject({ "chat|cost_nanos": "2850123", "chat|requests": "2" });
+    for (const bucket of ["d", "w", "m"]) expect(await kv.hgetall(k(bucket))).toMatchObject({ cost_nanos: "2850123", prompt_tokens: "21" });
+  });
+
+  it("groupsAdd adds each field to the three group hashes and sets the daily and weekly TTLs once", async () => {
+    const keys = [k("gd"), k("gw"), k("gm")];
+    expect(await kv.run(groupsAdd, keys, [400 * DAY, 800 * DAY, "model|gpt|requests", 2, "model|gpt|cost_nanos", 150])).toBe(2);
+    expect(await kv.run(groupsAdd, keys, [400 * DAY, 800 * DAY, "model|gpt|cost_nanos", 50, "consumer|ann|tokens", 18])).toBe(2);
+    for (const key of keys) expect(await kv.hgetall(key)).toEqual({ "model|gpt|requests": "2", "model|gpt|cost_nanos": "200", "consumer|ann|tokens": "18" });
+    expect(await kv.pttl(keys[0])).toBeGreaterThan(399 * DAY);
+    expect(await kv.pttl(keys[1])).toBeGreaterThan(799 * DAY);
+    expect(await kv.pttl(keys[2])).toBe(-1);
+    expect(await kv.run(groupsAdd, keys, [400 * DAY, 800 * DAY])).toBe(0);
   });
 
   it("rankPage pages a sorted set highest first, with its size", async () => {

@@ -1,0 +1,73 @@
+/**
+ * Cost budgets (issue 31): what priced LLM responses and async jobs cost (the `cost` of
+ * `llm.usage` and `relay.processed`) accumulates per consumer in fixed windows of
+ * `cost_period`, opened by the first cost, kept as whole nano-units of pricing.currency.
+ * Like the token budget, a request is checked against what earlier requests cost: the one
+ * that crosses the budget passes, later ones in the window get 429 with Retry-After.
+ *
+ * A budget is a window key and a limit (core/limits/cost-budget.ts); `checkCostBudget` (read,
+ * then decide) and `enforceCost` (decide from a reading taken with other checks) take any
+ * such budget, so a budget of another owner (an API key's) uses the same code.
+ */
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import { addCost, costRefusal, judgeCost, type CostBudget, type CostDecision } from "../../core/limits/cost-budget.ts";
+import { toNanos } from "../../core/pricing/price.ts";
+import type { KvStore } from "../../core/stores/kv.ts";
+import { failOpen, type LimitDeps } from "./deps.ts";
+import { limitKeys } from "./keys.ts";
+import { windowPeek } from "./ops.ts";
+import type { TypeLimits } from "./table.ts";
+
+/** Throws the 429 of the first budget in `list` a reading (`reply[at + 2i]`, `reply[at + 2i + 1]`, as `windowPeek` answers) finds used up. */
+export function enforceCost(list: readonly CostBudget[], reply: readonly (string | number)[], at: number, currency: string): void {
+  for (const [index, budget] of list.entries()) {
+    const decision = judgeCost(budget, reply[at + 2 * index], Number(reply[at + 2 * index + 1]), currency);
+    if (!decision.allowed) throw costRefusal(decision);
+  }
+}
+
+/** Reads a budget's window and decides (one round trip). Store errors reach the caller. */
+export async function checkCostBudget(kv: KvStore, budget: CostBudget, currency: string): Promise<CostDecision> {
+  const [value, ttl] = await kv.run(windowPeek, [budget.key], []);
+  return judgeCost(budget, value, Number(ttl), currency);
+}
+
+/** The model's budget (`token_limits`), then the service type's (`rate_limits`), that measure this consumer. */
+export function costBudgets(deps: LimitDeps, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): CostBudget[] {
+  const out: CostBudget[] = [];
+  const model = service.model !== "" ? deps.table.forModelCost(service, userType) : undefined;
+  if (model) {
+    out.push({ key: limitKeys.modelCost(service.type, consumer, service.model), limitNanos: model.costNanos, periodMs: model.costPeriodMs, scope: `model "${service.model}"` });
+  }
+  if (typeLimits && typeLimits.costNanos > 0) {
+    out.push({ key: limitKeys.cost(service.type, consumer), limitNanos: typeLimits.costNanos, periodMs: typeLimits.costPeriodMs, scope: `service type "${service.type}"` });
+  }
+  return out;
+}
+
+/** An async submission: refused while the type's cost window is used up (before the upload is read). */
+export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model: string, consumer: string, userType: string | undefined, limits: TypeLimits): Promise<void> {
+  const list = costBudgets(deps, { type: serviceType, model }, consumer, userType, limits);
+  if (list.length === 0) return;
+  let reply: (string | number)[];
+  try {
+    reply = await deps.kv.run(windowPeek, list.map((b) => b.key), []);
+  } catch (error) {
+    return failOpen(deps, "rate", "cost_budget", serviceType, error);
+  }
+  enforceCost(list, reply, 0, deps.currency);
+}
+
+/** Adds a priced response's or job's cost to every budget that measures it (the crossing request already passed). */
+export async function countCost(deps: LimitDeps, event: { serviceType: string; model: string; consumer?: string; userType?: string; cost?: number }): Promise<void> {
+  if (event.cost === undefined || event.consumer === undefined || event.consumer === "") return;
+  const nanos = toNanos(event.cost);
+  if (!(nanos > 0)) return;
+  const userType = event.userType === "" ? undefined : event.userType;
+  const list = costBudgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
+  try {
+    await Promise.all(list.map((budget) => addCost(deps.kv, budget, nanos)));
+  } catch (error) {
+    failOpen(deps, "rate", "cost_count", event.serviceType, error);
+  }
+}
