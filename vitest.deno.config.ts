@@ -24,6 +24,7 @@ export const denoSubset = [
   "test/e2e/llm-proxy.test.ts",
   "test/e2e/llm-streams.test.ts",
   "test/e2e/backend-retry.test.ts",
+  "test/e2e/llm-stream-cache.test.ts",
   "test/e2e/async-jobs.test.ts",
   "test/e2e/http-layer.test.ts",
   "test/e2e/identity-headers.test.ts",

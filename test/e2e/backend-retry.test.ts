@@ -6,18 +6,13 @@
  * (the spec's) the 503; a request whose first attempt outlasts `retry_deadline` gets no
  * second round however many are allowed.
  */
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedBackend, type ScriptedBackend } from "../fixtures/scripted-backend.ts";
+import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
 import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 
 const DB = 19;
-
-const STORES = {
-  memory: () => "",
-  redis: () => `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${DB}`,
-};
 
 const SSE = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "hi" }, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`;
 
@@ -25,10 +20,7 @@ const running: GatewayProcess[] = [];
 const backends: ScriptedBackend[] = [];
 
 beforeAll(async () => {
-  const client = createClient({ url: inject("redisUrl"), database: DB });
-  await client.connect();
-  await client.flushDb();
-  await client.close();
+  await flushRedisDb(DB);
 });
 afterAll(async () => {
   await Promise.all(running.splice(0).map((gw) => gw.kill()));
@@ -66,7 +58,7 @@ describe.each(["memory", "redis"] as const)("backend retry rounds on the %s stor
       (Object.keys(settings) as Array<keyof typeof settings>).map(async (name) => {
         const backend = await startScriptedBackend();
         backends.push(backend);
-        const gw = await startGateway(config(STORES[store](), backend, settings[name]));
+        const gw = await startGateway(config(kvStoreYaml(store, DB), backend, settings[name]));
         running.push(gw);
         gateways[name] = { gw, backend };
       }),
