@@ -42,7 +42,10 @@ describe("cacheKey", () => {
   it("keys a streamed request apart, leaving the non-streamed key as it was", () => {
     const key = cacheKey(scope, "alias", body);
     expect(cacheKey({ ...scope, stream: false }, "alias", body)).toBe(key);
-    expect(cacheKey({ ...scope, stream: true }, "alias", body)).not.toBe(key);
+    const streamed = cacheKey({ ...scope, stream: true }, "alias", body);
+    expect(streamed).not.toBe(key);
+    // Its events depend on its stream options (the usage chunk, for one).
+    expect(cacheKey({ ...scope, stream: true }, "alias", { ...body, stream_options: { include_usage: false } })).not.toBe(streamed);
   });
 
   it("differs by service type, path and query", () => {
