@@ -9,9 +9,9 @@
  * - the tests of runtime behaviour: the command line (cli), the HTTP server itself (http-layer, header repeats in
  *   identity-headers), start/reload/signals/shutdown (foundation, a standalone relay's exit
  *   in relay-metrics), a plugin loaded from outside the repo, webhook delivery through the
- *   runtime's pinned client, a frozen Redis under the runtime's sockets, the in-process
- *   async-jobs tests (the runtime's fetch sends the upload), and OTLP export (the
- *   OpenTelemetry SDK under Deno).
+ *   runtime's pinned client, backend retry rounds (the runtime's timers between rounds), a
+ *   frozen Redis under the runtime's sockets, the in-process async-jobs tests (the runtime's
+ *   fetch sends the upload), and OTLP export (the OpenTelemetry SDK under Deno).
  * To run any other file on Deno: `npx deno task test:all test/path/file.test.ts`.
  */
 import { defineConfig } from "vitest/config";
@@ -24,6 +24,8 @@ export const denoSubset = [
   "test/e2e/llm-proxy.test.ts",
   "test/e2e/llm-streams.test.ts",
   "test/e2e/messages-in.test.ts",
+  "test/e2e/backend-retry.test.ts",
+  "test/e2e/llm-stream-cache.test.ts",
   "test/e2e/async-jobs.test.ts",
   "test/e2e/http-layer.test.ts",
   "test/e2e/identity-headers.test.ts",

@@ -16,7 +16,13 @@ export interface CacheRequest {
   pathAndQuery: string;
 }
 
-/** A response as stored: enough to answer a later identical request byte for byte. */
+/**
+ * The most of a streamed answer that is stored (its events as the client got them): a longer
+ * stream is not stored, so one long answer cannot fill the cache.
+ */
+export const CACHED_STREAM_MAX_BYTES = 1024 * 1024;
+
+/** A response as stored: enough to answer a later identical request byte for byte (a stream: its events). */
 export interface CachedAnswer {
   status: number;
   contentType: string;
@@ -24,7 +30,7 @@ export interface CachedAnswer {
 }
 
 export type CacheLookup =
-  /** The cache does not apply to this request (streaming, `no-cache`, TTL 0, store error on the key). */
+  /** The cache does not apply to this request (streaming unless `llm.cache_streams`, `no-cache`, TTL 0, store error on the key). */
   | { kind: "bypass" }
   | { kind: "hit"; answer: CachedAnswer }
   /**

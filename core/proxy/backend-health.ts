@@ -3,7 +3,7 @@
  * it: which statuses move on to the next backend, which backends sit out, and what each
  * attempt's outcome was. The `backend-health` plugin provides it as the `backendHealth`
  * service; without that plugin the spec's rule applies (SPEC_FAILOVER: a 5xx or a network
- * error fails over, every backend is always tried).
+ * error fails over, every backend is always tried, in one pass).
  */
 import type { BackendTarget } from "./backends.ts";
 
@@ -23,6 +23,26 @@ export interface BackendHealth {
   available(serviceType: string, targets: readonly BackendTarget[]): readonly BackendTarget[];
   /** Records an attempt's outcome; `targets` is the service's whole backend list (for the ejection share). */
   record(serviceType: string, targets: readonly BackendTarget[], target: BackendTarget, result: AttemptResult): void;
+  /** More passes over the backends after one where every backend failed; none = one pass. */
+  readonly retry?: RetryRounds;
+}
+
+/**
+ * Retry rounds (backend_health.retry_*): after a pass in which every backend failed, a wait
+ * (backoff with jitter), then another pass, while rounds and the request's time budget last.
+ */
+export interface RetryRounds {
+  /** Passes at most, the first included. */
+  readonly rounds: number;
+  /** Time budget of one request's backend attempts, all rounds together. */
+  readonly deadlineMs: number;
+  /** The wait before retry round `retry` (1 = the second pass). */
+  delayMs(retry: number): number;
+  now(): number;
+  /** Resolves after `ms`, or at once when `signal` aborts. */
+  wait(ms: number, signal?: AbortSignal): Promise<void>;
+  /** A retry round starts (for a metric). */
+  started(serviceType: string): void;
 }
 
 /** Spec 4.6 "Backend routing": a network error or a 5xx fails over; no backend ever sits out. */

@@ -6,10 +6,11 @@
  *     descending weight, then the weight = 0 (fallback-only) ones;
  *  3. a 2xx or 4xx ends the loop and is returned as is.
  * With a `BackendHealth` (backend-health.ts) the statuses of step 2 are its failover list
- * (429 among them by default) and backends sitting out are skipped.
+ * (429 among them by default), backends sitting out are skipped, and its retry rounds may
+ * follow a pass in which every backend failed.
  */
 import type { ServiceConfig } from "../config/schema.ts";
-import { SPEC_FAILOVER, type FailoverRoute } from "./backend-health.ts";
+import { SPEC_FAILOVER, type FailoverRoute, type RetryRounds } from "./backend-health.ts";
 
 export interface BackendTarget {
   /** Base address; the request path is appended. */
@@ -91,12 +92,20 @@ export interface FailoverResult {
   error?: Error;
 }
 
+/** Whether a retry round may start now, `delayMs` from now, within the request's budget. */
+function roundFits(retry: RetryRounds, startedAt: number, delayMs: number): boolean {
+  return retry.now() - startedAt + delayMs < retry.deadlineMs;
+}
+
 /**
  * Tries `targets` (a service's whole backend list, in failover order) with `attempt` until
  * one answers with a status that does not fail over. The route's health skips the backends
  * sitting out and hears every outcome. A passed-over body is cancelled so its connection is
  * released. Stops early when `signal` aborts; the attempt that the abort cancelled is not a
  * failure (nothing is logged as a failover, nothing recorded).
+ * With the health's `retry` rounds, a pass in which every backend failed is followed by a
+ * wait and another pass (the backends sitting out by then skipped again), while rounds are
+ * left and the wait ends within the request's budget; a later round also stops at the budget.
  */
 export async function withFailover(
   targets: readonly BackendTarget[],
@@ -105,31 +114,40 @@ export async function withFailover(
   route: FailoverRoute = { health: SPEC_FAILOVER, serviceType: "" },
 ): Promise<FailoverResult> {
   const { health, serviceType } = route;
-  const tried = health.available(serviceType, targets);
+  const retry = health.retry;
+  const startedAt = retry?.now() ?? 0;
   const failures: FailoverResult["failures"] = [];
-  let last: { response: Response; target: BackendTarget } | undefined;
+  // The latest failing answer: the client's when every attempt fails. It is listed among the
+  // failures only once another attempt passes it over.
+  let last: { response: Response; target: BackendTarget; listed: boolean } | undefined;
   let error: Error | undefined;
-  for (const [index, target] of tried.entries()) {
-    if (signal?.aborted) break;
-    const isLast = index === tried.length - 1;
-    try {
-      const response = await attempt(target);
-      const fails = health.failsOver(response.status);
-      health.record(serviceType, targets, target, fails ? { ok: false, status: response.status, retryAfter: response.headers.get("retry-after") } : { ok: true });
-      if (!fails || isLast) {
-        if (last) await last.response.body?.cancel().catch(() => {});
-        return { response, target, failures };
+  for (let round = 1; ; round++) {
+    for (const target of health.available(serviceType, targets)) {
+      if (signal?.aborted || (retry && round > 1 && !roundFits(retry, startedAt, 0))) break;
+      if (last && !last.listed) {
+        failures.push({ target: last.target, reason: `HTTP ${last.response.status}` });
+        last.listed = true;
       }
-      failures.push({ target, reason: `HTTP ${response.status}` });
-      if (last) await last.response.body?.cancel().catch(() => {});
-      last = { response, target };
-    } catch (caught) {
-      error = caught instanceof Error ? caught : new Error(String(caught));
-      // The client went away: the attempt was cancelled, the backend did not fail.
-      if (signal?.aborted) break;
-      health.record(serviceType, targets, target, { ok: false });
-      failures.push({ target, reason: error.message });
+      try {
+        const response = await attempt(target);
+        const fails = health.failsOver(response.status);
+        health.record(serviceType, targets, target, fails ? { ok: false, status: response.status, retryAfter: response.headers.get("retry-after") } : { ok: true });
+        if (last) await last.response.body?.cancel().catch(() => {});
+        if (!fails) return { response, target, failures };
+        last = { response, target, listed: false };
+      } catch (caught) {
+        error = caught instanceof Error ? caught : new Error(String(caught));
+        // The client went away: the attempt was cancelled, the backend did not fail.
+        if (signal?.aborted) break;
+        health.record(serviceType, targets, target, { ok: false });
+        failures.push({ target, reason: error.message });
+      }
     }
+    if (signal?.aborted || !retry || round >= retry.rounds) break;
+    const delay = retry.delayMs(round);
+    if (!roundFits(retry, startedAt, delay)) break;
+    retry.started(serviceType);
+    await retry.wait(delay, signal);
   }
   if (last) return { response: last.response, target: last.target, failures };
   return { failures, error };

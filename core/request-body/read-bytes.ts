@@ -66,6 +66,11 @@ export async function readStreamCapped(stream: ReadableStream<Uint8Array>, limit
     chunks.push(value);
   }
   if (chunks.length === 1) return chunks[0];
+  return concatBytes(chunks, total);
+}
+
+/** `chunks` in one buffer; `total` is the sum of their lengths. */
+export function concatBytes(chunks: readonly Uint8Array[], total: number): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(total);
   let at = 0;
   for (const chunk of chunks) {

@@ -18,6 +18,14 @@ export const BackendHealthSchema = Section(
     ejection_time: Duration("30s", "First ejection; multiplied by the ejections in a row"),
     max_ejection_time: Duration("5m", "Cap on an ejection"),
     max_ejected_percent: Type.Integer({ minimum: 0, maximum: 100, default: 50, description: "Most of a service's backends ejected at once, in percent" }),
+    retry_rounds: Type.Integer({
+      minimum: 1,
+      default: 1,
+      description: "Passes over a service's backends when every backend fails (a failover status or a network error): 1 = one pass, the spec's rule; more waits retry_backoff (with jitter) between passes",
+    }),
+    retry_deadline: Duration("30s", "Time budget of one request's backend attempts across all rounds: no round starts (and no attempt of a later round) past it"),
+    retry_backoff: Duration("250ms", "Wait before the second pass, doubled for each further one, capped at retry_backoff_max; each wait is a random draw up to it (full jitter)"),
+    retry_backoff_max: Duration("5s", "Cap on the wait between passes"),
   },
   "Backend health: failover and ejection of LLM and sync direct proxy backends",
   "See [Backend health](backend-health.md).",
@@ -52,8 +60,24 @@ function durationProblems(section: BackendHealthConfig): string[] {
   return [];
 }
 
+function retryProblems(section: BackendHealthConfig): string[] {
+  let deadline: number;
+  let backoff: number;
+  let backoffMax: number;
+  try {
+    deadline = durationMs(section.retry_deadline);
+    backoff = durationMs(section.retry_backoff);
+    backoffMax = durationMs(section.retry_backoff_max);
+  } catch {
+    return []; // a malformed duration is already reported by the schema
+  }
+  if (deadline <= 0) return [`backend_health.retry_deadline: must be a positive duration, got ${JSON.stringify(section.retry_deadline)} (default "30s"); set retry_rounds: 1 for a single pass`];
+  if (backoffMax < backoff) return [`backend_health.retry_backoff_max: ${formatDuration(backoffMax)} is shorter than retry_backoff (${formatDuration(backoff)}); raise retry_backoff_max or lower retry_backoff`];
+  return [];
+}
+
 export const backendHealthSection: ConfigSection<typeof BackendHealthSchema> = {
   key: "backend_health",
   schema: BackendHealthSchema,
-  validate: (section) => [...statusProblems(section.failover_statuses), ...durationProblems(section)],
+  validate: (section) => [...statusProblems(section.failover_statuses), ...durationProblems(section), ...retryProblems(section)],
 };

@@ -1,13 +1,15 @@
 /**
  * Backend health (issue 28 item 3): the `backendHealth` service the LLM proxy and the sync
- * direct proxy hand their failover loop (core/proxy/backends.ts), the metrics
- * `svc_backend_ejections_total` and `svc_backend_ejected`, and `GET /-/backends`.
+ * direct proxy hand their failover loop (core/proxy/backends.ts), with its retry rounds; the
+ * metrics `svc_backend_ejections_total`, `svc_backend_ejected` and
+ * `svc_backend_retry_rounds_total`, and `GET /-/backends`.
  * The state lives in this runtime: a reload starts with every backend healthy.
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { configuredBackends, hostPort, publicUrl } from "./backends-list.ts";
 import { backendHealthSection } from "./config.ts";
+import { retryRounds } from "./retry.ts";
 import { HealthTracker } from "./tracker.ts";
 
 export default definePlugin({
@@ -22,6 +24,24 @@ export default definePlugin({
       help: "Backends set to sit out (a Retry-After or an ejection for failures in a row)",
       labelNames: ["service_type", "backend"],
     });
+    const rounds = api.metrics.counter({
+      name: "svc_backend_retry_rounds_total",
+      help: "Retry rounds started: passes over a service's backends after one in which every backend failed",
+      labelNames: ["service_type"],
+    });
+    const retry =
+      section.retry_rounds > 1
+        ? retryRounds(
+            {
+              rounds: section.retry_rounds,
+              deadlineMs: durationMs(section.retry_deadline),
+              backoffMs: durationMs(section.retry_backoff),
+              backoffMaxMs: durationMs(section.retry_backoff_max),
+            },
+            api.clock,
+            (serviceType) => rounds.inc({ service_type: serviceType }),
+          )
+        : undefined;
     const tracker = new HealthTracker(
       {
         failoverStatuses: section.failover_statuses,
@@ -33,6 +53,7 @@ export default definePlugin({
       },
       api.clock,
       (serviceType, url) => ejections.inc({ service_type: serviceType, backend: hostPort(url) }),
+      retry,
     );
     api.provide("backendHealth", tracker);
 

@@ -6,7 +6,7 @@
  * more than `max_ejected_percent` of its backends. A success brings it back at once.
  */
 import type { Clock } from "../../core/clock.ts";
-import type { AttemptResult, BackendHealth } from "../../core/proxy/backend-health.ts";
+import type { AttemptResult, BackendHealth, RetryRounds } from "../../core/proxy/backend-health.ts";
 import type { BackendTarget } from "../../core/proxy/backends.ts";
 import { parseRetryAfter } from "../../core/proxy/retry-after.ts";
 
@@ -40,6 +40,8 @@ export class HealthTracker implements BackendHealth {
     private readonly clock: Clock,
     /** Called once per sit-out that starts (Retry-After or ejection). */
     private readonly onEjection: (serviceType: string, url: string) => void,
+    /** Passes after one in which every backend failed; none = one pass. */
+    readonly retry?: RetryRounds,
   ) {
     this.failover = new Set(settings.failoverStatuses);
   }

@@ -1,6 +1,7 @@
 /**
- * The `llm:` section: how the LLM proxy treats its traffic. `coalesce` is read by the response
- * cache (it lives where the cache key is), through the config, so no plugin imports another.
+ * The `llm:` section: how the LLM proxy treats its traffic. `coalesce` and `cache_streams` are
+ * read by the response cache (they live where the cache key is), through the config, so no
+ * plugin imports another.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
@@ -19,9 +20,14 @@ export const LlmSchema = Section(
       description:
         "In-flight coalescing where the response cache is on: identical cacheable requests that arrive while the first is at the backend wait for its answer instead of calling the backend too",
     }),
+    cache_streams: Type.Boolean({
+      default: false,
+      description:
+        "Where the response cache is on, store streamed answers that end complete (their events as the client got them, up to 1 MiB) and replay them as a stream to identical streamed requests; false = the spec's behaviour (streams bypass the cache)",
+    }),
   },
   "LLM proxy",
-  "See [Streaming](llm-proxy.md#streaming) for the stream settings and [Coalescing](llm-proxy.md#coalescing) for `coalesce`.",
+  "See [Streaming](llm-proxy.md#streaming) for the stream settings, [Coalescing](llm-proxy.md#coalescing) for `coalesce` and [Streamed answers](llm-proxy.md#streamed-answers) for `cache_streams`.",
 );
 
 export type LlmConfig = Static<typeof LlmSchema>;

@@ -12,7 +12,7 @@
  *
  * Nothing here names a provider: the service's `provider` is looked up in the registry.
  */
-import type { CacheLookup, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
+import { CACHED_STREAM_MAX_BYTES, type CacheLookup, type PendingLookup, type ResponseCache } from "../../core/llm/cache.ts";
 import type { Bytes } from "../../core/llm/json.ts";
 import type { ProviderDefinition, ProviderRegistry, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { openStream, type OpenedStream, type StreamOutcome } from "../../core/llm/stream.ts";
@@ -34,15 +34,16 @@ import type { FirstTokenTimes } from "./first-token.ts";
 import { genAiSpanAttributes, operationOf, type GenAiTokenUsage } from "./genai.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
+import { COST_HEADER, formatCost, type Pricing } from "../../core/pricing/price.ts";
 import { messagesToChatRequest } from "./messages-to-chat-request.ts";
 import { CHAT_PATH, messagesFromChat, messagesRoute, messagesStreamError, nativeMessages, nativeUsage, type MessagesRoute } from "./messages-inbound.ts";
+import { recordStream } from "./stream-record.ts";
 
 /** An inbound Messages request (messages-inbound.ts): which route, and whether the provider takes it as it is. */
 interface Inbound {
   route: MessagesRoute | undefined;
   native: boolean;
 }
-import { COST_HEADER, formatCost, type Pricing } from "../../core/pricing/price.ts";
 
 /**
  * Not forwarded: the runtime's fetch negotiates (and undoes) compression itself, and the body
@@ -272,7 +273,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     };
 
     // 1. Cache lookup (its store read started in `prepare`): the cache decides what bypasses it
-    //    (streams, no-cache, TTL 0).
+    //    (streams unless llm.cache_streams, no-cache, TTL 0). A stored stream is replayed whole.
     const pending = ctx.vars.llmCacheLookup ?? beginLookup(ctx, service, clientBody);
     const lookup: CacheLookup = pending ? await pending.result() : { kind: "bypass" };
     if (lookup.kind === "hit") {
@@ -331,6 +332,9 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         answer = await errorAnswer(backend, attempt.received, attempt.translator, retryAfter === null ? MISS : { ...MISS, "retry-after": retryAfter });
       } else if (stream) {
         const backendUrl = attempt.target.url;
+        // Whether the stream ended as its protocol says, with no error event: only then may it be cached.
+        let complete = false;
+        let failed = false;
         answer = streamAnswer(
           backend,
           attempt.opened,
@@ -338,15 +342,26 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
           {
             format: provider.streamFormat ?? "sse",
             idleTimeoutMs: deps.streamIdleTimeoutMs,
-            onError: (reason, error) => deps.log.warn("llm_stream_failed", { model: service.model, backend: backendUrl, reason, error }),
+            onError: (reason, error) => {
+              failed = true;
+              deps.log.warn("llm_stream_failed", { model: service.model, backend: backendUrl, reason, error });
+            },
             // Before the client's stream closes, so the usage record of this request carries the tokens.
-            onEnd: (outcome) => streamEnded(ctx, labels, backendUrl, outcome),
+            onEnd: (outcome) => {
+              complete = !outcome.incomplete && !outcome.cancelled && !failed;
+              streamEnded(ctx, labels, backendUrl, outcome);
+            },
             errorEvent: inbound.route ? messagesStreamError : undefined,
           },
           MISS,
         );
         // Time to first token: observed when the first event goes to the client.
         answer.response = deps.firstToken.observe(answer.response, labels, () => seconds(ctx));
+        if (lookup.kind === "miss") {
+          const { status } = backend;
+          const contentType = answer.response.headers.get("content-type") ?? "text/event-stream";
+          answer.response = recordStream(answer.response, CACHED_STREAM_MAX_BYTES, () => complete, (body) => void lookup.fill({ status, contentType, body }));
+        }
       } else {
         answer = await completeAnswer(backend, attempt.received, attempt.translator, MISS, inbound.native ? nativeUsage : undefined);
       }

@@ -3,8 +3,10 @@
  * provides the `responseCache` service; the LLM proxy asks it before forwarding and offers
  * it the answer afterwards. On when some service sets `response_cache_ttl`.
  *
- * Bypassed (no lookup, no counters) when the service's TTL is 0, the request streams, or its
- * `Cache-Control` contains `no-cache`. Only 2xx answers are stored. A store error is counted
+ * Bypassed (no lookup, no counters) when the service's TTL is 0, the request streams (unless
+ * `llm.cache_streams`), or its `Cache-Control` contains `no-cache`. Only 2xx answers are
+ * stored. Streamed answers are keyed apart from non-streamed ones and never coalesced (the
+ * LLM proxy fills them once the stream has ended complete). A store error is counted
  * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
  */
 import { durationMs } from "../../core/config/duration.ts";
@@ -22,8 +24,8 @@ export const FILL_TIMEOUT_MS = 5000;
 /** How long followers wait for a leader when `server.backend_timeout` is 0. */
 const FALLBACK_WAIT_MS = 300_000;
 
-function bypassed({ service, body, headers }: CacheRequest): boolean {
-  return service.response_cache_ttl <= 0 || body.stream === true || /no-cache/i.test(headers.get("cache-control") ?? "");
+function bypassed({ service, body, headers }: CacheRequest, cacheStreams: boolean): boolean {
+  return service.response_cache_ttl <= 0 || (body.stream === true && !cacheStreams) || /no-cache/i.test(headers.get("cache-control") ?? "");
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -61,8 +63,9 @@ function createCache(api: PluginApi): ResponseCache {
   const bypass: PendingLookup = { result: () => Promise.resolve({ kind: "bypass" }) };
 
   function begin(request: CacheRequest): PendingLookup {
-    if (bypassed(request)) return bypass;
+    if (bypassed(request, api.config.llm.cache_streams)) return bypass;
     const { service } = request;
+    const stream = request.body.stream === true;
     const metricLabels = { service_type: service.type, model: service.model };
     const failed = (op: "key" | "get" | "set", error: unknown) => {
       failures.inc({ ...metricLabels, op });
@@ -70,7 +73,7 @@ function createCache(api: PluginApi): ResponseCache {
     };
     let key: string;
     try {
-      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery }, service.model, request.body);
+      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery, stream }, service.model, request.body);
     } catch (error) {
       return {
         result: () => {
@@ -101,7 +104,9 @@ function createCache(api: PluginApi): ResponseCache {
             failed("get", error);
           }
         }
-        const leader = inFlight?.follow(key);
+        // A stream's answer is known only at its end: identical streams do not wait for it.
+        const coalescing = stream ? undefined : inFlight;
+        const leader = coalescing?.follow(key);
         if (leader) {
           const answer = await leader;
           if (answer) {
@@ -111,7 +116,7 @@ function createCache(api: PluginApi): ResponseCache {
           // The leader failed: this request calls the backend itself, as a plain miss.
         }
         missesFor(metricLabels).inc();
-        const share = leader || !inFlight ? noShare : inFlight.lead(key);
+        const share = leader || !coalescing ? noShare : coalescing.lead(key);
         return {
           kind: "miss",
           share,

@@ -25,10 +25,12 @@ const IGNORED_FIELDS = new Set(["model", "user", "metadata", "stream", "stream_o
 /** Key prefix in the KV store; the full key is `cache:llm:<sha256 hex>` (evictable: see core/stores/kv.ts). */
 export const CACHE_PREFIX = `${EVICTABLE_PREFIX}llm:`;
 
-/** Where the request went: the service type and the path with its query (`/v1/x?q=1`). */
+/** Where the request went: the service type and the path with its query (`/v1/x?q=1`); whether it streams. */
 export interface KeyScope {
   serviceType: string;
   pathAndQuery: string;
+  /** A streamed answer (stored events) never answers a non-streamed request, nor the reverse; its `stream_options` count. */
+  stream?: boolean;
 }
 
 export function keySubset(alias: string, body: JsonObject): JsonObject {
@@ -47,5 +49,9 @@ export function keySubset(alias: string, body: JsonObject): JsonObject {
 /** Synchronous: WebCrypto's digest is async and costs ~30 µs a call on Node (see core/crypto/sha256.ts). */
 export function cacheKey(scope: KeyScope, alias: string, body: JsonObject): string {
   // An array, so the scope can never be confused with a body field of the same name.
-  return `${CACHE_PREFIX}${sha256Hex(canonicalJson([scope.serviceType, scope.pathAndQuery, keySubset(alias, body)]))}`;
+  const parts: unknown[] = [scope.serviceType, scope.pathAndQuery, keySubset(alias, body)];
+  // Appended only for streams, so the keys of non-streamed answers stay what they were. A
+  // stream's events depend on its `stream_options` (the usage chunk, for one).
+  if (scope.stream) parts.push("stream", body.stream_options ?? null);
+  return `${CACHE_PREFIX}${sha256Hex(canonicalJson(parts))}`;
 }

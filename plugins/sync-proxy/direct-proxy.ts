@@ -55,8 +55,9 @@ export function directProxy(settings: CallSettings) {
     const method = ctx.request.method;
     const pathAndQuery = `${ctx.url.pathname}${ctx.url.search}`;
     const streamed = body.kind === "stream" ? body.stream : null;
-    // Only worth a copy when there is another backend to replay it to.
-    const replay = streamed && targets.length > 1 ? new StreamReplay(streamed, REPLAY_LIMIT) : undefined;
+    // Only worth a copy when there is another attempt to replay it to: another backend or another round.
+    const attempts = targets.length * (settings.health.retry?.rounds ?? 1);
+    const replay = streamed && attempts > 1 ? new StreamReplay(streamed, REPLAY_LIMIT) : undefined;
 
     const build = (target: BackendTarget): { url: string; init: BackendInit } => {
       const headers = forwardHeaders(ctx.request.headers, target.headers, NOT_FORWARDED, ctx.backendHeaders);

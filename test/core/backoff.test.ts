@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { retryDelayMs } from "../../core/backoff.ts";
+import { jitteredDelayMs, retryDelayMs } from "../../core/backoff.ts";
 
 describe("retry backoff", () => {
   it("starts at retry_backoff and doubles on each retry, capped at max_backoff (spec defaults 30s / 10m)", () => {
@@ -15,5 +15,21 @@ describe("retry backoff", () => {
     expect(retryDelayMs(1, 5000, 2000)).toBe(2000);
     expect(retryDelayMs(10_000, 1000, 3_600_000)).toBe(3_600_000);
     expect(retryDelayMs(3, 0, 1000)).toBe(0);
+  });
+
+  it("full jitter: a draw between 0 and the retry's delay, never past the cap", () => {
+    // The injected random at its extremes: 0 gives no wait, just under 1 the whole delay.
+    expect(jitteredDelayMs(1, 250, 5000, () => 0)).toBe(0);
+    expect(jitteredDelayMs(1, 250, 5000, () => 0.999999)).toBe(249);
+    expect(jitteredDelayMs(2, 250, 5000, () => 0.5)).toBe(250);
+    expect(jitteredDelayMs(3, 250, 5000, () => 0.5)).toBe(500);
+    expect(jitteredDelayMs(20, 250, 5000, () => 0.999999)).toBe(4999);
+    for (let retry = 1; retry <= 10; retry++) {
+      for (const draw of [0, 0.1, 0.5, 0.9, 0.999999]) {
+        const delay = jitteredDelayMs(retry, 250, 5000, () => draw);
+        expect(delay).toBeGreaterThanOrEqual(0);
+        expect(delay).toBeLessThan(retryDelayMs(retry, 250, 5000));
+      }
+    }
   });
 });

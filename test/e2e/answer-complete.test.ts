@@ -10,9 +10,9 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
 import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
 
 const DB = 18;
@@ -26,10 +26,7 @@ let llm: FakeBackend;
 const running: GatewayProcess[] = [];
 
 beforeAll(async () => {
-  const client = createClient({ url: inject("redisUrl"), database: DB });
-  await client.connect();
-  await client.flushDb();
-  await client.close();
+  await flushRedisDb(DB);
   llm = await startLlmBackend();
 });
 afterAll(async () => {
@@ -38,7 +35,7 @@ afterAll(async () => {
 });
 
 function config(store: "memory" | "redis"): string {
-  const redis = store === "redis" ? `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${DB}\n` : "";
+  const redis = store === "redis" ? `${kvStoreYaml(store, DB)}\n` : "";
   return `
 server:
   consumer_header: X-Consumer

@@ -6,9 +6,9 @@
  * what was counted: the token budget, the usage record, the token metric.
  */
 import OpenAI from "openai";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHAT_CACHED_TOKENS, CHAT_USAGE, EMBEDDINGS_PROMPT_TOKENS, MESSAGES_CACHE_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 
@@ -28,10 +28,7 @@ let llm: FakeBackend;
 const running: GatewayProcess[] = [];
 
 beforeAll(async () => {
-  const client = createClient({ url: inject("redisUrl"), database: DB });
-  await client.connect();
-  await client.flushDb();
-  await client.close();
+  await flushRedisDb(DB);
   llm = await startLlmBackend();
 });
 afterAll(async () => {
@@ -72,11 +69,6 @@ services:
 `;
 }
 
-const STORES = {
-  memory: "",
-  redis: () => `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${DB}`,
-};
-
 function post(gw: GatewayProcess, path: string, consumer: string, body: Json): Promise<Response> {
   return fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body: JSON.stringify(body) });
 }
@@ -95,7 +87,7 @@ async function countedUsage(gw: GatewayProcess, consumer: string, type: string) 
 describe.each(["memory", "redis"] as const)("usage fields on the %s store", (store) => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await startGateway(config(store === "memory" ? STORES.memory : STORES.redis()));
+    gw = await startGateway(config(kvStoreYaml(store, DB)));
     running.push(gw);
   });
 

@@ -2,6 +2,7 @@
  * The `redis` and `object_store` blocks of a test gateway's config: the suite's own
  * redis-server and s3rver (test/support/global-setup.ts) unless a test brings its own.
  */
+import { createClient } from "redis";
 import { inject } from "vitest";
 
 export interface StoresOptions {
@@ -22,4 +23,17 @@ ${db}object_store:
   access_key: S3RVER
   secret_key: S3RVER
   bucket: ${options.bucket}`;
+}
+
+/** A gateway's `redis:` block: the suite's redis-server, database `db`, or "" for the embedded store. */
+export function kvStoreYaml(store: "memory" | "redis", db: number): string {
+  return store === "redis" ? `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${db}` : "";
+}
+
+/** Empties database `db` of the suite's redis-server: a test file's own (`const DB = N`), at its start. */
+export async function flushRedisDb(db: number): Promise<void> {
+  const client = createClient({ url: inject("redisUrl"), database: db });
+  await client.connect();
+  await client.flushDb();
+  await client.close();
 }

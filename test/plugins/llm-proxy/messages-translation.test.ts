@@ -229,7 +229,7 @@ describe("the composed translator", () => {
     const native = nativeMessages();
     native.observeStreamEvent?.(sse({ type: "message_start", message: { usage: { input_tokens: 12, cache_read_input_tokens: 2000, cache_creation_input_tokens: 300, output_tokens: 1 } } }, "message_start"));
     native.observeStreamEvent?.(sse({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 5 } }, "message_delta"));
-    expect(native.streamProgress?.()).toEqual({ ended: false, usage: { prompt_tokens: 2312, completion_tokens: 5 } });
+    expect(native.streamProgress?.()).toEqual({ ended: false, usage: { prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 } });
     native.observeStreamEvent?.(sse({ type: "message_stop" }, "message_stop"));
     expect(native.streamProgress?.().ended).toBe(true);
   });

@@ -39,6 +39,15 @@ describe("cacheKey", () => {
     expect(cacheKey(scope, "other-alias", body)).not.toBe(key);
   });
 
+  it("keys a streamed request apart, leaving the non-streamed key as it was", () => {
+    const key = cacheKey(scope, "alias", body);
+    expect(cacheKey({ ...scope, stream: false }, "alias", body)).toBe(key);
+    const streamed = cacheKey({ ...scope, stream: true }, "alias", body);
+    expect(streamed).not.toBe(key);
+    // Its events depend on its stream options (the usage chunk, for one).
+    expect(cacheKey({ ...scope, stream: true }, "alias", { ...body, stream_options: { include_usage: false } })).not.toBe(streamed);
+  });
+
   it("differs by service type, path and query", () => {
     const key = cacheKey(scope, "alias", body);
     expect(cacheKey({ ...scope, serviceType: "chatmsg" }, "alias", body)).not.toBe(key);
@@ -87,11 +96,11 @@ describe("the responseCache service", () => {
     for (const runtime of runtimes.splice(0)) await runtime.close();
   });
 
-  async function setUp() {
+  async function setUp(llm = "") {
     const kv = new FlakyKv();
     let cache: ResponseCache | undefined;
     const started = await startTestRuntime(
-      "services:\n  - { type: chat, model: m, provider: chat_completions, response_cache_ttl: 60 }\n  - { type: chat, model: z, provider: chat_completions }\n",
+      llm + "services:\n  - { type: chat, model: m, provider: chat_completions, response_cache_ttl: 60 }\n  - { type: chat, model: z, provider: chat_completions }\n",
       [responseCache],
       { kv, fetch: () => Promise.reject(new Error("not used")), probeDependsOn: ["response-cache"], probe: (api) => void (cache = api.use("responseCache")) },
     );
@@ -133,6 +142,16 @@ describe("the responseCache service", () => {
     expect((await lookup(body, { "cache-control": "max-age=0, No-Cache" })).kind).toBe("bypass");
     expect((await lookup({ ...body, model: "z" })).kind).toBe("bypass");
     expect(await metrics.text()).not.toMatch(/svc_cache_(hits|misses)_total\{/);
+  });
+
+  it("with llm.cache_streams, stores a stream's answer apart from the non-streamed answer", async () => {
+    const { lookup } = await setUp("llm: { cache_streams: true }\n");
+    const events: CachedAnswer = { status: 200, contentType: "text/event-stream", body: new TextEncoder().encode("data: [DONE]\n\n") };
+    const streamed = await lookup({ ...body, stream: true });
+    expect(streamed.kind).toBe("miss");
+    if (streamed.kind === "miss") await streamed.fill(events);
+    expect(await lookup({ ...body, stream: true })).toEqual({ kind: "hit", answer: events });
+    expect((await lookup(body)).kind).toBe("miss");
   });
 
   it("counts store errors by op and goes on without the cache", async () => {
