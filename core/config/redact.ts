@@ -33,9 +33,10 @@ export const SECRET_PATHS: readonly string[] = [
 /**
  * Leaf keys (strings, numbers, lists of them; never a section) whose name says secret,
  * wherever they are: a plugin's `signing_secret`, `admin_token`, `password`, `api_key`.
- * Anchored at the end so `token_rate`, `max_tokens` or `token_limits` are not caught.
+ * Whole names, or a `_secret`/`_token`/`_key`... suffix, so `token_rate`, `max_tokens` or
+ * `max_keys` are not caught.
  */
-export const SECRET_NAME = /(^|_)(secret|password|passwd|token|key|keys|api_key|private_key|credentials?)$/i;
+export const SECRET_NAME = /^(secret|password|passwd|token|key|keys|credentials?)$|_(secret|password|passwd|token|key)$/i;
 
 /** `scheme://user:password@host`: the credentials of any URL-looking string are hidden. */
 const URL_CREDENTIALS = /^([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/i;
