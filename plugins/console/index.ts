@@ -1,0 +1,35 @@
+/**
+ * The admin console (issue 32): a page at `/-/console` that shows usage, queues, webhooks,
+ * backends and the running config through the `/-/` endpoints, with the admin token the
+ * operator enters. Hand-written HTML, CSS and JS served by the gateway itself (offline, no
+ * build step, ~30 KB): nothing to download, nothing to keep up to date. See docs/console.md.
+ */
+import { errors } from "../../core/errors.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
+import { APP_CSS, APP_JS } from "./client/app.ts";
+import { consoleSection } from "./config.ts";
+import { CONSOLE_CSP, consolePage } from "./page.ts";
+import { PANELS } from "./panels/index.ts";
+
+const JS = "text/javascript; charset=utf-8";
+// The admin token never goes into a cached or shared response; the files are small anyway.
+const NO_STORE = { "cache-control": "no-store", "x-content-type-options": "nosniff" };
+
+export default definePlugin({
+  name: "console",
+  section: consoleSection,
+  enabled: (config) => config.console.enabled,
+  setup(api) {
+    const page = consolePage(PANELS);
+    const scripts = new Map(PANELS.map((panel) => [`${panel.id}.js`, panel.script]));
+
+    api.routes.get("/-/console", (c) => c.html(page, 200, { ...NO_STORE, "content-security-policy": CONSOLE_CSP, "referrer-policy": "no-referrer" }));
+    api.routes.get("/-/console/app.js", (c) => c.body(APP_JS, 200, { ...NO_STORE, "content-type": JS }));
+    api.routes.get("/-/console/app.css", (c) => c.body(APP_CSS, 200, { ...NO_STORE, "content-type": "text/css; charset=utf-8" }));
+    api.routes.get("/-/console/panels/:file", (c) => {
+      const script = scripts.get(c.req.param("file"));
+      if (script === undefined) return errors.notFound(`no console panel "${c.req.param("file")}"`).toResponse();
+      return c.body(script, 200, { ...NO_STORE, "content-type": JS });
+    });
+  },
+});
