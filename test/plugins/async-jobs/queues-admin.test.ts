@@ -1,20 +1,21 @@
 /**
  * The queues' admin endpoints on both stores (memory, and the suite's redis-server on
- * database 31, flushed per test): `GET /-/queues`, `GET /-/relay/deadletter` with
+ * database 30, which test/plugins/webhooks/deadletters.test.ts shares: each file clears
+ * only its own keys before each test): `GET /-/queues`, `GET /-/relay/deadletter` with
  * pagination and `POST /-/relay/deadletter/discard`, and the 400s for bad input. Jobs are
  * submitted through the API; a dead letter is made as the GC reaper makes one (the job
  * failed with its error, its id on `relay:<model>:deadletter`).
  */
-import { createClient } from "redis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
+import { clearRedisKeys } from "../../support/redis-keys.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 import { jobForm } from "./harness.ts";
 
-const DB = 31;
+const DB = 30;
 const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 
 const yaml = `
@@ -34,10 +35,7 @@ const stores: Array<{ name: string; open: () => Promise<KvStore | undefined> }> 
   {
     name: "redis",
     open: async () => {
-      const client = createClient({ url: inject("redisUrl"), database: DB });
-      await client.connect();
-      await client.flushDb();
-      await client.close();
+      await clearRedisKeys(inject("redisUrl"), DB, ["job:*", "job-expired:*", "job-cancel:*", "jobs:*", "relay:*", "relay-lease:*", "relay-retry:*"]);
       return await RedisKv.connect({ url: inject("redisUrl"), db: DB });
     },
   },

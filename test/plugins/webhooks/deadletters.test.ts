@@ -1,10 +1,10 @@
 /**
  * The webhook admin endpoints on both stores (memory, and the suite's redis-server on
- * database 30, flushed per test): dead letters listed a page at a time, redelivered through
+ * database 30, which test/plugins/async-jobs/queues-admin.test.ts shares: each file clears
+ * only its own keys before each test): dead letters listed a page at a time, redelivered through
  * the durable retry schedule and signed at the new attempt, the retry queue listed, and the
  * 400s for bad input; and the audit line of a redelivery.
  */
-import { createClient } from "redis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
@@ -13,6 +13,7 @@ import type { KvStore } from "../../../core/stores/kv.ts";
 import auditLog from "../../../plugins/audit-log/index.ts";
 import webhooks from "../../../plugins/webhooks/index.ts";
 import { signatureHeader } from "../../../plugins/webhooks/signature.ts";
+import { clearRedisKeys } from "../../support/redis-keys.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
 const DB = 30;
@@ -26,10 +27,7 @@ const stores: Array<{ name: string; open: () => Promise<KvStore | undefined> }> 
   {
     name: "redis",
     open: async () => {
-      const client = createClient({ url: inject("redisUrl"), database: DB });
-      await client.connect();
-      await client.flushDb();
-      await client.close();
+      await clearRedisKeys(inject("redisUrl"), DB, ["webhook:*"]);
       return await RedisKv.connect({ url: inject("redisUrl"), db: DB });
     },
   },
