@@ -1,4 +1,6 @@
 /** Assembles the OpenAPI 3.0.3 document for one caller's view of one runtime. */
+import { adminPaths } from "./admin-paths.ts";
+import { adminSchemas } from "./admin-schemas.ts";
 import type { DocInput } from "./input.ts";
 import { gatewayPaths } from "./gateway-paths.ts";
 import { jobPaths } from "./job-paths.ts";
@@ -28,7 +30,7 @@ function serviceTags(input: DocInput): Tag[] {
 }
 
 export function buildDocument(input: DocInput): OpenApiDocument {
-  const paths = { ...syncPaths(input), ...jobPaths(input), ...gatewayPaths(input) };
+  const paths = { ...syncPaths(input), ...jobPaths(input), ...gatewayPaths(input), ...adminPaths(input) };
   const used = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => (typeof op === "object" ? op.tags : []))));
   const oauth2 = input.config.auth.mode === "oauth2";
   return {
@@ -45,7 +47,7 @@ export function buildDocument(input: DocInput): OpenApiDocument {
     tags: [...serviceTags(input), ...FIXED_TAGS].filter((tag) => used.has(tag.name)),
     paths,
     components: {
-      schemas: plain(componentSchemas),
+      schemas: plain({ ...componentSchemas, ...adminSchemas }),
       responses: componentResponses(),
       ...(oauth2 ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } } : {}),
     },
