@@ -14,6 +14,12 @@ export const usagePanel: ConsolePanel = {
     var RANGES = { daily: 30, weekly: 12 * 7, monthly: 365 };
     var UNITS = { daily: "day", weekly: "week", monthly: "month" };
     var day = function (ms) { return new Date(ms).toISOString().slice(0, 10); };
+    // Bucket names: YYYYMMDD, YYYY-Www, YYYYMM; the chart shows MM-DD, Www, YYYY-MM.
+    var short = function (bucket) {
+      if (/^\d{8}$/.test(bucket)) return bucket.slice(4, 6) + "-" + bucket.slice(6);
+      if (/^\d{6}$/.test(bucket)) return bucket.slice(0, 4) + "-" + bucket.slice(4);
+      return bucket.replace(/^\d{4}-/, "");
+    };
     var tokens = function (t) { return t && typeof t.tokens === "object" ? (t.tokens.prompt || 0) + (t.tokens.completion || 0) : typeof (t && t.tokens) === "number" ? t.tokens : undefined; };
     var cost = function (t) { return t && t.cost !== undefined ? (typeof t.cost === "number" ? t.cost : t.cost.total) : undefined; };
 
@@ -46,12 +52,12 @@ export const usagePanel: ConsolePanel = {
         if (tokens(total) !== undefined) summary += ", " + ui.fmt.number(tokens(total)) + " tokens";
         if (cost(total) !== undefined) summary += ", cost " + ui.fmt.number(cost(total));
         parts.push(ui.el("p", { "data-summary": "" }, summary));
-        parts.push(ui.barChart(buckets.map(function (b) { return { label: b.bucket, value: b.requests || 0 }; }), { title: "Requests per " + UNITS[period.value], id: "requests" }));
+        parts.push(ui.barChart(buckets.map(function (b) { return { label: short(b.bucket), value: b.requests || 0 }; }), { title: "Requests per " + UNITS[period.value], id: "requests" }));
         if (buckets.some(function (b) { return tokens(b) !== undefined; })) {
-          parts.push(ui.barChart(buckets.map(function (b) { return { label: b.bucket, value: tokens(b) || 0 }; }), { title: "Tokens (prompt + completion)", id: "tokens" }));
+          parts.push(ui.barChart(buckets.map(function (b) { return { label: short(b.bucket), value: tokens(b) || 0 }; }), { title: "Tokens (prompt + completion)", id: "tokens" }));
         }
         if (buckets.some(function (b) { return cost(b) !== undefined; })) {
-          parts.push(ui.barChart(buckets.map(function (b) { return { label: b.bucket, value: cost(b) || 0 }; }), { title: "Cost", id: "cost" }));
+          parts.push(ui.barChart(buckets.map(function (b) { return { label: short(b.bucket), value: cost(b) || 0 }; }), { title: "Cost", id: "cost" }));
         }
         if (Array.isArray(report.groups)) {
           var groups = report.groups.slice().sort(function (a, b) { return (b.cost || 0) - (a.cost || 0) || b.requests - a.requests; });
