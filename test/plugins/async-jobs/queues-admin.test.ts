@@ -123,6 +123,12 @@ describe.each(stores)("queue admin endpoints: $name", ({ open }) => {
     ]);
     expect((await get("/-/relay/deadletter?offset=3")).body).toMatchObject({ total: 3, jobs: [] });
 
+    // A model removed from the config stays readable and discardable while it has dead letters.
+    await gw.kv.push(gw.api.use("jobs").keys.deadletter("retired"), "old-id", "tail");
+    expect((await get("/-/relay/deadletter?model=retired")).body).toMatchObject({ total: 1, jobs: [{ job_id: "old-id", model: "retired", status: "expired" }] });
+    expect(await post("/-/relay/deadletter/discard", { model: "retired" })).toEqual({ status: 200, body: { model: "retired", discarded: 1 } });
+    expect((await get("/-/relay/deadletter?model=retired")).status).toBe(404);
+
     // A job whose record expired is still listed, by its id.
     await gw.kv.del(gw.api.use("jobs").keys.record(c));
     expect((await get("/-/relay/deadletter?model=reader")).body.jobs).toEqual([{ job_id: c, model: "reader", error: "", status: "expired" }]);
