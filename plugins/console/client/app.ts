@@ -41,7 +41,8 @@ export const APP_JS = String.raw`(function () {
     var headers = { accept: "application/json" };
     var t = token();
     if (t) headers.authorization = "Bearer " + t;
-    var init = { method: method, headers: headers };
+    // Never from the browser cache: an admin view must show the state now.
+    var init = { method: method, headers: headers, cache: "no-store" };
     if (body !== undefined) { headers["content-type"] = "application/json"; init.body = JSON.stringify(body); }
     return fetch(path, init).then(function (response) {
       return response.text().then(function (text) {

@@ -32,8 +32,9 @@ export const queuesPanel: ConsolePanel = {
         var discard = function (ids) {
           var body = ids ? { model: model, ids: ids } : { model: model };
           return ui.api("POST", "relay/deadletter/discard", body).then(function (result) {
-            letters.appendChild(ui.message("Discarded " + result.discarded + " dead letter(s) of " + model + ".", "info"));
-            return Promise.all([loadQueues(), page.total - (ids ? ids.length : page.total) > 0 ? loadLetters(model, 0) : null]);
+            return Promise.all([loadQueues(), loadLetters(model, 0)]).then(function () {
+              letters.appendChild(ui.message("Discarded " + result.discarded + " dead letter(s) of " + model + ".", "info"));
+            });
           });
         };
         letters.replaceChildren(
