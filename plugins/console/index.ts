@@ -4,7 +4,6 @@
  * operator enters. Hand-written HTML, CSS and JS served by the gateway itself (offline, no
  * build step, ~30 KB): nothing to download, nothing to keep up to date. See docs/console.md.
  */
-import { errors } from "../../core/errors.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { APP_CSS, APP_JS } from "./client/app.ts";
 import { consoleSection } from "./config.ts";
@@ -21,15 +20,11 @@ export default definePlugin({
   enabled: (config) => config.console.enabled,
   setup(api) {
     const page = consolePage(PANELS);
-    const scripts = new Map(PANELS.map((panel) => [`${panel.id}.js`, panel.script]));
+    // One script: the client, then each panel registering itself (one request, one audit line).
+    const script = [APP_JS, ...PANELS.map((panel) => `// panel: ${panel.id}\n${panel.script}`)].join("\n");
 
     api.routes.get("/-/console", (c) => c.html(page, 200, { ...NO_STORE, "content-security-policy": CONSOLE_CSP, "referrer-policy": "no-referrer" }));
-    api.routes.get("/-/console/app.js", (c) => c.body(APP_JS, 200, { ...NO_STORE, "content-type": JS }));
+    api.routes.get("/-/console/app.js", (c) => c.body(script, 200, { ...NO_STORE, "content-type": JS }));
     api.routes.get("/-/console/app.css", (c) => c.body(APP_CSS, 200, { ...NO_STORE, "content-type": "text/css; charset=utf-8" }));
-    api.routes.get("/-/console/panels/:file", (c) => {
-      const script = scripts.get(c.req.param("file"));
-      if (script === undefined) return errors.notFound(`no console panel "${c.req.param("file")}"`).toResponse();
-      return c.body(script, 200, { ...NO_STORE, "content-type": JS });
-    });
   },
 });

@@ -1,6 +1,6 @@
 /**
- * The console page: a shell that loads the client (app.js), the stylesheet and one script
- * per panel, all served by the gateway (offline, behind a strict CSP: no inline script).
+ * The console page: a shell with a tab per panel that loads the stylesheet and one script
+ * (the client followed by every panel's script, index.ts), both served by the gateway (offline, behind a strict CSP: no inline script).
  * URLs are relative to /-/console, so the page also works under a path prefix.
  */
 import type { ConsolePanel } from "./panels/panel.ts";
@@ -10,7 +10,6 @@ export const CONSOLE_CSP = "default-src 'self'; img-src 'self' data:; style-src 
 const escape = (text: string) => text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
 
 export function consolePage(panels: readonly ConsolePanel[]): string {
-  const scripts = panels.map((panel) => `    <script src="console/panels/${escape(panel.id)}.js" defer></script>`).join("\n");
   const tabs = panels.map((panel) => `<a href="#${escape(panel.id)}" data-tab="${escape(panel.id)}">${escape(panel.title)}</a>`).join("");
   return `<!DOCTYPE html>
 <html lang="en">
@@ -20,7 +19,6 @@ export function consolePage(panels: readonly ConsolePanel[]): string {
     <title>Inference gateway console</title>
     <link rel="stylesheet" href="console/app.css">
     <script src="console/app.js" defer></script>
-${scripts}
   </head>
   <body>
     <header><h1>Inference gateway</h1><nav id="tabs" hidden>${tabs}</nav><button id="sign-out" type="button" hidden>Forget token</button></header>

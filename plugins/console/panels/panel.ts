@@ -7,7 +7,7 @@
  * ES2017 written without template literals (it sits inside one).
  */
 export interface ConsolePanel {
-  /** URL-safe; the script is served at `/-/console/panels/<id>.js` and the tab is `#<id>`. */
+  /** URL-safe: the tab is `#<id>`. The script is served within `/-/console/app.js`, after the client. */
   id: string;
   title: string;
   script: string;

@@ -191,7 +191,6 @@ const GATEWAY_LAYOUT: Layout = {
     "GET /-/console",
     "GET /-/console/app.js",
     "GET /-/console/app.css",
-    "GET /-/console/panels/:file",
     "GET /usage",
     "GET /-/usage",
     "GET /-/usage/report",
