@@ -10,6 +10,7 @@ import type { Context } from "hono";
 import { errors } from "../../core/errors.ts";
 import { isRecord } from "../../core/llm/json.ts";
 import { pageParams } from "../../core/pagination.ts";
+import { queueModels } from "../../core/jobs/queue-models.ts";
 import type { JobRecord } from "../../core/jobs/types.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { readJsonBody } from "../../core/request-body/json-body.ts";
@@ -54,8 +55,10 @@ export class QueueAdmin {
     private readonly api: Pick<PluginApi, "kv" | "clock">,
   ) {}
 
+  /** Every configured model's queues, and those of models removed from the config that still have some. */
   async queues(): Promise<QueueView[]> {
-    return await Promise.all(this.store.queueModels().map((model) => this.queue(model)));
+    const models = await queueModels(this.api.kv, this.store);
+    return await Promise.all(models.map((model) => this.queue(model)));
   }
 
   private async queue(model: string): Promise<QueueView> {
@@ -75,10 +78,10 @@ export class QueueAdmin {
     return { model, pending: queued + retrying, processing, deadletter, oldest_pending_age_seconds: oldest };
   }
 
-  /** The models to read: one named (which must have a queue), else every configured one. */
+  /** The models to read: one named (which must have a queue), else every one with queues. */
   async modelsOf(named: string | undefined): Promise<string[]> {
+    if (named === undefined) return await queueModels(this.api.kv, this.store);
     const configured = this.store.queueModels();
-    if (named === undefined) return configured;
     // A model removed from the config may still have dead letters; it can be read and discarded.
     if (configured.includes(named) || (await this.api.kv.llen(this.store.keys.deadletter(named))) > 0) return [named];
     throw errors.notFound(`no queue for model "${named}"; the models with queues are: ${configured.join(", ") || "(none)"}`);

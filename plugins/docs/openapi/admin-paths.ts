@@ -18,7 +18,7 @@ const OPERATIONS: Array<{ method: "get" | "post"; path: string; operation: Opera
   {
     method: "get",
     path: "/-/queues",
-    operation: { operationId: "queues", summary: "Queue depths per model", description: `Pending, processing and dead-lettered jobs and the oldest pending job's age, per configured model. ${ADMIN}`, tags: ["Admin"], responses: { "200": jsonResponse("QueueList", "One entry per model") } },
+    operation: { operationId: "queues", summary: "Queue depths per model", description: `Pending, processing and dead-lettered jobs and the oldest pending job's age, per configured model (and per removed model that still has a queue). ${ADMIN}`, tags: ["Admin"], responses: { "200": jsonResponse("QueueList", "One entry per model") } },
   },
   {
     method: "get",
@@ -26,7 +26,7 @@ const OPERATIONS: Array<{ method: "get" | "post"; path: string; operation: Opera
     operation: {
       operationId: "relay_deadletters",
       summary: "Jobs the relay gave up on, with their errors",
-      description: `Oldest first; without model, every configured model's list one after the other. ${ADMIN}`,
+      description: `Oldest first; without model, every model's list one after the other (configured ones first). ${ADMIN}`,
       tags: ["Admin"],
       parameters: [{ name: "model", in: "query", description: "Only this model (a model removed from the config is still readable while it has dead letters)", schema: { type: "string" } }, ...PAGE],
       responses: { "200": jsonResponse("RelayDeadLetters", "A page of dead-lettered jobs"), ...errors(400, 404) },
