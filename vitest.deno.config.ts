@@ -35,6 +35,7 @@ export const denoSubset = [
   "test/e2e/otel.test.ts",
   "test/e2e/default-metrics.test.ts",
   "test/e2e/cli.test.ts",
+  "test/e2e/console.test.ts",
   "test/plugins/webhooks/pinned-delivery.test.ts",
   "test/plugins/async-jobs/jobs.test.ts",
   "test/reliability/frozen-redis.test.ts",

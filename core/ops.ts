@@ -1,5 +1,6 @@
-/** The core's own endpoints: liveness/readiness, Prometheus metrics, hot reload; and the request counter. */
+/** The core's own endpoints: liveness/readiness, Prometheus metrics, the running config, hot reload; and the request counter. */
 import { Hono, type Context } from "hono";
+import { redactConfig } from "./config/redact.ts";
 import { errorResponse, errors, toErrorResponse } from "./errors.ts";
 import { labeledChildren } from "./metric-labels.ts";
 import type { Runtime, RuntimeDeps } from "./plugins/host.ts";
@@ -106,6 +107,9 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
 
   app.get("/health", (c) => health(c, runtime.deps));
   app.get("/metrics", (c) => metricsText(c, runtime.deps));
+
+  // The running config (not the file, which may have changed since), secrets redacted.
+  app.get("/-/config", (c) => c.json(redactConfig(runtime.runningConfig())));
 
   app.post("/-/reload", async (c) => {
     const result = await actions.reload();

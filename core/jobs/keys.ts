@@ -12,7 +12,7 @@
  * | jobs:consumer:<consumer>          | zset   | job id -> created_at ms (GET /jobs)          | the longest TTL of its jobs (extended, never shortened); stale members pruned on write and read
  * | relay:<model>                     | list   | pending job ids; head = next to run          | none (entries leave when claimed, cancelled or purged)
  * | relay:<model>:processing          | list   | ids a relay has claimed                      | none (entries leave when the relay finishes or the GC reaper reclaims them)
- * | relay:<model>:deadletter          | list   | ids the GC reaper gave up on                 | none (not self-draining)
+ * | relay:<model>:deadletter          | list   | ids the GC reaper gave up on                 | none (not self-draining; an operator discards them: POST /-/relay/deadletter/discard)
  * | relay-lease:<id>                  | string | the claiming relay's token                   | relay.lease_seconds, renewed every third of it while the backend works
  * | relay-retry:<model>               | zset   | job id -> due ms: pending jobs waiting to be retried (services[].retry) | none (a relay's claim moves due entries to the queue head; cancel and purge remove them)
  * | idempotency:<consumer>:<key>      | string | the 2.1 body of the job the key created      | jobs.idempotency_ttl

@@ -207,6 +207,11 @@ export class Runtime {
     return this.fetchWrappers.reduce((next, wrap) => wrap(next), innermost)(url, init);
   };
 
+  /** The whole config this runtime runs: the core's and built-in sections, and those of loaded plugins. */
+  runningConfig(): Readonly<Record<string, unknown>> {
+    return { ...(this.config as unknown as Record<string, unknown>), ...this.extra };
+  }
+
   /** Sets up every active plugin in declared order (see `orderPlugins`, also for `complete`). */
   async install(definitions: readonly PluginDefinition[], options: { complete?: boolean } = {}): Promise<void> {
     // Installed, not only active: a listener for the events of a plugin turned off is fine.

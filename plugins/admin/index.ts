@@ -14,6 +14,14 @@ import { adminTokenRefusal } from "./token.ts";
 export interface AdminAccess {
   /** Whether `admin.token` is set: endpoints that hand out credentials refuse to run open. */
   readonly tokenConfigured: boolean;
+  /**
+   * Lets `GET <path>` (exactly that path) through without the token: for what holds no data,
+   * such as the console's page and scripts, which a browser loads before anyone can type a
+   * token. Declared by the plugin that owns the route, so the exemption is visible there.
+   */
+  allowWithoutToken(path: string): void;
+  /** The paths let through, for tests that walk the route table. */
+  readonly openPaths: ReadonlySet<string>;
 }
 
 declare module "../../core/plugins/types.ts" {
@@ -23,7 +31,7 @@ declare module "../../core/plugins/types.ts" {
 }
 
 /** Every spelling of the path a router may act on: as sent, normalised (`..`), percent-decoded. */
-function pathsOf(url: string): string[] {
+export function pathsOf(url: string): string[] {
   const raw = url.replace(/^[a-z]+:\/\/[^/]*/i, "").replace(/[?#].*$/, "");
   const paths = [raw, new URL(url).pathname];
   for (const path of [...paths]) {
@@ -47,7 +55,10 @@ export default definePlugin({
   section: adminSection,
   setup(api) {
     const { token, protect_metrics: protectMetrics } = api.section;
-    api.provide("admin", { tokenConfigured: token !== "" });
+    const openPaths = new Set<string>();
+    api.provide("admin", { tokenConfigured: token !== "", allowWithoutToken: (path) => void openPaths.add(path), openPaths });
+    // Open only when every spelling a router may act on is an open path: `/-/console/../keys` is not.
+    const isOpen = (method: string, url: string) => method === "GET" && pathsOf(url).every((path) => openPaths.has(path));
     if (token === "") {
       api.onReady(() => {
         const open = [...new Set(api.routes.routes.filter((route) => route.path.startsWith("/-/")).map((route) => `${route.method} ${route.path}`))];
@@ -56,7 +67,7 @@ export default definePlugin({
       return;
     }
     api.middleware(async function requireAdminToken(c, next) {
-      if (!isAdminPath(c.req.url, protectMetrics)) return await next();
+      if (!isAdminPath(c.req.url, protectMetrics) || isOpen(c.req.method, c.req.url)) return await next();
       const refusal = adminTokenRefusal(c.req.raw.headers, token);
       if (refusal) return refusal.toResponse();
       await next();

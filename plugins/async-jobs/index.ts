@@ -1,11 +1,12 @@
 /**
  * Async job mode (spec mode 1): submission, the job store and queues, reading, cancelling,
- * listing and purging jobs. It also runs in relay processes, where it only provides the
+ * listing and purging jobs, and the queues' admin view (queue depths, relay dead letters). It also runs in relay processes, where it only provides the
  * `jobs` service the relay works through.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
 import { jobServiceFields, jobsSection } from "./config.ts";
-import { registerManageRoutes } from "./manage.ts";
+import { answering, registerManageRoutes } from "./manage.ts";
+import { QueueAdmin, registerQueueAdminRoutes } from "./queues-admin.ts";
 import { reportQueueDepth, submissionCounter } from "./metrics.ts";
 import { KvJobStore } from "./store.ts";
 import { submitHandler } from "./submit.ts";
@@ -34,5 +35,6 @@ export default definePlugin({
     api.onClose(reportQueueDepth(api.metrics, () => store.queueDepth()));
     api.routes.post("/jobs/:type", submitHandler(api, store, submissionCounter(api.metrics, api.config)));
     registerManageRoutes(api, store);
+    registerQueueAdminRoutes(api, new QueueAdmin(store, api), (name, handler) => answering(api.log, name, handler));
   },
 });

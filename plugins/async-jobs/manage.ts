@@ -19,7 +19,7 @@ const json = (body: unknown, status = 200): Response =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
 /** Errors become the error body; anything unexpected here is a store failing (logged), so 503. */
-function answering(log: Logger, name: string, handler: (c: Context) => Promise<Response>) {
+export function answering(log: Logger, name: string, handler: (c: Context) => Promise<Response>) {
   return async (c: Context): Promise<Response> => {
     try {
       return await handler(c);

@@ -1,11 +1,11 @@
 /**
  * What a successful change did, read from its small JSON answer: the job id of a
  * submission, the status after a cancellation, the count of a purge, the services of a
- * reload, the id of an API key. Only these keys are kept, so a job's result (or a key's
- * secret) never lands in the audit log.
+ * reload, the id of an API key, the entries a dead-letter discard or redelivery acted on. Only
+ * these keys are kept, so a job's result (or a key's secret) never lands in the audit log.
  */
 /** Answer key -> audit line key (`status` would clash with the HTTP status). */
-const KEPT: Record<string, string> = { job_id: "job_id", id: "key_id", status: "job_status", model: "model", deleted: "deleted", services: "services" };
+const KEPT: Record<string, string> = { job_id: "job_id", id: "key_id", status: "job_status", model: "model", deleted: "deleted", services: "services", discarded: "discarded", redelivered: "redelivered" };
 const MAX_BYTES = 16 * 1024;
 
 /**

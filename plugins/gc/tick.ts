@@ -4,8 +4,8 @@
  * served. Phases 2 and 3 delete only what a complete, error-free read proved orphaned.
  */
 import type { GcContext } from "./context.ts";
-import { GcStopped } from "./context.ts";
-import { modelsToVisit } from "./models.ts";
+import { BATCH, checkStopped, GcStopped } from "./context.ts";
+import { queueModels } from "../../core/jobs/queue-models.ts";
 import { sweepObjectOrphans } from "./object-orphans.ts";
 import { sweepQueueOrphans } from "./queue-orphans.ts";
 import { reapModel } from "./reaper.ts";
@@ -35,7 +35,7 @@ async function phases(ctx: GcContext, signal: AbortSignal, summary: TickSummary)
   const { settings } = ctx;
   let models: string[] | undefined;
   try {
-    models = await modelsToVisit(ctx.kv, ctx.jobs, signal);
+    models = await queueModels(ctx.kv, ctx.jobs, { count: BATCH, beforePage: () => checkStopped(signal) });
   } catch (error) {
     if (error instanceof GcStopped) throw error;
     ctx.log.warn("gc_models_scan_failed", { message: "visiting the configured models only; queue orphan cleanup is skipped", error });

@@ -5,12 +5,14 @@
  * attempt twice). Deliveries start from the `job.terminal` event (async-jobs, relay), and
  * from the job store's notification outbox for a job whose process died before it
  * persisted the delivery (outbox.ts). Offers the `webhooks` service so job submission can
- * validate `callback_url` (400 with the reason) before accepting a job.
+ * validate `callback_url` (400 with the reason) before accepting a job. In the gateway it
+ * serves the admin view of the retry queue and the dead letters, with redelivery (deadletters.ts).
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
 import { webhooksSection } from "./config.ts";
-import { Dispatcher, type TerminalJob } from "./dispatcher.ts";
+import { registerWebhookAdminRoutes, WebhookAdmin } from "./deadletters.ts";
+import { Dispatcher, notificationBody, type TerminalJob } from "./dispatcher.ts";
 import { OutboxSweep } from "./outbox.ts";
 import { DeliveryQueue } from "./queue.ts";
 import { checkCallbackUrl } from "./target.ts";
@@ -68,8 +70,9 @@ export default definePlugin({
     const policy = { allowPrivateNetworks: settings.allow_private_networks, lookupHost: api.lookupHost };
     // Looked up when used: async-jobs sets up after this plugin, and may not run at all.
     const jobs = () => (api.has("jobs") ? api.use("jobs") : undefined);
+    const queue = new DeliveryQueue(api.kv, recordTtlMs, () => jobs()?.keys.notifyOutbox);
     const dispatcher = new Dispatcher({
-      queue: new DeliveryQueue(api.kv, recordTtlMs, () => jobs()?.keys.notifyOutbox),
+      queue,
       attempt: { ...policy, fetchPinned: api.fetchPinned, signingSecret: settings.signing_secret, timeoutMs, now: () => api.clock.now() },
       maxAttempts: settings.max_retries,
       backoffMs,
@@ -138,6 +141,17 @@ export default definePlugin({
     });
     // A taken outbox entry that fails is due again when its lease ends.
     storeTask("webhooks.outbox", OUTBOX_SWEEP_MS, "webhook_outbox_sweep_failed", () => outbox.sweep());
+    if (api.role === "gateway") {
+      const admin = new WebhookAdmin({
+        queue,
+        now: () => api.clock.now(),
+        rebuildBody: async (jobId) => {
+          const job = await jobs()?.get(jobId);
+          return job && job.callback_url ? notificationBody(await terminalJob({ job })) : undefined;
+        },
+      });
+      registerWebhookAdminRoutes(api, admin);
+    }
     // Attempts under way finish (bounded by the timeout) before the runtime closes.
     api.onClose(() => dispatcher.idle());
 

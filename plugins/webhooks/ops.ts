@@ -67,3 +67,33 @@ return due
     return due;
   },
 };
+
+/**
+ * Redelivers one dead letter (`POST /-/webhooks/deadletter/redeliver`): takes the entry off
+ * the dead-letter list and stores a fresh delivery due now, which the retry poll then
+ * attempts (signed then, with a fresh timestamp). Taking the entry and creating the delivery
+ * in one step means two operators redelivering at once send it once, and a failure between
+ * the two can neither lose the dead letter nor duplicate it.
+ * KEYS[1] dead-letter list, KEYS[2] delivery record, KEYS[3] retry schedule.
+ * ARGV[1] the entry exactly as stored, ARGV[2] delivery (= job) id, ARGV[3] record JSON,
+ * ARGV[4] record TTL ms, ARGV[5] due time (ms).
+ * Reply: 1 redelivered; 0 the entry is no longer in the list; -1 a delivery of that job is
+ * under way (the entry stays).
+ */
+export const deadLetterRedeliver: AtomicOp<number> = {
+  name: "deadLetterRedeliver",
+  lua: `
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then return 0 end
+redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
+return 1
+`,
+  js: (data, [deadletter, record, schedule], [entry, id, json, ttl, dueAt]) => {
+    if (data.exists(record)) return -1;
+    if (data.lrem(deadletter, 1, entry) === 0) return 0;
+    data.set(record, json, Number(ttl));
+    data.zadd(schedule, Number(dueAt), id);
+    return 1;
+  },
+};

@@ -4,7 +4,8 @@
  *
  *   webhook:retries            sorted set: delivery id -> due time (ms since epoch)
  *   webhook:delivery:<id>      JSON `DeliveryRecord` (the exact body, attempts so far)
- *   webhook:deadletter         list of JSON `DeadLetterEntry` (spec 6.1; never drained here)
+ *   webhook:deadletter         list of JSON `DeadLetterEntry` (spec 6.1; drained only by an
+ *                              operator's redelivery, deadletters.ts)
  *
  * A delivery being attempted stays in the schedule with a lease as its due time, so if
  * the process dies mid-attempt the delivery becomes due again when the lease runs out.
@@ -14,7 +15,7 @@
  */
 import { claimDue } from "../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
-import { deliveryCreate } from "./ops.ts";
+import { deadLetterRedeliver, deliveryCreate } from "./ops.ts";
 
 export const RETRIES_KEY = "webhook:retries";
 export const DEADLETTER_KEY = "webhook:deadletter";
@@ -42,6 +43,9 @@ export interface DeadLetterEntry {
   attempts: number;
   failed_at: string;
   last_error: string;
+  /** The job's status and the exact notification body, kept for a redelivery (entries written before issue 32 have neither). */
+  status?: string;
+  body?: string;
 }
 
 /**
@@ -102,10 +106,33 @@ export class DeliveryQueue {
       attempts: record.attempts,
       failed_at: failedAt,
       last_error: record.last_error ?? "",
+      status: record.status,
+      body: record.body,
     };
     await this.kv.push(DEADLETTER_KEY, JSON.stringify(entry), "tail");
     await this.finish(record.id);
     return entry;
+  }
+
+  /** Dead-letter entries as stored (JSON text), oldest first, from `start` to `stop` inclusive (-1: the end). */
+  deadLetters(start: number, stop: number): Promise<string[]> {
+    return this.kv.lrange(DEADLETTER_KEY, start, stop);
+  }
+
+  /** The first `max` deliveries of the schedule with their due times (ms), soonest first. */
+  async scheduled(max: number): Promise<Array<[string, number]>> {
+    const ids = await this.kv.zrangeByScore(RETRIES_KEY, -Infinity, Infinity, max);
+    const scores = await Promise.all(ids.map((id) => this.kv.zscore(RETRIES_KEY, id)));
+    return ids.flatMap((id, i) => (scores[i] === null ? [] : [[id, scores[i] as number] as [string, number]]));
+  }
+
+  deadLetterCount(): Promise<number> {
+    return this.kv.llen(DEADLETTER_KEY);
+  }
+
+  /** Swaps the dead-letter entry `entry` (as stored) for `record`, due at `dueAt`: see ops.ts `deadLetterRedeliver`. */
+  redeliver(entry: string, record: DeliveryRecord, dueAt: number): Promise<number> {
+    return this.kv.run(deadLetterRedeliver, [DEADLETTER_KEY, RECORD_PREFIX + record.id, RETRIES_KEY], [entry, record.id, JSON.stringify(record), this.recordTtlMs, dueAt]);
   }
 
   /** Deliveries waiting for a retry or being attempted. */

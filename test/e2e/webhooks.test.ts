@@ -201,6 +201,9 @@ describe("webhooks from a standalone relay (gateway + relay process)", () => {
         attempts: 4,
         failed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
         last_error: "HTTP 500",
+        status: "completed",
+        // The exact notification, kept for a redelivery (POST /-/webhooks/deadletter/redeliver).
+        body: (await receiver.received(jobId))[0]!.body,
       },
     ]);
     expect((await receiver.received(jobId)).map((d) => d.answered)).toEqual([500, 500, 500, 500]);

@@ -1,4 +1,6 @@
 /** Assembles the OpenAPI 3.0.3 document for one caller's view of one runtime. */
+import { adminPaths } from "./admin-paths.ts";
+import { adminSchemas } from "./admin-schemas.ts";
 import type { DocInput } from "./input.ts";
 import { gatewayPaths } from "./gateway-paths.ts";
 import { jobPaths } from "./job-paths.ts";
@@ -30,7 +32,7 @@ function serviceTags(input: DocInput): Tag[] {
 }
 
 export function buildDocument(input: DocInput): OpenApiDocument {
-  const paths = { ...syncPaths(input), ...jobPaths(input), ...gatewayPaths(input) };
+  const paths = { ...syncPaths(input), ...jobPaths(input), ...gatewayPaths(input), ...adminPaths(input) };
   const used = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => (typeof op === "object" ? op.tags : []))));
   const oauth2 = input.config.auth.mode === "oauth2";
   const apiKey = input.config.auth.mode === "api_key";
@@ -48,7 +50,7 @@ export function buildDocument(input: DocInput): OpenApiDocument {
     tags: [...serviceTags(input), ...FIXED_TAGS].filter((tag) => used.has(tag.name)),
     paths,
     components: {
-      schemas: plain({ ...componentSchemas, ...keySchemas }),
+      schemas: plain({ ...componentSchemas, ...keySchemas, ...adminSchemas }),
       responses: componentResponses(),
       ...(oauth2 ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } } : {}),
       ...(apiKey ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A gateway API key (gw-...)" }, apiKey: { type: "apiKey", in: "header", name: "x-api-key" } } } : {}),

@@ -30,6 +30,8 @@ describe("the generated document", () => {
     const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     for (const path of ["/usage", "/-/usage", "/-/usage/report", "/jobs/asr", "/v1/asr/{path}"]) expect(doc.paths[path], path).toBeDefined();
+    for (const path of ["/-/queues", "/-/relay/deadletter", "/-/webhooks/retries", "/-/webhooks/deadletter", "/-/config", "/-/console"]) expect(doc.paths[path]?.get, path).toBeDefined();
+    for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) expect(doc.paths[path]?.post, path).toBeDefined();
     expect(doc.components.securitySchemes).toEqual({ bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } });
     expect(doc.security).toEqual([{ bearer: [] }, {}]);
     const submit = doc.paths["/jobs/chat"].post;
@@ -101,7 +103,7 @@ services:
   it("leaves out what this runtime does not serve", async () => {
     const doc = buildDocument({ config, visible: config.services, served: () => false, syncProxy: false });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
-    expect(Object.keys(doc.paths).sort()).toEqual(["/-/reload", "/docs", "/health", "/metrics", "/openapi.yaml"]);
+    expect(Object.keys(doc.paths).sort()).toEqual(["/-/config", "/-/reload", "/docs", "/health", "/metrics", "/openapi.yaml"]);
     expect(doc.tags.map((t) => t.name)).toEqual(["Gateway", "Admin", "Docs"]);
   });
 });

@@ -221,6 +221,9 @@ describe("webhook dispatcher", () => {
         attempts: 3,
         failed_at: new Date(failedAt).toISOString(),
         last_error: "HTTP 500",
+        // Kept for a redelivery: the job's status and the exact body that was sent.
+        status: "completed",
+        body: s.sent[0]!.body,
       },
     ]);
     expect(s.counts).toMatchObject({ delivered: 0, deadletter: 1, depth: 0 });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
-import { deliveryCreate, outboxClaim } from "../../../plugins/webhooks/ops.ts";
+import { deadLetterRedeliver, deliveryCreate, outboxClaim } from "../../../plugins/webhooks/ops.ts";
 
 const HOUR = 3_600_000;
 
@@ -98,6 +98,37 @@ describe.each(opsStores)("webhooks ops: $name", ({ open }) => {
       const taken = replies.flat();
       expect(new Set(taken).size).toBe(taken.length);
       expect(await members("outbox")).toHaveLength(40);
+    });
+  });
+  describe("deadLetterRedeliver", () => {
+    const redeliver = (store: KvStore, entry: string, id: string) =>
+      store.run(deadLetterRedeliver, [k("deadletter"), k(`delivery:${id}`), k("retries")], [entry, id, `{"id":"${id}"}`, HOUR, 7000]);
+
+    it("swaps the entry for a delivery due at the given time", async () => {
+      await kv.push(k("deadletter"), "entry-a", "tail");
+      await kv.push(k("deadletter"), "entry-b", "tail");
+      expect(await redeliver(kv, "entry-a", "a")).toBe(1);
+      expect(await kv.lrange(k("deadletter"), 0, -1)).toEqual(["entry-b"]);
+      expect(await kv.get(k("delivery:a"))).toBe('{"id":"a"}');
+      expect(await kv.pttl(k("delivery:a"))).toBeGreaterThan(HOUR - 10_000);
+      expect(await kv.zscore(k("retries"), "a")).toBe(7000);
+    });
+
+    it("leaves the entry when a delivery of the job is under way, and does nothing for an entry gone", async () => {
+      await kv.push(k("deadletter"), "entry-a", "tail");
+      await kv.set(k("delivery:a"), "in flight");
+      expect(await redeliver(kv, "entry-a", "a")).toBe(-1);
+      expect(await kv.lrange(k("deadletter"), 0, -1)).toEqual(["entry-a"]);
+      expect(await kv.get(k("delivery:a"))).toBe("in flight");
+      expect(await redeliver(kv, "entry-x", "x")).toBe(0);
+      expect(await kv.exists(k("delivery:x"))).toBe(false);
+      expect(await members("retries")).toEqual([]);
+    });
+
+    it("redelivers an entry once when replicas race", async () => {
+      await kv.push(k("deadletter"), "entry-a", "tail");
+      const outcomes = await Promise.all(all.map((store) => redeliver(store, "entry-a", "a")));
+      expect(outcomes.filter((n) => n === 1)).toHaveLength(1);
     });
   });
 });

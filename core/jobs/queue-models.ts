@@ -1,11 +1,10 @@
 /**
- * The models whose queues the GC visits: every model of the current config, plus every
- * model that still has a `relay:` list in the store, so the queues of a model removed
- * from the config are still reaped and swept.
+ * The models that have queues: every model of the current config, plus every model that
+ * still has a `relay:` list in the store, so the queues of a model removed from the config
+ * are still reaped and swept by the GC, and shown by `GET /-/queues`.
  */
-import type { KvStore } from "../../core/stores/kv.ts";
-import type { JobStore } from "../../core/jobs/types.ts";
-import { BATCH, checkStopped } from "./context.ts";
+import type { KvStore } from "../stores/kv.ts";
+import type { JobStore } from "./types.ts";
 
 /**
  * The queue key layout, taken from the job store's own key functions (an empty model
@@ -31,15 +30,18 @@ export function modelOfQueueKey(jobs: JobStore, key: string, configured: Readonl
   return model === "" ? undefined : model;
 }
 
-/** Configured models first, then the ones only the store knows, in SCAN pages. A read error propagates. */
-export async function modelsToVisit(kv: KvStore, jobs: JobStore, signal: AbortSignal): Promise<string[]> {
+/**
+ * Configured models first, then the ones only the store knows, in SCAN pages of `count`;
+ * `beforePage` may throw to stop (the GC stops when its runtime closes). A read error propagates.
+ */
+export async function queueModels(kv: KvStore, jobs: JobStore, options: { count?: number; beforePage?: () => void } = {}): Promise<string[]> {
   const configured = new Set(jobs.queueModels());
   const models = new Set(configured);
   const { prefix } = queueLayout(jobs);
   let cursor = "0";
   do {
-    checkStopped(signal);
-    const page = await kv.scan(prefix, cursor, BATCH);
+    options.beforePage?.();
+    const page = await kv.scan(prefix, cursor, options.count ?? 100);
     cursor = page.cursor;
     for (const key of page.keys) {
       const model = modelOfQueueKey(jobs, key, configured);

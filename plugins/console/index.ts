@@ -1,0 +1,34 @@
+/**
+ * The admin console (issue 32): a page at `/-/console` that shows usage, queues, webhooks,
+ * backends and the running config through the `/-/` endpoints, with the admin token the
+ * operator enters. Hand-written HTML, CSS and JS served by the gateway itself (offline, no
+ * build step, ~30 KB): nothing to download, nothing to keep up to date. See docs/console.md.
+ */
+import { definePlugin } from "../../core/plugins/types.ts";
+import { APP_CSS, APP_JS } from "./client/app.ts";
+import { consoleSection } from "./config.ts";
+import { CONSOLE_CSP, consolePage } from "./page.ts";
+import { PANELS } from "./panels/index.ts";
+
+const JS = "text/javascript; charset=utf-8";
+// The admin token never goes into a cached or shared response; the files are small anyway.
+const NO_STORE = { "cache-control": "no-store", "x-content-type-options": "nosniff" };
+
+export default definePlugin({
+  name: "console",
+  section: consoleSection,
+  // The page and its scripts hold no data: a browser must load them before the token is typed in.
+  optionalDependsOn: ["admin"],
+  enabled: (config) => config.console.enabled,
+  setup(api) {
+    const page = consolePage(PANELS);
+    // One script: the client, then each panel registering itself (one request, one audit line).
+    const script = [APP_JS, ...PANELS.map((panel) => `// panel: ${panel.id}\n${panel.script}`)].join("\n");
+
+    const files = ["/-/console", "/-/console/app.js", "/-/console/app.css"];
+    if (api.has("admin")) for (const path of files) api.use("admin").allowWithoutToken(path);
+    api.routes.get("/-/console", (c) => c.html(page, 200, { ...NO_STORE, "content-security-policy": CONSOLE_CSP, "referrer-policy": "no-referrer" }));
+    api.routes.get("/-/console/app.js", (c) => c.body(script, 200, { ...NO_STORE, "content-type": JS }));
+    api.routes.get("/-/console/app.css", (c) => c.body(APP_CSS, 200, { ...NO_STORE, "content-type": "text/css; charset=utf-8" }));
+  },
+});
