@@ -6,7 +6,8 @@
  * - a chat request (it has `messages`): the spec's subset, `model` (the client-facing alias,
  *   never the backend model: the alias is what the client asked for, whichever backend answers
  *   it), `messages`, `system`, `temperature`, `top_p`, `stop`, `tools`, `tool_choice`; `user`,
- *   `metadata` and anything not listed do not change the key;
+ *   `metadata` and anything not listed do not change the key; an inbound Messages request adds
+ *   its own `stop_sequences`, `top_k` and `thinking`;
  * - any other body (embeddings `input`, completions `prompt`, a passthrough backend's own
  *   format): the whole body, since the gateway cannot know which of its fields matter, with
  *   `model` as the alias and without the fields that never change an answer (`user`,
@@ -17,7 +18,9 @@ import { sha256Hex } from "../../core/crypto/sha256.ts";
 import { EVICTABLE_PREFIX } from "../../core/stores/kv.ts";
 import { canonicalJson } from "./canonical.ts";
 
-export const KEY_FIELDS = ["messages", "system", "temperature", "top_p", "stop", "tools", "tool_choice"] as const;
+// The spec's subset, then the Messages API's fields that change an answer (`POST /v1/messages`
+// bodies; chat bodies never carry them, so chat keys are the spec's).
+export const KEY_FIELDS = ["messages", "system", "temperature", "top_p", "stop", "tools", "tool_choice", "stop_sequences", "top_k", "thinking"] as const;
 
 /** Left out of the key of a body that is not a chat request (`model` is replaced by the alias). */
 const IGNORED_FIELDS = new Set(["model", "user", "metadata", "stream", "stream_options"]);

@@ -39,6 +39,14 @@ describe("cacheKey", () => {
     expect(cacheKey(scope, "other-alias", body)).not.toBe(key);
   });
 
+  it("keys an inbound Messages request on its own answer-changing fields too: stop_sequences, top_k, thinking", () => {
+    const messages = { model: "m", max_tokens: 64, messages: [{ role: "user", content: "hi" }] };
+    const key = cacheKey({ serviceType: "chat", pathAndQuery: "/v1/messages" }, "alias", messages);
+    for (const change of [{ stop_sequences: ["x"] }, { top_k: 5 }, { thinking: { type: "enabled", budget_tokens: 1024 } }]) {
+      expect(cacheKey({ serviceType: "chat", pathAndQuery: "/v1/messages" }, "alias", { ...messages, ...change })).not.toBe(key);
+    }
+  });
+
   it("keys a streamed request apart, leaving the non-streamed key as it was", () => {
     const key = cacheKey(scope, "alias", body);
     expect(cacheKey({ ...scope, stream: false }, "alias", body)).toBe(key);
