@@ -89,7 +89,10 @@ interface Batch {
   groups: Map<string, number>;
 }
 
-/** Tokens and cost of a consumer's responses waiting for their requests' end, and per model for the report groups. */
+/**
+ * Tokens and cost of a consumer's responses (with one API key, or none) waiting for their
+ * requests' end, and per model for the report groups.
+ */
 interface Held {
   prompt: number;
   completion: number;
