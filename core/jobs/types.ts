@@ -32,6 +32,13 @@ export interface JobRecord {
   consumer_name?: string;
   /** The caller's user type (server.user_type_header or the auth mode), for per-user-type budgets. */
   user_type?: string;
+  /** The id of the API key the job was submitted with (usage reports by key). */
+  api_key_id?: string;
+  /**
+   * That key's cost budget window (`limits.cost_period`, ms) when it had a `cost_rate` at
+   * submission: the process that runs the job counts its cost against the key's budget.
+   */
+  api_key_cost_period_ms?: number;
   /** Submitted with `server.priority_header`: queued at the head. */
   priority: boolean;
   callback_url?: string;
@@ -228,6 +235,9 @@ declare module "../plugins/types.ts" {
       seconds: number;
       /** What the processing cost in `pricing.currency` (`per_second`); absent when unpriced. */
       cost?: number;
+      /** The job's API key (`api_key_id`), and its cost budget window when it has one. */
+      keyId?: string;
+      keyCostPeriodMs?: number;
     };
     /**
      * An unfinished job's record was given a longer life: it now expires at `expiresAt` (ms,

@@ -33,8 +33,8 @@ declare module "../plugins/types.ts" {
 /**
  * Limits that come with the caller's credential (a gateway API key, `auth.mode: api_key`),
  * measured per credential on top of the config's `rate_limits`, with the same fixed windows
- * (the limits plugin enforces them). A 0 rate is off. A new measure (a dollar budget) is one
- * more pair of fields here and one more row in the limits plugin's credential table.
+ * (the limits plugin enforces them). A 0 rate is off. The dollar budget is a cost budget
+ * (core/limits/cost-budget.ts) of its own, checked and counted with the consumer's.
  */
 export interface CredentialLimits {
   /** Whose windows these are: the key's id (stable across rotation). */
@@ -43,4 +43,7 @@ export interface CredentialLimits {
   periodMs: number;
   tokenRate: number;
   tokenPeriodMs: number;
+  /** The dollar budget (`limits.cost_rate`), in pricing.currency; 0 = none. */
+  costRate: number;
+  costPeriodMs: number;
 }

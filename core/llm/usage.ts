@@ -62,8 +62,10 @@ export interface LlmUsageEvent {
    * `llm.count_streamed_tokens`), cache hits and responses without usage emit no event at all.
    */
   counted: boolean;
-  /** The caller's credential limits (an API key's), whose token window counts this response too. */
+  /** The caller's credential limits (an API key's), whose token and cost windows count this response too. */
   credential?: CredentialLimits;
+  /** The id of the API key the request came with (usage reports by key). */
+  keyId?: string;
 }
 
 declare module "../plugins/types.ts" {

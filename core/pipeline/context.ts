@@ -24,6 +24,8 @@ export interface Principal {
   authenticated: boolean;
   /** Limits the credential itself carries (an API key's), enforced by the limits plugin. */
   limits?: CredentialLimits;
+  /** The id of the API key the caller came with (auth.mode api_key), for usage by key. */
+  keyId?: string;
 }
 
 // deno-lint-ignore no-empty-interface

@@ -31,6 +31,8 @@ export function fromHash(hash: Record<string, string>): JobRecord | null {
     updated_at: hash.updated_at ?? hash.created_at ?? "",
     consumer_name: optional("consumer_name"),
     user_type: optional("user_type"),
+    api_key_id: optional("api_key_id"),
+    api_key_cost_period_ms: optional("api_key_cost_period_ms") === undefined ? undefined : Number(hash.api_key_cost_period_ms),
     priority: hash.priority === "1",
     callback_url: optional("callback_url"),
     operation: hash.operation ?? "",

@@ -130,6 +130,8 @@ class Submission {
       updated_at: now,
       consumer_name: ctx.principal.consumer,
       user_type: ctx.principal.userType,
+      api_key_id: ctx.principal.keyId,
+      api_key_cost_period_ms: ctx.principal.limits && ctx.principal.limits.costRate > 0 ? ctx.principal.limits.costPeriodMs : undefined,
       priority: ctx.priority,
       callback_url: this.callbackUrl,
       operation: target.operation,

@@ -7,9 +7,11 @@
  *
  * A budget is a window key and a limit (core/limits/cost-budget.ts); `checkCostBudget` (read,
  * then decide) and `enforceCost` (decide from a reading taken with other checks) take any
- * such budget, so a budget of another owner (an API key's) uses the same code.
+ * such budget, so an API key's own budget (`keyCostBudget`, its `limits.cost_rate`) uses the
+ * same code: read in the same round trip as the consumer's, counted from the same events.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
+import type { CredentialLimits } from "../../core/limits/windows.ts";
 import { addCost, costRefusal, judgeCost, type CostBudget, type CostDecision } from "../../core/limits/cost-budget.ts";
 import { toNanos } from "../../core/pricing/price.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
@@ -45,9 +47,21 @@ export function costBudgets(deps: LimitDeps, service: Pick<ServiceConfig, "type"
   return out;
 }
 
-/** An async submission: refused while the type's cost window is used up (before the upload is read). */
-export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model: string, consumer: string, userType: string | undefined, limits: TypeLimits): Promise<void> {
-  const list = costBudgets(deps, { type: serviceType, model }, consumer, userType, limits);
+/** An API key's own cost budget (its `limits.cost_rate`), any service type; none when it has no cost_rate. */
+export function keyCostBudget(limits: CredentialLimits | undefined): CostBudget | undefined {
+  if (!limits || !(limits.costRate > 0)) return undefined;
+  return { key: limitKeys.keyCost(limits.id), limitNanos: toNanos(limits.costRate), periodMs: limits.costPeriodMs, scope: `API key "${limits.id}"` };
+}
+
+/**
+ * An async submission: refused while a cost window that measures it is used up (before the
+ * upload is read): the model's and the type's when the type has `rate_limits` (`limits`),
+ * then the caller's API key's.
+ */
+export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model: string, consumer: string, userType: string | undefined, limits: TypeLimits | undefined, key: CredentialLimits | undefined): Promise<void> {
+  const list = limits ? costBudgets(deps, { type: serviceType, model }, consumer, userType, limits) : [];
+  const keyBudget = keyCostBudget(key);
+  if (keyBudget) list.push(keyBudget);
   if (list.length === 0) return;
   let reply: (string | number)[];
   try {
@@ -58,13 +72,23 @@ export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model
   enforceCost(list, reply, 0, deps.currency);
 }
 
-/** Adds a priced response's or job's cost to every budget that measures it (the crossing request already passed). */
-export async function countCost(deps: LimitDeps, event: { serviceType: string; model: string; consumer?: string; userType?: string; cost?: number }): Promise<void> {
+/** An API key's cost window to count into: its id and `cost_period` (ms). */
+export interface KeyCostWindow {
+  id: string;
+  periodMs: number;
+}
+
+/**
+ * Adds a priced response's or job's cost to every budget that measures it (the crossing
+ * request already passed): the consumer's, and the API key's when `key` is given.
+ */
+export async function countCost(deps: LimitDeps, event: { serviceType: string; model: string; consumer?: string; userType?: string; cost?: number }, key?: KeyCostWindow): Promise<void> {
   if (event.cost === undefined || event.consumer === undefined || event.consumer === "") return;
   const nanos = toNanos(event.cost);
   if (!(nanos > 0)) return;
   const userType = event.userType === "" ? undefined : event.userType;
-  const list = costBudgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
+  const list: Array<Pick<CostBudget, "key" | "periodMs">> = costBudgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
+  if (key) list.push({ key: limitKeys.keyCost(key.id), periodMs: key.periodMs });
   try {
     await Promise.all(list.map((budget) => addCost(deps.kv, budget, nanos)));
   } catch (error) {

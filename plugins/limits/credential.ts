@@ -2,8 +2,9 @@
  * The limits a caller's credential carries (an API key's `limits`, core/limits/windows.ts),
  * enforced with the same fixed windows and store operations as `rate_limits`: the request
  * count is taken and the token window read in one `limitsAdmit` call, tokens are added
- * from `llm.usage`. Each measure is one row of `MEASURES`; a new one (a dollar budget) is
- * a row, its key and its counting. Store errors fail open like every limit (spec 7).
+ * from `llm.usage`. Each measure is one row of `MEASURES`. The key's dollar budget is not
+ * here: it is a cost budget (cost.ts `keyCostBudget`), read in the same round trip as the
+ * consumer's cost budgets. Store errors fail open like every limit (spec 7).
  */
 import { formatDuration } from "../../core/config/duration.ts";
 import { errors } from "../../core/errors.ts";

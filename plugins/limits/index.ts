@@ -59,11 +59,13 @@ export default definePlugin({
     api.on("llm.usage", (event) => {
       void countTokens(deps, event);
       void countCredentialTokens(deps, event);
-      if (event.counted) void countCost(deps, event);
+      const key = event.credential;
+      if (event.counted) void countCost(deps, event, key && key.costRate > 0 ? { id: key.id, periodMs: key.costPeriodMs } : undefined);
     });
     api.on("relay.processed", (event) => {
       void addProcessingTime(deps, event);
-      void countCost(deps, event);
+      // The job record kept its key's cost window (saved at submission).
+      void countCost(deps, event, event.keyId !== undefined && event.keyCostPeriodMs !== undefined ? { id: event.keyId, periodMs: event.keyCostPeriodMs } : undefined);
     });
     api.on("job.expiry", ({ job, expiresAt }) => void extendJobSlot(deps, job, expiresAt));
     api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));
@@ -88,11 +90,13 @@ export default definePlugin({
       const limits = table.forType(ctx.serviceType, ctx.principal.userType);
       // An API key's own limits, before anything takes a slot.
       if (ctx.principal.limits) await checkCredentialLimits(deps, ctx, ctx.principal.limits);
-      if (!limits) return;
-      await checkRequestRate(deps, ctx.serviceType, consumer, ctx.principal.userType, limits);
-      await checkProcessingTime(deps, ctx, consumer, limits);
-      await checkAsyncCost(deps, ctx.serviceType, ctx.service?.model ?? "", consumer, ctx.principal.userType, limits);
-      await reserveJobSlot(slotDeps, ctx, consumer, limits);
+      if (limits) {
+        await checkRequestRate(deps, ctx.serviceType, consumer, ctx.principal.userType, limits);
+        await checkProcessingTime(deps, ctx, consumer, limits);
+      }
+      // The type's cost budgets when it has rate_limits, and the API key's own.
+      await checkAsyncCost(deps, ctx.serviceType, ctx.service?.model ?? "", consumer, ctx.principal.userType, limits, ctx.principal.limits);
+      if (limits) await reserveJobSlot(slotDeps, ctx, consumer, limits);
     });
 
     const acquireSyncSlot = syncCap(deps);

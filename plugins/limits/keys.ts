@@ -16,6 +16,7 @@
  * | sem:<type>:<model>:reserved           | string | priority sync requests holding a reserved slot            | 30 min, refreshed on every acquire
  * | rl:key:<key id>                       | string | requests of one API key (its `limits.rate`), any type     | the key's `period`
  * | tok:key:<key id>                      | string | tokens of one API key (its `limits.token_rate`)           | the key's `token_period`
+ * | cost:key:<key id>                     | string | cost of one API key in nano-units (its `limits.cost_rate`) | the key's `cost_period`
  *
  * The counters are per consumer per service type, not per user type: the user type only
  * selects which `rate_limits` entry (or `"*"`) a request is measured against, so
@@ -42,5 +43,6 @@ export const limitKeys = {
   syncShared: (type: string, model: string) => `sem:${segment(type)}:${segment(model)}:shared`,
   credentialRate: (id: string) => `rl:key:${segment(id)}`,
   credentialTokens: (id: string) => `tok:key:${segment(id)}`,
+  keyCost: (id: string) => `cost:key:${segment(id)}`,
   syncReserved: (type: string, model: string) => `sem:${segment(type)}:${segment(model)}:reserved`,
 };

@@ -1,5 +1,6 @@
 /**
- * A sync or LLM request's request rate, token and cost budgets (spec 4.5, 8.1, 8.2), checked with
+ * A sync or LLM request's request rate, token and cost budgets (spec 4.5, 8.1, 8.2; an API
+ * key's cost budget too), checked with
  * one store operation (`limitsAdmit`): one round trip on Redis before the backend call
  * instead of one per check. The rate is judged first, so the 429 a request gets is the
  * same as when the checks ran one after the other.
@@ -11,7 +12,7 @@ import { limitKeys } from "./keys.ts";
 import { limitsAdmit } from "./ops.ts";
 import { judgeRequestRate } from "./request-rate.ts";
 import { judgeTokens, tokenBudgets } from "./tokens.ts";
-import { costBudgets, enforceCost } from "./cost.ts";
+import { costBudgets, enforceCost, keyCostBudget } from "./cost.ts";
 
 export async function checkSyncLimits(deps: LimitDeps, ctx: RequestContext, service: ServiceConfig | undefined, consumer: string): Promise<void> {
   const userType = ctx.principal.userType;
@@ -19,6 +20,9 @@ export async function checkSyncLimits(deps: LimitDeps, ctx: RequestContext, serv
   const rated = limits !== undefined && limits.rate > 0;
   const budgets = ctx.mode === "llm" && service ? tokenBudgets(deps, service, consumer, userType, limits) : [];
   const costs = ctx.mode === "llm" && service ? costBudgets(deps, service, consumer, userType, limits) : [];
+  // The caller's API key's own dollar budget, read in the same round trip.
+  const keyCost = ctx.mode === "llm" ? keyCostBudget(ctx.principal.limits) : undefined;
+  if (keyCost) costs.push(keyCost);
   if (!rated && budgets.length === 0 && costs.length === 0) return;
   const keys = rated ? [limitKeys.rate(ctx.serviceType, consumer)] : [];
   for (const budget of budgets) keys.push(budget.key);

@@ -233,6 +233,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       ...(cost !== undefined ? { cost } : {}),
       counted: !/no-cache/i.test(ctx.request.headers.get("cache-control") ?? ""),
       ...(ctx.principal.limits ? { credential: ctx.principal.limits } : {}),
+      ...(ctx.principal.keyId !== undefined ? { keyId: ctx.principal.keyId } : {}),
     });
     return cost;
   }

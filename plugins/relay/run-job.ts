@@ -230,7 +230,16 @@ async function runPending(run: Run, job: JobRecord, shutdown: AbortSignal): Prom
   const seconds = Math.max(0, (deps.clock.now() - startedAt) / 1000);
   deps.metrics.inference(job.model, seconds);
   const cost = deps.pricing?.charge({ serviceType: job.service_type, model: job.model }, { seconds });
-  deps.emit("relay.processed", { consumer: job.consumer_name, userType: job.user_type, serviceType: job.service_type, model: job.model, seconds, ...(cost !== undefined ? { cost } : {}) });
+  deps.emit("relay.processed", {
+    consumer: job.consumer_name,
+    userType: job.user_type,
+    serviceType: job.service_type,
+    model: job.model,
+    seconds,
+    ...(cost !== undefined ? { cost } : {}),
+    ...(job.api_key_id !== undefined ? { keyId: job.api_key_id } : {}),
+    ...(job.api_key_cost_period_ms !== undefined ? { keyCostPeriodMs: job.api_key_cost_period_ms } : {}),
+  });
 
   if (reason === "lease-lost") {
     record(run, "lost");

@@ -39,7 +39,8 @@ export default definePlugin({
         api.stage("admit", function countUsageAtEnd(ctx) {
           const consumer = ctx.principal.consumer;
           if (consumer === undefined || consumer === "") return;
-          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "" }, status));
+          const key = ctx.principal.keyId;
+          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", ...(key !== undefined ? { key } : {}) }, status));
         });
       }
     }

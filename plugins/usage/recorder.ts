@@ -89,7 +89,10 @@ interface Batch {
   groups: Map<string, number>;
 }
 
-/** Tokens and cost of a consumer's responses waiting for their requests' end, and per model for the report groups. */
+/**
+ * Tokens and cost of a consumer's responses (with one API key, or none) waiting for their
+ * requests' end, and per model for the report groups.
+ */
 interface Held {
   prompt: number;
   completion: number;
@@ -104,6 +107,9 @@ export interface GroupOf {
   key?: string;
 }
 
+/** Whose held tokens: one consumer on one type with one API key (none: ""), so two keys of a consumer keep theirs apart. */
+const heldId = (consumer: string, type: string, key: string | undefined) => `${consumer}\n${type}\n${key ?? ""}`;
+
 export class UsageRecorder {
   private readonly waiting = new Map<string, Held>();
   private readonly batches = new Map<string, Batch>();
@@ -113,12 +119,12 @@ export class UsageRecorder {
 
   tokens(event: LlmUsageEvent): void {
     if (event.consumer === "" || event.serviceType === "") return;
-    const id = `${event.consumer}\n${event.serviceType}`;
+    const id = heldId(event.consumer, event.serviceType, event.keyId);
     const held = this.waiting.get(id);
     const costNanos = event.cost !== undefined ? toNanos(event.cost) : 0;
     const tokens = event.prompt + event.completion;
     if (!held && this.waiting.size >= MAX_WAITING) {
-      this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion, costNanos }, { model: event.model });
+      this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion, costNanos }, { model: event.model, key: event.keyId });
       return;
     }
     const entry = held ?? { prompt: 0, completion: 0, costNanos: 0, models: new Map() };
@@ -141,7 +147,7 @@ export class UsageRecorder {
     const { consumer, serviceType } = request;
     if (serviceType === "") return undefined;
     if (request.mode === "async") return status < 400 ? this.writer.written() : undefined;
-    const id = `${consumer}\n${serviceType}`;
+    const id = heldId(consumer, serviceType, request.key);
     const held = this.waiting.get(id);
     if (held) this.waiting.delete(id);
     const served = status < 400 ? 1 : 0;
@@ -156,12 +162,12 @@ export class UsageRecorder {
 
   submitted(job: JobRecord): void {
     if (job.consumer_name === undefined || job.consumer_name === "") return;
-    this.write(job.consumer_name, job.service_type, { requests: 1, jobs: 1 }, { model: job.model });
+    this.write(job.consumer_name, job.service_type, { requests: 1, jobs: 1 }, { model: job.model, key: job.api_key_id });
   }
 
   processed(event: GatewayEvents["relay.processed"]): void {
     if (event.consumer === undefined || event.consumer === "" || !(event.seconds > 0)) return;
-    this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds, costNanos: event.cost !== undefined ? toNanos(event.cost) : 0 }, { model: event.model });
+    this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds, costNanos: event.cost !== undefined ? toNanos(event.cost) : 0 }, { model: event.model, key: event.keyId });
   }
 
   /**

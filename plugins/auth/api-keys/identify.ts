@@ -11,13 +11,14 @@
 import { durationMs } from "../../../core/config/duration.ts";
 import { GatewayError, errors } from "../../../core/errors.ts";
 import { anyGlob, type Glob } from "../../../core/glob.ts";
+import type { CredentialLimits } from "../../../core/limits/windows.ts";
 import type { Logger } from "../../../core/log.ts";
 import type { Metrics } from "../../../core/metrics.ts";
 import type { Principal } from "../../../core/pipeline/context.ts";
 import type { StageStep } from "../../../core/pipeline/pipeline.ts";
 import type { BackendIdentity } from "../backend-identity.ts";
 import type { KeyLookup } from "./lookup.ts";
-import type { KeyRecord } from "./record.ts";
+import type { KeyLimits, KeyRecord } from "./record.ts";
 import type { KeyHasher } from "./secret.ts";
 import { isWellFormedKey } from "./secret.ts";
 import { judgeEntry, KeyRefusal, refusals, type FailureReason } from "./verdict.ts";
@@ -61,9 +62,26 @@ function principalOf(record: KeyRecord): Principal {
     roles: record.roles,
     scopes: record.scopes,
     authenticated: true,
-    ...(limits && (limits.rate > 0 || limits.token_rate > 0)
-      ? { limits: { id: record.id, rate: limits.rate, periodMs: durationMs(limits.period), tokenRate: limits.token_rate, tokenPeriodMs: durationMs(limits.token_period) } }
-      : {}),
+    keyId: record.id,
+    ...(limits ? credentialLimits(record.id, limits) : {}),
+  };
+}
+
+/** The key's limits as the limits plugin enforces them; none when every one is off. */
+function credentialLimits(id: string, limits: KeyLimits): { limits?: CredentialLimits } {
+  // Keys stored before the dollar budget existed have no cost fields.
+  const costRate = limits.cost_rate ?? 0;
+  if (!(limits.rate > 0 || limits.token_rate > 0 || costRate > 0)) return {};
+  return {
+    limits: {
+      id,
+      rate: limits.rate,
+      periodMs: durationMs(limits.period),
+      tokenRate: limits.token_rate,
+      tokenPeriodMs: durationMs(limits.token_period),
+      costRate,
+      costPeriodMs: durationMs(limits.cost_period ?? "24h"),
+    },
   };
 }
 

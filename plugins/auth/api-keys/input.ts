@@ -9,7 +9,7 @@ import { compileGlob, GlobError } from "../../../core/glob.ts";
 import type { KeyFields, KeyLimits } from "./record.ts";
 
 const FIELDS = ["consumer", "user_type", "groups", "roles", "scopes", "models", "expires_at", "limits", "metadata", "enabled"] as const;
-const LIMIT_FIELDS = ["rate", "period", "token_rate", "token_period"] as const;
+const LIMIT_FIELDS = ["rate", "period", "token_rate", "token_period", "cost_rate", "cost_period"] as const;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
 type Patch = { [K in keyof KeyFields]?: KeyFields[K] | null };
@@ -26,19 +26,24 @@ function strings(value: unknown, field: string, problems: string[]): string[] | 
 
 function limitsOf(value: unknown, problems: string[]): KeyLimits | undefined {
   if (!isRecord(value)) {
-    problems.push("limits: must be an object {rate, period, token_rate, token_period}");
+    problems.push("limits: must be an object {rate, period, token_rate, token_period, cost_rate, cost_period}");
     return undefined;
   }
   const unknown = Object.keys(value).filter((k) => !(LIMIT_FIELDS as readonly string[]).includes(k));
   if (unknown.length > 0) problems.push(`limits: unknown field ${unknown.map((k) => `"${k}"`).join(", ")}; known: ${LIMIT_FIELDS.join(", ")}`);
-  const out: KeyLimits = { rate: 0, period: "1m", token_rate: 0, token_period: "1m" };
+  const out: KeyLimits = { rate: 0, period: "1m", token_rate: 0, token_period: "1m", cost_rate: 0, cost_period: "24h" };
   for (const field of ["rate", "token_rate"] as const) {
     const n = value[field];
     if (n === undefined) continue;
     if (typeof n !== "number" || !Number.isInteger(n) || n < 0) problems.push(`limits.${field}: must be a whole number of at least 0 (0 = off)`);
     else out[field] = n;
   }
-  for (const field of ["period", "token_period"] as const) {
+  const cost = value.cost_rate;
+  if (cost !== undefined) {
+    if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) problems.push("limits.cost_rate: must be a number of at least 0, in pricing.currency per cost_period (0 = off)");
+    else out.cost_rate = cost;
+  }
+  for (const field of ["period", "token_period", "cost_period"] as const) {
     const d = value[field];
     if (d === undefined) continue;
     const parsed = typeof d === "string" ? parseDuration(d) : undefined;

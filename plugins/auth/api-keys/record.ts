@@ -5,6 +5,9 @@ export interface KeyLimits {
   period: string;
   token_rate: number;
   token_period: string;
+  /** A dollar budget in pricing.currency per `cost_period`; 0 = none. Absent in keys stored before it existed. */
+  cost_rate: number;
+  cost_period: string;
 }
 
 /** The fields a client sets (POST and PATCH). */

@@ -10,6 +10,8 @@ const KeyLimits = Type.Object(
     period: Type.String({ description: 'Request window, e.g. "1m"', default: "1m" }),
     token_rate: Type.Integer({ minimum: 0, description: "LLM prompt + completion tokens per token_period; 0 = off" }),
     token_period: Type.String({ description: 'Token window, e.g. "1h"', default: "1m" }),
+    cost_rate: Type.Number({ minimum: 0, description: "Dollar budget: cost in pricing.currency per cost_period (LLM tokens and async processing time); 0 = off" }),
+    cost_period: Type.String({ description: 'Cost budget window, e.g. "24h"', default: "24h" }),
   },
   { description: "The key's own limits, on top of rate_limits; null on PATCH removes them" },
 );
