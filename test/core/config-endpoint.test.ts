@@ -13,12 +13,7 @@ import { REDACTED } from "../../core/config/redact.ts";
 import webhooks from "../../plugins/webhooks/index.ts";
 import { startTestRuntime } from "../support/runtime.ts";
 
-// Stand-ins for sections other plugins add (the admin token, API keys): covered by name.
-const admin = definePlugin({
-  name: "admin-standin",
-  section: { key: "admin", schema: Type.Object({ token: Type.String({ default: "" }), header: Type.String({ default: "authorization" }) }) },
-  setup() {},
-});
+// A stand-in for a section a plugin outside the repository adds: covered by its names.
 const apiKeys = definePlugin({
   name: "api-key-standin",
   section: { key: "api_keys_standin", schema: Type.Object({ signing_secret: Type.String({ default: "" }), max_keys: Type.Integer({ default: 10 }) }) },
@@ -41,6 +36,8 @@ auth:
     issuer: https://issuer.example.com
     audience: gw
     keys: [{ kty: oct, k: hmac-secret }]
+  api_key:
+    secret: api-key-hmac-secret
 opentelemetry:
   exporter:
     endpoint: https://user:pw@otel.example.com:4318
@@ -67,13 +64,13 @@ services:
 
 describe("GET /-/config", () => {
   it("shows the running config with every secret as ***", async () => {
-    const gw = await startTestRuntime(yaml, [webhooks, admin, apiKeys]);
+    const gw = await startTestRuntime(yaml, [webhooks, apiKeys]);
     try {
       registerOpsRoutes(gw.runtime, { reload: async () => ({ ok: true, services: 1 }) });
       const response = await gw.request("/-/config");
       expect(response.status).toBe(200);
       const text = await response.text();
-      for (const secret of ["redis-pw", "AKIA123", "s3-secret", "abab", "whsec", "hmac-secret", ":pw@", "otel-token", "admin-token-value", "key-secret", "hunter2", "sk-live", "sk-b1", "swagger-key"]) {
+      for (const secret of ["redis-pw", "AKIA123", "s3-secret", "abab", "whsec", "hmac-secret", ":pw@", "otel-token", "admin-token-value", "api-key-hmac-secret", "key-secret", "hunter2", "sk-live", "sk-b1", "swagger-key"]) {
         expect(text, secret).not.toContain(secret);
       }
       const config = JSON.parse(text);
@@ -83,7 +80,8 @@ describe("GET /-/config", () => {
       expect(config.auth.oauth2.keys).toBe(REDACTED);
       expect(config.auth.oauth2.issuer).toBe("https://issuer.example.com");
       expect(config.opentelemetry.exporter).toMatchObject({ endpoint: "https://***@otel.example.com:4318", headers: { authorization: REDACTED } });
-      expect(config.admin).toEqual({ token: REDACTED, header: "authorization" });
+      expect(config.admin).toEqual({ token: REDACTED, protect_metrics: false });
+      expect(config.auth.api_key.secret).toBe(REDACTED);
       expect(config.api_keys_standin).toEqual({ signing_secret: REDACTED, max_keys: 10 });
       expect(config.rate_limits.chat["*"]).toMatchObject({ token_rate: 1000, token_period: "1h" });
       const [service] = config.services;
