@@ -22,6 +22,8 @@ export interface AdminAccess {
   allowWithoutToken(path: string): void;
   /** The paths let through, for tests that walk the route table. */
   readonly openPaths: ReadonlySet<string>;
+  /** Whether a request carries the admin token (always, when none is configured). */
+  accepts(headers: Headers): boolean;
 }
 
 declare module "../../core/plugins/types.ts" {
@@ -56,7 +58,12 @@ export default definePlugin({
   setup(api) {
     const { token, protect_metrics: protectMetrics } = api.section;
     const openPaths = new Set<string>();
-    api.provide("admin", { tokenConfigured: token !== "", allowWithoutToken: (path) => void openPaths.add(path), openPaths });
+    api.provide("admin", {
+      tokenConfigured: token !== "",
+      allowWithoutToken: (path) => void openPaths.add(path),
+      openPaths,
+      accepts: (headers) => token === "" || adminTokenRefusal(headers, token) === undefined,
+    });
     // Open only when every spelling a router may act on is an open path: `/-/console/../keys` is not.
     const isOpen = (method: string, url: string) => method === "GET" && pathsOf(url).every((path) => openPaths.has(path));
     if (token === "") {

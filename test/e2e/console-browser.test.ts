@@ -118,7 +118,9 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
       });
 
       // The token form first; the token goes into sessionStorage and onto every API call.
-      await page.goto(`${gw.url}/-/console`);
+      // Without the token the page answers 401, with the token form as its body.
+      const opened = await page.goto(`${gw.url}/-/console`);
+      expect(opened?.status()).toBe(401);
       await page.locator("#token").fill("console-test-token");
       await page.getByRole("button", { name: "Open the console" }).click();
       expect(await page.evaluate(() => sessionStorage.getItem("gateway-console-token"))).toBe("console-test-token");
