@@ -95,6 +95,7 @@ export class RedisKv implements KvStore {
   /** The stored name of a key: the key itself, or on a cluster the key behind its owner's hash tag. */
   private readonly k: (key: string) => string;
   private readonly clustered: boolean;
+  private readonly connectTimeoutMs: number;
   private closed = false;
   private readonly scripts = new Map<string, { lua: string; sha: string }>();
 
@@ -111,6 +112,7 @@ export class RedisKv implements KvStore {
       onError: options.onError ?? (() => {}),
     };
     this.clustered = options.cluster !== undefined;
+    this.connectTimeoutMs = link.connectTimeoutMs;
     this.k = this.clustered ? clusterKey : (key) => key;
     if (options.cluster) this.link = new ClusterLink(options.cluster.nodes, link);
     else if (options.sentinel) this.link = new SentinelLink(options.sentinel, link);
@@ -122,12 +124,24 @@ export class RedisKv implements KvStore {
   static async connect(options: RedisKvOptions): Promise<RedisKv> {
     const kv = new RedisKv(options);
     try {
+      await kv.connected();
       await kv.ping();
     } catch (error) {
       await kv.close();
       throw error;
     }
     return kv;
+  }
+
+  /**
+   * Waits (at most the connect timeout) for the first connection attempt to settle. A
+   * Sentinel or Cluster client first asks for the topology, which can take longer than one
+   * command's bound; at start that wait is worth it, later commands fail fast instead.
+   */
+  async connected(): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.link.firstAttempt, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.connectTimeoutMs)))]);
+    clearTimeout(timer);
   }
 
   async get(key: string): Promise<string | null> {

@@ -48,7 +48,8 @@ declare module "../../core/plugins/types.ts" {
 }
 
 export function relayEmbedded(config: GatewayConfig): boolean {
-  return config.relay.embedded ?? config.redis.addr === "";
+  const embeddedStore = config.redis.addr === "" && config.redis.sentinel.addrs.length === 0 && config.redis.cluster.addrs.length === 0;
+  return config.relay.embedded ?? embeddedStore;
 }
 
 export default definePlugin({
