@@ -52,7 +52,9 @@ export class SentinelLink implements RedisLink {
       sentinelClientOptions: {
         username: target.sentinelUsername,
         password: target.sentinelPassword,
-        socket,
+        // The connection that listens for the sentinels' announcements is quiet for long
+        // stretches (and cannot PING while subscribed): no silent-connection timeout on it.
+        socket: { ...socket, socketTimeout: undefined },
       },
       // Check the topology every few seconds besides the announcements (a missed one heals too).
       scanInterval: 5_000,

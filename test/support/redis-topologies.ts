@@ -86,8 +86,11 @@ export interface RedisClusterProcesses {
   stop(): Promise<void>;
 }
 
-/** `primaries` cluster nodes, no replicas, every slot assigned. */
-export async function startRedisCluster(primaries = 3): Promise<RedisClusterProcesses> {
+/**
+ * `primaries` cluster nodes, no replicas, every slot assigned. `persist`: an append-only file
+ * each, so a node stopped with SIGTERM comes back with what it acknowledged.
+ */
+export async function startRedisCluster(primaries = 3, options: { persist?: boolean } = {}): Promise<RedisClusterProcesses> {
   requireRedis();
   const dir = mkdtempSync(join(tmpdir(), "gw-redis-cluster-"));
   const nodes: RedisNodeProcess[] = [];
@@ -97,7 +100,8 @@ export async function startRedisCluster(primaries = 3): Promise<RedisClusterProc
     nodes.push(
       node(port, [
         "--port", String(port), "--cluster-port", String(bus), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-        "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir,
+        "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", "2000", "--save", "", "--appendonly", options.persist ? "yes" : "no",
+        "--appendfilename", `appendonly-${port}.aof`, "--appenddirname", `aof-${port}`, "--dir", dir,
       ]),
     );
   }
