@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { systemClock } from "../core/clock.ts";
 import { durationMs } from "../core/config/duration.ts";
+import { redisModeOf } from "../core/config/redis-mode.ts";
 import type { GatewayConfig } from "../core/config/schema.ts";
 import type { Stores } from "../core/gateway.ts";
 import type { Logger } from "../core/log.ts";
@@ -19,19 +20,10 @@ import { FsObjectStore } from "./objects-fs/index.ts";
 // The Redis and S3 clients are loaded only when the config names them: the S3 SDK alone adds
 // ~12 MB of resident memory to a gateway that never uses it (Redis ~5 MB).
 
-/** Which Redis the config names, and how to name it in logs; undefined = the embedded store. */
-export function redisMode(config: GatewayConfig): { kind: "single" | "sentinel" | "cluster"; where: string } | undefined {
-  const redis = config.redis;
-  if (redis.cluster.addrs.length > 0) return { kind: "cluster", where: `cluster ${redis.cluster.addrs.join(",")}` };
-  if (redis.sentinel.addrs.length > 0) return { kind: "sentinel", where: `sentinel ${redis.sentinel.master_name}@${redis.sentinel.addrs.join(",")}` };
-  if (redis.addr !== "") return { kind: "single", where: redis.addr };
-  return undefined;
-}
-
 export async function openStores(config: GatewayConfig, log: Logger): Promise<Stores> {
   let kv: KvStore;
   const redis = config.redis;
-  const mode = redisMode(config);
+  const mode = redisModeOf(redis);
   if (mode === undefined) {
     log.warn("embedded_kv_store", {
       message: "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr (or redis.sentinel / redis.cluster) for production or several replicas.",
@@ -45,17 +37,17 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
       : undefined;
     const target =
       mode.kind === "cluster"
-        ? { cluster: { nodes: redis.cluster.addrs } }
+        ? { cluster: { nodes: mode.nodes } }
         : mode.kind === "sentinel"
           ? {
               sentinel: {
-                masterName: redis.sentinel.master_name,
-                sentinels: redis.sentinel.addrs,
+                masterName: mode.masterName,
+                sentinels: mode.nodes,
                 sentinelUsername: redis.sentinel.username || undefined,
                 sentinelPassword: redis.sentinel.password || undefined,
               },
             }
-          : { url: redisUrlFromAddr(redis.addr) };
+          : { url: redisUrlFromAddr(mode.addr) };
     const store = new RedisKv({
       ...target,
       username: redis.username || undefined,

@@ -8,6 +8,7 @@ import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
 import { durationMs, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
+import { redisModeProblems } from "./redis-mode.ts";
 import { closestKey } from "./suggest.ts";
 import { ConfigError } from "../errors.ts";
 import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceConfig, type ServiceFieldSet } from "./schema.ts";
@@ -174,33 +175,6 @@ function coreRuleProblems(config: GatewayConfig): string[] {
   problems.push(
     ...positiveDurationProblems("redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'),
   );
-  return problems;
-}
-
-/** One Redis, a Sentinel set or a Cluster: at most one mode, each complete. */
-function redisModeProblems(redis: GatewayConfig["redis"] | undefined): string[] {
-  if (!redis) return [];
-  const problems: string[] = [];
-  const modes = [
-    redis.addr !== "" ? "redis.addr" : "",
-    (redis.sentinel?.addrs.length ?? 0) > 0 ? "redis.sentinel.addrs" : "",
-    (redis.cluster?.addrs.length ?? 0) > 0 ? "redis.cluster.addrs" : "",
-  ].filter((mode) => mode !== "");
-  if (modes.length > 1) problems.push(`redis: ${modes.join(" and ")} are both set; set exactly one (one Redis, a Sentinel set or a Cluster)`);
-  if (redis.sentinel && redis.sentinel.addrs.length > 0 && redis.sentinel.master_name === "") {
-    problems.push("redis.sentinel.master_name: required with redis.sentinel.addrs (the name in `sentinel monitor NAME host port quorum`)");
-  }
-  if (redis.sentinel && redis.sentinel.addrs.length === 0 && redis.sentinel.master_name !== "") {
-    problems.push("redis.sentinel.addrs: required with redis.sentinel.master_name (host:port of the sentinels)");
-  }
-  if (redis.cluster && redis.cluster.addrs.length > 0 && redis.db !== 0) {
-    problems.push(`redis.db: ${redis.db} with redis.cluster: a Redis Cluster has only database 0; remove redis.db`);
-  }
-  for (const [path, addrs] of [["redis.sentinel.addrs", redis.sentinel?.addrs ?? []], ["redis.cluster.addrs", redis.cluster?.addrs ?? []]] as const) {
-    addrs.forEach((addr, i) => {
-      if (!/^(\[[0-9a-fA-F:.]+\]|[^\s:/@[\]]+):\d{1,5}$/.test(addr.trim())) problems.push(`${path}[${i}]: "${addr}" is not host:port`);
-    });
-  }
   return problems;
 }
 

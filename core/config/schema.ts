@@ -94,14 +94,14 @@ export const CoreConfigSchema = Type.Object(
         sentinel: Section(
           {
             master_name: Type.String({ default: "", description: "The name the sentinels monitor the primary under (`sentinel monitor NAME ...`); required with addrs" }),
-            addrs: Type.Array(Type.String(), { default: [], description: "Sentinels, host:port each (three or more); set = Sentinel mode" }),
+            addrs: Type.Array(Type.String(), { default: [], description: "Sentinels, host:port each (three or more; an entry may hold several, comma-separated; empty entries are ignored); set = Sentinel mode" }),
             username: Type.String({ default: "", description: "ACL user for the sentinels themselves; empty = none" }),
             password: Type.String({ default: "", description: "Password of the sentinels themselves (`requirepass` in sentinel.conf); empty = none. The primary's is redis.password" }),
           },
           "Redis Sentinel",
         ),
         cluster: Section(
-          { addrs: Type.Array(Type.String(), { default: [], description: "Some cluster nodes, host:port each (the rest are discovered); set = Cluster mode" }) },
+          { addrs: Type.Array(Type.String(), { default: [], description: "Some cluster nodes, host:port each (the rest are discovered; an entry may hold several, comma-separated; empty entries are ignored); set = Cluster mode" }) },
           "Redis Cluster",
         ),
         username: Type.String({ default: "", description: "Redis ACL user (all modes); empty = the default user" }),

@@ -121,7 +121,10 @@ describe("config", () => {
     expect(problems(`  sentinel: { master_name: main, addrs: ["10.0.0.1:26379", "[::1]:26379"] }\n  tls: { enabled: true }`)).toBe("");
     expect(problems(`  addr: "r:6379"\n  cluster: { addrs: ["10.0.0.1:7000"] }`)).toContain("redis: redis.addr and redis.cluster.addrs are both set; set exactly one");
     expect(problems(`  sentinel: { addrs: ["10.0.0.1:26379"] }`)).toContain("redis.sentinel.master_name: required with redis.sentinel.addrs");
-    expect(problems(`  cluster: { addrs: ["10.0.0.1"] }`)).toContain('redis.cluster.addrs[0]: "10.0.0.1" is not host:port');
+    expect(problems(`  cluster: { addrs: ["10.0.0.1"] }`)).toContain('redis.cluster.addrs: "10.0.0.1" is not host:port');
+    // One environment variable can carry the list; an unset one leaves no entry.
+    expect(problems(`  cluster: { addrs: ["10.0.0.1:7000, 10.0.0.2:7000", ""] }`)).toBe("");
+    expect(problems(`  addr: "r:6379"\n  cluster: { addrs: [""] }\n  sentinel: { addrs: [""] }`)).toBe("");
     expect(problems(`  cluster: { addrs: ["10.0.0.1:7000"] }\n  db: 3`)).toContain("redis.db: 3 with redis.cluster: a Redis Cluster has only database 0");
   });
 });
