@@ -307,7 +307,10 @@ export class RedisKv implements KvStore {
     }
     await this.link.firstAttempt;
     const primaries = this.link.primaries();
-    if (primaries.length === 0) throw new Error(`${this.link.where} unavailable: no primary known`);
+    if (primaries.length === 0) {
+      const lastError = this.link.lastError;
+      throw new Error(`${this.link.where} unavailable${lastError ? ` (${describeError(lastError)})` : ""}: no primary known`);
+    }
     await Promise.all(
       primaries.map(async (primary) => asString(await this.bounded(["PING"], primary.deadline, () => primary.send(["PING"])), "PING")),
     );

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
 import { keySlot } from "../../adapters/kv-redis/slot.ts";
 import { loadConfig } from "../../plugins/config.ts";
-import { nodeCommand, SENTINEL_MASTER } from "../support/redis-topologies.ts";
+import { nodeCommand, SENTINEL_MASTER, startRedisCluster } from "../support/redis-topologies.ts";
 
 const opened: RedisKv[] = [];
 afterAll(async () => {
@@ -82,6 +82,22 @@ describe("Redis Cluster", () => {
     expect(found).toEqual([`relay:${model}:processing`]);
     await kv.del(`relay:${model}:processing`);
   });
+
+  it("authenticates to every node with redis.password; without it the cluster is unavailable", async () => {
+    const secured = await startRedisCluster(3, { password: "s3cret" });
+    try {
+      const kv = await RedisKv.connect({ cluster: { nodes: secured.addrs }, password: "s3cret" });
+      opened.push(kv);
+      const prefix = `auth:${crypto.randomUUID()}:`;
+      await Promise.all(Array.from({ length: 30 }, (_, i) => kv.set(`${prefix}${i}`, "v", 60_000)));
+      expect(await kv.get(`${prefix}7`)).toBe("v");
+      await kv.ping();
+      await expect(RedisKv.connect({ cluster: { nodes: secured.addrs }, connectTimeoutMs: 1_000 })).rejects.toThrow(/Redis Cluster at .* unavailable/);
+    } finally {
+      await Promise.all(opened.splice(0).map((kv) => kv.close()));
+      await secured.stop();
+    }
+  }, 30_000);
 
   it("a multi-key call across owners fails with Redis's CROSSSLOT error", async () => {
     const kv = await cluster();

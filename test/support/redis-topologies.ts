@@ -62,8 +62,8 @@ export async function pollUntil(check: () => Promise<boolean>, what: string, tim
 }
 
 /** One command on a fresh connection to a node (tests only: slow but simple). */
-export async function nodeCommand(port: number, args: string[]): Promise<unknown> {
-  const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false } });
+export async function nodeCommand(port: number, args: string[], password?: string): Promise<unknown> {
+  const client = createClient({ url: `redis://127.0.0.1:${port}`, password, socket: { reconnectStrategy: false } });
   client.on("error", () => {});
   await client.connect();
   try {
@@ -90,7 +90,7 @@ export interface RedisClusterProcesses {
  * `primaries` cluster nodes, no replicas, every slot assigned. `persist`: an append-only file
  * each, so a node stopped with SIGTERM comes back with what it acknowledged.
  */
-export async function startRedisCluster(primaries = 3, options: { persist?: boolean } = {}): Promise<RedisClusterProcesses> {
+export async function startRedisCluster(primaries = 3, options: { persist?: boolean; password?: string } = {}): Promise<RedisClusterProcesses> {
   requireRedis();
   const dir = mkdtempSync(join(tmpdir(), "gw-redis-cluster-"));
   const nodes: RedisNodeProcess[] = [];
@@ -102,16 +102,18 @@ export async function startRedisCluster(primaries = 3, options: { persist?: bool
         "--port", String(port), "--cluster-port", String(bus), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
         "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", "2000", "--save", "", "--appendonly", options.persist ? "yes" : "no",
         "--appendfilename", `appendonly-${port}.aof`, "--appenddirname", `aof-${port}`, "--dir", dir,
+        ...(options.password ? ["--requirepass", options.password, "--masterauth", options.password] : []),
       ]),
     );
   }
   await Promise.all(nodes.map((n) => n.start()));
   const addrs = nodes.map((n) => n.addr);
-  const created = spawnSync("redis-cli", ["--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], { encoding: "utf8" });
+  const auth = options.password ? ["-a", options.password, "--no-auth-warning"] : [];
+  const created = spawnSync("redis-cli", [...auth, "--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], { encoding: "utf8" });
   if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
   const waitHealthy = () =>
     pollUntil(async () => {
-      const states = await Promise.all(nodes.map((n) => nodeCommand(n.port, ["CLUSTER", "INFO"])));
+      const states = await Promise.all(nodes.map((n) => nodeCommand(n.port, ["CLUSTER", "INFO"], options.password)));
       return states.every((info) => String(info).includes("cluster_state:ok"));
     }, "the cluster to report cluster_state:ok");
   await waitHealthy();
