@@ -1,10 +1,12 @@
 /**
- * Opens the stores the config names: Redis when `redis.addr` is set, else the embedded
- * memory store; S3 when `object_store.endpoint` is set, else files under `object_store.dir`;
+ * Opens the stores the config names: Redis when `redis.addr`, `redis.sentinel.addrs` or
+ * `redis.cluster.addrs` is set (config validation allows one), else the embedded memory store; S3 when `object_store.endpoint` is set, else files under `object_store.dir`;
  * wrapped with AES-256-GCM when `object_store.encryption.key` is set.
  */
+import { readFileSync } from "node:fs";
 import { systemClock } from "../core/clock.ts";
 import { durationMs } from "../core/config/duration.ts";
+import { redisModeOf } from "../core/config/redis-mode.ts";
 import type { GatewayConfig } from "../core/config/schema.ts";
 import type { Stores } from "../core/gateway.ts";
 import type { Logger } from "../core/log.ts";
@@ -20,26 +22,49 @@ import { FsObjectStore } from "./objects-fs/index.ts";
 
 export async function openStores(config: GatewayConfig, log: Logger): Promise<Stores> {
   let kv: KvStore;
-  if (config.redis.addr === "") {
+  const redis = config.redis;
+  const mode = redisModeOf(redis);
+  if (mode === undefined) {
     log.warn("embedded_kv_store", {
-      message: "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr for production or several replicas.",
+      message: "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr (or redis.sentinel / redis.cluster) for production or several replicas.",
     });
-    const capMb = config.redis.embedded_cache_max_mb;
+    const capMb = redis.embedded_cache_max_mb;
     kv = new MemoryKv(systemClock, capMb > 0 ? { evictable: { prefix: EVICTABLE_PREFIX, maxBytes: capMb * 1024 * 1024 } } : {});
   } else {
     const { RedisKv } = await import("./kv-redis/index.ts");
-    const redis = new RedisKv({
-      url: redisUrlFromAddr(config.redis.addr),
-      password: config.redis.password || undefined,
-      db: config.redis.db,
-      commandTimeoutMs: durationMs(config.redis.command_timeout),
+    const tls = redis.tls.enabled
+      ? { ca: redis.tls.ca_file === "" ? undefined : readFileSync(redis.tls.ca_file, "utf8"), serverName: redis.tls.server_name || undefined }
+      : undefined;
+    const target =
+      mode.kind === "cluster"
+        ? { cluster: { nodes: mode.nodes } }
+        : mode.kind === "sentinel"
+          ? {
+              sentinel: {
+                masterName: mode.masterName,
+                sentinels: mode.nodes,
+                sentinelUsername: redis.sentinel.username || undefined,
+                sentinelPassword: redis.sentinel.password || undefined,
+              },
+            }
+          : { url: redisUrlFromAddr(mode.addr) };
+    const store = new RedisKv({
+      ...target,
+      username: redis.username || undefined,
+      password: redis.password || undefined,
+      db: mode.kind === "cluster" ? undefined : redis.db,
+      tls,
+      commandTimeoutMs: durationMs(redis.command_timeout),
       // Repeats on every reconnect attempt; the logger collapses the repeats (core/log.ts).
-      onError: (error) => log.error("kv_store_connection_error", { addr: config.redis.addr, error }),
+      onError: (error) => log.error("kv_store_connection_error", { addr: mode.where, error }),
     });
     // Start anyway when Redis is down: the client keeps reconnecting, limit checks fail open,
     // and /health?ready=1 reports it until Redis answers.
-    await redis.ping().catch((error: unknown) => log.error("kv_store_unavailable_at_start", { addr: config.redis.addr, error }));
-    kv = redis;
+    await store
+      .connected()
+      .then(() => store.ping())
+      .catch((error: unknown) => log.error("kv_store_unavailable_at_start", { addr: mode.where, error }));
+    kv = store;
   }
 
   const store = config.object_store;

@@ -13,6 +13,7 @@ import { builtinPlugins } from "../../plugins/index.ts";
 import { configSource, missingConfigMessage, type Platform } from "../boot.ts";
 import { MemoryKv } from "../kv-memory/index.ts";
 import { FsObjectStore } from "../objects-fs/index.ts";
+import { redisModeOf } from "../../core/config/redis-mode.ts";
 
 export interface CheckResult {
   exitCode: 0 | 1;
@@ -61,7 +62,7 @@ function summary(path: string, from: string, config: GatewayConfig, plugins: str
   for (const service of config.services) lines.push(`  ${describeService(service)}`);
   lines.push(`plugins (${plugins.length}): ${plugins.join(", ")}`);
   lines.push(
-    `stores: kv ${config.redis.addr === "" ? "embedded memory (redis.addr is empty)" : `redis ${config.redis.addr}`}, ` +
+    `stores: kv ${redisModeOf(config.redis) === undefined ? "embedded memory (redis.addr is empty)" : `redis ${redisModeOf(config.redis)?.where}`}, ` +
       `objects ${config.object_store.endpoint === "" ? `files under ${config.object_store.dir}` : `S3 ${config.object_store.endpoint} bucket ${config.object_store.bucket}`} (not contacted)`,
   );
   lines.push(`listen: ${config.server.addr} (server.addr; GATEWAY_ADDR, PORT or --port override it)`);

@@ -26,3 +26,10 @@ export function describeRedisUrl(url: string): string {
     return "redis";
   }
 }
+
+/** A `host:port` (or `[ipv6]:port`) node address, as the sentinel and cluster lists take. */
+export function parseHostPort(addr: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:/@[\]]+)):(\d{1,5})$/.exec(addr.trim());
+  if (!match) throw new Error(`invalid Redis node address "${addr}": expected host:port`);
+  return { host: match[1] ?? match[2], port: Number(match[3]) };
+}

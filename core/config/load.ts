@@ -8,6 +8,7 @@ import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
 import { durationMs, parseDuration } from "./duration.ts";
 import { expandEnv, type Env } from "./env.ts";
+import { redisModeProblems } from "./redis-mode.ts";
 import { closestKey } from "./suggest.ts";
 import { ConfigError } from "../errors.ts";
 import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceConfig, type ServiceFieldSet } from "./schema.ts";
@@ -170,6 +171,7 @@ function coreRuleProblems(config: GatewayConfig): string[] {
     }
   });
   problems.push(...unreachableServiceProblems(config.services));
+  problems.push(...redisModeProblems(config.redis));
   problems.push(
     ...positiveDurationProblems("redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'),
   );

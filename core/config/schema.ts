@@ -90,9 +90,31 @@ export const CoreConfigSchema = Type.Object(
     ),
     redis: Section(
       {
-        addr: Type.String({ default: "", description: "host:port or a redis:// or rediss:// URL; empty = embedded in-memory store" }),
-        password: Type.String({ default: "", description: "Redis password" }),
-        db: Type.Integer({ minimum: 0, default: 0, description: "Redis database number" }),
+        addr: Type.String({ default: "", description: "One Redis: host:port or a redis:// or rediss:// URL; empty (and no sentinel or cluster) = embedded in-memory store" }),
+        sentinel: Section(
+          {
+            master_name: Type.String({ default: "", description: "The name the sentinels monitor the primary under (`sentinel monitor NAME ...`); required with addrs" }),
+            addrs: Type.Array(Type.String(), { default: [], description: "Sentinels, host:port each (three or more; an entry may hold several, comma-separated; empty entries are ignored); set = Sentinel mode" }),
+            username: Type.String({ default: "", description: "ACL user for the sentinels themselves; empty = none" }),
+            password: Type.String({ default: "", description: "Password of the sentinels themselves (`requirepass` in sentinel.conf); empty = none. The primary's is redis.password" }),
+          },
+          "Redis Sentinel",
+        ),
+        cluster: Section(
+          { addrs: Type.Array(Type.String(), { default: [], description: "Some cluster nodes, host:port each (the rest are discovered; an entry may hold several, comma-separated; empty entries are ignored); set = Cluster mode" }) },
+          "Redis Cluster",
+        ),
+        username: Type.String({ default: "", description: "Redis ACL user (all modes); empty = the default user" }),
+        password: Type.String({ default: "", description: "Redis password (all modes)" }),
+        db: Type.Integer({ minimum: 0, default: 0, description: "Redis database number (one Redis and Sentinel; a cluster has only 0)" }),
+        tls: Section(
+          {
+            enabled: Type.Boolean({ default: false, description: "TLS to every Redis node (and sentinel); a rediss:// addr turns it on too" }),
+            ca_file: Type.String({ default: "", description: "PEM file of the CA that signed the Redis certificates; empty = the system CAs" }),
+            server_name: Type.String({ default: "", description: "Name the certificates are checked against; empty = each node's host" }),
+          },
+          "TLS to Redis",
+        ),
         pending_max_age: Duration("", "Stale-pending sweep age (a pending job older than this fails); empty or 0s = off; must be shorter than the pending job TTL"),
         command_timeout: Duration(
           "500ms",
@@ -110,7 +132,8 @@ export const CoreConfigSchema = Type.Object(
         "costs the requests in flight at most this, and later ones nothing (see [Running on Redis + S3](deployment.md#running-on-redis--s3)). " +
         "`embedded_cache_max_mb`: the process holds about 2.5-3.5x the cap for the cached answers; on Redis, see " +
         "[Response cache](llm-proxy.md#response-cache). `pending_max_age` is checked against `lifecycle.job_ttl.pending` " +
-        "(else `lifecycle.job_ttl.global`, else 2h).",
+        "(else `lifecycle.job_ttl.global`, else 2h). Set at most one of `addr`, `sentinel.addrs` and `cluster.addrs`; " +
+        "see [Scale-out: Sentinel and Cluster](scale-out.md).",
     ),
     object_store: Section(
       {

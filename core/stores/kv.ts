@@ -74,6 +74,12 @@ export interface AtomicOp<R extends KvReply = KvReply> {
   readonly name: string;
   readonly lua: string;
   readonly js: (data: KvData, keys: string[], args: string[]) => R;
+  /**
+   * Positions in `args` (0-based) holding a key name or a key-name prefix the script builds
+   * keys from: on a Redis Cluster they get the same hash tag as KEYS (core/stores/hash-tags.ts).
+   * A key built this way must belong to the same owner as KEYS[1].
+   */
+  readonly keyArgs?: readonly number[];
 }
 
 /** What the embedded store's evictable keys hold against its cap (see `EVICTABLE_PREFIX`). */

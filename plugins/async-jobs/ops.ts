@@ -234,7 +234,9 @@ export const PROMOTE_BATCH = 100;
  */
 export const relayClaim: AtomicOp<string | null> = {
   name: "relayClaim",
-  // The lease key is built from the popped id, so it cannot be passed in KEYS (fine on one Redis).
+  // The lease key is built from the popped id, so it cannot be passed in KEYS; on a cluster
+  // its prefix gets the queue's hash tag (keyArgs), so it stays in the script's slot.
+  keyArgs: [0],
   lua: `
 if KEYS[3] then
   local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[4], 'LIMIT', 0, ${PROMOTE_BATCH})

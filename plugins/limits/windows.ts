@@ -1,6 +1,6 @@
 /**
  * The `limitWindows` service: a consumer's live fixed windows for `GET /usage`
- * (spec 2.4 `usage[].window`), read in one round trip with `windowPeek`. A window that
+ * (spec 2.4 `usage[].window`), read with `windowPeek`, one call per consumer (in parallel). A window that
  * is not live (never opened, expired, or its type has no `rate_limits` entry) is absent.
  */
 import type { Clock } from "../../core/clock.ts";
@@ -25,7 +25,9 @@ export function limitWindows(kv: KvStore, clock: Clock, log: Logger, table: Limi
       const pairs = consumers.flatMap((consumer) => wanted.map((type) => ({ consumer, type })));
       let reply: (string | number)[];
       try {
-        reply = await kv.run(windowPeek, pairs.flatMap(({ consumer, type }) => COUNTERS.map((key) => key(type, consumer))), []);
+        // One read per consumer: on a Redis Cluster each consumer's windows share a slot, not the consumers'.
+        const replies = await Promise.all(consumers.map((consumer) => kv.run(windowPeek, wanted.flatMap((type) => COUNTERS.map((key) => key(type, consumer))), [])));
+        reply = replies.flat();
       } catch (error) {
         log.warn("limit_windows_unavailable", { error, message: "usage answered without windows" });
         return result;

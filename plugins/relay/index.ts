@@ -6,6 +6,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
+import { redisModeOf } from "../../core/config/redis-mode.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { relaySection, relayServiceFields } from "./config.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
@@ -48,7 +49,7 @@ declare module "../../core/plugins/types.ts" {
 }
 
 export function relayEmbedded(config: GatewayConfig): boolean {
-  return config.relay.embedded ?? config.redis.addr === "";
+  return config.relay.embedded ?? redisModeOf(config.redis) === undefined;
 }
 
 export default definePlugin({

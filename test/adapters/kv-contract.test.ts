@@ -20,11 +20,17 @@ import {
   windowIncrementFloat,
 } from "../../core/stores/atomic-ops.ts";
 import type { AtomicOp, KvStore } from "../../core/stores/kv.ts";
+import { SENTINEL_MASTER } from "../support/redis-topologies.ts";
 import { freePort, startRedis, type RunningServer } from "../support/servers.ts";
 
 interface Harness {
   /** Handles onto the same data. Redis gets one connection each, so concurrent calls really race. */
   stores: KvStore[];
+  /**
+   * A test's key prefix. On a cluster it is a hash tag, so the keys one multi-key call
+   * touches share a slot (as the gateway's own keys do, core/stores/hash-tags.ts).
+   */
+  prefix?: () => string;
   close(): Promise<void>;
 }
 
@@ -43,6 +49,35 @@ const factories: { name: string; open: () => Promise<Harness> }[] = [
     open: async () => {
       const url = inject("redisUrl");
       const stores = await Promise.all(Array.from({ length: CONNECTIONS }, () => RedisKv.connect({ url })));
+      return {
+        stores,
+        close: async () => {
+          await Promise.all(stores.map((store) => store.close()));
+        },
+      };
+    },
+  },
+  {
+    // The suite's 3-primary Redis Cluster (test/support/global-setup.ts).
+    name: "redis cluster",
+    open: async () => {
+      const stores = await Promise.all(Array.from({ length: CONNECTIONS }, () => RedisKv.connect({ cluster: { nodes: inject("redisClusterAddrs") } })));
+      return {
+        stores,
+        prefix: () => `{kvtest:${crypto.randomUUID()}}:`,
+        close: async () => {
+          await Promise.all(stores.map((store) => store.close()));
+        },
+      };
+    },
+  },
+  {
+    // The suite's Sentinel set: a primary, a replica and three sentinels.
+    name: "redis sentinel",
+    open: async () => {
+      const stores = await Promise.all(
+        Array.from({ length: CONNECTIONS }, () => RedisKv.connect({ sentinel: { masterName: SENTINEL_MASTER, sentinels: inject("redisSentinelAddrs") } })),
+      );
       return {
         stores,
         close: async () => {
@@ -89,7 +124,7 @@ describe.each(factories)("KvStore contract: $name", ({ open }) => {
     await harness.close();
   });
   beforeEach(() => {
-    p = `kvtest:${crypto.randomUUID()}:`;
+    p = harness.prefix?.() ?? `kvtest:${crypto.randomUUID()}:`;
   });
 
   /** Spreads calls over the harness's connections. */

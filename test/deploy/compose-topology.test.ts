@@ -15,7 +15,7 @@ import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
 import { repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { freePort } from "../support/servers.ts";
-import { composeFile, composeInterpolate, deployDir, deployText, dockerfile, execForm, type ComposeService } from "./deploy-files.ts";
+import { composeFile, composeInterpolate, composeWith, deployDir, deployText, dockerfile, execForm, type ComposeService } from "./deploy-files.ts";
 import { spawnSync } from "node:child_process";
 
 const REDIS_DB = "7";
@@ -38,12 +38,14 @@ function operatorShell(): Record<string, string> {
   return { OBJECT_ENCRYPTION_KEY: randomBytes(32).toString("hex"), INFERENCE_URL: backend.url };
 }
 
-/** The containers' addresses and MinIO's credentials -> the suite's servers. */
+/** The containers' addresses and MinIO's credentials -> the suite's servers (its Sentinel set and cluster for the variants). */
 function hostSubstitutions(): Record<string, string> {
   const redis = new URL(inject("redisUrl"));
   return {
     "redis:6379": `${redis.hostname}:${redis.port}`,
     "http://minio:9000": inject("s3Endpoint"),
+    "redis-sentinel-1:26379,redis-sentinel-2:26379,redis-sentinel-3:26379": inject("redisSentinelAddrs").join(","),
+    "redis-node-1:6379,redis-node-2:6379,redis-node-3:6379": inject("redisClusterAddrs").join(","),
   };
 }
 
@@ -58,7 +60,8 @@ function containerEnv(service: ComposeService, shell: Record<string, string>): R
   // s3rver knows one key pair; MinIO takes whatever compose sets as its root user.
   env.S3_ACCESS_KEY = "S3RVER";
   env.S3_SECRET_KEY = "S3RVER";
-  env.REDIS_DB = REDIS_DB;
+  // A database of the test's own, except on a cluster (database 0 only).
+  if (env.REDIS_CLUSTER_ADDRS === undefined) env.REDIS_DB = REDIS_DB;
   return env;
 }
 
@@ -139,6 +142,28 @@ describe("deploy/compose.yaml as processes", () => {
     expect(bin).toBe("node");
     const run = spawnSync("node", args.map((a) => a.replace("127.0.0.1:9464", new URL(relay.url).host)), { cwd: repoRoot, timeout: 10_000 });
     expect(run.status).toBe(0);
+  });
+
+  it.each([
+    { override: "compose.sentinel.yaml", kv: "sentinel" },
+    { override: "compose.cluster.yaml", kv: "cluster" },
+  ])("$override: a replica and the relay on the suite's $kv run a job", async ({ override }) => {
+    const compose = composeWith(override);
+    const shell = operatorShell();
+    const [gw, relay] = await Promise.all(["gateway-1", "relay"].map((n) => startService(n, compose.services[n], shell)));
+    expect(gw.output()).not.toContain("embedded_kv_store");
+    const ready = await fetch(`${gw.url}/health?ready=1`);
+    expect(await ready.json()).toEqual({ status: "ok", checks: { kv: "ok", objects: "ok" } });
+    const form = new FormData();
+    form.append("file", new Blob(["RIFF....WAVE"], { type: "audio/wav" }), "clip.wav");
+    const submitted = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body: form });
+    const body = (await submitted.json()) as { job_id: string };
+    expect(submitted.status, JSON.stringify(body)).toBe(202);
+    let job: { status?: string } = {};
+    await waitUntil(async () => {
+      job = (await (await fetch(`${gw.url}/jobs/transcription/${body.job_id}`)).json()) as typeof job;
+      return job.status === "completed";
+    }, 20_000, () => `job not completed: ${JSON.stringify(job)}\n${relay.output().slice(-2000)}`);
   });
 
   it("refuses to start without the encryption key and the backend address, as compose.yaml's header says", () => {

@@ -19,6 +19,21 @@ export function composeFile(): ComposeFile {
   return parse(deployText("compose.yaml"), { merge: true }) as ComposeFile;
 }
 
+/**
+ * compose.yaml with an override file on top (`docker compose -f compose.yaml -f OVERRIDE`):
+ * the override's services are added, and for a service both define, its environment entries
+ * win over the base's (compose merges environment maps) and its other keys are added.
+ */
+export function composeWith(override: string): ComposeFile {
+  const base = composeFile();
+  const extra = parse(deployText(override), { merge: true }) as ComposeFile;
+  for (const [name, service] of Object.entries(extra.services)) {
+    const current = base.services[name];
+    base.services[name] = current ? { ...current, ...service, environment: { ...current.environment, ...service.environment } } : service;
+  }
+  return base;
+}
+
 export interface ComposeService {
   image?: string;
   build?: unknown;

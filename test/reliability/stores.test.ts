@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { jobStatus, readyStatus, steadyTraffic, submit } from "../support/gateway-traffic.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 import { freePort, startRedis, startS3, TEST_BUCKET, type RunningServer } from "../support/servers.ts";
@@ -55,59 +56,6 @@ services:
     inference_url: ${inference.url}
     operations: { transcribe: [/transcribe] }
 `;
-}
-
-/** Steady sync traffic in the background until `stop()`: every answer's status counted. */
-function steadyTraffic(gw: GatewayProcess, consumer: string): { stop(): Promise<Map<number, number>>; readonly sent: number } {
-  const counts = new Map<number, number>();
-  let stopped = false;
-  let sent = 0;
-  const loop = (async () => {
-    while (!stopped) {
-      sent++;
-      let status = 0;
-      try {
-        const response = await fetch(`${gw.url}/v1/echo`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-consumer": consumer },
-          body: JSON.stringify({ n: sent }),
-        });
-        await response.arrayBuffer();
-        status = response.status;
-      } catch {
-        status = -1;
-      }
-      counts.set(status, (counts.get(status) ?? 0) + 1);
-    }
-  })();
-  return {
-    get sent() {
-      return sent;
-    },
-    async stop() {
-      stopped = true;
-      await loop;
-      return counts;
-    },
-  };
-}
-
-function submit(gw: GatewayProcess, content: string): Promise<Response> {
-  const form = new FormData();
-  form.append("file", new Blob([content], { type: "audio/wav" }), "clip.wav");
-  return fetch(`${gw.url}/jobs/transcription`, { method: "POST", body: form, headers: { "x-consumer": "rel" } });
-}
-
-async function jobStatus(gw: GatewayProcess, id: string): Promise<string> {
-  const response = await fetch(`${gw.url}/jobs/transcription/${id}`);
-  if (response.status !== 200) return `http ${response.status}`;
-  return ((await response.json()) as { status: string }).status;
-}
-
-async function readyStatus(gw: GatewayProcess): Promise<number> {
-  const response = await fetch(`${gw.url}/health?ready=1`);
-  await response.arrayBuffer();
-  return response.status;
 }
 
 async function bucketKeys(endpoint: string, bucket: string): Promise<string[]> {

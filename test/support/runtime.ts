@@ -20,6 +20,7 @@ import { definePlugin, type PluginApi, type PluginDefinition, type ProcessRole }
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
 import { loadConfig } from "../../plugins/config.ts";
+import { slotChecked } from "./slot-checked-kv.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
 
 const notUsed = (): never => {
@@ -53,7 +54,7 @@ export interface TestRuntime {
   runtime: Runtime;
   config: GatewayConfig;
   kv: KvStore;
-  /** The memory store under `kv` (the same object unless `kv` wrapped it); undefined when the test gave its own store. */
+  /** The memory store under `kv` (which checks every multi-key call's hash slots); undefined when the test gave its own store. */
   memory?: MemoryKv;
   objects: ObjectStore;
   clock: Clock;
@@ -72,7 +73,8 @@ export async function startTestRuntime(yaml: string, plugins: readonly PluginDef
   const { config, extra } = loadConfig(yaml, options.env ?? {}, sections);
   const clock = options.clock ?? systemClock;
   const memory = typeof options.kv === "object" ? undefined : new MemoryKv(clock);
-  const kv = typeof options.kv === "object" ? options.kv : options.kv && memory ? options.kv(memory) : (memory as MemoryKv);
+  // Every multi-key call must be one a Redis Cluster accepts (support/slot-checked-kv.ts).
+  const kv = typeof options.kv === "object" ? options.kv : slotChecked(options.kv && memory ? options.kv(memory) : (memory as MemoryKv));
   const dir = options.objects === undefined || typeof options.objects === "object" ? undefined : mkdtempSync(join(tmpdir(), "gw-test-"));
   const objects = typeof options.objects === "object" ? options.objects : dir === undefined ? unusedObjects : typeof options.objects === "function" ? options.objects(new FsObjectStore({ dir })) : new FsObjectStore({ dir });
   const metrics = new Metrics();

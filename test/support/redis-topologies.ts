@@ -1,0 +1,196 @@
+/**
+ * A Redis Cluster and a Sentinel set of the test's own, on free loopback ports in a temp
+ * dir: `redis-server --cluster-enabled yes` x N joined by `redis-cli --cluster create`, and
+ * one primary + one replica watched by three `redis-server --sentinel`. Both binaries come
+ * with the apt `redis-server` package (redis-cli through its redis-tools dependency).
+ * Nothing is kept on disk past `stop()`; every wait polls with a deadline.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient } from "redis";
+import { freePort, redisServerInstalled, waitForPort } from "./servers.ts";
+
+export interface RedisNodeProcess {
+  port: number;
+  addr: string;
+  /** Stops the process (SIGTERM, then SIGKILL); `start` brings it back on the same port and files. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  start(): Promise<void>;
+}
+
+function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  return new Promise((resolve) => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill(signal);
+    setTimeout(() => child.kill("SIGKILL"), 3000).unref?.();
+  });
+}
+
+function node(port: number, args: string[]): RedisNodeProcess {
+  let child: ChildProcess | undefined;
+  const self: RedisNodeProcess = {
+    port,
+    addr: `127.0.0.1:${port}`,
+    async stop(signal) {
+      await stopChild(child, signal);
+      child = undefined;
+    },
+    async start() {
+      child = spawn("redis-server", args, { stdio: "ignore" });
+      await waitForPort(port);
+    },
+  };
+  return self;
+}
+
+/** Polls `check` until it holds, or throws naming `what`. */
+export async function pollUntil(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ""}`);
+}
+
+/** One command on a fresh connection to a node (tests only: slow but simple). */
+export async function nodeCommand(port: number, args: string[], password?: string): Promise<unknown> {
+  const client = createClient({ url: `redis://127.0.0.1:${port}`, password, socket: { reconnectStrategy: false } });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    return await client.sendCommand(args);
+  } finally {
+    client.destroy();
+  }
+}
+
+function requireRedis(): void {
+  if (!redisServerInstalled()) throw new Error("redis-server is not installed; the test suite needs it: apt-get install redis-server");
+}
+
+export interface RedisClusterProcesses {
+  nodes: RedisNodeProcess[];
+  /** host:port of every node, for `redis.cluster.addrs`. */
+  addrs: string[];
+  /** Resolves when every node reports `cluster_state:ok`. */
+  waitHealthy(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * `primaries` cluster nodes, no replicas, every slot assigned. `persist`: an append-only file
+ * each, so a node stopped with SIGTERM comes back with what it acknowledged.
+ */
+export async function startRedisCluster(primaries = 3, options: { persist?: boolean; password?: string } = {}): Promise<RedisClusterProcesses> {
+  requireRedis();
+  const dir = mkdtempSync(join(tmpdir(), "gw-redis-cluster-"));
+  const nodes: RedisNodeProcess[] = [];
+  for (let i = 0; i < primaries; i++) {
+    // The bus port is chosen too: port + 10000 (the default) may be taken or past 65535.
+    const [port, bus] = [await freePort(), await freePort()];
+    nodes.push(
+      node(port, [
+        "--port", String(port), "--cluster-port", String(bus), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+        "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", "2000", "--save", "", "--appendonly", options.persist ? "yes" : "no",
+        "--appendfilename", `appendonly-${port}.aof`, "--appenddirname", `aof-${port}`, "--dir", dir,
+        ...(options.password ? ["--requirepass", options.password, "--masterauth", options.password] : []),
+      ]),
+    );
+  }
+  await Promise.all(nodes.map((n) => n.start()));
+  const addrs = nodes.map((n) => n.addr);
+  const auth = options.password ? ["-a", options.password, "--no-auth-warning"] : [];
+  const created = spawnSync("redis-cli", [...auth, "--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], { encoding: "utf8" });
+  if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+  const waitHealthy = () =>
+    pollUntil(async () => {
+      const states = await Promise.all(nodes.map((n) => nodeCommand(n.port, ["CLUSTER", "INFO"], options.password)));
+      return states.every((info) => String(info).includes("cluster_state:ok"));
+    }, "the cluster to report cluster_state:ok");
+  await waitHealthy();
+  return {
+    nodes,
+    addrs,
+    waitHealthy,
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const SENTINEL_MASTER = "gwprimary";
+
+export interface RedisSentinelProcesses {
+  primary: RedisNodeProcess;
+  replica: RedisNodeProcess;
+  sentinels: RedisNodeProcess[];
+  /** host:port of the sentinels, for `redis.sentinel.addrs`. */
+  addrs: string[];
+  /** The port of the node the sentinels call primary now. */
+  primaryPort(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** One primary and one replica, watched by three sentinels (quorum 2) that fail over after 1 s down. */
+export async function startRedisSentinel(): Promise<RedisSentinelProcesses> {
+  requireRedis();
+  const dir = mkdtempSync(join(tmpdir(), "gw-redis-sentinel-"));
+  const [p, r] = [await freePort(), await freePort()];
+  const data = (port: number) => ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--dbfilename", `dump-${port}.rdb`];
+  const primary = node(p, data(p));
+  const replica = node(r, [...data(r), "--replicaof", "127.0.0.1", String(p)]);
+  await Promise.all([primary.start(), replica.start()]);
+  const sentinels: RedisNodeProcess[] = [];
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    // A sentinel rewrites its config file, so each has its own.
+    const file = join(dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      file,
+      [
+        `port ${port}`,
+        "bind 127.0.0.1",
+        `dir ${dir}`,
+        `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${p} 2`,
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
+        `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
+        `sentinel parallel-syncs ${SENTINEL_MASTER} 1`,
+        "",
+      ].join("\n"),
+    );
+    sentinels.push(node(port, [file, "--sentinel"]));
+  }
+  await Promise.all(sentinels.map((s) => s.start()));
+  const primaryPort = async () => {
+    const reply = (await nodeCommand(sentinels[0].port, ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER])) as string[];
+    return Number(reply[1]);
+  };
+  // Ready for a failover: the replica is in sync and every sentinel knows it.
+  await pollUntil(async () => {
+    const info = String(await nodeCommand(r, ["INFO", "replication"]));
+    if (!info.includes("master_link_status:up")) return false;
+    const known = await Promise.all(sentinels.map((s) => nodeCommand(s.port, ["SENTINEL", "REPLICAS", SENTINEL_MASTER])));
+    return known.every((list) => Array.isArray(list) && list.length === 1);
+  }, "the replica to sync and the sentinels to know it");
+  return {
+    primary,
+    replica,
+    sentinels,
+    addrs: sentinels.map((s) => s.addr),
+    primaryPort,
+    async stop() {
+      await Promise.all([...sentinels, primary, replica].map((n) => n.stop()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
