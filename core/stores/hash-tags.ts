@@ -14,7 +14,10 @@
  * | relay-lease:, relay-retry:, webhook:                       |                   | its consumer's index and the notification outbox together,
  * |                                                            |                   | and a job is found by id alone (so not per model)
  * | usage:                                                     | usage             | one record updates a batch of consumers and the buckets
- * | rl:, tok:, ptime:, conc: (`<prefix>:<type>:<consumer>...`) | c:<consumer>      | one request's rate and token windows, per consumer
+ * | rl:, tok:, cost:, ptime:, conc:                            | c:<consumer>      | one request's rate, token and cost windows, per consumer
+ * | (`<prefix>:<type>:<consumer>...`; an API key's own windows |                   | (an API key's windows: per key, read in their own call)
+ * | `<prefix>:key:<id>` the same way, tagged by the key id)    |                   |
+ * | apikey:id:                                                 | apikeys           | the admin listing reads every key record at once
  * | sem:<type>:<model>:shared / :reserved                      | s:<type>:<model>  | the shared and reserved pools of one model
  * | anything else                                              | none (own slot)   | only read or written one key at a time
  *
@@ -22,12 +25,13 @@
  */
 
 const JOBS = ["job:", "job-expired:", "job-cancel:", "jobs:", "relay:", "relay-lease:", "relay-retry:", "webhook:"];
-const PER_CONSUMER = ["rl:", "tok:", "ptime:", "conc:"];
+const PER_CONSUMER = ["rl:", "tok:", "cost:", "ptime:", "conc:"];
 
 /** The hash tag (without braces) a key is stored under on a cluster; undefined = the key's own slot. */
 export function hashTagOf(key: string): string | undefined {
   if (JOBS.some((prefix) => key.startsWith(prefix))) return "jobs";
   if (key.startsWith("usage:")) return "usage";
+  if (key.startsWith("apikey:id:")) return "apikeys";
   if (PER_CONSUMER.some((prefix) => key.startsWith(prefix))) {
     const consumer = key.split(":")[2];
     return consumer === undefined ? undefined : `c:${consumer}`;

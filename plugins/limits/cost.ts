@@ -59,17 +59,18 @@ export function keyCostBudget(limits: CredentialLimits | undefined): CostBudget 
  * then the caller's API key's.
  */
 export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model: string, consumer: string, userType: string | undefined, limits: TypeLimits | undefined, key: CredentialLimits | undefined): Promise<void> {
-  const list = limits ? costBudgets(deps, { type: serviceType, model }, consumer, userType, limits) : [];
+  const consumers = limits ? costBudgets(deps, { type: serviceType, model }, consumer, userType, limits) : [];
   const keyBudget = keyCostBudget(key);
-  if (keyBudget) list.push(keyBudget);
-  if (list.length === 0) return;
-  let reply: (string | number)[];
+  // One read per owner: on a Redis Cluster the key's window and the consumer's are in different slots.
+  const groups = [consumers, keyBudget ? [keyBudget] : []].filter((group) => group.length > 0);
+  if (groups.length === 0) return;
+  let replies: (string | number)[][];
   try {
-    reply = await deps.kv.run(windowPeek, list.map((b) => b.key), []);
+    replies = await Promise.all(groups.map((group) => deps.kv.run(windowPeek, group.map((b) => b.key), [])));
   } catch (error) {
     return failOpen(deps, "rate", "cost_budget", serviceType, error);
   }
-  enforceCost(list, reply, 0, deps.currency);
+  enforceCost(groups.flat(), replies.flat(), 0, deps.currency);
 }
 
 /** An API key's cost window to count into: its id and `cost_period` (ms). */
