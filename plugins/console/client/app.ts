@@ -223,5 +223,9 @@ figcaption { font-size: 0.85rem; color: #5a6478; }
 pre { background: #f7f8fb; padding: 0.6rem; overflow: auto; font-size: 0.85rem; }
 .state-ejected { color: #c0392b; font-weight: 600; }
 .state-healthy { color: #1e8449; }
+.secret { border: 2px solid #d68910; background: #fef9e7; }
+.secret-value { font-size: 1rem; padding: 0.2rem 0.4rem; background: #fff; border: 1px solid #d68910; user-select: all; word-break: break-all; }
+.key-disabled, .key-expired, .key-revoked { color: #c0392b; }
+.field input { padding: 0.2rem; }
 .sign-in input { padding: 0.3rem; width: 22rem; }
 `;
