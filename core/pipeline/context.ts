@@ -24,6 +24,8 @@ export interface Principal {
   authenticated: boolean;
   /** Limits the credential itself carries (an API key's), enforced by the limits plugin. */
   limits?: CredentialLimits;
+  /** The id of the gateway API key the request came with (stable across rotation), for usage's `group_by=key`. */
+  keyId?: string;
 }
 
 // deno-lint-ignore no-empty-interface

@@ -39,7 +39,7 @@ export default definePlugin({
         api.stage("admit", function countUsageAtEnd(ctx) {
           const consumer = ctx.principal.consumer;
           if (consumer === undefined || consumer === "") return;
-          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "" }, status));
+          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", key: ctx.principal.keyId }, status));
         });
       }
     }

@@ -61,6 +61,7 @@ function principalOf(record: KeyRecord): Principal {
     roles: record.roles,
     scopes: record.scopes,
     authenticated: true,
+    keyId: record.id,
     ...(limits && (limits.rate > 0 || limits.token_rate > 0)
       ? { limits: { id: record.id, rate: limits.rate, periodMs: durationMs(limits.period), tokenRate: limits.token_rate, tokenPeriodMs: durationMs(limits.token_period) } }
       : {}),
