@@ -193,9 +193,15 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     await usage.locator("[data-chart=cost] rect.bar").last().waitFor();
     const requests = llm.calls("/v1/chat/completions").length;
     await expect.poll(async () => Number(await usage.locator("[data-chart=cost] rect.bar").last().getAttribute("data-value"))).toBeCloseTo(requests * COST, 9);
+    // The bar is drawn to scale (a cost of 0.0002 is not a sliver under an axis of 1), and the axis and tables show the fraction.
+    const costBar = usage.locator("[data-chart=cost] rect.bar").last();
+    expect(Number(await costBar.getAttribute("height"))).toBeGreaterThan(100);
+    const total = String(Number((requests * COST).toPrecision(2)));
+    expect(await usage.locator("[data-chart=cost] text.tick").allTextContents()).toContain(total);
     const group = usage.locator("[data-table=usage-groups] tbody tr").first();
     await expect.poll(async () => (await group.textContent()) ?? "").toContain(id);
-    expect(await group.textContent()).toContain(String(requests));
+    expect(await group.locator("td").allTextContents()).toEqual([id, String(requests), String(requests * 18), String(Number((requests * COST).toFixed(6)))]);
+    expect(Number(await usage.locator("[data-chart=groups] rect.bar").first().getAttribute("height"))).toBeGreaterThan(100);
     expect(await usage.locator("[data-chart=groups] rect.bar").first().getAttribute("data-label")).toBe(id);
     await screenshot(page, "usage-cost");
 

@@ -5,7 +5,7 @@
  *   ui.api(method, path, body?)  -> parsed JSON; throws Error(message of the error body)
  *   ui.el(tag, attrs?, ...children), ui.table(columns, rows), ui.barChart(points, options)
  *   ui.section(title), ui.message(text, kind), ui.button(label, onClick, attrs?)
- *   ui.pager(page, onChange), ui.fmt.{number, seconds, date}
+ *   ui.pager(page, onChange), ui.fmt.{number, cost, seconds, date}
  * Paths are relative to /-/ ("queues" is /-/queues). Data is put in the page as text, never
  * as HTML. No template literals: this file sits inside one.
  */
@@ -66,6 +66,8 @@ export const APP_JS = String.raw`(function () {
       if (s < 7200) return Math.round(s / 60) + " min";
       return Math.round(s / 360) / 10 + " h";
     },
+    /** Money: up to six decimals, so a fraction of a cent still shows (0.000078). */
+    cost: function (n) { return n === undefined || n === null ? "" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 6 }); },
     date: function (text) { return text ? String(text).replace("T", " ").replace(/\.\d+Z$/, "Z") : ""; },
   };
 
@@ -106,17 +108,21 @@ export const APP_JS = String.raw`(function () {
     if (text !== undefined) node.textContent = text;
     return node;
   }
+  /** An axis label: two significant digits below 1 (0.00023), else at most two decimals. */
+  function tick(v) { return v === 0 ? "0" : v < 1 ? String(Number(v.toPrecision(2))) : fmt.number(Math.round(v * 100) / 100); }
   /** Bars with a label under each: points [{ label, value }], options { title, unit, id }. */
   function barChart(points, options) {
     var width = 760, height = 220, left = 56, bottom = 40, top = 16;
-    var max = Math.max.apply(null, points.map(function (p) { return p.value; }).concat([1]));
+    // Scaled to the largest value however small (costs are fractions of a cent); 1 when all are 0.
+    var max = Math.max.apply(null, points.map(function (p) { return p.value; }).concat([0]));
+    if (!(max > 0)) max = 1;
     var chart = svg("svg", { viewBox: "0 0 " + width + " " + height, class: "chart", role: "img", "aria-label": options.title, "data-chart": options.id || "" });
     var plotW = width - left - 8, plotH = height - top - bottom;
     var step = plotW / Math.max(points.length, 1);
     chart.appendChild(svg("line", { x1: left, y1: top + plotH, x2: width - 8, y2: top + plotH, class: "axis" }));
     [0, 0.5, 1].forEach(function (f) {
       var y = top + plotH - f * plotH;
-      chart.appendChild(svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, fmt.number(Math.round(max * f * 100) / 100)));
+      chart.appendChild(svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, tick(max * f)));
     });
     var every = Math.ceil(points.length / 12);
     points.forEach(function (p, i) {
