@@ -138,6 +138,7 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     const id = (await row.getAttribute("data-key")) ?? "";
     const listed = (await row.textContent()) ?? "";
     for (const part of ["team-console", "standard", "gpt*, chat-*", "enabled", "2099-01-01 00:00:00Z"]) expect(listed).toContain(part);
+    expect(listed).toContain(id); // the usage panel's groups per key name it
     expect(listed).not.toContain(secret);
     const stored_ = (await (await fetch(`${gw.url}/-/keys/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as Record<string, unknown>;
     expect(stored_).toMatchObject({ consumer: "team-console", user_type: "standard", models: ["gpt*", "chat-*"], expires_at: "2099-01-01T00:00:00.000Z", limits: { rate: 100, period: "1m", token_rate: 100000, token_period: "1h" } });

@@ -132,7 +132,8 @@ export const APP_JS = String.raw`(function () {
       chart.appendChild(bar);
       if (i % every === 0) chart.appendChild(svg("text", { x: left + i * step + step / 2, y: height - bottom + 16, "text-anchor": "middle", class: "tick" }, p.label));
     });
-    return el("figure", {}, chart, el("figcaption", {}, options.title));
+    // The caption above its chart: below, it read as the title of the next one.
+    return el("figure", {}, el("figcaption", {}, options.title), chart);
   }
 
   var ui = { api: api, el: el, table: table, pager: pager, barChart: barChart, section: section, message: message, button: button, fmt: fmt };
@@ -224,12 +225,13 @@ header button { background: transparent; color: #c9d3e6; border-color: #56617a; 
 .chart .bar { fill: #3867d6; }
 .chart .axis { stroke: #9aa5bb; }
 .chart .tick { font-size: 11px; fill: #5a6478; }
-figure { margin: 0; }
-figcaption { font-size: 0.85rem; color: #5a6478; }
+figure { margin: 0 0 0.8rem; }
+figcaption { font-size: 0.9rem; font-weight: 600; color: #5a6478; }
 pre { background: #f7f8fb; padding: 0.6rem; overflow: auto; font-size: 0.85rem; }
 .state-ejected { color: #c0392b; font-weight: 600; }
 .state-healthy { color: #1e8449; }
 .secret { border: 2px solid #d68910; background: #fef9e7; }
+.key-id { display: block; font-size: 0.75rem; color: #7a8498; }
 .secret-value { font-size: 1rem; padding: 0.2rem 0.4rem; background: #fff; border: 1px solid #d68910; user-select: all; word-break: break-all; }
 .key-disabled, .key-expired, .key-revoked { color: #c0392b; }
 .field input { padding: 0.2rem; }

@@ -63,7 +63,8 @@ export const keysPanel: ConsolePanel = {
       return ui.api("GET", query).then(function (page) {
         out.replaceChildren(
           ui.table([
-            { title: "Prefix", value: function (k) { return ui.el("code", {}, k.prefix); } },
+            // The id too: usage per key (group_by=key) names keys by it.
+            { title: "Prefix / id", value: function (k) { return [ui.el("code", {}, k.prefix), ui.el("small", { class: "key-id" }, k.id)]; } },
             { title: "Consumer", value: function (k) { return k.consumer; } },
             { title: "User type", value: function (k) { return k.user_type || ""; } },
             { title: "Models", value: function (k) { return k.models.length ? k.models.join(", ") : "(all)"; } },
