@@ -21,7 +21,10 @@ export const keysPanel: ConsolePanel = {
     root.appendChild(form);
     var consumerFilter = ui.el("input", { type: "text", "data-control": "consumer-filter", placeholder: "any consumer" });
     var out = ui.el("div", {});
-    list.appendChild(ui.el("div", { class: "controls" }, ui.el("label", {}, "Consumer ", consumerFilter), ui.button("Filter", function () { return load(0); }, { "data-action": "filter" })));
+    // A form, so Enter in the field filters too.
+    var filter = ui.el("form", { class: "controls" }, ui.el("label", {}, "Consumer ", consumerFilter), ui.el("button", { type: "submit", "data-action": "filter" }, "Filter"));
+    filter.addEventListener("submit", function (event) { event.preventDefault(); load(0); });
+    list.appendChild(filter);
     list.appendChild(out);
 
     // The secret, in this box only (a DOM text node), until dismissed.
