@@ -77,11 +77,14 @@ export default definePlugin({
       },
     });
 
+    const since = new Date(api.clock.now()).toISOString();
     api.routes.get("/-/backends", (c) => {
       const now = api.clock.now();
       return c.json({
+        since,
         backends: backends().map((backend) => {
           const state = tracker.state(backend.url);
+          const counts = tracker.counts(backend.url);
           const ejected = tracker.sittingOut(backend.url, now);
           return {
             service_type: backend.serviceType,
@@ -90,6 +93,9 @@ export default definePlugin({
             state: ejected ? "ejected" : "healthy",
             ejected_until: ejected && state ? new Date(state.until).toISOString() : null,
             consecutive_failures: state?.consecutiveFailures ?? 0,
+            ejections: counts.ejections,
+            requests: counts.requests,
+            failures: counts.failures,
           };
         }),
       });

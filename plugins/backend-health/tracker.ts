@@ -31,8 +31,19 @@ export interface BackendState {
   ejected: boolean;
 }
 
+/** Counts since this tracker started (the process, or the last reload): they never reset on a success. */
+export interface BackendCounts {
+  /** Attempts recorded (each failover or retry attempt counts once). */
+  requests: number;
+  /** Of those, the failed ones. */
+  failures: number;
+  /** Sit-outs started (a Retry-After or an ejection for failures in a row). */
+  ejections: number;
+}
+
 export class HealthTracker implements BackendHealth {
   private readonly states = new Map<string, BackendState>();
+  private readonly totals = new Map<string, BackendCounts>();
   private readonly failover: ReadonlySet<number>;
 
   constructor(
@@ -55,6 +66,11 @@ export class HealthTracker implements BackendHealth {
     return this.states.get(url);
   }
 
+  /** What happened to a backend since the tracker started; zeros when nothing did. */
+  counts(url: string): Readonly<BackendCounts> {
+    return this.totals.get(url) ?? { requests: 0, failures: 0, ejections: 0 };
+  }
+
   sittingOut(url: string, now = this.clock.now()): boolean {
     return (this.states.get(url)?.until ?? 0) > now;
   }
@@ -74,6 +90,9 @@ export class HealthTracker implements BackendHealth {
   }
 
   record(serviceType: string, targets: readonly BackendTarget[], target: BackendTarget, result: AttemptResult): void {
+    const counts = this.countsFor(target.url);
+    counts.requests++;
+    if (!result.ok) counts.failures++;
     if (result.ok) {
       // Back at once; the next ejection starts from ejection_time again.
       if (this.states.has(target.url)) this.states.delete(target.url);
@@ -87,6 +106,7 @@ export class HealthTracker implements BackendHealth {
       // The backend said when to come back: honoured (capped) whatever the ejected share.
       state.until = Math.max(state.until, now + Math.min(retryAfterMs, this.settings.retryAfterMaxMs));
       state.ejected = false;
+      counts.ejections++;
       this.onEjection(serviceType, target.url);
       return;
     }
@@ -97,6 +117,7 @@ export class HealthTracker implements BackendHealth {
     state.consecutiveFailures = 0;
     state.until = now + Math.min(ejectionMs * state.ejectionsInRow, maxEjectionMs);
     state.ejected = true;
+    counts.ejections++;
     this.onEjection(serviceType, target.url);
   }
 
@@ -113,6 +134,15 @@ export class HealthTracker implements BackendHealth {
 
   private untilOf(url: string): number {
     return this.states.get(url)?.until ?? 0;
+  }
+
+  private countsFor(url: string): BackendCounts {
+    let counts = this.totals.get(url);
+    if (!counts) {
+      counts = { requests: 0, failures: 0, ejections: 0 };
+      this.totals.set(url, counts);
+    }
+    return counts;
   }
 
   private stateFor(url: string): BackendState {

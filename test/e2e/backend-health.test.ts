@@ -44,11 +44,13 @@ describe("backend health (gateway process)", () => {
     expect(first.calls).toBe(1);
     expect(second.calls).toBe(2);
 
-    const listed = (await (await fetch(`${gw.url}/-/backends`)).json()) as { backends: Array<Record<string, unknown>> };
+    const listed = (await (await fetch(`${gw.url}/-/backends`)).json()) as { since: string; backends: Array<Record<string, unknown>> };
+    // The sit-out counts as an ejection; attempts and failures count since the process started.
     expect(listed.backends).toEqual([
-      { service_type: "chat", model: "m", url: first.url, state: "ejected", ejected_until: expect.any(String), consecutive_failures: 1 },
-      { service_type: "chat", model: "m", url: second.url, state: "healthy", ejected_until: null, consecutive_failures: 0 },
+      { service_type: "chat", model: "m", url: first.url, state: "ejected", ejected_until: expect.any(String), consecutive_failures: 1, ejections: 1, requests: 1, failures: 1 },
+      { service_type: "chat", model: "m", url: second.url, state: "healthy", ejected_until: null, consecutive_failures: 0, ejections: 0, requests: 2, failures: 0 },
     ]);
+    expect(Date.parse(listed.since)).toBeLessThanOrEqual(Date.now());
     const until = Date.parse(String(listed.backends[0].ejected_until)) - Date.now();
     expect(until).toBeGreaterThan(50_000);
     expect(until).toBeLessThanOrEqual(60_000);

@@ -5,7 +5,7 @@
  *   ui.api(method, path, body?)  -> parsed JSON; throws Error(message of the error body)
  *   ui.el(tag, attrs?, ...children), ui.table(columns, rows), ui.barChart(points, options)
  *   ui.section(title), ui.message(text, kind), ui.button(label, onClick, attrs?)
- *   ui.pager(page, onChange), ui.fmt.{number, seconds, date}
+ *   ui.pager(page, onChange), ui.fmt.{number, cost, seconds, date}
  * Paths are relative to /-/ ("queues" is /-/queues). Data is put in the page as text, never
  * as HTML. No template literals: this file sits inside one.
  */
@@ -66,6 +66,8 @@ export const APP_JS = String.raw`(function () {
       if (s < 7200) return Math.round(s / 60) + " min";
       return Math.round(s / 360) / 10 + " h";
     },
+    /** Money: up to six decimals, so a fraction of a cent still shows (0.000078). */
+    cost: function (n) { return n === undefined || n === null ? "" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 6 }); },
     date: function (text) { return text ? String(text).replace("T", " ").replace(/\.\d+Z$/, "Z") : ""; },
   };
 
@@ -106,17 +108,21 @@ export const APP_JS = String.raw`(function () {
     if (text !== undefined) node.textContent = text;
     return node;
   }
+  /** An axis label: two significant digits below 1 (0.00023), else at most two decimals. */
+  function tick(v) { return v === 0 ? "0" : v < 1 ? String(Number(v.toPrecision(2))) : fmt.number(Math.round(v * 100) / 100); }
   /** Bars with a label under each: points [{ label, value }], options { title, unit, id }. */
   function barChart(points, options) {
     var width = 760, height = 220, left = 56, bottom = 40, top = 16;
-    var max = Math.max.apply(null, points.map(function (p) { return p.value; }).concat([1]));
+    // Scaled to the largest value however small (costs are fractions of a cent); 1 when all are 0.
+    var max = Math.max.apply(null, points.map(function (p) { return p.value; }).concat([0]));
+    if (!(max > 0)) max = 1;
     var chart = svg("svg", { viewBox: "0 0 " + width + " " + height, class: "chart", role: "img", "aria-label": options.title, "data-chart": options.id || "" });
     var plotW = width - left - 8, plotH = height - top - bottom;
     var step = plotW / Math.max(points.length, 1);
     chart.appendChild(svg("line", { x1: left, y1: top + plotH, x2: width - 8, y2: top + plotH, class: "axis" }));
     [0, 0.5, 1].forEach(function (f) {
       var y = top + plotH - f * plotH;
-      chart.appendChild(svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, fmt.number(Math.round(max * f * 100) / 100)));
+      chart.appendChild(svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, tick(max * f)));
     });
     var every = Math.ceil(points.length / 12);
     points.forEach(function (p, i) {
@@ -126,7 +132,8 @@ export const APP_JS = String.raw`(function () {
       chart.appendChild(bar);
       if (i % every === 0) chart.appendChild(svg("text", { x: left + i * step + step / 2, y: height - bottom + 16, "text-anchor": "middle", class: "tick" }, p.label));
     });
-    return el("figure", {}, chart, el("figcaption", {}, options.title));
+    // The caption above its chart: below, it read as the title of the next one.
+    return el("figure", {}, el("figcaption", {}, options.title), chart);
   }
 
   var ui = { api: api, el: el, table: table, pager: pager, barChart: barChart, section: section, message: message, button: button, fmt: fmt };
@@ -218,10 +225,15 @@ header button { background: transparent; color: #c9d3e6; border-color: #56617a; 
 .chart .bar { fill: #3867d6; }
 .chart .axis { stroke: #9aa5bb; }
 .chart .tick { font-size: 11px; fill: #5a6478; }
-figure { margin: 0; }
-figcaption { font-size: 0.85rem; color: #5a6478; }
+figure { margin: 0 0 0.8rem; }
+figcaption { font-size: 0.9rem; font-weight: 600; color: #5a6478; }
 pre { background: #f7f8fb; padding: 0.6rem; overflow: auto; font-size: 0.85rem; }
 .state-ejected { color: #c0392b; font-weight: 600; }
 .state-healthy { color: #1e8449; }
+.secret { border: 2px solid #d68910; background: #fef9e7; }
+.key-id { display: block; font-size: 0.75rem; color: #7a8498; }
+.secret-value { font-size: 1rem; padding: 0.2rem 0.4rem; background: #fff; border: 1px solid #d68910; user-select: all; word-break: break-all; }
+.key-disabled, .key-expired, .key-revoked { color: #c0392b; }
+.field input { padding: 0.2rem; }
 .sign-in input { padding: 0.3rem; width: 22rem; }
 `;

@@ -4,6 +4,7 @@
  */
 import { backendsPanel } from "./backends.ts";
 import { configPanel } from "./config.ts";
+import { keysPanel } from "./keys.ts";
 import type { ConsolePanel } from "./panel.ts";
 import { queuesPanel } from "./queues.ts";
 import { usagePanel } from "./usage.ts";
@@ -13,7 +14,7 @@ export const PANELS: readonly ConsolePanel[] = [
   usagePanel,
   queuesPanel,
   webhooksPanel,
-  // The API keys panel (list, create, disable, rotate, revoke) goes here, after `/-/keys` exists.
+  keysPanel,
   backendsPanel,
   configPanel,
 ];

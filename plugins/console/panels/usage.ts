@@ -50,7 +50,7 @@ export const usagePanel: ConsolePanel = {
         var total = report.total || {};
         var summary = "Total " + from + " to " + to + ": " + ui.fmt.number(total.requests) + " requests";
         if (tokens(total) !== undefined) summary += ", " + ui.fmt.number(tokens(total)) + " tokens";
-        if (cost(total) !== undefined) summary += ", cost " + ui.fmt.number(cost(total));
+        if (cost(total) !== undefined) summary += ", cost " + ui.fmt.cost(cost(total));
         parts.push(ui.el("p", { "data-summary": "" }, summary));
         parts.push(ui.barChart(buckets.map(function (b) { return { label: short(b.bucket), value: b.requests || 0 }; }), { title: "Requests per " + UNITS[period.value], id: "requests" }));
         if (buckets.some(function (b) { return tokens(b) !== undefined; })) {
@@ -62,12 +62,14 @@ export const usagePanel: ConsolePanel = {
         if (Array.isArray(report.groups)) {
           var groups = report.groups.slice().sort(function (a, b) { return (b.cost || 0) - (a.cost || 0) || b.requests - a.requests; });
           parts.push(ui.el("h2", {}, "Per " + groupBy.value));
-          parts.push(ui.barChart(groups.slice(0, 15).map(function (g) { return { label: g.key, value: g.cost !== undefined ? g.cost : g.requests }; }), { title: groups.some(function (g) { return g.cost !== undefined; }) ? "Cost per " + groupBy.value : "Requests per " + groupBy.value, id: "groups" }));
+          // Cost when anything was priced (unpriced groups carry cost 0), else requests.
+          var priced = groups.some(function (g) { return g.cost > 0; });
+          parts.push(ui.barChart(groups.slice(0, 15).map(function (g) { return { label: g.key, value: priced ? g.cost : g.requests }; }), { title: (priced ? "Cost" : "Requests") + " per " + groupBy.value, id: "groups" }));
           parts.push(ui.table([
             { title: groupBy.value, value: function (g) { return g.key; } },
             { title: "Requests", numeric: true, value: function (g) { return ui.fmt.number(g.requests); } },
             { title: "Tokens", numeric: true, value: function (g) { return ui.fmt.number(tokens(g)); } },
-            { title: "Cost", numeric: true, value: function (g) { return ui.fmt.number(cost(g)); } },
+            { title: "Cost", numeric: true, value: function (g) { return ui.fmt.cost(cost(g)); } },
           ], groups, { "data-table": "usage-groups" }));
         }
         parts.push(ui.el("h2", {}, "Top consumers (all time, by requests of " + type.value + ")"));
@@ -76,7 +78,7 @@ export const usagePanel: ConsolePanel = {
           { title: "Consumer", value: function (c) { return c.consumer; } },
           { title: "Requests", numeric: true, value: function (c) { return ui.fmt.number(usageOf(c).total.requests); } },
           { title: "Tokens", numeric: true, value: function (c) { return ui.fmt.number(tokens(usageOf(c).total)); } },
-          { title: "Cost", numeric: true, value: function (c) { return ui.fmt.number(cost(usageOf(c).total)); } },
+          { title: "Cost", numeric: true, value: function (c) { return ui.fmt.cost(cost(usageOf(c).total)); } },
           { title: "Last active", value: function (c) { return ui.fmt.date(c.last_active); } },
         ], top.consumers || [], { "data-table": "top-consumers" }));
         out.replaceChildren.apply(out, parts);

@@ -149,6 +149,7 @@ export const componentSchemas: Record<string, TSchema> = {
   ),
   BackendList: Type.Object(
     {
+      since: Type.String({ format: "date-time", description: "When the counts started: this gateway process's start or its last reload" }),
       backends: Type.Array(
         Type.Object({
           service_type: Type.String(),
@@ -157,6 +158,9 @@ export const componentSchemas: Record<string, TSchema> = {
           state: StringEnum(["healthy", "ejected"]),
           ejected_until: Type.String({ format: "date-time", nullable: true, description: "When an ejected backend is tried again; null when healthy" }),
           consecutive_failures: Type.Integer({ minimum: 0, description: "Failures since the last success or ejection" }),
+          ejections: Type.Integer({ minimum: 0, description: "Sit-outs started (Retry-After or ejection) since `since`" }),
+          requests: Type.Integer({ minimum: 0, description: "Attempts sent to the backend since `since` (each failover or retry attempt counts)" }),
+          failures: Type.Integer({ minimum: 0, description: "Of those, the failed ones (a failover status or no answer)" }),
         }),
       ),
     },

@@ -87,6 +87,21 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
     expect(JSON.stringify(sent?.headers)).not.toContain(key);
   });
 
+  it("usage's group_by=key counts each key's requests under its id (stable across rotation), not its consumer", async () => {
+    await start();
+    const first = await createKey({ consumer: "team-a" });
+    const second = await createKey({ consumer: "team-a" });
+    await chat(first.key, "small-1");
+    await chat(second.key, "small-1");
+    const rotated = (await (await gw.request(`/-/keys/${second.id}/rotate`, { method: "POST", headers: ADMIN, body: "{}" })).json()) as { key: string };
+    await chat(rotated.key, "small-1");
+    const day = new Date(clock.now()).toISOString().slice(0, 10);
+    const report = (await (await gw.request(`/-/usage/report?type=chat&period=daily&from=${day}&to=${day}&group_by=key`, { headers: ADMIN })).json()) as { groups: Array<{ key: string; requests: number }> };
+    // The store is shared by this file's other tests: only these two keys' groups.
+    const mine = report.groups.filter((g) => g.key === first.id || g.key === second.id || g.key === "team-a");
+    expect(mine.map((g) => [g.key, g.requests])).toEqual([[second.id, 2], [first.id, 1]]);
+  });
+
   it("identity headers the client sends are replaced by the key's", async () => {
     await start();
     const { key } = await createKey({ consumer: "team-a" });

@@ -126,12 +126,15 @@ describe("backend health", () => {
     expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(1);
     expect(await metric('svc_backend_ejected{service_type="embed",backend="a.test:8001"}')).toBe(1);
     expect(await metric('svc_backend_ejected{service_type="chat",backend="b.test:8002"}')).toBe(0);
+    // Counts since start: a success does not reset them, as it resets consecutive_failures.
+    const a = { url: "http://a.test:8001/base", state: "ejected", ejected_until: new Date(clock.now() + 30_000).toISOString(), consecutive_failures: 0, ejections: 1, requests: 3, failures: 3 };
+    const b = { url: "http://b.test:8002", state: "healthy", ejected_until: null, consecutive_failures: 0, ejections: 0, requests: 3, failures: 0 };
     expect(await backends()).toEqual([
-      { service_type: "chat", model: "llm", url: "http://a.test:8001/base", state: "ejected", ejected_until: new Date(clock.now() + 30_000).toISOString(), consecutive_failures: 0 },
-      { service_type: "chat", model: "llm", url: "http://b.test:8002", state: "healthy", ejected_until: null, consecutive_failures: 0 },
+      { service_type: "chat", model: "llm", ...a },
+      { service_type: "chat", model: "llm", ...b },
       // The same backend: its state is shared.
-      { service_type: "embed", model: "direct", url: "http://a.test:8001/base", state: "ejected", ejected_until: new Date(clock.now() + 30_000).toISOString(), consecutive_failures: 0 },
-      { service_type: "embed", model: "direct", url: "http://b.test:8002", state: "healthy", ejected_until: null, consecutive_failures: 0 },
+      { service_type: "embed", model: "direct", ...a },
+      { service_type: "embed", model: "direct", ...b },
     ]);
 
     calls.length = 0;
@@ -145,7 +148,8 @@ describe("backend health", () => {
     for (let i = 0; i < 3; i++) await chat();
     expect(calls).toEqual(["a", "b", "a", "b", "a", "b"]);
     expect(await metric('svc_backend_ejections_total{service_type="chat",backend="a.test:8001"}')).toBe(2);
-    expect((await backends())[0]).toMatchObject({ state: "ejected", ejected_until: new Date(clock.now() + 60_000).toISOString() });
+    expect((await backends())[0]).toMatchObject({ state: "ejected", ejected_until: new Date(clock.now() + 60_000).toISOString(), ejections: 2, requests: 6, failures: 6 });
+    expect((await backends())[1]).toMatchObject({ state: "healthy", ejections: 0, requests: 7, failures: 0 });
     expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(1);
     clock.advance(60_000);
     expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(0);
