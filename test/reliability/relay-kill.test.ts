@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { readyStatus } from "../support/gateway-traffic.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 import { openScenarioRedis, REDIS_TOPOLOGIES, type ScenarioRedis } from "../support/scenario-redis.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
@@ -25,7 +26,7 @@ async function submit(gw: GatewayProcess, content: string): Promise<string> {
   const body = new FormData();
   body.append("file", new Blob([content]), "clip.wav");
   const response = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body });
-  if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}`);
+  if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}\n${gw.output().slice(-2000)}`);
   return ((await response.json()) as { job_id: string }).job_id;
 }
 
@@ -79,6 +80,8 @@ services:
     const yaml = config();
     const gw = await startGateway(yaml);
     running.push(gw);
+    // A Sentinel or Cluster client first asks for the topology: submit once the store is ready.
+    await waitUntil(async () => (await readyStatus(gw)) === 200, 15_000, () => gw.output().slice(-2000));
     const relays: GatewayProcess[] = [];
     for (let i = 0; i < 3; i++) {
       const relay = await startGateway(yaml, { role: "relay" });
