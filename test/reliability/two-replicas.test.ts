@@ -303,7 +303,8 @@ ${
     })();
 
     await Promise.all([cappedTraffic, rateTraffic, llmTraffic, asyncTraffic, adminTraffic]);
-    expect(errors).toEqual([]);
+    const storeLog = (gw: GatewayProcess) => gw.output().split("\n").filter((line) => line.includes("kv_store") || line.includes("store_error")).slice(-20).join("\n");
+    expect(errors, `A:\n${storeLog(a)}\nB:\n${storeLog(b)}`).toEqual([]);
 
     // The reload took on A, and B, never reloaded, still has its own config.
     const models = async (gw: GatewayProcess) => ((await (await fetch(`${gw.url}/v1/models`)).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
