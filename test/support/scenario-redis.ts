@@ -36,6 +36,9 @@ export interface ScenarioRedis {
   close(): Promise<void>;
 }
 
+/** The test's reads wait longer than a gateway would: a loaded machine is no finding. */
+const READER = { commandTimeoutMs: 5_000 };
+
 async function sentinelPrimaryPort(): Promise<number> {
   const sentinel = Number(inject("redisSentinelAddrs")[0].split(":")[1]);
   const reply = (await nodeCommand(sentinel, ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER])) as string[];
@@ -49,17 +52,17 @@ export async function openScenarioRedis(topology: RedisTopology, db: number): Pr
   if (topology === "redis") {
     await flushRedisDb(db);
     yaml = `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${db}`;
-    kv = await RedisKv.connect({ url: inject("redisUrl"), db });
+    kv = await RedisKv.connect({ url: inject("redisUrl"), db, ...READER });
   } else if (topology === "sentinel") {
     const addrs = inject("redisSentinelAddrs");
     yaml = `redis:\n  db: ${db}\n  sentinel:\n    master_name: ${SENTINEL_MASTER}\n    addrs: ${JSON.stringify(addrs)}`;
-    kv = await RedisKv.connect({ sentinel: { masterName: SENTINEL_MASTER, sentinels: addrs }, db });
+    kv = await RedisKv.connect({ sentinel: { masterName: SENTINEL_MASTER, sentinels: addrs }, db, ...READER });
     // FLUSHDB on the database the gateway will use: through a client that SELECTed it.
     await flushSentinelDb(await sentinelPrimaryPort(), db);
   } else {
     cluster = await startRedisCluster(3);
     yaml = `redis:\n  cluster:\n    addrs: ${JSON.stringify(cluster.addrs)}`;
-    kv = await RedisKv.connect({ cluster: { nodes: cluster.addrs } });
+    kv = await RedisKv.connect({ cluster: { nodes: cluster.addrs }, ...READER });
   }
   return {
     topology,
