@@ -18,7 +18,8 @@ export class SingleLink implements RedisLink {
     this.where = `Redis at ${describeRedisUrl(url)}`;
     this.deadline = new ReplyDeadline(options.commandTimeoutMs, this.where);
     this.client = createClient({
-      url,
+      // node-redis refuses `tls: true` with a redis:// URL: redis.tls.enabled makes it rediss://.
+      url: options.tls === undefined ? url : url.replace(/^redis:\/\//i, "rediss://"),
       username: options.username,
       password: options.password,
       database: options.db,

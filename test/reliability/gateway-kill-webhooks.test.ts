@@ -3,7 +3,9 @@
  * (spec 6.1 rule 1: "a restart does not drop pending retries"). One gateway process with its
  * embedded relay and the GC on, on the suite's redis-server (database 12, flushed first) and
  * s3rver; a webhook receiver process (test/fixtures/webhook-receiver.ts) that fails the first
- * 0-3 deliveries of each job with a 500, then answers 200.
+ * 0-3 deliveries of each job with a 500, then answers 200. Then the same on the suite's Sentinel
+ * set (database 12) and on a Redis Cluster of the file's own (test/support/scenario-redis.ts),
+ * each topology with a fresh backend and receiver.
  *
  * 30 jobs run to their end and make their inline delivery (some delivered, most with a retry
  * scheduled 2s later); 10 more are submitted while the backend holds every request, so 4 are
@@ -16,13 +18,13 @@
  * state frozen at the kill (the delivery still in the retry schedule) and reported; a 2xx
  * repeat of a delivery the store had already finished is a duplicate and fails the test.
  */
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import type { ReceivedDelivery } from "../fixtures/webhook-receiver.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { openScenarioRedis, REDIS_TOPOLOGIES, type ScenarioRedis } from "../support/scenario-redis.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 12;
@@ -31,26 +33,32 @@ const SETTLED_JOBS = 30;
 const HELD_JOBS = 10;
 const CONCURRENCY = 4;
 
-let backend: InferenceBackend;
-let receiver: ReceiverProcess;
-let redis: ReturnType<typeof createClient>;
-const running: GatewayProcess[] = [];
+interface StoredDelivery {
+  attempts: number;
+  last_error?: string;
+}
 
-beforeAll(async () => {
-  [backend, receiver] = await Promise.all([startInferenceBackend(), startReceiverProcess()]);
-  redis = createClient({ url: inject("redisUrl"), database: DB });
-  await redis.connect();
-  await redis.flushDb();
-});
-afterAll(async () => {
-  backend?.release();
-  await Promise.all(running.splice(0).map((p) => p.kill()));
-  await Promise.all([redis?.close(), receiver?.stop(), backend?.close()]);
-});
+const jobOf = (delivery: ReceivedDelivery) => String(delivery.headers["x-job-id"] ?? "");
+const acknowledged = (delivery: ReceivedDelivery) => delivery.answered >= 200 && delivery.answered < 300;
 
-function config(): string {
-  return `
-${storesYaml({ db: DB, bucket: BUCKET })}
+describe.each(REDIS_TOPOLOGIES)("scenario 4: gateway killed with webhook retries pending, on $name", ({ topology }) => {
+  let backend: InferenceBackend;
+  let receiver: ReceiverProcess;
+  let store: ScenarioRedis;
+  const running: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    [backend, receiver, store] = await Promise.all([startInferenceBackend(), startReceiverProcess(), openScenarioRedis(topology, DB)]);
+  });
+  afterAll(async () => {
+    backend?.release();
+    await Promise.all(running.splice(0).map((p) => p.kill()));
+    await Promise.all([store?.close(), receiver?.stop(), backend?.close()]);
+  });
+
+  function config(): string {
+    return `
+${storesYaml({ bucket: BUCKET, redisYaml: store.yaml })}
 relay:
   embedded: true
   lease_seconds: 2
@@ -70,35 +78,26 @@ services:
     inference_url: ${backend.url}
     operations: { transcribe: ["/v1/audio/transcriptions"] }
 `;
-}
+  }
 
-async function submit(gw: GatewayProcess, content: string, failures: number): Promise<string> {
-  const body = new FormData();
-  body.append("file", new Blob([content]), "clip.wav");
-  body.append("callback_url", `${receiver.url}/hook?fail=${failures}`);
-  const response = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body });
-  if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}`);
-  return ((await response.json()) as { job_id: string }).job_id;
-}
+  async function submit(gw: GatewayProcess, content: string, failures: number): Promise<string> {
+    const body = new FormData();
+    body.append("file", new Blob([content]), "clip.wav");
+    body.append("callback_url", `${receiver.url}/hook?fail=${failures}`);
+    const response = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body });
+    if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}`);
+    return ((await response.json()) as { job_id: string }).job_id;
+  }
 
-interface StoredDelivery {
-  attempts: number;
-  last_error?: string;
-}
+  async function deliveryRecords(ids: string[]): Promise<Map<string, StoredDelivery>> {
+    const texts = await store.kv.mget(ids.map((id) => `webhook:delivery:${id}`));
+    const records = new Map<string, StoredDelivery>();
+    texts.forEach((text, i) => {
+      if (text !== null) records.set(ids[i], JSON.parse(text) as StoredDelivery);
+    });
+    return records;
+  }
 
-async function deliveryRecords(ids: string[]): Promise<Map<string, StoredDelivery>> {
-  const texts = await redis.mGet(ids.map((id) => `webhook:delivery:${id}`));
-  const records = new Map<string, StoredDelivery>();
-  texts.forEach((text, i) => {
-    if (text !== null) records.set(ids[i], JSON.parse(text) as StoredDelivery);
-  });
-  return records;
-}
-
-const jobOf = (delivery: ReceivedDelivery) => String(delivery.headers["x-job-id"] ?? "");
-const acknowledged = (delivery: ReceivedDelivery) => delivery.answered >= 200 && delivery.answered < 300;
-
-describe("scenario 4: gateway killed with webhook retries pending", () => {
   it("delivers every notification after the restart, none acknowledged twice", async () => {
     const yaml = config();
     const first = await startGateway(yaml);
@@ -138,10 +137,10 @@ describe("scenario 4: gateway killed with webhook retries pending", () => {
 
     // The state the kill left, frozen until the next process starts.
     const ids = [...settledIds, ...heldIds];
-    const scheduledAtKill = new Set(await redis.zRange("webhook:retries", 0, -1));
+    const scheduledAtKill = new Set(await store.kv.zrangeByScore("webhook:retries", -Infinity, Infinity));
     const receivedAtKill = await receiver.received();
     const acknowledgedAtKill = new Set(receivedAtKill.filter(acknowledged).map(jobOf));
-    const statusesAtKill = await Promise.all(ids.map((id) => redis.hGet(`job:${id}`, "status")));
+    const statusesAtKill = await Promise.all(ids.map((id) => store.kv.hget(`job:${id}`, "status")));
     expect(scheduledAtKill.size).toBeGreaterThan(0);
     expect(acknowledgedAtKill.size).toBeGreaterThan(0);
     // No completed job was left without its notification: delivered, or a delivery stored.
@@ -160,7 +159,7 @@ describe("scenario 4: gateway killed with webhook retries pending", () => {
         received = await receiver.received();
         const delivered = new Set(received.filter(acknowledged).map(jobOf));
         // An acknowledged delivery leaves the schedule, then its record goes (two commands).
-        return ids.every((id) => delivered.has(id)) && (await redis.zCard("webhook:retries")) === 0 && (await redis.keys("webhook:delivery:*")).length === 0;
+        return ids.every((id) => delivered.has(id)) && (await store.kv.zcard("webhook:retries")) === 0 && (await store.keys("webhook:delivery:")).length === 0;
       },
       90_000,
       () => `${ids.filter((id) => !received.some((d) => jobOf(d) === id && acknowledged(d))).length} of ${ids.length} not delivered:\n${second.output().slice(-3000)}`,
@@ -186,8 +185,8 @@ describe("scenario 4: gateway killed with webhook retries pending", () => {
       expect(body.status).toBe("completed");
       expect(body.result.content).toBe(contents.get(id));
     }
-    expect(await redis.lLen("webhook:deadletter")).toBe(0);
-    expect(await redis.keys("webhook:delivery:*")).toEqual([]);
+    expect(await store.kv.llen("webhook:deadletter")).toBe(0);
+    expect(await store.keys("webhook:delivery:")).toEqual([]);
 
     // Every job is stored completed with its own result, read the way a user reads it.
     for (const [id, content] of contents) {
@@ -195,14 +194,15 @@ describe("scenario 4: gateway killed with webhook retries pending", () => {
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ id, status: "completed", result: { content } });
     }
-    expect(await redis.lLen("relay:whisper")).toBe(0);
-    expect(await redis.lLen("relay:whisper:processing")).toBe(0);
+    expect(await store.kv.llen("relay:whisper")).toBe(0);
+    expect(await store.kv.llen("relay:whisper:processing")).toBe(0);
     expect(second.child.exitCode).toBeNull();
 
     const retriedAfterRestart = new Set(received.slice(receivedAtKill.length).map(jobOf));
     reportReliability({
       id: 4,
       scenario: "Gateway killed with webhook retries pending",
+      redis: topology,
       load: `${ids.length} jobs with callbacks, receiver fails the first 0-3 attempts per job`,
       faults: `SIGKILL on the gateway (${scheduledAtKill.size} deliveries in the retry schedule, ${processingAtKill} jobs mid-run), restart`,
       requests: ids.length + received.length,

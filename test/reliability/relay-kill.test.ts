@@ -2,17 +2,19 @@
  * Reliability, scenario 3: relays killed (SIGKILL) mid-job under load (spec 4.13, 6.1). A
  * gateway with the GC on (interval 1s, relay leases of 1s) and three standalone relays
  * (concurrency 4 each) on the suite's redis-server, database 11 (flushed first), objects in
- * this file's own bucket. 300 jobs are submitted while the fake backend holds every request;
+ * this file's own bucket; then the same on the suite's Sentinel set (database 11) and on a Redis
+ * Cluster of the file's own (test/support/scenario-redis.ts), each with a fresh backend. 300 jobs are submitted while the fake backend holds every request;
  * once all three relays are mid-job, two are killed with SIGKILL. The reaper must requeue their
  * jobs and the surviving relay finish everything: every job ends `completed` exactly once
  * (one `relay_job_finished` line across all relays), with its own result. A job may legitimately
  * run twice at the backend (once on a killed relay, once after the reap). No sleeps.
  */
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { readyStatus } from "../support/gateway-traffic.ts";
 import { reportReliability } from "../support/reliability-report.ts";
+import { openScenarioRedis, REDIS_TOPOLOGIES, type ScenarioRedis } from "../support/scenario-redis.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 11;
@@ -20,46 +22,11 @@ const BUCKET = "reliability-relays";
 const JOBS = 300;
 const CONCURRENCY = 4;
 
-let backend: InferenceBackend;
-let redis: ReturnType<typeof createClient>;
-const running: GatewayProcess[] = [];
-
-beforeAll(async () => {
-  backend = await startInferenceBackend();
-  redis = createClient({ url: inject("redisUrl"), database: DB });
-  await redis.connect();
-  await redis.flushDb();
-});
-afterAll(async () => {
-  backend?.release();
-  await Promise.all(running.splice(0).map((p) => p.kill()));
-  await redis?.close();
-  await backend?.close();
-});
-
-function config(): string {
-  return `
-${storesYaml({ db: DB, bucket: BUCKET })}
-relay:
-  embedded: false
-  lease_seconds: 1
-  concurrency: ${CONCURRENCY}
-lifecycle:
-  persists_result: true
-  gc: { enabled: true, interval: 1s, max_reap_attempts: 5 }
-services:
-  - type: transcription
-    model: whisper
-    inference_url: ${backend.url}
-    operations: { transcribe: ["/v1/audio/transcriptions"] }
-`;
-}
-
 async function submit(gw: GatewayProcess, content: string): Promise<string> {
   const body = new FormData();
   body.append("file", new Blob([content]), "clip.wav");
   const response = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body });
-  if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}`);
+  if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${await response.text()}\n${gw.output().slice(-2000)}`);
   return ((await response.json()) as { job_id: string }).job_id;
 }
 
@@ -76,11 +43,45 @@ function finishedLines(procs: GatewayProcess[]): Map<string, number> {
   return counts;
 }
 
-describe("scenario 3: two of three relays killed mid-job", () => {
+describe.each(REDIS_TOPOLOGIES)("scenario 3: two of three relays killed mid-job, on $name", ({ topology }) => {
+  let backend: InferenceBackend;
+  let store: ScenarioRedis;
+  const running: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    [backend, store] = await Promise.all([startInferenceBackend(), openScenarioRedis(topology, DB)]);
+  });
+  afterAll(async () => {
+    backend?.release();
+    await Promise.all(running.splice(0).map((p) => p.kill()));
+    await store?.close();
+    await backend?.close();
+  });
+
+  function config(): string {
+    return `
+${storesYaml({ bucket: BUCKET, redisYaml: store.yaml })}
+relay:
+  embedded: false
+  lease_seconds: 1
+  concurrency: ${CONCURRENCY}
+lifecycle:
+  persists_result: true
+  gc: { enabled: true, interval: 1s, max_reap_attempts: 5 }
+services:
+  - type: transcription
+    model: whisper
+    inference_url: ${backend.url}
+    operations: { transcribe: ["/v1/audio/transcriptions"] }
+`;
+  }
+
   it("completes every job exactly once with its own result", async () => {
     const yaml = config();
     const gw = await startGateway(yaml);
     running.push(gw);
+    // A Sentinel or Cluster client first asks for the topology: submit once the store is ready.
+    await waitUntil(async () => (await readyStatus(gw)) === 200, 15_000, () => gw.output().slice(-2000));
     const relays: GatewayProcess[] = [];
     for (let i = 0; i < 3; i++) {
       const relay = await startGateway(yaml, { role: "relay" });
@@ -103,7 +104,7 @@ describe("scenario 3: two of three relays killed mid-job", () => {
     await Promise.all([relays[0].kill(), relays[1].kill()]);
     backend.release();
 
-    const statusOf = async (id: string) => await redis.hGet(`job:${id}`, "status");
+    const statusOf = async (id: string) => await store.kv.hget(`job:${id}`, "status");
     let left = [...ids.keys()];
     await waitUntil(
       async () => {
@@ -132,9 +133,9 @@ describe("scenario 3: two of three relays killed mid-job", () => {
     expect([...finished.keys()].filter((key) => !key.endsWith(":completed"))).toEqual([]);
 
     // Nothing stuck or dead-lettered; every job ran at least once, only in-flight ones twice at most.
-    expect(await redis.lLen("relay:whisper")).toBe(0);
-    expect(await redis.lLen("relay:whisper:processing")).toBe(0);
-    expect(await redis.lLen("relay:whisper:deadletter")).toBe(0);
+    expect(await store.kv.llen("relay:whisper")).toBe(0);
+    expect(await store.kv.llen("relay:whisper:processing")).toBe(0);
+    expect(await store.kv.llen("relay:whisper:deadletter")).toBe(0);
     const reruns = [...ids.values()].filter((content) => (backend.runs.get(content) ?? 0) > 1);
     for (const content of ids.values()) expect(backend.runs.get(content) ?? 0).toBeGreaterThanOrEqual(1);
     for (const content of reruns) {
@@ -145,6 +146,7 @@ describe("scenario 3: two of three relays killed mid-job", () => {
     reportReliability({
       id: 3,
       scenario: "Relays killed mid-job",
+      redis: topology,
       load: `${JOBS} jobs, 3 standalone relays x ${CONCURRENCY} slots`,
       faults: "SIGKILL on 2 of 3 relays while every slot is mid-job",
       requests: JOBS,

@@ -1,6 +1,8 @@
 /**
  * Reliability, scenario 5: two gateway replicas on one Redis (database 13, flushed first) and
- * one s3rver, each with its embedded relay, the test alternating between them for 60 seconds
+ * one s3rver, then the same on the suite's Sentinel set (database 13) and on a Redis Cluster of
+ * the file's own (test/support/scenario-redis.ts), each topology with fresh backends. Each
+ * replica has its embedded relay, the test alternating between them for 60 seconds
  * (RELIABILITY_REPLICAS_SECONDS) with mixed traffic, all at once:
  *
  * - sync bursts at a model with `max_concurrent_sync: 3` (spec 4.11): the backend, run in this
@@ -19,13 +21,13 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBackend, type FakeBackend as EchoBackend } from "../fixtures/http-backend.ts";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startLlmBackend, type FakeBackend as LlmBackend } from "../fixtures/llm-backends.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
+import { openScenarioRedis, REDIS_TOPOLOGIES, type ScenarioRedis } from "../support/scenario-redis.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 13;
@@ -88,30 +90,51 @@ async function startCountingBackend(delayMs: number): Promise<CountingBackend> {
   };
 }
 
-let capped: CountingBackend;
-let echo: EchoBackend;
-let llm: LlmBackend;
-let inference: InferenceBackend;
-let redis: ReturnType<typeof createClient>;
-const running: GatewayProcess[] = [];
+function isErrorBody(text: string): boolean {
+  try {
+    const { error } = JSON.parse(text) as { error?: { message?: unknown; type?: unknown } };
+    return typeof error?.message === "string" && error.message !== "" && typeof error.type === "string";
+  } catch {
+    return false;
+  }
+}
 
-beforeAll(async () => {
-  [capped, echo, llm, inference] = await Promise.all([startCountingBackend(40), startBackend({ kind: "echo" }), startLlmBackend(), startInferenceBackend()]);
-  redis = createClient({ url: inject("redisUrl"), database: DB });
-  await redis.connect();
-  await redis.flushDb();
-});
-afterAll(async () => {
-  await Promise.all(running.splice(0).map((p) => p.kill()));
-  await Promise.all([redis?.close(), capped?.close(), echo?.close(), llm?.stop(), inference?.close()]);
-});
+type Replica = "A" | "B";
+interface Outcome {
+  replica: Replica;
+  kind: string;
+  status: number;
+  detail?: string;
+}
 
-/** The replicas' config; `extra` adds a service, so a reload has something to change. */
-function config(extra?: string): string {
-  return `
+describe.each(REDIS_TOPOLOGIES)("scenario 5: two replicas on $name", ({ topology }) => {
+  let capped: CountingBackend;
+  let echo: EchoBackend;
+  let llm: LlmBackend;
+  let inference: InferenceBackend;
+  let store: ScenarioRedis;
+  const running: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    [capped, echo, llm, inference, store] = await Promise.all([
+      startCountingBackend(40),
+      startBackend({ kind: "echo" }),
+      startLlmBackend(),
+      startInferenceBackend(),
+      openScenarioRedis(topology, DB),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all(running.splice(0).map((p) => p.kill()));
+    await Promise.all([store?.close(), capped?.close(), echo?.close(), llm?.stop(), inference?.close()]);
+  });
+
+  /** The replicas' config; `extra` adds a service, so a reload has something to change. */
+  function config(extra?: string): string {
+    return `
 server:
   consumer_header: X-Consumer
-${storesYaml({ db: DB, bucket: BUCKET })}
+${storesYaml({ bucket: BUCKET, redisYaml: store.yaml })}
 relay:
   embedded: true
   concurrency: 2
@@ -148,26 +171,8 @@ ${
 `
     : ""
 }`;
-}
-
-function isErrorBody(text: string): boolean {
-  try {
-    const { error } = JSON.parse(text) as { error?: { message?: unknown; type?: unknown } };
-    return typeof error?.message === "string" && error.message !== "" && typeof error.type === "string";
-  } catch {
-    return false;
   }
-}
 
-type Replica = "A" | "B";
-interface Outcome {
-  replica: Replica;
-  kind: string;
-  status: number;
-  detail?: string;
-}
-
-describe("scenario 5: two replicas on one Redis", () => {
   it("enforces limits across both, keeps idempotency, reloads one without disturbing the other, loses nothing", async () => {
     const [a, b] = await Promise.all([startGateway(config()), startGateway(config())]);
     running.push(a, b);
@@ -298,7 +303,8 @@ describe("scenario 5: two replicas on one Redis", () => {
     })();
 
     await Promise.all([cappedTraffic, rateTraffic, llmTraffic, asyncTraffic, adminTraffic]);
-    expect(errors).toEqual([]);
+    const storeLog = (gw: GatewayProcess) => gw.output().split("\n").filter((line) => line.includes("kv_store") || line.includes("store_error")).slice(-20).join("\n");
+    expect(errors, `A:\n${storeLog(a)}\nB:\n${storeLog(b)}`).toEqual([]);
 
     // The reload took on A, and B, never reloaded, still has its own config.
     const models = async (gw: GatewayProcess) => ((await (await fetch(`${gw.url}/v1/models`)).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
@@ -332,28 +338,29 @@ describe("scenario 5: two replicas on one Redis", () => {
     let left = ids;
     await waitUntil(
       async () => {
-        const statuses = await Promise.all(left.map((id) => redis.hGet(`job:${id}`, "status")));
+        const statuses = await Promise.all(left.map((id) => store.kv.hget(`job:${id}`, "status")));
         left = left.filter((_, i) => statuses[i] !== "completed");
         return left.length === 0;
       },
       60_000,
       () => `${left.length} of ${ids.length} jobs not completed:\n${a.output().slice(-1500)}\n${b.output().slice(-1500)}`,
     );
-    expect((await redis.keys("job:*")).filter((key) => /^job:[0-9a-f-]{36}$/.test(key)).sort()).toEqual(ids.map((id) => `job:${id}`).sort());
+    expect((await store.keys("job:")).filter((key) => /^job:[0-9a-f-]{36}$/.test(key)).sort()).toEqual(ids.map((id) => `job:${id}`).sort());
     for (const [i, [id, content]] of [...accepted].entries()) {
       const response = await fetch(`${replicas[pick(i)].url}/jobs/transcription/${id}`);
       expect(await response.json()).toMatchObject({ id, status: "completed", result: { content } });
       expect(inference.runs.get(content), content).toBe(1);
     }
     expect(inference.received.length).toBe(accepted.size);
-    expect(await redis.lLen("relay:whisper")).toBe(0);
-    expect(await redis.lLen("relay:whisper:processing")).toBe(0);
+    expect(await store.kv.llen("relay:whisper")).toBe(0);
+    expect(await store.kv.llen("relay:whisper:processing")).toBe(0);
     expect([a.child.exitCode, b.child.exitCode]).toEqual([null, null]);
 
     const count = (kind: string) => outcomes.filter((o) => o.kind === kind).length;
     reportReliability({
       id: 5,
-      scenario: "Two replicas on one Redis",
+      scenario: "Two replicas sharing Redis",
+      redis: topology,
       load: `${SECONDS}s of mixed sync, LLM, async (idempotent pairs over both) and admin requests, alternating replicas`,
       faults: `replica A's config rewritten and reloaded ${reloads.length}x under load`,
       requests: outcomes.length,

@@ -141,12 +141,17 @@ export interface RedisSentinelProcesses {
   stop(): Promise<void>;
 }
 
-/** One primary and one replica, watched by three sentinels (quorum 2) that fail over after 1 s down. */
-export async function startRedisSentinel(): Promise<RedisSentinelProcesses> {
+/**
+ * One primary and one replica, watched by three sentinels (quorum 2) that fail over after 1 s down.
+ * `password`: the primary's and replica's `requirepass` (the sentinels' `auth-pass`);
+ * `sentinelPassword`: the sentinels' own `requirepass`.
+ */
+export async function startRedisSentinel(options: { password?: string; sentinelPassword?: string } = {}): Promise<RedisSentinelProcesses> {
   requireRedis();
   const dir = mkdtempSync(join(tmpdir(), "gw-redis-sentinel-"));
   const [p, r] = [await freePort(), await freePort()];
-  const data = (port: number) => ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--dbfilename", `dump-${port}.rdb`];
+  const auth = options.password ? ["--requirepass", options.password, "--masterauth", options.password] : [];
+  const data = (port: number) => ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--dbfilename", `dump-${port}.rdb`, ...auth];
   const primary = node(p, data(p));
   const replica = node(r, [...data(r), "--replicaof", "127.0.0.1", String(p)]);
   await Promise.all([primary.start(), replica.start()]);
@@ -165,6 +170,8 @@ export async function startRedisSentinel(): Promise<RedisSentinelProcesses> {
         `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
         `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
         `sentinel parallel-syncs ${SENTINEL_MASTER} 1`,
+        ...(options.password ? [`sentinel auth-pass ${SENTINEL_MASTER} ${options.password}`] : []),
+        ...(options.sentinelPassword ? [`requirepass ${options.sentinelPassword}`, `sentinel sentinel-pass ${options.sentinelPassword}`] : []),
         "",
       ].join("\n"),
     );
@@ -172,14 +179,14 @@ export async function startRedisSentinel(): Promise<RedisSentinelProcesses> {
   }
   await Promise.all(sentinels.map((s) => s.start()));
   const primaryPort = async () => {
-    const reply = (await nodeCommand(sentinels[0].port, ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER])) as string[];
+    const reply = (await nodeCommand(sentinels[0].port, ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER], options.sentinelPassword)) as string[];
     return Number(reply[1]);
   };
   // Ready for a failover: the replica is in sync and every sentinel knows it.
   await pollUntil(async () => {
-    const info = String(await nodeCommand(r, ["INFO", "replication"]));
+    const info = String(await nodeCommand(r, ["INFO", "replication"], options.password));
     if (!info.includes("master_link_status:up")) return false;
-    const known = await Promise.all(sentinels.map((s) => nodeCommand(s.port, ["SENTINEL", "REPLICAS", SENTINEL_MASTER])));
+    const known = await Promise.all(sentinels.map((s) => nodeCommand(s.port, ["SENTINEL", "REPLICAS", SENTINEL_MASTER], options.sentinelPassword)));
     return known.every((list) => Array.isArray(list) && list.length === 1);
   }, "the replica to sync and the sentinels to know it");
   return {

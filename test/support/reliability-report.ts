@@ -10,10 +10,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onDeno } from "./gateway-process.ts";
 
+/** The Redis a scenario runs on (test/support/scenario-redis.ts), and its name in the table. */
+export type RedisTopology = "redis" | "sentinel" | "cluster";
+export const TOPOLOGY_NAMES: Record<RedisTopology, string> = { redis: "one Redis", sentinel: "Sentinel", cluster: "Cluster" };
+
 export interface ReliabilityFigures {
   /** The scenario's number in the list (1-7); the table is sorted by it. */
   id: number;
   scenario: string;
+  /** The Redis it ran on when a scenario runs on each topology (scenario-redis.ts); one line per topology in the table. */
+  redis?: RedisTopology;
   /** What was sent, in words ("300 jobs, 3 relays x 4 slots"). */
   load: string;
   /** What was broken, in words ("SIGKILL 2 of 3 relays mid-job"). */

@@ -7,7 +7,7 @@
  * The file defaults to $RELIABILITY_REPORT, else `<tmpdir>/gateway-reliability.jsonl`.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { reliabilityReportPath, type ReliabilityLine } from "./reliability-report.ts";
+import { reliabilityReportPath, TOPOLOGY_NAMES, type ReliabilityLine } from "./reliability-report.ts";
 
 function argument(name: string): string | undefined {
   const at = process.argv.indexOf(name);
@@ -22,13 +22,15 @@ if (!existsSync(file)) {
   process.exit(1);
 }
 
-const newest = new Map<number, ReliabilityLine>();
+// One row per scenario, and per Redis topology for those that run on each.
+const newest = new Map<string, ReliabilityLine>();
 for (const text of readFileSync(file, "utf8").split("\n")) {
   if (text.trim() === "") continue;
   const line = JSON.parse(text) as ReliabilityLine;
   if (line.runtime !== runtime) continue;
-  const seen = newest.get(line.id);
-  if (!seen || seen.at <= line.at) newest.set(line.id, line);
+  const key = `${line.id}/${line.redis ?? ""}`;
+  const seen = newest.get(key);
+  if (!seen || seen.at <= line.at) newest.set(key, line);
 }
 if (newest.size === 0) {
   console.error(`no ${runtime} lines in ${file}`);
@@ -41,8 +43,11 @@ const errors = (line: ReliabilityLine) =>
 
 console.log("| # | Scenario | Load | Faults injected | Requests | Lost | Duplicated | Errors |");
 console.log("|---|---|---|---|---:|---:|---:|---|");
-for (const line of [...newest.values()].sort((a, b) => a.id - b.id)) {
-  console.log(`| ${line.id} | ${[line.scenario, line.load, line.faults].map(cell).join(" | ")} | ${line.requests} | ${line.lost} | ${line.duplicated} | ${cell(errors(line))} |`);
+const TOPOLOGY_ORDER = ["", "redis", "sentinel", "cluster"];
+const order = (line: ReliabilityLine) => line.id * 10 + TOPOLOGY_ORDER.indexOf(line.redis ?? "");
+for (const line of [...newest.values()].sort((a, b) => order(a) - order(b))) {
+  const scenario = line.redis ? `${line.scenario} (on ${TOPOLOGY_NAMES[line.redis]})` : line.scenario;
+  console.log(`| ${line.id} | ${[scenario, line.load, line.faults].map(cell).join(" | ")} | ${line.requests} | ${line.lost} | ${line.duplicated} | ${cell(errors(line))} |`);
 }
 const stamps = [...newest.values()].map((line) => line.at).sort();
 console.log(`\n${runtime}, run ${stamps[0].slice(0, 10)}${stamps.length > 1 && stamps.at(-1)!.slice(0, 10) !== stamps[0].slice(0, 10) ? ` to ${stamps.at(-1)!.slice(0, 10)}` : ""}`);

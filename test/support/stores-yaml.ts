@@ -11,14 +11,15 @@ export interface StoresOptions {
   bucket: string;
   redisAddr?: string;
   s3Endpoint?: string;
+  /** A whole `redis:` block instead (Sentinel, Cluster: test/support/scenario-redis.ts). */
+  redisYaml?: string;
 }
 
 /** The blocks, without a final newline: `${storesYaml(...)}` stands on a line of its own. */
 export function storesYaml(options: StoresOptions): string {
   const db = options.db === undefined ? "" : `  db: ${options.db}\n`;
-  return `redis:
-  addr: ${JSON.stringify(options.redisAddr ?? inject("redisUrl"))}
-${db}object_store:
+  const redis = options.redisYaml === undefined ? `redis:\n  addr: ${JSON.stringify(options.redisAddr ?? inject("redisUrl"))}\n${db}` : `${options.redisYaml}\n`;
+  return `${redis}object_store:
   endpoint: ${JSON.stringify(options.s3Endpoint ?? inject("s3Endpoint"))}
   access_key: S3RVER
   secret_key: S3RVER
