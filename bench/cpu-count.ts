@@ -28,6 +28,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --rounds N       rounds per server, alternating (default 3)
   --connections N  requests in flight (default 32)
   --cpu-prof DIR   run the gateway with --cpu-prof, profiles written to DIR
+  --flags "..."    more runtime flags for the gateway (--heap-prof, --trace-gc ...)
   --compare DIR    also run the gateway built in another checkout DIR (DIR/dist/adapters/node/main.js)
                    in the same rounds: an A/B of two builds under the same machine load`;
 
@@ -42,10 +43,11 @@ interface Options {
   connections: number;
   cpuProf?: string;
   compare?: string;
+  flags: string[];
 }
 
 function parse(argv: readonly string[]): Options {
-  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32 };
+  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [] };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
@@ -54,6 +56,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--rounds") options.rounds = Math.max(1, Math.round(reader.positive(arg)));
     else if (arg === "--connections") options.connections = Math.max(1, Math.round(reader.positive(arg)));
     else if (arg === "--cpu-prof") options.cpuProf = reader.value(arg);
+    else if (arg === "--flags") options.flags = reader.value(arg).split(/\s+/).filter(Boolean);
     else if (arg === "--compare") options.compare = reader.value(arg);
     else throw reader.unknown(arg);
   }
@@ -117,7 +120,7 @@ async function main(): Promise<void> {
     const configPath = join(workDir, "gateway.yaml");
     writeFileSync(configPath, gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false }));
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
-    const gateway = await startGateway({ runtime: "node", name: "gateway", configPath, runtimeFlags: profFlags });
+    const gateway = await startGateway({ runtime: "node", name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
     services.push(gateway.service);
     const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], { core: SERVER_CORE });
     services.push(floor);
