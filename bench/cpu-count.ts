@@ -30,7 +30,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --cpu-prof DIR   run the gateway with --cpu-prof, profiles written to DIR
   --flags "..."    more runtime flags for the gateway (--heap-prof, --trace-gc ...)
   --compare DIR    also run the gateway built in another checkout DIR (DIR/dist/adapters/node/main.js)
-                   in the same rounds: an A/B of two builds under the same machine load`;
+                   in the same rounds: an A/B of two builds under the same machine load (repeatable)`;
 
 const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
 const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "sync-json"] as const;
@@ -42,12 +42,12 @@ interface Options {
   rounds: number;
   connections: number;
   cpuProf?: string;
-  compare?: string;
+  compare: string[];
   flags: string[];
 }
 
 function parse(argv: readonly string[]): Options {
-  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [] };
+  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [] };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
@@ -57,7 +57,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--connections") options.connections = Math.max(1, Math.round(reader.positive(arg)));
     else if (arg === "--cpu-prof") options.cpuProf = reader.value(arg);
     else if (arg === "--flags") options.flags = reader.value(arg).split(/\s+/).filter(Boolean);
-    else if (arg === "--compare") options.compare = reader.value(arg);
+    else if (arg === "--compare") options.compare.push(reader.value(arg));
     else throw reader.unknown(arg);
   }
   return options;
@@ -128,10 +128,10 @@ async function main(): Promise<void> {
       { name: "gateway", pid: gateway.service.pid, base: gateway.target.base },
       { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}` },
     ];
-    if (options.compare) {
-      const other = await startGateway({ runtime: "node", name: "compared gateway", configPath, root: options.compare });
+    for (const root of options.compare) {
+      const other = await startGateway({ runtime: "node", name: `gateway of ${root}`, configPath, root });
       services.push(other.service);
-      targets.push({ name: "compared gateway", pid: other.service.pid, base: other.target.base });
+      targets.push({ name: `gateway of ${root}`, pid: other.service.pid, base: other.target.base });
     }
     const scenario = SCENARIOS[options.scenario];
     const consumers = production ? 50 : undefined;
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
     const parts = targets.map((t) => {
       const all = figures.get(t.name) ?? [];
       const ratio = t.name === "framework floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`;
-      return `${t.name} ${median(all).toFixed(0)} µs/req [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}`;
+      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}`;
     });
     process.stdout.write(`${scenario.title}, ${options.config}, ${options.connections} connections, ${options.rounds} x ${options.requests} requests: ${parts.join("; ")}\n`);
     if (wrong > 0) {
