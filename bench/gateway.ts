@@ -54,6 +54,8 @@ export interface GatewayOptions {
   /** Runtime flags before the entry point (`--cpu-prof ...`, `--inspect=...`). */
   runtimeFlags?: string[];
   env?: Record<string, string>;
+  /** The checkout whose build runs (default: this one), for an A/B of two builds. */
+  root?: string;
 }
 
 export interface Gateway {
@@ -83,13 +85,14 @@ export function startFlags(runtime: Runtime): string[] {
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const port = await freePort();
   const flags = [...startFlags(options.runtime), ...(options.runtimeFlags ?? [])];
+  const root = options.root ?? repoRoot;
   const argv =
     options.runtime === "deno"
-      ? [denoBinary, "run", ...flags, "--allow-all", join(repoRoot, "adapters/deno/main.ts")]
-      : [process.execPath, ...flags, join(repoRoot, "dist/adapters/node/main.js")];
+      ? [denoBinary, "run", ...flags, "--allow-all", join(root, "adapters/deno/main.ts")]
+      : [process.execPath, ...flags, join(root, "dist/adapters/node/main.js")];
   const service = spawnService(options.name, argv, {
     core: SERVER_CORE,
-    cwd: repoRoot,
+    cwd: root,
     env: { CONFIG_PATH: options.configPath, GATEWAY_ADDR: `127.0.0.1:${port}`, ...options.env },
   });
   const base = `http://127.0.0.1:${port}`;

@@ -2,7 +2,7 @@
 import { Hono, type Context } from "hono";
 import { redactConfig } from "./config/redact.ts";
 import { errorResponse, errors, toErrorResponse } from "./errors.ts";
-import { labeledChildren } from "./metric-labels.ts";
+import { counterChildren } from "./metric-labels.ts";
 import type { Runtime, RuntimeDeps } from "./plugins/host.ts";
 
 /**
@@ -79,7 +79,7 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
   });
 
   // Label sets prepared once (see metric-labels.ts); built in labelNames order.
-  const requestsFor = labeledChildren((labels) => requests.labels(labels));
+  const requestsFor = counterChildren(requests);
 
   app.use("*", async function countRequests(c, next) {
     const started = clock.now();

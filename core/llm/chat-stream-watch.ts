@@ -7,6 +7,9 @@ import { isRecord } from "./json.ts";
 import type { StreamProgress } from "./provider.ts";
 import { usageOf } from "./usage.ts";
 
+/** A finish_reason with a string value, or an `error` or `usage` key, as raw JSON text. */
+const MAY_MATTER = /"finish_reason"\s*:\s*"|"error"|"usage"/;
+
 export class ChatStreamWatch {
   private readonly state: StreamProgress = { ended: false, usage: undefined };
 
@@ -15,6 +18,9 @@ export class ChatStreamWatch {
       this.state.ended = true;
       return;
     }
+    // Only a chunk with an error, a finish reason or usage changes the progress: the others
+    // (most of a stream) are not parsed. A false match only costs the parse.
+    if (!MAY_MATTER.test(event.data)) return;
     const chunk = event.json;
     if (!isRecord(chunk)) return;
     if (isRecord(chunk.error)) this.state.ended = true;

@@ -46,6 +46,8 @@ export interface StreamTranslation {
   onEnd?(outcome: StreamOutcome): void;
   /** The error event the client's protocol raises (default: the chat-completions one, `errorEvent`). */
   errorEvent?(message: string): OutEvent;
+  /** Told once, as the first bytes go to the client (time to first token, without a stream of its own). */
+  onFirstBytes?(): void;
 }
 
 /** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
@@ -171,6 +173,14 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
   };
 
   const encode = (events: OutEvent[]) => encoder.encode(events.map(formatSse).join(""));
+  let firstSent = false;
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
+    if (!firstSent && bytes.byteLength > 0) {
+      firstSent = true;
+      options.onFirstBytes?.();
+    }
+    controller.enqueue(bytes);
+  };
   const progress = () => translator.streamProgress?.();
   const end = (controller: ReadableStreamDefaultController<Uint8Array>, outcome: Omit<StreamOutcome, "usage">) => {
     finished = true;
@@ -185,7 +195,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     // Passed bytes may have stopped inside an event: a blank line first ends it.
     const end = tailText();
     const separator = translate || end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
-    controller.enqueue(encoder.encode(separator + [...owed, (options.errorEvent ?? errorEvent)(text)].map(formatSse).join("")));
+    send(controller, encoder.encode(separator + [...owed, (options.errorEvent ?? errorEvent)(text)].map(formatSse).join("")));
     void reader.cancel().catch(() => {});
     endWith(controller, reason);
   };
@@ -239,20 +249,20 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
               return fail(controller, out, undefined, "stream translation failed", error);
             }
           }
-          if (out.length > 0) controller.enqueue(encode(out));
+          if (out.length > 0) send(controller, encode(out));
           return endWith(controller, undefined);
         }
         if (!translate) {
           const bytes = chunk.value;
           remember(bytes);
           if (bytes.byteLength > 0) {
-            controller.enqueue(bytes);
+            send(controller, bytes);
             return;
           }
           continue;
         }
         if (out.length > 0) {
-          controller.enqueue(encode(out));
+          send(controller, encode(out));
           return;
         }
       }

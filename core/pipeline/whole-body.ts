@@ -18,7 +18,11 @@ export function wholeBody<R extends Response>(response: R): R {
   return response;
 }
 
-/** Whether the client has the whole answer once the server writes it: no body, or one marked in memory. */
+/**
+ * Whether the client has the whole answer once the server writes it: one marked in memory, or
+ * no body. The mark is checked first: reading `.body` of @hono/node-server's lightweight
+ * Response builds the full WHATWG Response and its ReadableStream (~40 µs per request).
+ */
 export function isWhole(response: Response): boolean {
-  return response.body === null || (response as Marked)[WHOLE] === true;
+  return (response as Marked)[WHOLE] === true || response.body === null;
 }

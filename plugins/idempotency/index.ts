@@ -99,11 +99,7 @@ export default definePlugin({
 
     const storeError = () => errors.storeUnavailable("the idempotency key could not be checked: the key-value store is unavailable; try again");
 
-    api.stage("admit", async function replayIdempotentSubmission(ctx) {
-      // Only job submissions carry idempotency keys (spec 4.1).
-      if (ctx.mode !== "async") return undefined;
-      const key = keyOf(ctx);
-      if (key === undefined) return undefined;
+    const replayIfKnown = async (ctx: RequestContext, key: string): Promise<Response | undefined> => {
       // An unknown service type answers its 404 in resolve, as it does without the key.
       if (api.registry.servicesOfType(ctx.serviceType).length === 0) return undefined;
       const storeKey = jobs.keys.idempotency(ctx.principal.consumer, key);
@@ -115,6 +111,14 @@ export default definePlugin({
       // replica with a shorter idempotency_ttl looks older than it is, and answers 409 at once).
       const justReserved = ttlLeftMs >= 0 && ttlMs - ttlLeftMs < WINNER_WAIT_MS;
       return await answerFor(ctx, key, stored, justReserved ? WINNER_WAIT_MS : 0);
+    };
+    // Synchronous when there is nothing to look up (every sync and LLM request): the pipeline
+    // awaits only a promise, and an async step costs a promise and a microtask turn per request.
+    api.stage("admit", function replayIdempotentSubmission(ctx) {
+      // Only job submissions carry idempotency keys (spec 4.1).
+      if (ctx.mode !== "async") return undefined;
+      const key = keyOf(ctx);
+      return key === undefined ? undefined : replayIfKnown(ctx, key);
     });
 
     jobs.addSubmissionHook({

@@ -21,6 +21,7 @@
  * Everything is derived from the config once, when the runtime is built; hot reload
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
  */
+import type { RequestContext } from "../../core/pipeline/context.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { limitServiceFields, rateLimitsSection } from "./config.ts";
 import type {} from "../../core/jobs/types.ts";
@@ -83,10 +84,7 @@ export default definePlugin({
     };
     jobs?.addSubmissionHook({ name: "limits", afterSave: (ctx, job) => convertJobSlot(slotDeps, ctx, job) });
 
-    api.stage("admit", async function admitAsyncLimits(ctx) {
-      const consumer = ctx.principal.consumer;
-      // Anonymous callers bypass every limit (spec 8.1).
-      if (ctx.mode !== "async" || consumer === undefined) return;
+    const admitAsync = async (ctx: RequestContext, consumer: string): Promise<void> => {
       const limits = table.forType(ctx.serviceType, ctx.principal.userType);
       // An API key's own limits, before anything takes a slot.
       if (ctx.principal.limits) await checkCredentialLimits(deps, ctx, ctx.principal.limits);
@@ -97,6 +95,13 @@ export default definePlugin({
       // The type's cost budgets when it has rate_limits, and the API key's own.
       await checkAsyncCost(deps, ctx.serviceType, ctx.service?.model ?? "", consumer, ctx.principal.userType, limits, ctx.principal.limits);
       if (limits) await reserveJobSlot(slotDeps, ctx, consumer, limits);
+    };
+    // Synchronous for sync and LLM requests: an async step costs a promise and a microtask turn.
+    api.stage("admit", function admitAsyncLimits(ctx) {
+      const consumer = ctx.principal.consumer;
+      // Anonymous callers bypass every limit (spec 8.1).
+      if (ctx.mode !== "async" || consumer === undefined) return;
+      return admitAsync(ctx, consumer);
     });
 
     const acquireSyncSlot = syncCap(deps);

@@ -4,6 +4,7 @@
  * its values are bounded by the config rather than by whatever user type header clients
  * send.
  */
+import { counterChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
 export type CheckResult = "allowed" | "rejected";
@@ -45,13 +46,16 @@ export function limitMetrics(metrics: Metrics): LimitMetrics {
     help: "Token-budget checks or counts skipped because the key-value store failed (fail open)",
     labelNames: ["service_type"],
   });
+  // Checked on every limited request: series prepared once (core/metric-labels.ts).
+  const requestsFor = counterChildren(requests);
+  const tokenChecksFor = counterChildren(tokenChecks);
   return {
     rate(serviceType, userType, result, firstHit) {
-      requests.inc({ service_type: serviceType, user_type: userType, result });
+      requestsFor({ service_type: serviceType, user_type: userType, result }).inc();
       if (firstHit) consumerHits.inc({ service_type: serviceType, user_type: userType });
     },
     tokens(serviceType, userType, result) {
-      tokenChecks.inc({ service_type: serviceType, user_type: userType, result });
+      tokenChecksFor({ service_type: serviceType, user_type: userType, result }).inc();
     },
     rateError(serviceType) {
       errors.inc({ service_type: serviceType });

@@ -106,7 +106,7 @@ export function streamAnswer(
     // An event stream passed on as it is still ends with an error event if it breaks off,
     // falls silent or (when the provider follows its events) ends without its end.
     const sse = options.format === "sse" && (backend.headers.get("content-type") ?? "").includes("text/event-stream");
-    const body = sse && opened ? passStream(opened, options.onError, { ...options, translator }) : bodyOf(backend, opened);
+    const body = sse && opened ? passStream(opened, options.onError, { ...options, translator }) : firstBytesSeen(bodyOf(backend, opened), options.onFirstBytes);
     return { response: new Response(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
   }
   const body = translateStream(opened, { ...options, translator });
@@ -116,6 +116,22 @@ export function streamAnswer(
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extra },
     }),
   };
+}
+
+/** `body` passed through, telling `onFirstBytes` when its first bytes go out (the streams of stream.ts tell it themselves). */
+function firstBytesSeen(body: ReadableStream<Uint8Array> | null, onFirstBytes: (() => void) | undefined): ReadableStream<Uint8Array> | null {
+  if (!body || !onFirstBytes) return body;
+  let seen = false;
+  const watch = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      if (!seen && chunk.byteLength > 0) {
+        seen = true;
+        onFirstBytes();
+      }
+      controller.enqueue(chunk);
+    },
+  });
+  return body.pipeThrough(watch);
 }
 
 /** A body passed on untouched: its first bytes, already read, then the rest. */

@@ -22,19 +22,8 @@ export class FirstTokenTimes {
     this.observeFor = labeledChildren((labels) => this.histogram.labels(labels));
   }
 
-  /** `response` with its body passed through unchanged, observing `secondsNow()` when the first bytes go out. */
-  observe(response: Response, labels: { service_type: string; model: string }, secondsNow: () => number): Response {
-    if (!response.body) return response;
-    let seen = false;
-    const watch = new TransformStream<Uint8Array, Uint8Array>({
-      transform: (chunk, controller) => {
-        if (!seen && chunk.byteLength > 0) {
-          seen = true;
-          this.observeFor({ service_type: labels.service_type, model: labels.model }).observe(secondsNow());
-        }
-        controller.enqueue(chunk);
-      },
-    });
-    return new Response(response.body.pipeThrough(watch), { status: response.status, statusText: response.statusText, headers: response.headers });
+  /** Observes `seconds` for a stream whose first bytes are going out now. */
+  record(labels: { service_type: string; model: string }, seconds: number): void {
+    this.observeFor({ service_type: labels.service_type, model: labels.model }).observe(seconds);
   }
 }

@@ -353,11 +353,11 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
               streamEnded(ctx, labels, backendUrl, outcome);
             },
             errorEvent: inbound.route ? messagesStreamError : undefined,
+            // Time to first token: observed when the first event goes to the client.
+            onFirstBytes: () => deps.firstToken.record(labels, seconds(ctx)),
           },
           MISS,
         );
-        // Time to first token: observed when the first event goes to the client.
-        answer.response = deps.firstToken.observe(answer.response, labels, () => seconds(ctx));
         if (lookup.kind === "miss") {
           const { status } = backend;
           const contentType = answer.response.headers.get("content-type") ?? "text/event-stream";

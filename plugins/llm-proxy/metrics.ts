@@ -4,7 +4,7 @@
  * ("" when none).
  */
 import type { TokenUsage } from "../../core/llm/usage.ts";
-import { labeledChildren } from "../../core/metric-labels.ts";
+import { counterChildren, labeledChildren, type CounterChild } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
 export interface LlmLabels {
@@ -60,12 +60,14 @@ export class LlmMetrics {
       help: "Streamed answers that reported no usage (counted only with llm.count_streamed_tokens)",
       labelNames: ["service_type", "model"],
     });
+    this.requestsFor = counterChildren(this.requests);
+    this.tokensFor = counterChildren(this.tokens);
   }
 
   // Label sets prepared once (see core/metric-labels.ts); always built in labelNames order.
-  private readonly requestsFor = labeledChildren((labels) => this.requests.labels(labels));
+  private readonly requestsFor: (labels: Record<string, string>) => CounterChild;
   private readonly durationFor = labeledChildren((labels) => this.duration.labels(labels));
-  private readonly tokensFor = labeledChildren((labels) => this.tokens.labels(labels));
+  private readonly tokensFor: (labels: Record<string, string>) => CounterChild;
   private readonly perRequestFor = labeledChildren((labels) => this.perRequest.labels(labels));
 
   request(labels: LlmLabels, status: number, seconds: number): void {

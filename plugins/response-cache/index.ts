@@ -11,7 +11,7 @@
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
-import { labeledChildren } from "../../core/metric-labels.ts";
+import { counterChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
 import { cacheServiceFields } from "./config.ts";
 import { InFlightAnswers } from "./coalesce.ts";
@@ -47,15 +47,15 @@ function createCache(api: PluginApi): ResponseCache {
   });
 
   // Label sets prepared once per model (see core/metric-labels.ts).
-  const hitsFor = labeledChildren((labels) => hits.labels(labels));
-  const missesFor = labeledChildren((labels) => misses.labels(labels));
+  const hitsFor = counterChildren(hits);
+  const missesFor = counterChildren(misses);
 
   const coalesced = api.metrics.counter({
     name: "svc_cache_coalesced_total",
     help: "LLM requests answered with the answer of an identical request already at the backend (in-flight coalescing)",
     labelNames: labels,
   });
-  const coalescedFor = labeledChildren((labels) => coalesced.labels(labels));
+  const coalescedFor = counterChildren(coalesced);
   // The leader's whole backend call is bounded by the backend timeout; past it, followers go on their own.
   const inFlight = api.config.llm.coalesce ? new InFlightAnswers(durationMs(api.config.server.backend_timeout) || FALLBACK_WAIT_MS) : undefined;
   const noShare = () => {};

@@ -31,7 +31,7 @@ import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { toNanos } from "../../core/pricing/price.ts";
 import { DAY_MS, labelOf } from "./calendar.ts";
-import { usageKeys, type GroupCounter, type GroupDimension } from "./keys.ts";
+import { usageKeys, type GroupCounter } from "./keys.ts";
 import { groupsAdd, usageRecord } from "./ops.ts";
 
 /** Spec 2.9: cross-consumer daily and weekly buckets expire; monthly ones are kept. */
@@ -109,6 +109,10 @@ export interface GroupOf {
 
 /** Whose held tokens: one consumer on one type with one API key (none: ""), so two keys of a consumer keep theirs apart. */
 const heldId = (consumer: string, type: string, key: string | undefined) => `${consumer}\n${type}\n${key ?? ""}`;
+
+function addTo(groups: Map<string, number>, field: string, amount: number): void {
+  groups.set(field, (groups.get(field) ?? 0) + amount);
+}
 
 export class UsageRecorder {
   private readonly waiting = new Map<string, Held>();
@@ -208,16 +212,17 @@ export class UsageRecorder {
   /** Adds to the report groups of the consumer, the model and the key (the consumer when there is none). */
   private group(consumer: string, type: string, of: GroupOf, counts: { requests?: number; tokens?: number; costNanos?: number }): void {
     const groups = this.batchOf(type).groups;
-    const keys: Array<[GroupDimension, string]> = [["consumer", consumer], ["model", of.model], ["key", of.key ?? consumer]];
-    const counters: Array<[GroupCounter, number]> = [["requests", counts.requests ?? 0], ["tokens", counts.tokens ?? 0], ["cost_nanos", counts.costNanos ?? 0]];
-    for (const [counter, by] of counters) {
-      const amount = Math.round(by);
-      if (amount === 0) continue;
-      for (const [dimension, key] of keys) {
-        const field = usageKeys.groupField(dimension, key, counter);
-        groups.set(field, (groups.get(field) ?? 0) + amount);
-      }
-    }
+    // Straight-line on purpose: it runs twice per request, and tuple arrays cost allocations.
+    const add = (counter: GroupCounter, by: number | undefined) => {
+      const amount = Math.round(by ?? 0);
+      if (amount === 0) return;
+      addTo(groups, usageKeys.groupField("consumer", consumer, counter), amount);
+      addTo(groups, usageKeys.groupField("model", of.model, counter), amount);
+      addTo(groups, usageKeys.groupField("key", of.key ?? consumer, counter), amount);
+    };
+    add("requests", counts.requests);
+    add("tokens", counts.tokens);
+    add("cost_nanos", counts.costNanos);
     this.writer.schedule();
   }
 

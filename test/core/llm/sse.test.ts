@@ -1,11 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { NdjsonParser } from "../../../core/llm/ndjson.ts";
+import type { StreamEvent } from "../../../core/llm/events.ts";
 import { formatSse, SseParser } from "../../../core/llm/sse.ts";
+
+/** An event as what a reader sees (`json` is parsed when first read). */
+function seen(event: StreamEvent): StreamEvent {
+  return { ...(event.event !== undefined ? { event: event.event } : {}), data: event.data, json: event.json };
+}
 
 /** Feeds `chunks` one by one and collects every event, including those flushed at the end. */
 function parseAll(chunks: string[]) {
   const parser = new SseParser();
-  return [...chunks.flatMap((c) => parser.push(c)), ...parser.end()];
+  return [...chunks.flatMap((c) => parser.push(c)), ...parser.end()].map(seen);
 }
 
 describe("SseParser", () => {
@@ -63,6 +69,6 @@ describe("formatSse", () => {
 
   it("round-trips through the parser", () => {
     const parser = new SseParser();
-    expect(parser.push(formatSse({ event: "e", data: "multi\nline" }))).toEqual([{ event: "e", data: "multi\nline", json: undefined }]);
+    expect(parser.push(formatSse({ event: "e", data: "multi\nline" })).map(seen)).toEqual([{ event: "e", data: "multi\nline", json: undefined }]);
   });
 });

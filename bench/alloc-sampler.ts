@@ -1,0 +1,21 @@
+/**
+ * `--import=dist/bench/alloc-sampler.js` (writes `ALLOC_FILE`, default `$TMPDIR/alloc-PID.heapprofile`): V8's sampling heap profiler
+ * over everything the process allocates, objects the GC already collected included (which
+ * `--heap-prof` leaves out), written to ALLOC_FILE as a .heapprofile when the process exits on
+ * SIGTERM. What a request allocates is what the young-generation GC pays for, so this names
+ * the allocations per request (`node dist/bench/alloc-top.js FILE`).
+ */
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const file = process.env.ALLOC_FILE ?? join(tmpdir(), `alloc-${process.pid}.heapprofile`);
+const session = new Session();
+session.connect();
+session.post("HeapProfiler.startSampling", { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+process.prependListener("SIGTERM", () => {
+  session.post("HeapProfiler.stopSampling", (error, result) => {
+    if (!error) writeFileSync(file, JSON.stringify(result.profile));
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|sync-json]
+ * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR]` (built by `npm run bench`):
+ * CPU time per request of the gateway and of the framework floor, measured so that a busy
+ * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
+ * `connections` at a time, and the figure is the server process's utime + stime (all threads,
+ * /proc/<pid>/stat) over those requests: time other processes take from the core delays the
+ * answers but is not counted. Rounds alternate between the two servers; the median is
+ * reported. Wall-clock figures (requests/s, latency) are not reported: on a shared machine
+ * they measure the neighbours.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Pool } from "undici";
+import { ArgvReader } from "./args.ts";
+import { gatewayConfig } from "./config.ts";
+import { redisInstalled, repoRoot, startFlags, startGateway, startRedis } from "./gateway.ts";
+import { specFor } from "./matrix.ts";
+import { CONSUMER_HEADER, isValid, type RequestSpec } from "./load/spec.ts";
+import { cpuSeconds, listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, type Service } from "./procs.ts";
+import { SCENARIOS } from "./scenarios.ts";
+
+const USAGE = `node dist/bench/cpu-count.js [options]
+  --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
+  --scenario llm-miss|llm-hit|stream|sync-json   what is sent (default llm-miss)
+  --requests N     requests per round and server (default 20000)
+  --rounds N       rounds per server, alternating (default 3)
+  --connections N  requests in flight (default 32)
+  --cpu-prof DIR   run the gateway with --cpu-prof, profiles written to DIR
+  --flags "..."    more runtime flags for the gateway (--heap-prof, --trace-gc ...)
+  --compare DIR    also run the gateway built in another checkout DIR (DIR/dist/adapters/node/main.js)
+                   in the same rounds: an A/B of two builds under the same machine load (repeatable)`;
+
+const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
+const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "sync-json"] as const;
+
+interface Options {
+  config: (typeof CONFIGS)[number];
+  scenario: (typeof SCENARIO_IDS)[number];
+  requests: number;
+  rounds: number;
+  connections: number;
+  cpuProf?: string;
+  compare: string[];
+  flags: string[];
+}
+
+function parse(argv: readonly string[]): Options {
+  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [] };
+  const reader = new ArgvReader(argv, USAGE);
+  for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
+    if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
+    else if (arg === "--scenario") options.scenario = reader.choice(arg, SCENARIO_IDS);
+    else if (arg === "--requests") options.requests = Math.round(reader.positive(arg));
+    else if (arg === "--rounds") options.rounds = Math.max(1, Math.round(reader.positive(arg)));
+    else if (arg === "--connections") options.connections = Math.max(1, Math.round(reader.positive(arg)));
+    else if (arg === "--cpu-prof") options.cpuProf = reader.value(arg);
+    else if (arg === "--flags") options.flags = reader.value(arg).split(/\s+/).filter(Boolean);
+    else if (arg === "--compare") options.compare.push(reader.value(arg));
+    else throw reader.unknown(arg);
+  }
+  return options;
+}
+
+interface Counted {
+  name: string;
+  pid: number;
+  base: string;
+}
+
+let sequence = 0;
+
+/** Sends `count` requests, `connections` at a time; returns the wrong answers. */
+async function send(spec: RequestSpec, count: number, connections: number): Promise<number> {
+  const url = new URL(spec.url);
+  const pool = new Pool(url.origin, { connections, pipelining: 1 });
+  const text = spec.body.toString();
+  let started = 0;
+  let wrong = 0;
+  const worker = async () => {
+    while (started < count) {
+      started++;
+      const n = sequence++;
+      const body = spec.uniqueMarker ? text.replace(spec.uniqueMarker, `${process.pid}-${n}`) : text;
+      const headers: Record<string, string> = { ...spec.headers };
+      if (spec.consumers) headers[CONSUMER_HEADER] = `consumer-${n % spec.consumers}`;
+      try {
+        const answer = await pool.request({ path: url.pathname, method: spec.method, headers, body });
+        if (isValid(spec, answer.statusCode, await answer.body.text()) !== "ok") wrong++;
+      } catch {
+        wrong++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  await pool.close();
+  return wrong;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+async function main(): Promise<void> {
+  const options = parse(process.argv.slice(2));
+  pinProcess(process.pid, OTHER_CORE);
+  const workDir = mkdtempSync(join(tmpdir(), "gateway-cpu-count-"));
+  const services: Service[] = [];
+  try {
+    const mock = spawnService("mock backend", [process.execPath, join(repoRoot, "dist/bench/mock-backend.js"), "0"], { core: OTHER_CORE });
+    services.push(mock);
+    const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
+    let redisAddr = "";
+    if (options.config === "prod-redis") {
+      if (!redisInstalled()) throw new Error("--config prod-redis needs redis-server");
+      const redis = await startRedis(workDir);
+      services.push(redis.service);
+      redisAddr = redis.addr;
+    }
+    const production = options.config !== "basic";
+    const configPath = join(workDir, "gateway.yaml");
+    writeFileSync(configPath, gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false }));
+    const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
+    const gateway = await startGateway({ runtime: "node", name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
+    services.push(gateway.service);
+    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], { core: SERVER_CORE });
+    services.push(floor);
+    const targets: Counted[] = [
+      { name: "gateway", pid: gateway.service.pid, base: gateway.target.base },
+      { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}` },
+    ];
+    for (const root of options.compare) {
+      const other = await startGateway({ runtime: "node", name: `gateway of ${root}`, configPath, root });
+      services.push(other.service);
+      targets.push({ name: `gateway of ${root}`, pid: other.service.pid, base: other.target.base });
+    }
+    const scenario = SCENARIOS[options.scenario];
+    const consumers = production ? 50 : undefined;
+    const specOf = (t: Counted) => specFor(scenario, { name: t.name === "framework floor" ? "floor" : "gateway", base: t.base, pid: t.pid }, consumers);
+    let wrong = 0;
+    // Warm-up: JIT, pools, the cache entry of a hit.
+    for (const t of targets) wrong += await send(specOf(t), Math.min(5000, options.requests), options.connections);
+    const figures = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    for (let round = 0; round < options.rounds; round++) {
+      // Each round starts with another target, so drift in the machine's load hits all alike.
+      for (const t of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
+        const before = cpuSeconds(t.pid);
+        wrong += await send(specOf(t), options.requests, options.connections);
+        const perRequest = ((cpuSeconds(t.pid) - before) * 1e6) / options.requests;
+        figures.get(t.name)?.push(perRequest);
+        process.stderr.write(`round ${round + 1}, ${t.name}: ${perRequest.toFixed(0)} µs/req\n`);
+      }
+    }
+    const floorFigure = median(figures.get("framework floor") ?? []);
+    const parts = targets.map((t) => {
+      const all = figures.get(t.name) ?? [];
+      const ratio = t.name === "framework floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`;
+      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}`;
+    });
+    process.stdout.write(`${scenario.title}, ${options.config}, ${options.connections} connections, ${options.rounds} x ${options.requests} requests: ${parts.join("; ")}\n`);
+    if (wrong > 0) {
+      process.stderr.write(`${wrong} wrong answers (status or body)\n`);
+      process.exitCode = 1;
+    }
+  } finally {
+    for (const service of services.reverse()) await service.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+});
