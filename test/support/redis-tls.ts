@@ -4,11 +4,11 @@
  * that checks it against 127.0.0.1 is refused, and one given `server_name` is let in. A second,
  * unrelated CA is made too, for the "wrong CA" case. Debian's redis-server is built with TLS.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, waitForPort } from "./servers.ts";
+import { freePort, spawnListening } from "./servers.ts";
 
 export const TLS_SERVER_NAME = "redis.gateway.test";
 
@@ -46,15 +46,14 @@ export async function startTlsRedis(): Promise<TlsRedis> {
   openssl(dir, ["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext"]);
 
   const port = await freePort();
-  const child: ChildProcess = spawn(
+  const child: ChildProcess = await spawnListening(
     "redis-server",
     [
       "--port", "0", "--tls-port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
       "--tls-cert-file", join(dir, "server.crt"), "--tls-key-file", join(dir, "server.key"), "--tls-ca-cert-file", join(dir, "ca.crt"), "--tls-auth-clients", "no",
     ],
-    { stdio: "ignore" },
+    port,
   );
-  await waitForPort(port);
   return {
     port,
     addr: `127.0.0.1:${port}`,

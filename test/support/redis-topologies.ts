@@ -5,12 +5,12 @@
  * with the apt `redis-server` package (redis-cli through its redis-tools dependency).
  * Nothing is kept on disk past `stop()`; every wait polls with a deadline.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "redis";
-import { freePort, redisServerInstalled, waitForPort } from "./servers.ts";
+import { freePort, redisServerInstalled, spawnListening, withRetries } from "./servers.ts";
 
 export interface RedisNodeProcess {
   port: number;
@@ -39,11 +39,25 @@ function node(port: number, args: string[]): RedisNodeProcess {
       child = undefined;
     },
     async start() {
-      child = spawn("redis-server", args, { stdio: "ignore" });
-      await waitForPort(port);
+      child = await spawnListening("redis-server", args, port);
     },
   };
   return self;
+}
+
+/** Starts every node; when one fails, stops the others (and removes `dir`) before rethrowing. */
+async function startAllOrNone(nodes: RedisNodeProcess[], dir: string): Promise<void> {
+  const results = await Promise.allSettled(nodes.map((n) => n.start()));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) {
+    await stopAll(nodes, dir);
+    throw failed.reason;
+  }
+}
+
+async function stopAll(nodes: RedisNodeProcess[], dir: string): Promise<void> {
+  await Promise.all(nodes.map((n) => n.stop()));
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /** Polls `check` until it holds, or throws naming `what`. */
@@ -92,6 +106,10 @@ export interface RedisClusterProcesses {
  */
 export async function startRedisCluster(primaries = 3, options: { persist?: boolean; password?: string } = {}): Promise<RedisClusterProcesses> {
   requireRedis();
+  return await withRetries(() => startClusterOnce(primaries, options));
+}
+
+async function startClusterOnce(primaries: number, options: { persist?: boolean; password?: string }): Promise<RedisClusterProcesses> {
   const dir = mkdtempSync(join(tmpdir(), "gw-redis-cluster-"));
   const nodes: RedisNodeProcess[] = [];
   for (let i = 0; i < primaries; i++) {
@@ -106,26 +124,26 @@ export async function startRedisCluster(primaries = 3, options: { persist?: bool
       ]),
     );
   }
-  await Promise.all(nodes.map((n) => n.start()));
+  await startAllOrNone(nodes, dir);
   const addrs = nodes.map((n) => n.addr);
   const auth = options.password ? ["-a", options.password, "--no-auth-warning"] : [];
   const created = spawnSync("redis-cli", [...auth, "--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], { encoding: "utf8" });
-  if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+  if (created.status !== 0) {
+    await stopAll(nodes, dir);
+    throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+  }
   const waitHealthy = () =>
     pollUntil(async () => {
       const states = await Promise.all(nodes.map((n) => nodeCommand(n.port, ["CLUSTER", "INFO"], options.password)));
       return states.every((info) => String(info).includes("cluster_state:ok"));
     }, "the cluster to report cluster_state:ok");
-  await waitHealthy();
-  return {
-    nodes,
-    addrs,
-    waitHealthy,
-    async stop() {
-      await Promise.all(nodes.map((n) => n.stop()));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  try {
+    await waitHealthy();
+  } catch (error) {
+    await stopAll(nodes, dir);
+    throw error;
+  }
+  return { nodes, addrs, waitHealthy, stop: () => stopAll(nodes, dir) };
 }
 
 export const SENTINEL_MASTER = "gwprimary";
@@ -148,13 +166,17 @@ export interface RedisSentinelProcesses {
  */
 export async function startRedisSentinel(options: { password?: string; sentinelPassword?: string } = {}): Promise<RedisSentinelProcesses> {
   requireRedis();
+  return await withRetries(() => startSentinelOnce(options));
+}
+
+async function startSentinelOnce(options: { password?: string; sentinelPassword?: string }): Promise<RedisSentinelProcesses> {
   const dir = mkdtempSync(join(tmpdir(), "gw-redis-sentinel-"));
   const [p, r] = [await freePort(), await freePort()];
   const auth = options.password ? ["--requirepass", options.password, "--masterauth", options.password] : [];
   const data = (port: number) => ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--dbfilename", `dump-${port}.rdb`, ...auth];
   const primary = node(p, data(p));
   const replica = node(r, [...data(r), "--replicaof", "127.0.0.1", String(p)]);
-  await Promise.all([primary.start(), replica.start()]);
+  await startAllOrNone([primary, replica], dir);
   const sentinels: RedisNodeProcess[] = [];
   for (let i = 0; i < 3; i++) {
     const port = await freePort();
@@ -177,27 +199,28 @@ export async function startRedisSentinel(options: { password?: string; sentinelP
     );
     sentinels.push(node(port, [file, "--sentinel"]));
   }
-  await Promise.all(sentinels.map((s) => s.start()));
+  try {
+    await startAllOrNone(sentinels, dir);
+  } catch (error) {
+    await stopAll([primary, replica], dir);
+    throw error;
+  }
   const primaryPort = async () => {
     const reply = (await nodeCommand(sentinels[0].port, ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER], options.sentinelPassword)) as string[];
     return Number(reply[1]);
   };
+  const all = [...sentinels, primary, replica];
   // Ready for a failover: the replica is in sync and every sentinel knows it.
-  await pollUntil(async () => {
-    const info = String(await nodeCommand(r, ["INFO", "replication"], options.password));
-    if (!info.includes("master_link_status:up")) return false;
-    const known = await Promise.all(sentinels.map((s) => nodeCommand(s.port, ["SENTINEL", "REPLICAS", SENTINEL_MASTER], options.sentinelPassword)));
-    return known.every((list) => Array.isArray(list) && list.length === 1);
-  }, "the replica to sync and the sentinels to know it");
-  return {
-    primary,
-    replica,
-    sentinels,
-    addrs: sentinels.map((s) => s.addr),
-    primaryPort,
-    async stop() {
-      await Promise.all([...sentinels, primary, replica].map((n) => n.stop()));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  try {
+    await pollUntil(async () => {
+      const info = String(await nodeCommand(r, ["INFO", "replication"], options.password));
+      if (!info.includes("master_link_status:up")) return false;
+      const known = await Promise.all(sentinels.map((s) => nodeCommand(s.port, ["SENTINEL", "REPLICAS", SENTINEL_MASTER], options.sentinelPassword)));
+      return known.every((list) => Array.isArray(list) && list.length === 1);
+    }, "the replica to sync and the sentinels to know it");
+  } catch (error) {
+    await stopAll(all, dir);
+    throw error;
+  }
+  return { primary, replica, sentinels, addrs: sentinels.map((s) => s.addr), primaryPort, stop: () => stopAll(all, dir) };
 }

@@ -10,8 +10,21 @@ import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+/** Ports this process handed out already: two calls never return the same one. */
+const handedOut = new Set<number>();
+
 export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
+  for (;;) {
+    const port = await anyFreePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+function anyFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
@@ -38,6 +51,45 @@ export async function waitForPort(port: number, timeoutMs = 15_000): Promise<voi
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`nothing listening on 127.0.0.1:${port} after ${timeoutMs} ms`);
+}
+
+/**
+ * Spawns a server and resolves once it accepts connections on `port`. When the process exits
+ * first (a port taken between `freePort` and the bind, a bad flag) it rejects at once with the
+ * server's own last output, rather than after the port deadline with nothing to go on.
+ */
+export async function spawnListening(command: string, args: string[], port: number, options: { cwd?: string; timeoutMs?: number } = {}): Promise<ChildProcess> {
+  const child = spawn(command, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-2000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const exited = new Promise<never>((_, reject) => {
+    child.once("exit", (code, signal) => reject(new Error(`${command} exited (${signal ?? code}) before listening on ${port}: ${output.trim() || "(no output)"}`)));
+  });
+  exited.catch(() => {});
+  try {
+    await Promise.race([waitForPort(port, options.timeoutMs), exited]);
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw error;
+  }
+  return child;
+}
+
+/** Runs `start` up to `attempts` times: each try picks fresh ports, so a port race costs one retry. */
+export async function withRetries<T>(start: () => Promise<T>, attempts = 3): Promise<T> {
+  let last: unknown;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      return await start();
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last;
 }
 
 export interface RunningServer {
@@ -70,14 +122,20 @@ export async function startRedis(port?: number): Promise<RunningServer> {
   if (!redisServerInstalled()) {
     throw new Error("redis-server is not installed; the test suite needs it: apt-get install redis-server");
   }
-  const chosen = port ?? (await freePort());
+  if (port === undefined) return await withRetries(async () => await startRedis(await freePort()));
+  const chosen = port;
   const dir = mkdtempSync(join(tmpdir(), "gw-redis-"));
-  const child = spawn(
-    "redis-server",
-    ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--databases", "32", "--dir", dir],
-    { stdio: "ignore" },
-  );
-  await waitForPort(chosen);
+  let child: ChildProcess;
+  try {
+    child = await spawnListening(
+      "redis-server",
+      ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--databases", "32", "--dir", dir],
+      chosen,
+    );
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     port: chosen,
     url: `redis://127.0.0.1:${chosen}`,
@@ -93,17 +151,23 @@ export const TEST_BUCKET = "gateway-test";
 
 /** A fresh s3rver (run by Node whatever runtime the tests use) with the test bucket created. */
 export async function startS3(port?: number): Promise<RunningServer> {
-  const chosen = port ?? (await freePort());
+  if (port === undefined) return await withRetries(async () => await startS3(await freePort()));
+  const chosen = port;
   const dir = mkdtempSync(join(tmpdir(), "gw-s3-"));
   const bin = join(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../../node_modules/s3rver/bin/s3rver.js");
   // s3rver encrypts ListObjectsV2 continuation tokens with DES, which OpenSSL 3 only
   // offers through the legacy provider: without it every second page is an InternalError.
-  const child = spawn(
-    "node",
-    ["--openssl-legacy-provider", bin, "-d", dir, "-a", "127.0.0.1", "-p", String(chosen), "--silent", "--no-vhost-buckets", "--configure-bucket", TEST_BUCKET],
-    { stdio: "ignore" },
-  );
-  await waitForPort(chosen);
+  let child: ChildProcess;
+  try {
+    child = await spawnListening(
+      "node",
+      ["--openssl-legacy-provider", bin, "-d", dir, "-a", "127.0.0.1", "-p", String(chosen), "--silent", "--no-vhost-buckets", "--configure-bucket", TEST_BUCKET],
+      chosen,
+    );
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     port: chosen,
     url: `http://127.0.0.1:${chosen}`,

@@ -2,11 +2,10 @@
  * The webhook receiver fixture (test/fixtures/webhook-receiver.ts) as a process of its own,
  * Node through tsx and Deno directly, so a gateway killed in a test cannot take it along.
  */
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { ReceivedDelivery } from "../fixtures/webhook-receiver.ts";
 import { onDeno, repoRoot } from "./gateway-process.ts";
-import { freePort, waitForPort } from "./servers.ts";
+import { freePort, spawnListening } from "./servers.ts";
 
 export interface ReceiverProcess {
   url: string;
@@ -19,8 +18,7 @@ export async function startReceiverProcess(): Promise<ReceiverProcess> {
   const port = await freePort();
   const file = join(repoRoot, "test/fixtures/webhook-receiver.ts");
   const args = onDeno ? ["run", "--allow-all", file] : ["--import", "tsx", file];
-  const child = spawn(process.execPath, [...args, "--port", String(port)], { cwd: repoRoot, stdio: "ignore" });
-  await waitForPort(port, 30_000);
+  const child = await spawnListening(process.execPath, [...args, "--port", String(port)], port, { cwd: repoRoot, timeoutMs: 30_000 });
   const url = `http://127.0.0.1:${port}`;
   return {
     url,

@@ -1,0 +1,28 @@
+/**
+ * The test servers' start-up: a server that cannot listen fails the start at once with its own
+ * words (CI once waited 15 s on a cluster node and learned only "nothing listening").
+ */
+import { describe, expect, it } from "vitest";
+import { freePort, spawnListening } from "./servers.ts";
+
+describe("spawnListening", () => {
+  // The port deadline is ten minutes and the test's own limit 20 s: only the exit can end it in time.
+  it("rejects as soon as the server exits, with the server's output", { timeout: 20_000 }, async () => {
+    const port = await freePort();
+    await expect(spawnListening("redis-server", ["--port", String(port), "--no-such-flag", "x"], port, { timeoutMs: 600_000 })).rejects.toThrow(
+      /redis-server exited \(1\) before listening on \d+: .*no-such-flag/s,
+    );
+  });
+
+  it("resolves once the server listens", async () => {
+    const port = await freePort();
+    const child = await spawnListening("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", ""], port);
+    expect(child.exitCode).toBeNull();
+    child.kill("SIGKILL");
+  });
+
+  it("hands out a port once per process", async () => {
+    const ports = await Promise.all(Array.from({ length: 40 }, () => freePort()));
+    expect(new Set(ports).size).toBe(40);
+  });
+});
