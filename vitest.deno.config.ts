@@ -39,6 +39,9 @@ export const denoSubset = [
   "test/plugins/webhooks/pinned-delivery.test.ts",
   "test/plugins/async-jobs/jobs.test.ts",
   "test/reliability/frozen-redis.test.ts",
+  // Sentinel failover and Cluster primary restart: node-redis's Sentinel client on Deno once
+  // kept failing after a failover (fixed with the held primary connection, link-sentinel.ts).
+  "test/reliability/scale-out.test.ts",
 ];
 
 export default defineConfig({ test: { ...base.test, include: denoSubset } });

@@ -56,6 +56,11 @@ export class SentinelLink implements RedisLink {
         // stretches (and cannot PING while subscribed): no silent-connection timeout on it.
         socket: { ...socket, socketTimeout: undefined },
       },
+      // One primary connection held for good, shared (pipelined) by every command. Without it
+      // node-redis leases the connection per burst of commands, and a command that arrives
+      // while the lease is being taken waits until no command is in flight: under steady
+      // load that is never, and the reply deadline then refuses every command for seconds.
+      reserveClient: true,
       // Check the topology every few seconds besides the announcements (a missed one heals too).
       scanInterval: 5_000,
       passthroughClientErrorEvents: true,

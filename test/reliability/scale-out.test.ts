@@ -22,7 +22,6 @@ import { nodeCommand, SENTINEL_MASTER, startRedisCluster, startRedisSentinel, ty
 import { reportReliability } from "../support/reliability-report.ts";
 import { TEST_BUCKET } from "../support/servers.ts";
 import { inject } from "vitest";
-import { SENTINEL_SCENARIOS } from "../support/scenario-redis.ts";
 
 let echo: FakeBackend;
 let inference: InferenceBackend;
@@ -77,8 +76,7 @@ async function completedJob(gw: GatewayProcess, content: string): Promise<string
   return id;
 }
 
-// Only with RELIABILITY_SENTINEL=1: see SENTINEL_SCENARIOS (test/support/scenario-redis.ts).
-describe.skipIf(!SENTINEL_SCENARIOS)("scenario 10: Sentinel failover under steady traffic", () => {
+describe("scenario 10: Sentinel failover under steady traffic", () => {
   it("serves every sync request, follows the new primary without a restart, and keeps what was acknowledged", async () => {
     const set = await startRedisSentinel();
     topologies.push(set);

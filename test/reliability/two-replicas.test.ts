@@ -107,12 +107,7 @@ interface Outcome {
   detail?: string;
 }
 
-// Not on Sentinel yet: there, replica B now and then gets no reply to one command within
-// redis.command_timeout during the 60 s run (1 to 11 store_error 503s in each of 3 runs;
-// nothing lost or duplicated), cause not found. Open in issue 33; docs/scale-out.md says so.
-const SCENARIO_5_TOPOLOGIES = REDIS_TOPOLOGIES.filter(({ topology }) => topology !== "sentinel");
-
-describe.each(SCENARIO_5_TOPOLOGIES)("scenario 5: two replicas on $name", ({ topology }) => {
+describe.each(REDIS_TOPOLOGIES)("scenario 5: two replicas on $name", ({ topology }) => {
   let capped: CountingBackend;
   let echo: EchoBackend;
   let llm: LlmBackend;

@@ -19,17 +19,8 @@ import { flushRedisDb } from "./stores-yaml.ts";
 
 export { TOPOLOGY_NAMES, type RedisTopology };
 
-/**
- * Whether the reliability scenarios run on Sentinel too: only with `RELIABILITY_SENTINEL=1`.
- * Under load (the CI machine, 2 cores, two test workers) the Sentinel runs stall now and then:
- * one command gets no reply within redis.command_timeout and the store refuses for ~10 s
- * (seen in scenarios 3, 5 and 10, cause not found; open in issue 33, docs/scale-out.md). The KV
- * contract and ops suites run on Sentinel in every run.
- */
-export const SENTINEL_SCENARIOS = process.env.RELIABILITY_SENTINEL === "1";
-
-/** For `describe.each`: every topology (Sentinel: see SENTINEL_SCENARIOS), each scenario file's figures tagged by it. */
-export const REDIS_TOPOLOGIES: Array<{ topology: RedisTopology; name: string }> = (["redis", "sentinel", "cluster"] as const).filter((topology) => topology !== "sentinel" || SENTINEL_SCENARIOS).map((topology) => ({
+/** For `describe.each`: every topology, each scenario file's figures tagged by it. */
+export const REDIS_TOPOLOGIES: Array<{ topology: RedisTopology; name: string }> = (["redis", "sentinel", "cluster"] as const).map((topology) => ({
   topology,
   name: TOPOLOGY_NAMES[topology],
 }));
