@@ -22,7 +22,7 @@ import { ClientClosedError, ClientOfflineError } from "redis";
 import { clusterKey, keyOfClusterName } from "../../core/stores/hash-tags.ts";
 import type { AtomicOp, KvReply, KvStore, ListEnd, ScanPage } from "../../core/stores/kv.ts";
 import { redisUrlFromAddr } from "./address.ts";
-import type { ReplyDeadline } from "./deadline.ts";
+import { RedisNoReplyError, type ReplyDeadline } from "./deadline.ts";
 import type { RedisLink, RedisTls } from "./link.ts";
 import { ClusterLink } from "./link-cluster.ts";
 import { SentinelLink, type SentinelTarget } from "./link-sentinel.ts";
@@ -365,6 +365,12 @@ export class RedisKv implements KvStore {
         const lastError = this.link.lastError;
         const state = this.closed ? "closed" : `unavailable${lastError ? ` (${describeError(lastError)})` : ""}`;
         throw new Error(`${this.link.where} ${state}: ${args[0]} not sent`, { cause: error });
+      }
+      // Not connected yet and still trying (a Sentinel client retries a refused AUTH for many
+      // seconds): the reply deadline is what ends the wait, but the connection error says why.
+      const lastError = this.link.lastError;
+      if (error instanceof RedisNoReplyError && !this.link.isReady && lastError) {
+        throw new RedisNoReplyError(`${error.message}; not connected: ${describeError(lastError)}`, { cause: error });
       }
       throw error;
     }
