@@ -442,7 +442,8 @@ describe("hot reload with jobs running", () => {
 });
 
 describe("two relay processes on one Redis", () => {
-  it("never run the same job twice over 200 jobs", async () => {
+  // Its own waits allow 30 s for the relays to start and 60 s for the 200 jobs: the test's limit covers them.
+  it("never run the same job twice over 200 jobs", { timeout: 150_000 }, async () => {
     await flushDb(3);
     const yaml = config({ db: 3, relay: "embedded: false\n  concurrency: 4" });
     const gw = await start(yaml);
