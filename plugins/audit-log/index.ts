@@ -15,7 +15,11 @@ export default definePlugin({
   name: "audit-log",
   // Its middleware wraps every request inside the trace (the audit line carries the trace id)
   // and outside everything else.
+  // Outside the admin token check too (a refused admin call is audited); the admin service,
+  // used at request time only, says whether a call carried the token.
   after: ["otel"],
+  before: ["admin"],
+  optionalDependsOn: ["admin"],
   priority: 200,
   section: auditLogSection,
   enabled: (config) => config.audit_log.enabled,

@@ -12,9 +12,13 @@ export interface AuditPrincipal {
   user_type?: string;
   /** True when an auth mode vouched for the identity (false: headers or anonymous). */
   authenticated: boolean;
+  /** True when the request carried the configured `admin.token`: admin calls are otherwise anonymous. */
+  admin_token?: true;
 }
 
 export async function principalOf(api: PluginApi<unknown>, request: Request): Promise<AuditPrincipal> {
+  const admin = api.has("admin") ? api.use("admin") : undefined;
+  const adminToken = admin?.tokenConfigured === true && admin.accepts(request.headers);
   let principal = api.contextOf(request)?.principal;
   if (!principal) {
     const ctx = new RequestState(request, "sync", "", api.clock.now());
@@ -26,5 +30,6 @@ export async function principalOf(api: PluginApi<unknown>, request: Request): Pr
     ...(principal.consumer !== undefined ? { consumer: principal.consumer } : {}),
     ...(principal.userType !== undefined ? { user_type: principal.userType } : {}),
     authenticated: principal.authenticated,
+    ...(adminToken ? { admin_token: true as const } : {}),
   };
 }

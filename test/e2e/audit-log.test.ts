@@ -15,7 +15,7 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((p) => p.kill()));
 });
 
-const config = (audit: boolean) => `
+const config = (audit: boolean, extra = "") => `${extra}
 server:
   consumer_header: X-Consumer
   user_type_header: X-User-Type
@@ -36,7 +36,7 @@ type AuditLine = {
   event: string;
   time: string;
   kind: string;
-  principal: { consumer?: string; user_type?: string; authenticated: boolean };
+  principal: { consumer?: string; user_type?: string; authenticated: boolean; admin_token?: boolean };
   method: string;
   path: string;
   status: number;
@@ -125,5 +125,21 @@ describe("audit log", () => {
     const lines = auditLines(gw);
     expect(lines.map((l) => `${l.method} ${l.path} ${l.principal.consumer ?? "-"}`)).toEqual(["POST /jobs/ocr bob", "POST /-/reload -", "POST /jobs/ocr dave"]);
     expect(lines[0]).toMatchObject({ job_id: jobId });
+  });
+
+  it("says which admin calls carried admin.token", async () => {
+    const gw = await startGateway(config(true, "admin:\n  token: audit-admin-secret"));
+    running.push(gw);
+    const withToken = await fetch(`${gw.url}/-/usage`, { headers: { authorization: "Bearer audit-admin-secret" } });
+    expect(withToken.status).toBe(200);
+    await withToken.arrayBuffer();
+    const wrongToken = await fetch(`${gw.url}/-/usage`, { headers: { authorization: "Bearer guess" } });
+    expect(wrongToken.status).toBe(401);
+    await wrongToken.arrayBuffer();
+    await waitUntil(() => auditLines(gw).length >= 2, 10_000, () => gw.output());
+    const [allowed, refused] = auditLines(gw);
+    expect(allowed).toMatchObject({ kind: "admin_read", status: 200, principal: { authenticated: false, admin_token: true } });
+    expect(refused).toMatchObject({ kind: "admin_read", status: 401, outcome: "denied" });
+    expect(refused.principal.admin_token).toBeUndefined();
   });
 });
