@@ -51,7 +51,13 @@ export class ReplyDeadline {
     }
     const reply = send();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), this.timeoutMs)));
+    // When the bound passes, look once more on the next turn: if the process was busy past the
+    // bound (a long synchronous task, a loaded CPU), the reply may be waiting in the socket, and
+    // the event loop runs due timers before it reads sockets. Without this second look a busy
+    // process would call an answered command timed out, and refuse the next ones.
+    const expired = new Promise<"expired">((resolve) => {
+      timer = setTimeout(() => (timer = setTimeout(() => resolve("expired"), 0)), this.timeoutMs);
+    });
     try {
       const first = await Promise.race([reply, expired]);
       if (first !== "expired") return first as T;
