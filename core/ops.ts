@@ -1,6 +1,7 @@
 /** The core's own endpoints: liveness/readiness, Prometheus metrics, the running config, hot reload; and the request counter. */
 import { Hono, type Context } from "hono";
 import { redactConfig } from "./config/redact.ts";
+import { EXPIRED, settleWithin } from "./deadline.ts";
 import { errorResponse, errors, toErrorResponse } from "./errors.ts";
 import { counterChildren } from "./metric-labels.ts";
 import type { Runtime, RuntimeDeps } from "./plugins/host.ts";
@@ -24,19 +25,12 @@ export interface OpsActions {
 export const READINESS_CHECK_TIMEOUT_MS = 2_000;
 
 async function ping(name: string, check: () => Promise<void>): Promise<[string, string]> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve(`down: no answer within ${READINESS_CHECK_TIMEOUT_MS} ms`), READINESS_CHECK_TIMEOUT_MS);
-  });
   const answered = Promise.resolve().then(check).then(
     () => "ok",
     (error: unknown) => `down: ${(error as Error).message}`,
   );
-  try {
-    return [name, await Promise.race([answered, expired])];
-  } finally {
-    clearTimeout(timer);
-  }
+  const outcome = await settleWithin(answered, READINESS_CHECK_TIMEOUT_MS);
+  return [name, outcome === EXPIRED ? `down: no answer within ${READINESS_CHECK_TIMEOUT_MS} ms` : outcome];
 }
 
 type OpsDeps = Pick<RuntimeDeps, "kv" | "objects" | "metrics">;

@@ -17,6 +17,8 @@
  * replaced (node-redis then fails every pending command).
  */
 
+import { EXPIRED, settleWithin } from "../../core/deadline.ts";
+
 /** A command that got no reply in time, or was not sent because an earlier one got none. */
 export class RedisNoReplyError extends Error {
   override readonly name = "RedisNoReplyError";
@@ -50,20 +52,8 @@ export class ReplyDeadline {
       );
     }
     const reply = send();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    // When the bound passes, look once more on the next turn: if the process was busy past the
-    // bound (a long synchronous task, a loaded CPU), the reply may be waiting in the socket, and
-    // the event loop runs due timers before it reads sockets. Without this second look a busy
-    // process would call an answered command timed out, and refuse the next ones.
-    const expired = new Promise<"expired">((resolve) => {
-      timer = setTimeout(() => (timer = setTimeout(() => resolve("expired"), 0)), this.timeoutMs);
-    });
-    try {
-      const first = await Promise.race([reply, expired]);
-      if (first !== "expired") return first as T;
-    } finally {
-      clearTimeout(timer);
-    }
+    const first = await settleWithin(reply, this.timeoutMs);
+    if (first !== EXPIRED) return first;
     this.abandon(reply);
     throw new RedisNoReplyError(`${this.where} did not answer ${command} within ${this.timeoutMs} ms (redis.command_timeout)`);
   }

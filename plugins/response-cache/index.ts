@@ -10,6 +10,7 @@
  * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
  */
 import { durationMs } from "../../core/config/duration.ts";
+import { EXPIRED, settleWithin } from "../../core/deadline.ts";
 import type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import { counterChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
@@ -28,12 +29,10 @@ function bypassed({ service, body, headers }: CacheRequest, cacheStreams: boolea
   return service.response_cache_ttl <= 0 || (body.stream === true && !cacheStreams) || /no-cache/i.test(headers.get("cache-control") ?? "");
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from the store within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  const outcome = await settleWithin(work, ms);
+  if (outcome === EXPIRED) throw new Error(`no answer from the store within ${ms} ms`);
+  return outcome;
 }
 
 function createCache(api: PluginApi): ResponseCache {

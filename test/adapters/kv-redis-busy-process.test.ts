@@ -30,8 +30,10 @@ describe("the reply bound of a busy process", () => {
       const key = `busy:${crypto.randomUUID()}`;
       await kv.set(key, String(round), 60_000);
       const reply = kv.get(key);
-      // node-redis writes in the check phase (setImmediate): resume right after the write, in
-      // the same phase, so the reply can only be read once the busy stretch is over.
+      // node-redis writes in the check phase (setImmediate), scheduled a few promise turns into
+      // the call: let those turns pass, then resume right after its write, in the same phase,
+      // so the reply can only be read once the busy stretch is over.
+      for (let turn = 0; turn < 20; turn++) await Promise.resolve();
       await new Promise((resolve) => setImmediate(resolve));
       busyFor(300);
       await expect(reply).resolves.toBe(String(round));

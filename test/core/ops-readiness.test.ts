@@ -32,7 +32,8 @@ describe("readiness with a store that never answers", () => {
     });
     await vi.advanceTimersByTimeAsync(READINESS_CHECK_TIMEOUT_MS - 1);
     expect(settled).toBe(false);
-    await vi.advanceTimersByTimeAsync(1);
+    // The bound, then the second look on the next turn (core/deadline.ts).
+    await vi.advanceTimersByTimeAsync(2);
     const response = await pending;
     expect(response.status).toBe(503);
     const body = (await response.json()) as { status: string; checks: Record<string, string> };
