@@ -83,7 +83,8 @@ export async function nodeCommand(port: number, args: string[], password?: strin
   try {
     return await client.sendCommand(args);
   } finally {
-    client.destroy();
+    // A node may have closed the connection itself (a demoted primary drops its clients).
+    if (client.isOpen) client.destroy();
   }
 }
 
