@@ -2,7 +2,7 @@
  * The admin console (issue 32): a page at `/-/console` that shows usage, queues, webhooks,
  * backends and the running config through the `/-/` endpoints, with the admin token the
  * operator enters. Hand-written HTML, CSS and JS served by the gateway itself (offline, no
- * build step, ~30 KB): nothing to download, nothing to keep up to date. See docs/console.md.
+ * build step, ~40 KB): nothing to download, nothing to keep up to date. See docs/console.md.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
 import { APP_CSS, APP_JS } from "./client/app.ts";
