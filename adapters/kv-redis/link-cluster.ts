@@ -7,7 +7,7 @@
  * fail fast (deadline.ts) while the others keep answering. node-redis gives up its first
  * connect when no listed node answers, so the link keeps retrying it in the background.
  */
-import { createCluster } from "redis";
+import { createCluster, RootNodesUnavailableError } from "redis";
 import { parseHostPort } from "./address.ts";
 import { ReplyDeadline } from "./deadline.ts";
 import { asError, PING_INTERVAL_MS, reconnectDelay, socketOptions, type LinkOptions, type RedisLink } from "./link.ts";
@@ -61,8 +61,11 @@ export class ClusterLink implements RedisLink {
       await this.cluster.connect();
       this.lastError = undefined;
     } catch (error) {
-      this.lastError = asError(error);
-      this.options.onError(this.lastError);
+      const failure = asError(error);
+      // node-redis's "All the root nodes are unavailable" does not say why; each root node's
+      // own error (a refused certificate, NOAUTH, a refused connection) was reported just before.
+      this.lastError = failure instanceof RootNodesUnavailableError && this.lastError ? this.lastError : failure;
+      this.options.onError(failure);
       this.cluster.destroy();
       if (this.closed) return;
       this.cluster = this.open();

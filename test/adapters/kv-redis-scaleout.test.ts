@@ -83,7 +83,7 @@ describe("Redis Cluster", () => {
     await kv.del(`relay:${model}:processing`);
   });
 
-  it("authenticates to every node with redis.password; without it the cluster is unavailable", async () => {
+  it("authenticates to every node with redis.password; without it the cluster is unavailable, saying NOAUTH", async () => {
     const secured = await startRedisCluster(3, { password: "s3cret" });
     try {
       const kv = await RedisKv.connect({ cluster: { nodes: secured.addrs }, password: "s3cret" });
@@ -92,7 +92,7 @@ describe("Redis Cluster", () => {
       await Promise.all(Array.from({ length: 30 }, (_, i) => kv.set(`${prefix}${i}`, "v", 60_000)));
       expect(await kv.get(`${prefix}7`)).toBe("v");
       await kv.ping();
-      await expect(RedisKv.connect({ cluster: { nodes: secured.addrs }, connectTimeoutMs: 1_000 })).rejects.toThrow(/Redis Cluster at .* unavailable/);
+      await expect(RedisKv.connect({ cluster: { nodes: secured.addrs }, connectTimeoutMs: 1_000 })).rejects.toThrow(/Redis Cluster at .* unavailable \(NOAUTH Authentication required/);
     } finally {
       await Promise.all(opened.splice(0).map((kv) => kv.close()));
       await secured.stop();
