@@ -155,6 +155,23 @@ describe("backend health", () => {
     expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(0);
   });
 
+  it("max_ejection_time caps the growing ejection: 30s, then 45s, then 45s again", async () => {
+    const { clock, calls, script, chat, backends } = await setUp("backend_health: { ejection_time: 30s, max_ejection_time: 45s }");
+    script.a = { status: 503 };
+    for (const expectedMs of [30_000, 45_000, 45_000]) {
+      calls.length = 0;
+      for (let i = 0; i < 3; i++) await chat();
+      expect(calls).toEqual(["a", "b", "a", "b", "a", "b"]);
+      expect((await backends())[0]).toMatchObject({ state: "ejected", ejected_until: new Date(clock.now() + expectedMs).toISOString() });
+      // Sits out until the cap, not a moment longer.
+      clock.advance(expectedMs - 1);
+      calls.length = 0;
+      await chat();
+      expect(calls).toEqual(["b"]);
+      clock.advance(1);
+    }
+  });
+
   it("never ejects more than max_ejected_percent of a service's backends", async () => {
     const { calls, script, chat, backends } = await setUp();
     script.a = { status: 503 };
