@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { openStores } from "../../adapters/stores.ts";
 import { ManualClock } from "../../core/clock.ts";
 import { Gateway } from "../../core/gateway.ts";
-import { silentLogger } from "../../core/log.ts";
+import { createLogger, silentLogger, type Logger } from "../../core/log.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
 import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
@@ -109,7 +109,7 @@ services:
 `;
 }
 
-function gatewayFor(readConfig: () => string, clock: ManualClock): Promise<Gateway> {
+function gatewayFor(readConfig: () => string, clock: ManualClock, log: Logger = silentLogger): Promise<Gateway> {
   return Gateway.create({
     readConfig: async () => readConfig(),
     env: {},
@@ -117,7 +117,7 @@ function gatewayFor(readConfig: () => string, clock: ManualClock): Promise<Gatew
     openStores,
     plugins: builtinPlugins,
     clock,
-    log: silentLogger,
+    log,
     fetch: async (input, init) => {
       const url = input instanceof Request ? input.url : String(input);
       if (url.startsWith(inference.url)) clock.advance(JOB_MS);
@@ -236,6 +236,33 @@ describe.each<Store>(["memory", "redis"])("priced traffic on %s", (store) => {
     expect((await chat(gateway, "dan", "gpt")).headers.get("x-gateway-cost")).toBe("0.000100");
     await waitUntil(async () => (await usageOf(gateway, "dan", "chat"))?.total.requests === 2, 10_000, () => "dan's requests never counted");
     expect((await usageOf(gateway, "dan", "chat"))?.total.cost).toBe(0.000178);
+  });
+});
+
+describe("unpriced models", () => {
+  it("logs one model_unpriced warning per model, not one per request", async () => {
+    const lines: Json[] = [];
+    // No collapsing of repeated lines: what is written is what pricing logged.
+    const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Json), repeatWindowMs: 0 });
+    const config = `
+pricing:
+  models:
+    gpt: {input: 2, output: 8}
+services:
+${["free", "cheap"].map((model) => `  - { type: chat, model: ${model}, provider: chat_completions, inference_url: ${JSON.stringify(llm.url)}, operations: { chat: [/v1/chat/completions] } }`).join("\n")}
+`;
+    const gateway = await gatewayFor(() => config, new ManualClock(NOW), log);
+    try {
+      for (const model of ["free", "free", "cheap", "free", "cheap"]) expect((await chat(gateway, "ann", model)).status).toBe(200);
+      await waitUntil(async () => (await metricValue(gateway, "svc_cost_unpriced_total", 'service_type="chat",model="free"')) === 3, 10_000, () => "free's 3 responses never counted");
+      await waitUntil(async () => (await metricValue(gateway, "svc_cost_unpriced_total", 'service_type="chat",model="cheap"')) === 2, 10_000, () => "cheap's 2 responses never counted");
+      expect(lines.filter((line) => line.event === "model_unpriced")).toEqual([
+        expect.objectContaining({ level: "warn", service_type: "chat", model: "free", message: "no price in pricing.models or pricing.backend_models: counted as costing nothing" }),
+        expect.objectContaining({ level: "warn", service_type: "chat", model: "cheap" }),
+      ]);
+    } finally {
+      await gateway.close();
+    }
   });
 });
 

@@ -2,14 +2,17 @@
  * The queues' admin endpoints on both stores (memory, and the suite's redis-server on
  * database 30, which test/plugins/webhooks/deadletters.test.ts shares: each file clears
  * only its own keys before each test): `GET /-/queues`, `GET /-/relay/deadletter` with
- * pagination and `POST /-/relay/deadletter/discard`, and the 400s for bad input. Jobs are
+ * pagination and `POST /-/relay/deadletter/discard`, the 400s for bad input, and the audit
+ * line of a discard. Jobs are
  * submitted through the API; a dead letter is made as the GC reaper makes one (the job
  * failed with its error, its id on `relay:<model>:deadletter`).
  */
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
+import { createLogger } from "../../../core/log.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
+import auditLog from "../../../plugins/audit-log/index.ts";
 import asyncJobs from "../../../plugins/async-jobs/index.ts";
 import { clearRedisKeys } from "../../support/redis-keys.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
@@ -170,6 +173,28 @@ describe.each(stores)("queue admin endpoints: $name", ({ open }) => {
       expect(got).toBe(status);
       expect((body.error as Json).message).toMatch(message);
       expect((body.error as Json).type).toEqual(expect.any(String));
+    }
+  });
+});
+
+describe("queue admin endpoints in the audit log", () => {
+  it("writes an audit line for a discard with the model and how many it discarded", async () => {
+    const lines: Json[] = [];
+    const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Json) });
+    const gw = await startTestRuntime(`audit_log:\n  enabled: true\n${yaml}`, [auditLog, asyncJobs], { log, objects: "files" });
+    try {
+      await gw.kv.push(gw.api.use("jobs").keys.deadletter("whisper"), "dead-id", "tail");
+      const response = await gw.request("/-/relay/deadletter/discard", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "whisper" }) });
+      expect(await response.json()).toEqual({ model: "whisper", discarded: 1 });
+      const audit = () => lines.filter((line) => line.event === "audit");
+      for (const deadline = Date.now() + 2000; audit().length < 1; await new Promise((resolve) => setTimeout(resolve, 5))) {
+        if (Date.now() > deadline) throw new Error("no audit line within 2 s");
+      }
+      expect(audit()).toEqual([
+        expect.objectContaining({ kind: "change", method: "POST", path: "/-/relay/deadletter/discard", status: 200, outcome: "success", model: "whisper", discarded: 1 }),
+      ]);
+    } finally {
+      await gw.close();
     }
   });
 });

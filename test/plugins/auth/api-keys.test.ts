@@ -155,6 +155,34 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
     expect((after as Error).message).toContain("token budget of this API key used up");
   });
 
+  it("a key's groups, roles and scopes are what access policies match: the key with the grant passes, the others get 403", async () => {
+    await start(`${config()}  - { type: chat, model: mid-1, provider: chat_completions, inference_url: "${backend.url}", operations: { chat: [/v1/chat/completions] } }
+policies:
+  default: deny
+  rules:
+    - { match: { groups: [search] }, allow_models: [small-1] }
+    - { match: { roles: [admin] }, allow_models: [large-1] }
+    - { match: { scopes: ["chat:write"] }, allow_models: [mid-1] }
+`);
+    const post = (key: string, model: string) =>
+      gw.request("/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }) });
+    const grouped = await createKey({ consumer: "team-g", groups: ["search"] });
+    const admin = await createKey({ consumer: "team-r", roles: ["admin"] });
+    const scoped = await createKey({ consumer: "team-s", scopes: ["chat:write"] });
+    const bare = await createKey({ consumer: "team-n", groups: ["other"], roles: ["user"], scopes: ["models:read"] });
+    const statuses = async (key: string) => Promise.all(["small-1", "large-1", "mid-1"].map(async (model) => (await post(key, model)).status));
+    expect(await statuses(grouped.key)).toEqual([200, 403, 403]);
+    expect(await statuses(admin.key)).toEqual([403, 200, 403]);
+    expect(await statuses(scoped.key)).toEqual([403, 403, 200]);
+    expect(await statuses(bare.key)).toEqual([403, 403, 403]);
+    expect(await (await post(bare.key, "small-1")).json()).toEqual({
+      error: {
+        message: 'access denied: no access policy allows this caller to use model "small-1" (service type "chat"); ask the gateway operator for a grant',
+        type: "permission_error",
+      },
+    });
+  });
+
   it("the Anthropic client on /v1/messages: the key's models and request rate apply, the key never reaches the backend", async () => {
     await start();
     const { key } = await createKey({ consumer: "team-m", models: ["claude-small"], limits: { rate: 2, period: "1m" } });

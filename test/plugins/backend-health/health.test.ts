@@ -18,8 +18,21 @@ afterEach(async () => {
 
 const ok = () => new Response(JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }), { headers: { "content-type": "application/json" } });
 
+/** A Messages-style answer, for the `messages_api` service's backends (c and d). */
+const messagesOk = () => new Response(JSON.stringify({ id: "m", type: "message", role: "assistant", model: "real", content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } }), { headers: { "content-type": "application/json" } });
+
+/** A `messages_api` service (its requests are translated), on backends c then d, like a then b. */
+const MESSAGES_SERVICE = `
+  - type: messages
+    model: claude
+    provider: messages_api
+    operations: { chat: [/v1/chat/completions] }
+    backends:
+      - { url: "http://c.test:8003", weight: 1 }
+      - { url: "http://d.test:8004", weight: 0 }`;
+
 /** `a` is the only weighted backend and `b` the fallback, so the order is always a, b. */
-function services(health = "") {
+function services(health = "", extra = "") {
   return `
 ${health}
 services:
@@ -35,11 +48,11 @@ services:
     operations: { embed: [/v1/embeddings] }
     backends:
       - { url: "http://user:secret@a.test:8001/base?key=k", weight: 1 }
-      - { url: "http://b.test:8002", weight: 0 }
+      - { url: "http://b.test:8002", weight: 0 }${extra}
 `;
 }
 
-async function setUp(health = "") {
+async function setUp(health = "", extra = "") {
   const clock = new ManualClock();
   const calls: string[] = [];
   /** What each backend answers next (by host); unset = 200. */
@@ -48,16 +61,18 @@ async function setUp(health = "") {
     const host = new URL(String(input)).hostname.split(".")[0];
     calls.push(host);
     const answer = script[host];
-    if (!answer) return ok();
-    return new Response(JSON.stringify({ error: { message: `${host} says ${answer.status}`, type: "overloaded" } }), {
+    const messages = host === "c" || host === "d";
+    if (!answer) return messages ? messagesOk() : ok();
+    const error = { message: `${host} says ${answer.status}`, type: "overloaded" };
+    return new Response(JSON.stringify(messages ? { type: "error", error } : { error }), {
       status: answer.status,
       headers: { "content-type": "application/json", ...answer.headers },
     });
   };
-  const started = await startTestRuntime(services(health), builtinPlugins, { fetch: fakeFetch, clock });
+  const started = await startTestRuntime(services(health, extra), builtinPlugins, { fetch: fakeFetch, clock });
   runtimes.push(started);
-  const chat = async () => {
-    const response = await started.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "llm", messages: [] }) });
+  const chat = async (model = "llm") => {
+    const response = await started.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }) });
     return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.text() };
   };
   const embed = async () => {
@@ -107,6 +122,28 @@ describe("backend health", () => {
     expect(calls).toEqual(["a"]);
   });
 
+  it("a 429 with Retry-After from a messages_api backend: it sits out; when all 429, the client gets the translated error with Retry-After", async () => {
+    const { clock, calls, script, chat } = await setUp("", MESSAGES_SERVICE);
+    script.c = { status: 429, headers: { "retry-after": "10" } };
+    expect((await chat("claude")).status).toBe(200);
+    expect(calls).toEqual(["c", "d"]);
+
+    calls.length = 0;
+    clock.advance(9_999);
+    expect((await chat("claude")).status).toBe(200);
+    expect(calls).toEqual(["d"]);
+
+    calls.length = 0;
+    clock.advance(1);
+    script.d = { status: 429, headers: { "retry-after": "7" } };
+    const refused = await chat("claude");
+    expect(calls).toEqual(["c", "d"]);
+    expect(refused.status).toBe(429);
+    expect(refused.retryAfter).toBe("7");
+    // The Messages-style error body, translated to a chat completions one.
+    expect(JSON.parse(refused.body)).toEqual({ error: { message: "d says 429", type: "overloaded" } });
+  });
+
   it("the sit-out is shared by the services using the backend, the direct proxy fails over on 429 too", async () => {
     const { calls, script, chat, embed } = await setUp();
     script.a = { status: 429, headers: { "retry-after": "10" } };
@@ -153,6 +190,23 @@ describe("backend health", () => {
     expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(1);
     clock.advance(60_000);
     expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(0);
+  });
+
+  it("max_ejection_time caps the growing ejection: 30s, then 45s, then 45s again", async () => {
+    const { clock, calls, script, chat, backends } = await setUp("backend_health: { ejection_time: 30s, max_ejection_time: 45s }");
+    script.a = { status: 503 };
+    for (const expectedMs of [30_000, 45_000, 45_000]) {
+      calls.length = 0;
+      for (let i = 0; i < 3; i++) await chat();
+      expect(calls).toEqual(["a", "b", "a", "b", "a", "b"]);
+      expect((await backends())[0]).toMatchObject({ state: "ejected", ejected_until: new Date(clock.now() + expectedMs).toISOString() });
+      // Sits out until the cap, not a moment longer.
+      clock.advance(expectedMs - 1);
+      calls.length = 0;
+      await chat();
+      expect(calls).toEqual(["b"]);
+      clock.advance(1);
+    }
   });
 
   it("never ejects more than max_ejected_percent of a service's backends", async () => {
