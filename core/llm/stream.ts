@@ -17,6 +17,7 @@ import type { Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
+import type { EndHook } from "../pipeline/end-hook.ts";
 
 interface EventParser {
   push(text: string): StreamEvent[];
@@ -48,6 +49,12 @@ export interface StreamTranslation {
   errorEvent?(message: string): OutEvent;
   /** Told once, as the first bytes go to the client (time to first token, without a stream of its own). */
   onFirstBytes?(): void;
+  /**
+   * The request's end steps, when the pipeline hands them over (core/pipeline/end-hook.ts):
+   * awaited after `onEnd` and before the client's stream closes; run, not awaited, when the
+   * client leaves the stream.
+   */
+  endHook?: EndHook;
 }
 
 /** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
@@ -182,14 +189,27 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     controller.enqueue(bytes);
   };
   const progress = () => translator.streamProgress?.();
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>, outcome: Omit<StreamOutcome, "usage">) => {
+  const { endHook } = options;
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>, outcome: Omit<StreamOutcome, "usage">): Promise<void> | undefined => {
     finished = true;
     options.onEnd?.({ ...outcome, usage: progress()?.usage });
-    controller.close();
+    const steps = endHook?.steps?.();
+    if (!steps) {
+      controller.close();
+      return undefined;
+    }
+    const close = () => {
+      try {
+        controller.close();
+      } catch {
+        // The client left while the steps ran: its stream is already cancelled.
+      }
+    };
+    return steps.then(close, close);
   };
 
   /** Ends the client's stream with one error event after what is already owed to it. */
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], reason: IncompleteReason | undefined, message: string, error?: unknown) => {
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], reason: IncompleteReason | undefined, message: string, error?: unknown): Promise<void> | undefined => {
     if (error !== undefined) options.onError(message, error);
     const text = error !== undefined ? `${message}: ${describe(error)}` : message;
     // Passed bytes may have stopped inside an event: a blank line first ends it.
@@ -197,7 +217,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     const separator = translate || end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
     send(controller, encoder.encode(separator + [...owed, (options.errorEvent ?? errorEvent)(text)].map(formatSse).join("")));
     void reader.cancel().catch(() => {});
-    endWith(controller, reason);
+    return endWith(controller, reason);
   };
   const endWith = (controller: ReadableStreamDefaultController<Uint8Array>, reason: IncompleteReason | undefined) =>
     end(controller, reason ? { incomplete: reason } : {});
@@ -271,6 +291,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
       if (!finished) {
         finished = true;
         options.onEnd?.({ cancelled: true, usage: progress()?.usage });
+        void endHook?.steps?.();
       }
       await reader.cancel(reason).catch(() => {});
     },

@@ -9,6 +9,8 @@ import { createLogger, silentLogger } from "../../../core/log.ts";
 import { RequestState } from "../../../core/pipeline/context.ts";
 import { Pipeline } from "../../../core/pipeline/pipeline.ts";
 import { wholeBody } from "../../../core/pipeline/whole-body.ts";
+import { withEndHook, type EndHook } from "../../../core/pipeline/end-hook.ts";
+import { passStream } from "../../../core/llm/stream.ts";
 
 const encoder = new TextEncoder();
 
@@ -108,6 +110,46 @@ describe("ctx.beforeEnd", () => {
     expect(new TextDecoder().decode((await last).value)).toBe("5678");
     body.close();
     expect((await reader.read()).done).toBe(true);
+    expect(step.runs).toBe(1);
+  });
+
+  it("a stream with an end hook (core/llm/stream.ts): handed over as it is, its own end waits for the steps, after its onEnd", async () => {
+    const body = fedBody();
+    const hook: EndHook = {};
+    const order: string[] = [];
+    const handed = withEndHook(new Response(passStream(body.stream, () => {}, { endHook: hook, onEnd: () => order.push("onEnd") })), hook);
+    const { step, answer } = run(() => handed);
+    const response = await answer;
+    // No second stream around the body: the pipeline gave the steps to the stream.
+    expect(response).toBe(handed);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    body.push("data: 1\n\n");
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("data: 1\n\n");
+    expect(step.runs).toBe(0);
+    body.close();
+    const end = reader.read();
+    expect(await settlesSoon(end)).toBe(false);
+    expect(order).toEqual(["onEnd"]);
+    expect(step.runs).toBe(1);
+    step.finish();
+    expect((await end).done).toBe(true);
+    expect(step.runs).toBe(1);
+  });
+
+  it("a stream with an end hook that the client leaves: the steps run once, also when the server then says the response is done", async () => {
+    let responded!: () => void;
+    const done = new Promise<void>((resolve) => (responded = resolve));
+    const body = fedBody();
+    const hook: EndHook = {};
+    const { step, answer } = run(() => withEndHook(new Response(passStream(body.stream, () => {}, { endHook: hook })), hook), { responded: done });
+    const reader = ((await answer).body as ReadableStream<Uint8Array>).getReader();
+    body.push("data: 1\n\n");
+    await reader.read();
+    await reader.cancel();
+    expect(step.runs).toBe(1);
+    responded();
+    await done;
+    step.finish();
     expect(step.runs).toBe(1);
   });
 
