@@ -156,7 +156,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         const headers = forwardHeaders(ctx.request.headers, target.headers, NOT_FORWARDED, ctx.backendHeaders);
         headers["content-type"] = "application/json";
         const init = { method: "POST", headers, body: attempt.body };
-        const options = { fetch: deps.fetch, timeoutMs: deps.backendTimeoutMs, clientSignal: ctx.request.signal };
+        const options = { fetch: deps.fetch, timeoutMs: deps.backendTimeoutMs, clientSignal: ctx.clientGone };
         if (stream) {
           const response = await callBackend(attempt.url, init, options);
           // The client's status and headers wait for the stream's first bytes, so a stream that
@@ -172,7 +172,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         attempt.received = whole.body;
         return whole.response;
       },
-      ctx.request.signal,
+      ctx.clientGone,
       { health: deps.health, serviceType: ctx.service?.type ?? ctx.serviceType },
     );
     if (result.failures.length > 0) {
@@ -310,7 +310,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       labels.backend_model = backendModelOf(attempts[attempts.length - 1], body.value, service.model);
       const tried = result.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
       let failure: Response;
-      if (ctx.request.signal.aborted) {
+      if (ctx.clientGone.aborted) {
         // Nobody reads this; the status is for the counters and logs (nginx's 499).
         failure = errorResponse(499, "api_error", "the client closed the request before a backend answered");
       } else if (result.error instanceof BackendTimeoutError) {
