@@ -49,6 +49,8 @@ export interface StreamTranslation {
   errorEvent?(message: string): OutEvent;
   /** Told once, as the first bytes go to the client (time to first token, without a stream of its own). */
   onFirstBytes?(): void;
+  /** Told every chunk as it goes to the client (the response cache's recording of a stream). */
+  onBytes?(bytes: Uint8Array): void;
   /**
    * The request's end steps, when the pipeline hands them over (core/pipeline/end-hook.ts):
    * awaited after `onEnd` and before the client's stream closes; run, not awaited, when the
@@ -186,6 +188,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
       firstSent = true;
       options.onFirstBytes?.();
     }
+    options.onBytes?.(bytes);
     controller.enqueue(bytes);
   };
   const progress = () => translator.streamProgress?.();
