@@ -4,7 +4,7 @@ import { chatRequest, COMPLETION_JSON, MULTIPART_TYPE, multipartBody, STREAM_TEX
 import type { RequestSpec } from "./load/spec.ts";
 import type { TargetName } from "./measure.ts";
 
-export type ScenarioId = "sync-json" | "llm-miss" | "llm-hit" | "stream" | "upload-100k" | "submit-100k";
+export type ScenarioId = "sync-json" | "llm-miss" | "llm-hit" | "stream" | "stream-miss" | "upload-100k" | "submit-100k";
 
 export interface Scenario {
   id: ScenarioId;
@@ -66,6 +66,20 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
       method: "POST",
       headers: json,
       body: Buffer.from(chatRequest(MODELS.chat, { stream: true })),
+      expect: { status: 200, body: STREAM_TEXT },
+    }),
+  },
+  // Every body unique: with llm.cache_streams (cpu-count --cache-streams) each stream is a miss the cache records.
+  "stream-miss": {
+    id: "stream-miss",
+    title: "LLM proxy, SSE stream (22 events), every body unique",
+    stream: true,
+    request: (base) => ({
+      url: base + PATHS.chat,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODELS.chat, { stream: true, tag: UNIQUE })),
+      uniqueMarker: UNIQUE,
       expect: { status: 200, body: STREAM_TEXT },
     }),
   },
