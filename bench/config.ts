@@ -30,6 +30,8 @@ export interface ConfigOptions {
   /** Run the relay inside the gateway (async end-to-end) or not at all (submission rate). */
   relay: boolean;
   relayConcurrency?: number;
+  /** `llm.cache_streams`: streamed answers recorded into the response cache. */
+  cacheStreams?: boolean;
 }
 
 /** A rate high enough never to trigger during a bench run, so every request does the limit work and passes. */
@@ -59,7 +61,7 @@ redis:
   addr: "${options.redisAddr}"
 object_store:
   dir: "${options.objectDir}"
-relay:
+${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}relay:
   embedded: ${options.relay}
   concurrency: ${options.relayConcurrency ?? 8}
 services:

@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|sync-json]
+ * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json] [--cache-streams]
  * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
@@ -23,7 +23,8 @@ import { SCENARIOS } from "./scenarios.ts";
 
 const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
-  --scenario llm-miss|llm-hit|stream|sync-json   what is sent (default llm-miss)
+  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json   what is sent (default llm-miss)
+  --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
   --rounds N       rounds per server, alternating (default 3)
   --connections N  requests in flight (default 32)
@@ -33,7 +34,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
                    in the same rounds: an A/B of two builds under the same machine load (repeatable)`;
 
 const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
-const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "sync-json"] as const;
+const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json"] as const;
 
 interface Options {
   config: (typeof CONFIGS)[number];
@@ -44,10 +45,11 @@ interface Options {
   cpuProf?: string;
   compare: string[];
   flags: string[];
+  cacheStreams: boolean;
 }
 
 function parse(argv: readonly string[]): Options {
-  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [] };
+  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [], cacheStreams: false };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
@@ -58,6 +60,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--cpu-prof") options.cpuProf = reader.value(arg);
     else if (arg === "--flags") options.flags = reader.value(arg).split(/\s+/).filter(Boolean);
     else if (arg === "--compare") options.compare.push(reader.value(arg));
+    else if (arg === "--cache-streams") options.cacheStreams = true;
     else throw reader.unknown(arg);
   }
   return options;
@@ -118,7 +121,7 @@ async function main(): Promise<void> {
     }
     const production = options.config !== "basic";
     const configPath = join(workDir, "gateway.yaml");
-    writeFileSync(configPath, gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false }));
+    writeFileSync(configPath, gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false, cacheStreams: options.cacheStreams }));
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
     const gateway = await startGateway({ runtime: "node", name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
     services.push(gateway.service);

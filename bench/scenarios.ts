@@ -4,7 +4,7 @@ import { chatRequest, COMPLETION_JSON, MULTIPART_TYPE, multipartBody, STREAM_TEX
 import type { RequestSpec } from "./load/spec.ts";
 import type { TargetName } from "./measure.ts";
 
-export type ScenarioId = "sync-json" | "llm-miss" | "llm-hit" | "stream" | "upload-100k" | "submit-100k";
+export type ScenarioId = "sync-json" | "llm-miss" | "llm-hit" | "stream" | "stream-miss" | "upload-100k" | "submit-100k";
 
 export interface Scenario {
   id: ScenarioId;
@@ -19,6 +19,18 @@ export interface Scenario {
 export const UNIQUE = "[<id>]";
 
 const json = { "content-type": "application/json" };
+
+/** The chat stream of 22 events; `unique`: every body different (a cache miss each). */
+function streamRequest(base: string, unique: boolean): RequestSpec {
+  return {
+    url: base + PATHS.chat,
+    method: "POST",
+    headers: json,
+    body: Buffer.from(chatRequest(MODELS.chat, unique ? { stream: true, tag: UNIQUE } : { stream: true })),
+    ...(unique ? { uniqueMarker: UNIQUE } : {}),
+    expect: { status: 200, body: STREAM_TEXT },
+  };
+}
 const UPLOAD = multipartBody(MODELS.upload, 100 * 1024);
 const UPLOADED = { status: 200, body: uploadAnswer(UPLOAD.length) };
 
@@ -61,13 +73,14 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
     id: "stream",
     title: "LLM proxy, SSE stream (22 events)",
     stream: true,
-    request: (base) => ({
-      url: base + PATHS.chat,
-      method: "POST",
-      headers: json,
-      body: Buffer.from(chatRequest(MODELS.chat, { stream: true })),
-      expect: { status: 200, body: STREAM_TEXT },
-    }),
+    request: (base) => streamRequest(base, false),
+  },
+  // Every body unique: with llm.cache_streams (cpu-count --cache-streams) each stream is a miss the cache records.
+  "stream-miss": {
+    id: "stream-miss",
+    title: "LLM proxy, SSE stream (22 events), every body unique",
+    stream: true,
+    request: (base) => streamRequest(base, true),
   },
   "upload-100k": {
     id: "upload-100k",

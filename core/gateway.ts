@@ -17,6 +17,7 @@ import type { PinnedFetch, PluginDefinition, ProcessRole } from "./plugins/types
 import { instrumentKv, instrumentObjects } from "./stores/instrument.ts";
 import type { KvStore } from "./stores/kv.ts";
 import type { ObjectStore } from "./stores/objects.ts";
+import type { ClientGone } from "./proxy/client-gone.ts";
 
 export interface Stores {
   kv: KvStore;
@@ -138,10 +139,16 @@ export class Gateway {
    * of the response (releasing a slot, filling the cache) then hangs on it instead of the
    * response body being wrapped in another stream to find its end. `timesSent` counts a
    * header's repeats in the raw request (identity headers sent twice are refused).
+   * `clientGone` tells the client going away when the adapter can without the request's
+   * `signal` (core/proxy/client-gone.ts); without it the request's `signal` is read.
    */
-  readonly fetch = (request: Request, options?: { responded?: PromiseLike<unknown>; target?: string; timesSent?: (name: string) => number }): Promise<Response> => {
+  readonly fetch = (
+    request: Request,
+    options?: { responded?: PromiseLike<unknown>; target?: string; timesSent?: (name: string) => number; clientGone?: ClientGone },
+  ): Promise<Response> => {
     return this.current.handle(request, {
       responded: options?.responded,
+      clientGone: options?.clientGone,
       refusal: unnormalizedPath(options?.target ?? request.url),
       timesSent: options?.timesSent,
     });

@@ -3,6 +3,7 @@ import { serve, type Http2Bindings, type HttpBindings } from "@hono/node-server"
 import type { Server } from "node:http";
 import { boot, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
 import { timesSentIn } from "./header-repeats.ts";
+import { clientGoneOf } from "./client-gone.ts";
 import { answerHttpLayerErrors } from "./http-layer-errors.ts";
 import { nodePlatform } from "./platform.ts";
 import { respondedOf } from "./responded.ts";
@@ -15,7 +16,13 @@ export async function serveGateway(options: BootOptions = {}): Promise<void> {
   const fetch = (request: Request, env: HttpBindings | Http2Bindings) =>
     closeIfBodyUnread(
       env,
-      booted.gateway.fetch(request, { responded: respondedOf(env.outgoing), target: env.incoming.url, timesSent: timesSentIn(env.incoming.rawHeaders) }),
+      booted.gateway.fetch(request, {
+        responded: respondedOf(env.outgoing),
+        target: env.incoming.url,
+        timesSent: timesSentIn(env.incoming.rawHeaders),
+        // Not the request's `signal`: node-server builds an AbortController for it once read.
+        clientGone: clientGoneOf(env as HttpBindings),
+      }),
     );
   const server = serve({ fetch, hostname, port, serverOptions: serverOptions(booted.timeouts) }, (info) => {
     booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });

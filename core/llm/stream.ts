@@ -17,6 +17,7 @@ import type { Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
+import type { EndHook } from "../pipeline/end-hook.ts";
 
 interface EventParser {
   push(text: string): StreamEvent[];
@@ -48,6 +49,14 @@ export interface StreamTranslation {
   errorEvent?(message: string): OutEvent;
   /** Told once, as the first bytes go to the client (time to first token, without a stream of its own). */
   onFirstBytes?(): void;
+  /** Told every chunk as it goes to the client (the response cache's recording of a stream). */
+  onBytes?(bytes: Uint8Array): void;
+  /**
+   * The request's end steps, when the pipeline hands them over (core/pipeline/end-hook.ts):
+   * awaited after `onEnd` and before the client's stream closes; run, not awaited, when the
+   * client leaves the stream.
+   */
+  endHook?: EndHook;
 }
 
 /** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
@@ -137,6 +146,57 @@ function readWithin(reader: ChunkReader, ms: number): Promise<ReadableStreamRead
   return Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * The idle limit on a stream's reads (`llm.stream_idle_timeout`) with one timer for the
+ * stream's life rather than one per read (per chunk that was a timer, a race and three
+ * promises). When the timer fires it looks at the read in progress: silent for `ms`, the
+ * reader is cancelled (which ends the pending read) and the read says "idle"; else it waits
+ * for the rest. Only the wait for a read counts: a client reading slowly is not silence.
+ */
+class IdleWatch {
+  private idle = false;
+  /** When the read in progress started (ms); -1: none. */
+  private readingSince = -1;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly reader: ChunkReader,
+    private readonly ms: number,
+  ) {}
+
+  async read(): Promise<ReadableStreamReadResult<Uint8Array> | "idle"> {
+    this.readingSince = Date.now();
+    this.timer ??= setTimeout(this.check, this.ms);
+    try {
+      const chunk = await this.reader.read();
+      return this.idle ? "idle" : chunk;
+    } catch (error) {
+      if (this.idle) return "idle";
+      throw error;
+    } finally {
+      this.readingSince = -1;
+    }
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private readonly check = () => {
+    this.timer = undefined;
+    // No read waiting: the next one arms the timer again.
+    if (this.readingSince < 0) return;
+    const silent = Date.now() - this.readingSince;
+    if (silent < this.ms) {
+      this.timer = setTimeout(this.check, this.ms - silent);
+      return;
+    }
+    this.idle = true;
+    void this.reader.cancel().catch(() => {});
+  };
+}
+
 const opened = (source: ReadableStream<Uint8Array> | OpenedStream): OpenedStream | { reader: ChunkReader; first: undefined } =>
   source instanceof ReadableStream ? { reader: chunkReader(source), first: undefined } : source;
 
@@ -156,6 +216,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
   const watches = translate || translator.observeStreamEvent !== undefined;
   const parser: EventParser | undefined = watches ? (options.format === "ndjson" ? new NdjsonParser() : new SseParser()) : undefined;
   const idleMs = options.idleTimeoutMs ?? 0;
+  const idleWatch = idleMs > 0 ? new IdleWatch(reader, idleMs) : undefined;
   let finished = false;
   // For passed bytes: the end of what was passed on, to tell at a break whether the stream
   // stopped between events: the last chunk itself when it holds 4 bytes or more (kept, not
@@ -179,17 +240,32 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
       firstSent = true;
       options.onFirstBytes?.();
     }
+    options.onBytes?.(bytes);
     controller.enqueue(bytes);
   };
   const progress = () => translator.streamProgress?.();
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>, outcome: Omit<StreamOutcome, "usage">) => {
+  const { endHook } = options;
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>, outcome: Omit<StreamOutcome, "usage">): Promise<void> | undefined => {
     finished = true;
+    idleWatch?.stop();
     options.onEnd?.({ ...outcome, usage: progress()?.usage });
-    controller.close();
+    const steps = endHook?.steps?.();
+    if (!steps) {
+      controller.close();
+      return undefined;
+    }
+    const close = () => {
+      try {
+        controller.close();
+      } catch {
+        // The client left while the steps ran: its stream is already cancelled.
+      }
+    };
+    return steps.then(close, close);
   };
 
   /** Ends the client's stream with one error event after what is already owed to it. */
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], reason: IncompleteReason | undefined, message: string, error?: unknown) => {
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], reason: IncompleteReason | undefined, message: string, error?: unknown): Promise<void> | undefined => {
     if (error !== undefined) options.onError(message, error);
     const text = error !== undefined ? `${message}: ${describe(error)}` : message;
     // Passed bytes may have stopped inside an event: a blank line first ends it.
@@ -197,7 +273,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     const separator = translate || end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
     send(controller, encoder.encode(separator + [...owed, (options.errorEvent ?? errorEvent)(text)].map(formatSse).join("")));
     void reader.cancel().catch(() => {});
-    endWith(controller, reason);
+    return endWith(controller, reason);
   };
   const endWith = (controller: ReadableStreamDefaultController<Uint8Array>, reason: IncompleteReason | undefined) =>
     end(controller, reason ? { incomplete: reason } : {});
@@ -213,7 +289,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
           first = undefined;
         } else {
           try {
-            chunk = await readWithin(reader, idleMs);
+            chunk = await (idleWatch ? idleWatch.read() : reader.read());
           } catch (error) {
             // A break after the protocol's end loses nothing.
             if (progress()?.ended) return endWith(controller, undefined);
@@ -270,7 +346,9 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     async cancel(reason) {
       if (!finished) {
         finished = true;
+        idleWatch?.stop();
         options.onEnd?.({ cancelled: true, usage: progress()?.usage });
+        void endHook?.steps?.();
       }
       await reader.cancel(reason).catch(() => {});
     },

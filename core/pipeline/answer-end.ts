@@ -9,12 +9,15 @@
  *   (a client has its answer with that chunk, whatever follows). A body that fails or that the
  *   client abandons runs them too; when the server adapter says when the response is done
  *   (`responded`), that also runs them, for a body the server never read.
+ * - A body stream the gateway built with an end hook (end-hook.ts, the LLM streams): the
+ *   stream itself awaits the steps before it closes, and runs them when the client leaves it.
  *
  * The steps run once, concurrently (each is usually one store round trip), and never fail the
  * answer: a step's error is logged.
  */
 import type { Logger } from "../log.ts";
 import type { EndStep } from "./context.ts";
+import { freeEndHook } from "./end-hook.ts";
 import { isWhole } from "./whole-body.ts";
 
 function runSteps(steps: readonly EndStep[], status: number, log: Logger): Promise<void> {
@@ -46,13 +49,20 @@ export interface EndOptions {
 /** `response`, with `steps` done before its end reaches the client (see the file comment). */
 export async function endBeforeLastByte(response: Response, steps: readonly EndStep[], options: EndOptions): Promise<Response> {
   const { log } = options;
-  if (isWhole(response)) {
+  // Before `isWhole`, which reads `.body` (see whole-body.ts) when the mark is not there.
+  const hook = freeEndHook(response);
+  if (!hook && isWhole(response)) {
     await runSteps(steps, response.status, log);
     return response;
   }
   let ending: Promise<void> | undefined;
   const end = () => (ending ??= runSteps(steps, response.status, log));
   if (options.responded) options.responded.then(end, end);
+  if (hook) {
+    // The body's own stream runs them before it closes (end-hook.ts): no stream around it.
+    hook.steps = end;
+    return response;
+  }
 
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   const declared = declaredLength(response.headers);

@@ -8,6 +8,7 @@
  */
 import type { ServiceConfig } from "../config/schema.ts";
 import type { CredentialLimits } from "../limits/windows.ts";
+import type { ClientGone } from "../proxy/client-gone.ts";
 
 /** How the request is served: decides which stage steps apply. */
 export type RequestMode = "sync" | "llm" | "async";
@@ -55,6 +56,11 @@ export interface RequestContext {
    * verified identity, so a backend never sees identity the client made up.
    */
   backendHeaders?: Readonly<Record<string, string | null>>;
+  /**
+   * The client going away (core/proxy/client-gone.ts): the server adapter's when it gives one
+   * (Node), else the request's own `signal`.
+   */
+  readonly clientGone: ClientGone;
   /** Runs `fn` when the response is finished (body fully sent or aborted) or the request failed. */
   defer(fn: () => void | Promise<void>): void;
   /**
@@ -102,7 +108,13 @@ export class RequestState implements RequestContext {
      * pipeline wrapping the response body to find its end.
      */
     readonly responded?: PromiseLike<unknown>,
+    /** The server adapter's notice of the client going away (see `clientGone`). */
+    private readonly clientGoneNotice?: ClientGone,
   ) {}
+
+  get clientGone(): ClientGone {
+    return this.clientGoneNotice ?? this.request.signal;
+  }
 
   get url(): URL {
     this.#url ??= new URL(this.request.url);

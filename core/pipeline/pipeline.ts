@@ -17,6 +17,7 @@
 import type { Logger } from "../log.ts";
 import { GatewayError, toErrorResponse } from "../errors.ts";
 import { endBeforeLastByte } from "./answer-end.ts";
+import { keepEndHook } from "./end-hook.ts";
 import type { RequestContext, RequestState } from "./context.ts";
 import { isWhole, wholeBody } from "./whole-body.ts";
 
@@ -130,7 +131,10 @@ async function finish(response: Response, ctx: RequestState, finalizers: Array<(
   let out = ctx.hasResponseHeaders ? withResponseHeaders(response, ctx) : response;
   if (ctx.endSteps) {
     // The mark is on the handler's Response; a copy made for the headers carries the same body.
-    if (out !== response && isWhole(response)) wholeBody(out);
+    if (out !== response) {
+      keepEndHook(response, out);
+      if (isWhole(response)) wholeBody(out);
+    }
     out = await endBeforeLastByte(out, ctx.endSteps.splice(0), { log, responded: ctx.responded });
   }
   if (finalizers.length === 0) return out;

@@ -9,6 +9,7 @@
  * promoted ~600 KB per minor GC and ran twice the major GCs (`node --trace-gc-nvp`; with
  * this slot ~170-250 KB), the long pauses of the p99.
  */
+import type { ClientGone } from "../proxy/client-gone.ts";
 import type { RequestState } from "./context.ts";
 
 export interface RequestSlot {
@@ -23,6 +24,8 @@ export interface RequestSlot {
    * adapter cannot tell (then no header counts as repeated).
    */
   timesSent?: (name: string) => number;
+  /** The client going away, when the server adapter tells it without the request's `signal` (see `Gateway.fetch`). */
+  clientGone?: ClientGone;
   context?: RequestState;
 }
 

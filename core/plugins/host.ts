@@ -237,9 +237,10 @@ export class Runtime {
    * `refusal`: answer 400 with this message before any route (still counted, traced and
    * audited). `responded` and `timesSent`: what the server adapter knows (see RequestSlot).
    */
-  async handle(request: Request, from: Pick<RequestSlot, "responded" | "refusal" | "timesSent"> = {}): Promise<Response> {
+  async handle(request: Request, from: Pick<RequestSlot, "responded" | "refusal" | "timesSent" | "clientGone"> = {}): Promise<Response> {
     const slot = slotOf(request);
     slot.responded = from.responded;
+    slot.clientGone = from.clientGone;
     slot.refusal = from.refusal;
     slot.timesSent = from.timesSent;
     this.inflight++;
@@ -382,7 +383,7 @@ export class Runtime {
       pipeline: this.pipeline,
       newContext(request: Request, mode: RequestMode, serviceType: string) {
         const slot = slotOf(request);
-        const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), slot.responded);
+        const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), slot.responded, slot.clientGone);
         slot.context = ctx;
         return ctx;
       },

@@ -5,6 +5,8 @@
  * (`callBackendWhole`) is also bounded while its body arrives.
  */
 
+import type { ClientGone } from "./client-gone.ts";
+
 export class BackendTimeoutError extends Error {
   override name = "BackendTimeoutError";
 }
@@ -13,8 +15,8 @@ export interface CallOptions {
   fetch: typeof fetch;
   /** 0 = no limit. */
   timeoutMs: number;
-  /** The client request's signal: aborted when the client disconnects. */
-  clientSignal: AbortSignal;
+  /** Aborted when the client disconnects (the request's `ctx.clientGone`). */
+  clientSignal: ClientGone;
 }
 
 /** `fetch` for a streamed request body also needs `duplex` (not yet in the DOM typings). */

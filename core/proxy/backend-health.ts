@@ -6,6 +6,7 @@
  * error fails over, every backend is always tried, in one pass).
  */
 import type { BackendTarget } from "./backends.ts";
+import type { ClientGone } from "./client-gone.ts";
 
 /** What one attempt at a backend produced, as far as its health goes. */
 export type AttemptResult =
@@ -40,7 +41,7 @@ export interface RetryRounds {
   delayMs(retry: number): number;
   now(): number;
   /** Resolves after `ms`, or at once when `signal` aborts. */
-  wait(ms: number, signal?: AbortSignal): Promise<void>;
+  wait(ms: number, signal?: ClientGone): Promise<void>;
   /** A retry round starts (for a metric). */
   started(serviceType: string): void;
 }

@@ -11,6 +11,7 @@
  */
 import type { ServiceConfig } from "../config/schema.ts";
 import { SPEC_FAILOVER, type FailoverRoute, type RetryRounds } from "./backend-health.ts";
+import type { ClientGone } from "./client-gone.ts";
 
 export interface BackendTarget {
   /** Base address; the request path is appended. */
@@ -110,7 +111,7 @@ function roundFits(retry: RetryRounds, startedAt: number, delayMs: number): bool
 export async function withFailover(
   targets: readonly BackendTarget[],
   attempt: (target: BackendTarget) => Promise<Response>,
-  signal?: AbortSignal,
+  signal?: ClientGone,
   route: FailoverRoute = { health: SPEC_FAILOVER, serviceType: "" },
 ): Promise<FailoverResult> {
   const { health, serviceType } = route;

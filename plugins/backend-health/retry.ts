@@ -2,6 +2,7 @@
  * Retry rounds over a service's backends (backend_health.retry_*), as the failover loop
  * (core/proxy/backends.ts) runs them: the waits follow core/backoff.ts with full jitter.
  */
+import type { ClientGone } from "../../core/proxy/client-gone.ts";
 import { jitteredDelayMs } from "../../core/backoff.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { RetryRounds } from "../../core/proxy/backend-health.ts";
@@ -14,7 +15,7 @@ export interface RetrySettings {
 }
 
 /** Resolves after `ms`, or as soon as `signal` aborts (the client left: no point waiting). */
-function wait(ms: number, signal?: AbortSignal): Promise<void> {
+function wait(ms: number, signal?: ClientGone): Promise<void> {
   return new Promise((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve();
     const done = () => {

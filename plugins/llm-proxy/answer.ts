@@ -9,6 +9,7 @@ import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts"
 import { passStream, translateStream, type OpenedStream, type StreamTranslation } from "../../core/llm/stream.ts";
 import { usageOf, type TokenUsage } from "../../core/llm/usage.ts";
 import { errors } from "../../core/errors.ts";
+import { withEndHook, type EndHook } from "../../core/pipeline/end-hook.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
 
@@ -106,15 +107,24 @@ export function streamAnswer(
     // An event stream passed on as it is still ends with an error event if it breaks off,
     // falls silent or (when the provider follows its events) ends without its end.
     const sse = options.format === "sse" && (backend.headers.get("content-type") ?? "").includes("text/event-stream");
-    const body = sse && opened ? passStream(opened, options.onError, { ...options, translator }) : firstBytesSeen(bodyOf(backend, opened), options.onFirstBytes);
-    return { response: new Response(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
+    if (!sse || !opened) {
+      return { response: new Response(firstBytesSeen(bodyOf(backend, opened), options.onFirstBytes), { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
+    }
+    // The stream runs the request's end steps itself (core/pipeline/end-hook.ts).
+    const endHook: EndHook = {};
+    const body = passStream(opened, options.onError, { ...options, translator, endHook });
+    return { response: withEndHook(new Response(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }), endHook) };
   }
-  const body = translateStream(opened, { ...options, translator });
+  const endHook: EndHook = {};
+  const body = translateStream(opened, { ...options, translator, endHook });
   return {
-    response: new Response(body, {
-      status: backend.status,
-      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extra },
-    }),
+    response: withEndHook(
+      new Response(body, {
+        status: backend.status,
+        headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extra },
+      }),
+      endHook,
+    ),
   };
 }
 

@@ -3,7 +3,7 @@
  * from the request's arrival to its first event going to the client, what a chat user waits
  * before text appears (the request duration histogram only shows the whole stream).
  */
-import { labeledChildren } from "../../core/metric-labels.ts";
+import { histogramChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
 const TTFT_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60];
@@ -19,7 +19,7 @@ export class FirstTokenTimes {
       labelNames: ["service_type", "model"],
       buckets: TTFT_BUCKETS,
     });
-    this.observeFor = labeledChildren((labels) => this.histogram.labels(labels));
+    this.observeFor = histogramChildren(this.histogram);
   }
 
   /** Observes `seconds` for a stream whose first bytes are going out now. */

@@ -7,7 +7,7 @@
  */
 import { isRecord, parseJson, type Bytes } from "../../core/llm/json.ts";
 import type { TokenUsage } from "../../core/llm/usage.ts";
-import { labeledChildren } from "../../core/metric-labels.ts";
+import { histogramChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import { GENAI } from "../../core/telemetry/attributes.ts";
 import type { SpanAttributes } from "../../core/telemetry/tracing.ts";
@@ -72,7 +72,7 @@ export class GenAiTokenUsage {
       labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "gen_ai_token_type"],
       buckets: TOKEN_BUCKETS,
     });
-    this.observe = labeledChildren((labels) => this.histogram.labels(labels));
+    this.observe = histogramChildren(this.histogram);
   }
 
   record(call: { operation: string; provider: string; requestModel: string }, usage: TokenUsage): void {

@@ -37,7 +37,7 @@ import { backendBody, UntranslatableRequest } from "./request-body.ts";
 import { COST_HEADER, formatCost, type Pricing } from "../../core/pricing/price.ts";
 import { messagesToChatRequest } from "./messages-to-chat-request.ts";
 import { CHAT_PATH, messagesFromChat, messagesRoute, messagesStreamError, nativeMessages, nativeUsage, type MessagesRoute } from "./messages-inbound.ts";
-import { recordStream } from "./stream-record.ts";
+import { StreamRecording } from "./stream-record.ts";
 
 /** An inbound Messages request (messages-inbound.ts): which route, and whether the provider takes it as it is. */
 interface Inbound {
@@ -156,7 +156,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         const headers = forwardHeaders(ctx.request.headers, target.headers, NOT_FORWARDED, ctx.backendHeaders);
         headers["content-type"] = "application/json";
         const init = { method: "POST", headers, body: attempt.body };
-        const options = { fetch: deps.fetch, timeoutMs: deps.backendTimeoutMs, clientSignal: ctx.request.signal };
+        const options = { fetch: deps.fetch, timeoutMs: deps.backendTimeoutMs, clientSignal: ctx.clientGone };
         if (stream) {
           const response = await callBackend(attempt.url, init, options);
           // The client's status and headers wait for the stream's first bytes, so a stream that
@@ -172,7 +172,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         attempt.received = whole.body;
         return whole.response;
       },
-      ctx.request.signal,
+      ctx.clientGone,
       { health: deps.health, serviceType: ctx.service?.type ?? ctx.serviceType },
     );
     if (result.failures.length > 0) {
@@ -310,7 +310,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       labels.backend_model = backendModelOf(attempts[attempts.length - 1], body.value, service.model);
       const tried = result.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
       let failure: Response;
-      if (ctx.request.signal.aborted) {
+      if (ctx.clientGone.aborted) {
         // Nobody reads this; the status is for the counters and logs (nginx's 499).
         failure = errorResponse(499, "api_error", "the client closed the request before a backend answered");
       } else if (result.error instanceof BackendTimeoutError) {
@@ -334,8 +334,10 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       } else if (stream) {
         const backendUrl = attempt.target.url;
         // Whether the stream ended as its protocol says, with no error event: only then may it be cached.
-        let complete = false;
         let failed = false;
+        // A miss with llm.cache_streams: the stream records what it sends (stream-record.ts).
+        const recording = lookup.kind === "miss" ? new StreamRecording(CACHED_STREAM_MAX_BYTES) : undefined;
+        const { status } = backend;
         answer = streamAnswer(
           backend,
           attempt.opened,
@@ -349,20 +351,17 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
             },
             // Before the client's stream closes, so the usage record of this request carries the tokens.
             onEnd: (outcome) => {
-              complete = !outcome.incomplete && !outcome.cancelled && !failed;
               streamEnded(ctx, labels, backendUrl, outcome);
+              const body = recording && !outcome.incomplete && !outcome.cancelled && !failed ? recording.bytes() : undefined;
+              if (lookup.kind === "miss" && body) void lookup.fill({ status, contentType: answer.response.headers.get("content-type") ?? "text/event-stream", body });
             },
             errorEvent: inbound.route ? messagesStreamError : undefined,
             // Time to first token: observed when the first event goes to the client.
             onFirstBytes: () => deps.firstToken.record(labels, seconds(ctx)),
+            onBytes: recording?.add,
           },
           MISS,
         );
-        if (lookup.kind === "miss") {
-          const { status } = backend;
-          const contentType = answer.response.headers.get("content-type") ?? "text/event-stream";
-          answer.response = recordStream(answer.response, CACHED_STREAM_MAX_BYTES, () => complete, (body) => void lookup.fill({ status, contentType, body }));
-        }
       } else {
         answer = await completeAnswer(backend, attempt.received, attempt.translator, MISS, inbound.native ? nativeUsage : undefined);
       }

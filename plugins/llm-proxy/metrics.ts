@@ -4,7 +4,7 @@
  * ("" when none).
  */
 import type { TokenUsage } from "../../core/llm/usage.ts";
-import { counterChildren, labeledChildren, type CounterChild } from "../../core/metric-labels.ts";
+import { counterChildren, histogramChildren, type CounterChild, type HistogramChild } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
 export interface LlmLabels {
@@ -62,13 +62,15 @@ export class LlmMetrics {
     });
     this.requestsFor = counterChildren(this.requests);
     this.tokensFor = counterChildren(this.tokens);
+    this.durationFor = histogramChildren(this.duration);
+    this.perRequestFor = histogramChildren(this.perRequest);
   }
 
   // Label sets prepared once (see core/metric-labels.ts); always built in labelNames order.
   private readonly requestsFor: (labels: Record<string, string>) => CounterChild;
-  private readonly durationFor = labeledChildren((labels) => this.duration.labels(labels));
+  private readonly durationFor: (labels: Record<string, string>) => HistogramChild;
   private readonly tokensFor: (labels: Record<string, string>) => CounterChild;
-  private readonly perRequestFor = labeledChildren((labels) => this.perRequest.labels(labels));
+  private readonly perRequestFor: (labels: Record<string, string>) => HistogramChild;
 
   request(labels: LlmLabels, status: number, seconds: number): void {
     const { service_type, model, backend_model, provider, user_type } = labels;

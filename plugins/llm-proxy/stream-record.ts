@@ -1,36 +1,34 @@
 /**
  * A streamed answer recorded as the client gets it, for the response cache (`llm.cache_streams`):
- * the bytes pass through unchanged, a copy is kept up to a bound, and when the client's stream
- * ends the copy is handed on if the stream ended complete. A stream past the bound, one that
- * ended with an error event, or one the client left is not handed on.
+ * the stream of core/llm/stream.ts hands each chunk it sends to `add` (its `onBytes`), a copy is
+ * kept up to a bound, and the handler takes the copy once the stream ended complete (its
+ * `onEnd`). A stream past the bound has no copy. In the stream's own pull, not a
+ * TransformStream piped behind it: that cost a pipe (promises per chunk) per cached stream.
  */
 import type { Bytes } from "../../core/llm/json.ts";
 import { concatBytes } from "../../core/request-body/read-bytes.ts";
 
-/**
- * `response` with its body recorded; `complete()` is asked once the body has ended (the stream's
- * `onEnd` has run by then), and `recorded` gets the bytes when it says yes.
- */
-export function recordStream(response: Response, maxBytes: number, complete: () => boolean, recorded: (body: Bytes) => void): Response {
-  if (!response.body) return response;
-  let chunks: Uint8Array[] = [];
-  let total = 0;
-  let over = false;
-  const copy = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      controller.enqueue(chunk);
-      if (over) return;
-      total += chunk.byteLength;
-      if (total > maxBytes) {
-        over = true;
-        chunks = [];
-        return;
-      }
-      chunks.push(chunk.slice());
-    },
-    flush() {
-      if (!over && complete()) recorded(concatBytes(chunks, total));
-    },
-  });
-  return new Response(response.body.pipeThrough(copy), { status: response.status, statusText: response.statusText, headers: response.headers });
+export class StreamRecording {
+  private chunks: Uint8Array[] = [];
+  private total = 0;
+  private over = false;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** A chunk as it goes to the client (copied: the caller's buffer is not kept). */
+  readonly add = (chunk: Uint8Array): void => {
+    if (this.over) return;
+    this.total += chunk.byteLength;
+    if (this.total > this.maxBytes) {
+      this.over = true;
+      this.chunks = [];
+      return;
+    }
+    this.chunks.push(chunk.slice());
+  };
+
+  /** Everything added, in one buffer; undefined when it went past the bound. */
+  bytes(): Bytes | undefined {
+    return this.over ? undefined : concatBytes(this.chunks, this.total);
+  }
 }

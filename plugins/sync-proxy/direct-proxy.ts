@@ -82,7 +82,7 @@ export function directProxy(settings: CallSettings) {
     };
 
     try {
-      return await forward(targets, build, method, { ...settings, clientSignal: ctx.request.signal, model: service.model, serviceType: service.type });
+      return await forward(targets, build, method, { ...settings, clientSignal: ctx.clientGone, model: service.model, serviceType: service.type });
     } finally {
       replay?.seal();
     }

@@ -94,7 +94,7 @@ async function modelInfo(deps: ModelListDeps, ctx: RequestContext, name: string)
     url: backendUrl(target.url, `/v1/models/${encodeURIComponent(target.model || service.model)}`),
     init: { method: "GET", headers: forwardHeaders(ctx.request.headers, target.headers, ["accept-encoding", "content-type"], ctx.backendHeaders) },
   });
-  return await forward(targets, build, "GET", { ...deps.settings, clientSignal: ctx.request.signal, model: service.model, serviceType: service.type });
+  return await forward(targets, build, "GET", { ...deps.settings, clientSignal: ctx.clientGone, model: service.model, serviceType: service.type });
 }
 
 export function modelListHandler(deps: ModelListDeps) {

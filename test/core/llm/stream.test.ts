@@ -146,6 +146,47 @@ describe("how a stream ended", () => {
     expect(outcomes).toEqual([{ incomplete: "reset", usage: undefined }]);
   });
 
+  /** A backend that sends `chunks` when asked, then falls silent (and tells when it is cancelled). */
+  function stalling(chunks: string[]) {
+    const state = { cancelled: false };
+    let i = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (i < chunks.length) controller.enqueue(encoder.encode(chunks[i++]));
+        // Else: no answer, the read waits.
+      },
+      cancel() {
+        state.cancelled = true;
+      },
+    }, { highWaterMark: 0 });
+    return { stream, state };
+  }
+
+  it("ends a stream whose backend falls silent between events with one error event (idle), and cancels the backend", async () => {
+    const outcomes: StreamOutcome[] = [];
+    const backend = stalling(["data: 1\n\n", "data: 2\n\n"]);
+    const out = passStream(backend.stream, () => {}, { idleTimeoutMs: 40, onEnd: (o) => outcomes.push(o) });
+    expect(await text(out)).toBe('data: 1\n\ndata: 2\n\ndata: {"error":{"message":"the backend stream fell silent for 40 ms (llm.stream_idle_timeout): the answer is incomplete","type":"backend_error"}}\n\n');
+    expect(outcomes).toEqual([{ incomplete: "idle", usage: undefined }]);
+    expect(backend.state.cancelled).toBe(true);
+  });
+
+  it("counts only the wait for the backend as silence: a client that reads slowly does not end a stream", async () => {
+    const outcomes: StreamOutcome[] = [];
+    const out = passStream(source(["data: 1\n\n", "data: 2\n\n", "data: 3\n\n"]), () => {}, { idleTimeoutMs: 30, onEnd: (o) => outcomes.push(o) });
+    const reader = out.getReader();
+    const got: string[] = [];
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      got.push(new TextDecoder().decode(chunk.value));
+      // Longer than the idle limit between reads, each read answered at once by the backend.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(got.join("")).toBe("data: 1\n\ndata: 2\n\ndata: 3\n\n");
+    expect(outcomes).toEqual([{ usage: undefined }]);
+  });
+
   it("refuses to open a stream that ends or breaks off before its first bytes", async () => {
     await expect(openStream(source([]), 0)).rejects.toThrow("the backend stream ended before its first event");
     await expect(openStream(source([], new Error("reset")), 0)).rejects.toThrow("the backend stream broke off before its first event: reset");

@@ -9,6 +9,8 @@ import { createLogger, silentLogger } from "../../../core/log.ts";
 import { RequestState } from "../../../core/pipeline/context.ts";
 import { Pipeline } from "../../../core/pipeline/pipeline.ts";
 import { wholeBody } from "../../../core/pipeline/whole-body.ts";
+import { withEndHook, type EndHook } from "../../../core/pipeline/end-hook.ts";
+import { passStream } from "../../../core/llm/stream.ts";
 
 const encoder = new TextEncoder();
 
@@ -78,22 +80,6 @@ describe("ctx.beforeEnd", () => {
     expect((await answer).status).toBe(500);
   });
 
-  it("a streamed body: chunks flow at once, the end of the body waits for the steps", async () => {
-    const body = fedBody();
-    const { step, answer } = run(() => new Response(body.stream));
-    const reader = ((await answer).body as ReadableStream<Uint8Array>).getReader();
-    body.push("data: 1\n\n");
-    expect(new TextDecoder().decode((await reader.read()).value)).toBe("data: 1\n\n");
-    expect(step.runs).toBe(0);
-    body.close();
-    const end = reader.read();
-    expect(await settlesSoon(end)).toBe(false);
-    expect(step.runs).toBe(1);
-    step.finish();
-    expect((await end).done).toBe(true);
-    expect(step.runs).toBe(1);
-  });
-
   it("a streamed body of declared length: the chunk that completes the length waits for the steps", async () => {
     const body = fedBody();
     const { step, answer } = run(() => new Response(body.stream, { headers: { "content-length": "8" } }));
@@ -111,20 +97,22 @@ describe("ctx.beforeEnd", () => {
     expect(step.runs).toBe(1);
   });
 
-  it("a client that goes away mid-stream: the steps run once, also when the server then says the response is done", async () => {
-    let responded!: () => void;
-    const done = new Promise<void>((resolve) => (responded = resolve));
+  it("a stream with an end hook (core/llm/stream.ts) is handed over as it is, and runs the steps after its onEnd", async () => {
     const body = fedBody();
-    const { step, answer } = run(() => new Response(body.stream), { responded: done });
-    const reader = ((await answer).body as ReadableStream<Uint8Array>).getReader();
-    body.push("data: 1\n\n");
-    await reader.read();
-    await reader.cancel();
+    const hook: EndHook = {};
+    const order: string[] = [];
+    const handed = withEndHook(new Response(passStream(body.stream, () => {}, { endHook: hook, onEnd: () => order.push("onEnd") })), hook);
+    const { step, answer } = run(() => handed);
+    const response = await answer;
+    // No second stream around the body: the pipeline gave the steps to the stream.
+    expect(response).toBe(handed);
+    const end = (response.body as ReadableStream<Uint8Array>).getReader().read();
+    body.close();
+    expect(await settlesSoon(end)).toBe(false);
+    expect(order).toEqual(["onEnd"]);
     expect(step.runs).toBe(1);
-    responded();
-    await done;
     step.finish();
-    expect(step.runs).toBe(1);
+    expect((await end).done).toBe(true);
   });
 
   it("a body the server never reads: the steps run when the server says the response is done", async () => {
@@ -149,4 +137,51 @@ describe("ctx.beforeEnd", () => {
     expect(await response.json()).toEqual({ ok: true });
     expect(lines.map((l) => l.event)).toContain("request_end_step_failed");
   });
+});
+
+/** The two kinds of streamed body: a stream of the handler's own, and one of core/llm/stream.ts that runs the steps itself (end-hook.ts). */
+const STREAMED = [
+  { kind: "a streamed body", make: (stream: ReadableStream<Uint8Array>) => new Response(stream) },
+  {
+    kind: "a stream with an end hook",
+    make: (stream: ReadableStream<Uint8Array>) => {
+      const hook: EndHook = {};
+      return withEndHook(new Response(passStream(stream, () => {}, { endHook: hook })), hook);
+    },
+  },
+];
+
+describe.each(STREAMED)("ctx.beforeEnd, $kind", ({ make }) => {
+  it("chunks flow at once, the end of the body waits for the steps", async () => {
+    const body = fedBody();
+    const { step, answer } = run(() => make(body.stream));
+    const reader = ((await answer).body as ReadableStream<Uint8Array>).getReader();
+    body.push("data: 1\n\n");
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("data: 1\n\n");
+    expect(step.runs).toBe(0);
+    body.close();
+    const end = reader.read();
+    expect(await settlesSoon(end)).toBe(false);
+    expect(step.runs).toBe(1);
+    step.finish();
+    expect((await end).done).toBe(true);
+    expect(step.runs).toBe(1);
+  });
+
+  it("a client that goes away mid-stream: the steps run once, also when the server then says the response is done", async () => {
+    let responded!: () => void;
+    const done = new Promise<void>((resolve) => (responded = resolve));
+    const body = fedBody();
+    const { step, answer } = run(() => make(body.stream), { responded: done });
+    const reader = ((await answer).body as ReadableStream<Uint8Array>).getReader();
+    body.push("data: 1\n\n");
+    await reader.read();
+    await reader.cancel();
+    expect(step.runs).toBe(1);
+    responded();
+    await done;
+    step.finish();
+    expect(step.runs).toBe(1);
+  });
+
 });

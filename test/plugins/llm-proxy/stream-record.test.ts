@@ -1,46 +1,50 @@
 import { describe, expect, it } from "vitest";
-import { recordStream } from "../../../plugins/llm-proxy/stream-record.ts";
+import { passStream } from "../../../core/llm/stream.ts";
+import { StreamRecording } from "../../../plugins/llm-proxy/stream-record.ts";
 
 const encoder = new TextEncoder();
 
-function eventStream(events: string[]): Response {
-  const body = new ReadableStream<Uint8Array>({
+function eventStream(events: string[]): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
     start(controller) {
       for (const event of events) controller.enqueue(encoder.encode(event));
       controller.close();
     },
   });
-  return new Response(body, { status: 200, headers: { "content-type": "text/event-stream", "x-cache": "MISS" } });
 }
 
 const EVENTS = ['data: {"a":1}\n\n', 'data: {"b":2}\n\n', "data: [DONE]\n\n"];
 const ALL = EVENTS.join("");
 
-describe("recordStream", () => {
-  it("passes the stream through unchanged and hands on the whole copy when the stream ended complete", async () => {
-    const recorded: string[] = [];
-    const response = recordStream(eventStream(EVENTS), 1024, () => true, (body) => recorded.push(new TextDecoder().decode(body)));
-    expect(response.status).toBe(200);
-    expect(response.headers.get("x-cache")).toBe("MISS");
-    expect(await response.text()).toBe(ALL);
-    expect(recorded).toEqual([ALL]);
+describe("StreamRecording", () => {
+  it("fed by the stream's onBytes: the client gets the stream unchanged, the copy is the whole stream by its end", async () => {
+    const recording = new StreamRecording(1024);
+    let atEnd: string | undefined;
+    const out = passStream(eventStream(EVENTS), () => {}, {
+      onBytes: recording.add,
+      onEnd: () => (atEnd = new TextDecoder().decode(recording.bytes())),
+    });
+    expect(await new Response(out).text()).toBe(ALL);
+    expect(atEnd).toBe(ALL);
   });
 
-  it("hands on nothing when the stream did not end complete", async () => {
-    const recorded: Uint8Array[] = [];
-    const response = recordStream(eventStream(EVENTS), 1024, () => false, (body) => recorded.push(body));
-    expect(await response.text()).toBe(ALL);
-    expect(recorded).toEqual([]);
+  it("keeps its own copy of each chunk", () => {
+    const recording = new StreamRecording(1024);
+    const chunk = encoder.encode("data: 1\n\n");
+    recording.add(chunk);
+    chunk.fill(0);
+    expect(new TextDecoder().decode(recording.bytes())).toBe("data: 1\n\n");
   });
 
-  it("is bounded: a stream longer than the bound reaches the client whole and is not recorded", async () => {
-    const recorded: Uint8Array[] = [];
+  it("is bounded: past the bound there is no copy", () => {
     const length = encoder.encode(ALL).byteLength;
-    const over = recordStream(eventStream(EVENTS), length - 1, () => true, (body) => recorded.push(body));
-    expect(await over.text()).toBe(ALL);
-    expect(recorded).toEqual([]);
-    const exact = recordStream(eventStream(EVENTS), length, () => true, (body) => recorded.push(body));
-    await exact.text();
-    expect(recorded).toHaveLength(1);
+    const over = new StreamRecording(length - 1);
+    const exact = new StreamRecording(length);
+    for (const event of EVENTS) {
+      over.add(encoder.encode(event));
+      exact.add(encoder.encode(event));
+    }
+    expect(over.bytes()).toBeUndefined();
+    expect(exact.bytes()?.byteLength).toBe(length);
   });
 });
