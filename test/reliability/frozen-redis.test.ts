@@ -114,7 +114,7 @@ describe("scenario 9: Redis frozen (SIGSTOP) under load", () => {
     gw = await startGateway(`
 server:
   consumer_header: X-Consumer
-${storesYaml({ bucket: "reliability-frozen", redisAddr: redis.url })}
+${storesYaml({ bucket: "reliability-frozen", redisYaml: `redis:\n  addr: ${JSON.stringify(redis.url)}\n  command_timeout: 500ms` })}
 rate_limits:
   echo:
     "*": { rate: 1000000, period: 1h }

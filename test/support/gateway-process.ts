@@ -6,7 +6,26 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { isMap, parseDocument } from "yaml";
 import { freePort } from "./servers.ts";
+
+/**
+ * Test gateways wait up to 3 s for a Redis reply unless their config sets
+ * `redis.command_timeout` (default 500 ms). The suite's one redis-server serves every test file
+ * at once on a 2-core CI machine, and now and then it answers one command late: at 500 ms that
+ * refused a job submission (503) in tests about webhooks, replicas or jobs, not about Redis's
+ * latency. The tests of the bound itself set it (reliability scenario 9, the store's tests).
+ */
+const TEST_REDIS_COMMAND_TIMEOUT = "3s";
+
+function withTestRedisBound(text: string): string {
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) return text;
+  const redis = doc.get("redis");
+  if (!isMap(redis) || redis.has("command_timeout")) return text;
+  redis.set("command_timeout", TEST_REDIS_COMMAND_TIMEOUT);
+  return doc.toString({ lineWidth: 0 });
+}
 
 export const repoRoot = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
 export const onDeno = typeof (globalThis as { Deno?: unknown }).Deno === "object";
@@ -47,7 +66,7 @@ export async function startGateway(yaml: string, options: StartOptions = {}): Pr
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "gw-e2e-"));
   const configPath = join(dir, "config.yaml");
-  const render = (text: string) => text.replaceAll("{{PORT}}", String(port));
+  const render = (text: string) => withTestRedisBound(text.replaceAll("{{PORT}}", String(port)));
   writeFileSync(configPath, render(yaml));
   const [bin, ...args] = command(options.role ?? "gateway");
   const child = spawn(bin, args, {

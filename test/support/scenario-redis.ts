@@ -38,13 +38,6 @@ export interface ScenarioRedis {
 
 /** The test's reads wait longer than a gateway would: a loaded machine is no finding. */
 const READER = { commandTimeoutMs: 5_000 };
-/**
- * The scenarios' gateways too: they count lost, duplicated and wrong answers under load, not
- * Redis's latency (scenario 9 and the store's own tests check the reply bound). At the default
- * 500 ms a cluster node of a loaded 2-core CI machine once answered both replicas late in the
- * same 20 ms, and scenario 5 counted the submissions refused meanwhile as errors.
- */
-const GATEWAY_COMMAND_TIMEOUT = "  command_timeout: 3s";
 
 async function sentinelPrimaryPort(): Promise<number> {
   const sentinel = Number(inject("redisSentinelAddrs")[0].split(":")[1]);
@@ -58,17 +51,17 @@ export async function openScenarioRedis(topology: RedisTopology, db: number): Pr
   let kv: RedisKv;
   if (topology === "redis") {
     await flushRedisDb(db);
-    yaml = `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${db}\n${GATEWAY_COMMAND_TIMEOUT}`;
+    yaml = `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${db}`;
     kv = await RedisKv.connect({ url: inject("redisUrl"), db, ...READER });
   } else if (topology === "sentinel") {
     const addrs = inject("redisSentinelAddrs");
-    yaml = `redis:\n${GATEWAY_COMMAND_TIMEOUT}\n  db: ${db}\n  sentinel:\n    master_name: ${SENTINEL_MASTER}\n    addrs: ${JSON.stringify(addrs)}`;
+    yaml = `redis:\n  db: ${db}\n  sentinel:\n    master_name: ${SENTINEL_MASTER}\n    addrs: ${JSON.stringify(addrs)}`;
     kv = await RedisKv.connect({ sentinel: { masterName: SENTINEL_MASTER, sentinels: addrs }, db, ...READER });
     // FLUSHDB on the database the gateway will use: through a client that SELECTed it.
     await flushSentinelDb(await sentinelPrimaryPort(), db);
   } else {
     cluster = await startRedisCluster(3);
-    yaml = `redis:\n${GATEWAY_COMMAND_TIMEOUT}\n  cluster:\n    addrs: ${JSON.stringify(cluster.addrs)}`;
+    yaml = `redis:\n  cluster:\n    addrs: ${JSON.stringify(cluster.addrs)}`;
     kv = await RedisKv.connect({ cluster: { nodes: cluster.addrs }, ...READER });
   }
   return {
