@@ -1,4 +1,4 @@
-/** `npm run bench -- [--quick] [--runtime node|deno] [--loadgen wrk|autocannon] [--only WORDS] [--cpu-prof] [--log-level LEVEL]` */
+/** `npm run bench -- [--quick] [--runtime node|deno] [--loadgen wrk|autocannon] [--only WORDS] [--cpu-prof] [--log-level LEVEL] [--report FILE [--compare FILE]]` */
 import type { LoadGenerator } from "./measure.ts";
 import type { Timing } from "./matrix.ts";
 
@@ -14,6 +14,8 @@ export interface BenchArgs {
   logLevel?: string;
   /** Print the tables of a results file instead of running. */
   report?: string;
+  /** With `report`: the other runtime's results file, for the Deno vs Node target. */
+  compare?: string;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -23,7 +25,8 @@ export const USAGE = `npm run bench -- [options]
   --only a,b+c            only the parts whose names contain a, or both b and c (scenario, variant, "async", "upload")
   --cpu-prof              write a .cpuprofile of each Node gateway to bench/results/profiles/
   --log-level LEVEL       the gateway's LOG_LEVEL
-  --report FILE           print the tables of a results file (bench/results/*.json) and exit`;
+  --report FILE           print the tables of a results file (bench/results/*.json), its targets judged anew, and exit
+  --compare FILE          with --report: the other runtime's results file, for the Deno vs Node target`;
 
 /** Walks a command line for an option parser; its errors carry the command's usage text. */
 export class ArgvReader {
@@ -74,6 +77,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     else if (arg === "--cpu-prof") args.cpuProf = true;
     else if (arg === "--log-level") args.logLevel = reader.value(arg);
     else if (arg === "--report") args.report = reader.value(arg);
+    else if (arg === "--compare") args.compare = reader.value(arg);
     else throw reader.unknown(arg);
   }
   return args;
