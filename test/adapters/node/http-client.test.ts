@@ -69,6 +69,10 @@ describe("the Node HTTP client", () => {
     expect(response.statusText).toBe("Made It");
     expect(response.headers.get("x-twice")).toBe("one, two");
     expect(response.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+    // A real Response; iterated or copied, its headers are the same list.
+    expect(response).toBeInstanceOf(Response);
+    const listed = [...new Headers(response.headers)].filter(([name]) => ["content-type", "set-cookie", "x-twice"].includes(name));
+    expect(listed).toEqual([["content-type", "text/plain"], ["set-cookie", "a=1"], ["set-cookie", "b=2"], ["x-twice", "one, two"]]);
     expect(await response.text()).toBe('{"hello":"world"}');
     const request = seen.find((r) => r.path === "/echo");
     expect(request?.headers["x-caller"]).toBe("test");

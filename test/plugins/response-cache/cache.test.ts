@@ -14,6 +14,14 @@ describe("canonicalJson", () => {
     expect(canonicalJson(JSON.parse('{ "x" : 1.0 , "w":"é" }'))).toBe('{"w":"é","x":1}');
   });
 
+  it("orders keys by UTF-16 code units, however many there are", () => {
+    const sorted = (keys: string[]) => `{${[...keys].sort().map((key) => `${JSON.stringify(key)}:1`).join(",")}}`;
+    const few = ["b", "B", "a", "10", "2", "1", "é", "😀", "\uffff", "", "ab", "a b"];
+    expect(canonicalJson(Object.fromEntries(few.map((key) => [key, 1])))).toBe(sorted(few));
+    const many = Array.from({ length: 40 }, (_, i) => `k${(i * 7919) % 97}`);
+    expect(canonicalJson(Object.fromEntries(many.map((key) => [key, 1])))).toBe(sorted(many));
+  });
+
   it("leaves out undefined fields", () => {
     expect(canonicalJson({ a: undefined, b: 2 })).toBe('{"b":2}');
   });
