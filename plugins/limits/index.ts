@@ -68,7 +68,7 @@ export default definePlugin({
     // Counting after the fact, in whichever process the event happens. The conditions in front
     // skip the calls that would do nothing (each async call costs a promise per response).
     api.on("llm.usage", (event) => {
-      void countTokens(deps, event);
+      countTokens(deps, event);
       const key = event.credential;
       if (key) void countCredentialTokens(deps, event);
       if (event.counted && event.cost !== undefined) void countCost(deps, event, key && key.costRate > 0 ? { id: key.id, periodMs: key.costPeriodMs } : undefined);
