@@ -7,7 +7,7 @@
  * without another caller interleaving, which is the memory store's whole atomicity story.
  */
 import type { Clock } from "../../core/clock.ts";
-import type { EvictableUsage, KvData, ListEnd, ScanPage } from "../../core/stores/kv.ts";
+import type { AtomicOp, EvictableUsage, KvData, KvReply, ListEnd, ScanPage } from "../../core/stores/kv.ts";
 import { EvictableKeys } from "./evictable.ts";
 import { ExpiryHeap } from "./expiry-heap.ts";
 import { SortedSet } from "./sorted-set.ts";
@@ -102,6 +102,8 @@ export class MemoryData implements KvData {
   /** Sorted key snapshots of unfinished scans, oldest first. */
   private readonly scans = new Map<number, string[]>();
   private nextScanId = 1;
+  /** The time the running atomic operation sees (`runAtomic`); undefined between operations. */
+  private opTime: number | undefined;
 
   constructor(
     private readonly clock: Clock,
@@ -115,6 +117,22 @@ export class MemoryData implements KvData {
     const evictable = this.evictable;
     if (!evictable) return undefined;
     return { bytes: evictable.bytes, keys: evictable.size, maxBytes: evictable.maxBytes, evicted: evictable.evictions };
+  }
+
+  /**
+   * Runs an atomic operation's JS twin at one instant, as Redis runs a script: every key it
+   * touches is live or expired as of the time it started, and expired keys are swept once for
+   * it instead of on each of its key accesses (a usage batch makes dozens).
+   */
+  runAtomic<R extends KvReply>(op: AtomicOp<R>, keys: string[], args: string[]): R {
+    const now = this.clock.now();
+    this.sweep(now);
+    this.opTime = now;
+    try {
+      return op.js(this, keys, args);
+    } finally {
+      this.opTime = undefined;
+    }
   }
 
   // --- keys -------------------------------------------------------------------
@@ -172,14 +190,14 @@ export class MemoryData implements KvData {
       this.drop(key);
       return true;
     }
-    this.expireAt(key, entry, this.clock.now() + ttlMs);
+    this.expireAt(key, entry, this.now() + ttlMs);
     return true;
   }
 
   pttl(key: string): number {
     const entry = this.live(key);
     if (!entry) return -2;
-    return entry.expiresAt === undefined ? -1 : entry.expiresAt - this.clock.now();
+    return entry.expiresAt === undefined ? -1 : entry.expiresAt - this.now();
   }
 
   // --- hashes -----------------------------------------------------------------
@@ -375,8 +393,8 @@ export class MemoryData implements KvData {
 
   /** Live keys with the prefix that sort after `after`, ascending. Drops expired keys on the way. */
   private matchingKeys(prefix: string, after: string | undefined): string[] {
-    this.sweep();
-    const now = this.clock.now();
+    const now = this.now();
+    this.sweep(now);
     const keys: string[] = [];
     for (const [key, entry] of this.entries) {
       if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
@@ -397,11 +415,19 @@ export class MemoryData implements KvData {
 
   // --- internals --------------------------------------------------------------
 
+  /** The current time: the running atomic operation's, else the clock's. */
+  private now(): number {
+    return this.opTime ?? this.clock.now();
+  }
+
   /** The key's entry if it exists and has not expired; an expired one is deleted here. */
   private live(key: string): Entry | undefined {
-    // One clock read per key access: several per atomic operation add up on the hot path.
-    const now = this.clock.now();
-    this.sweep(now);
+    // Inside an atomic operation the time was read and the heap swept when it started.
+    let now = this.opTime;
+    if (now === undefined) {
+      now = this.clock.now();
+      this.sweep(now);
+    }
     const entry = this.entries.get(key);
     if (entry?.expiresAt !== undefined && entry.expiresAt <= now) {
       this.drop(key);
@@ -428,7 +454,7 @@ export class MemoryData implements KvData {
   private store(key: string, value: string, ttlMs: number | undefined): void {
     const entry = newEntry("string", value);
     this.put(key, entry);
-    if (ttlMs !== undefined) this.expireAt(key, entry, this.clock.now() + ttlMs);
+    if (ttlMs !== undefined) this.expireAt(key, entry, this.now() + ttlMs);
   }
 
   /** INCR-family writes keep the key's TTL. */
@@ -491,7 +517,7 @@ export class MemoryData implements KvData {
     return value;
   }
 
-  private sweep(now = this.clock.now()): void {
+  private sweep(now: number): void {
     for (let i = 0; i < SWEEP_BUDGET; i++) {
       const key = this.expiries.popDue(now);
       if (key === undefined) return;

@@ -27,7 +27,7 @@ export class ExpiryHeap {
     while (i > 0) {
       const parent = (i - 1) >> 1;
       if (heap[parent].at <= heap[i].at) break;
-      [heap[parent], heap[i]] = [heap[i], heap[parent]];
+      this.swap(parent, i);
       i = parent;
     }
   }
@@ -48,11 +48,19 @@ export class ExpiryHeap {
         if (left < heap.length && heap[left].at < heap[smallest].at) smallest = left;
         if (right < heap.length && heap[right].at < heap[smallest].at) smallest = right;
         if (smallest === i) break;
-        [heap[smallest], heap[i]] = [heap[i], heap[smallest]];
+        this.swap(smallest, i);
         i = smallest;
       }
     }
     return top.key;
+  }
+
+  /** Without a destructuring swap, which built two arrays per step. */
+  private swap(a: number, b: number): void {
+    const heap = this.heap;
+    const held = heap[a];
+    heap[a] = heap[b];
+    heap[b] = held;
   }
 
   clear(): void {

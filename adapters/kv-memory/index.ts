@@ -21,7 +21,7 @@ function checkLuaShaped(op: string, reply: KvReply, nested: boolean): void {
   if (reply === null && nested) {
     throw new Error(`atomic op ${op}: JS reply has null inside an array; Lua would end the array there`);
   }
-  if (Array.isArray(reply)) for (const item of reply) checkLuaShaped(op, item, true);
+  if (Array.isArray(reply)) for (let i = 0; i < reply.length; i++) checkLuaShaped(op, reply[i], true);
 }
 
 export class MemoryKv implements KvStore {
@@ -149,7 +149,7 @@ export class MemoryKv implements KvStore {
 
   async run<R extends KvReply>(op: AtomicOp<R>, keys: string[], args: (string | number)[]): Promise<R> {
     // Synchronous from here to the return: nothing else touches the data meanwhile.
-    const reply = op.js(this.data, keys, args.map(String));
+    const reply = this.data.runAtomic(op, keys, args.map(String));
     checkLuaShaped(op.name, reply, false);
     return reply;
   }

@@ -17,30 +17,37 @@ function compare(a: Item, b: Item): number {
 
 export class SortedSet {
   private readonly items: Item[] = [];
-  private readonly scores = new Map<string, number>();
+  /** Each member's item in `items`: a new score changes the item in place (no new object per ZADD). */
+  private readonly byMember = new Map<string, Item>();
 
   get size(): number {
     return this.items.length;
   }
 
   score(member: string): number | null {
-    return this.scores.get(member) ?? null;
+    return this.byMember.get(member)?.score ?? null;
   }
 
   /** 1 when the member is new, 0 when only its score changed (ZADD). */
   add(score: number, member: string): number {
-    const existed = this.remove(member) === 1;
-    const item = { score, member };
+    let item = this.byMember.get(member);
+    const existed = item !== undefined;
+    if (item) {
+      this.items.splice(this.lowerBound(item), 1);
+      item.score = score;
+    } else {
+      item = { score, member };
+      this.byMember.set(member, item);
+    }
     this.items.splice(this.lowerBound(item), 0, item);
-    this.scores.set(member, score);
     return existed ? 0 : 1;
   }
 
   remove(member: string): number {
-    const score = this.scores.get(member);
-    if (score === undefined) return 0;
-    this.items.splice(this.lowerBound({ score, member }), 1);
-    this.scores.delete(member);
+    const item = this.byMember.get(member);
+    if (item === undefined) return 0;
+    this.items.splice(this.lowerBound(item), 1);
+    this.byMember.delete(member);
     return 1;
   }
 

@@ -18,7 +18,7 @@ export class EndOfTurnWriter {
 
   /** Asks for a write at the end of this turn (once per turn, however often it is called). */
   schedule(): void {
-    this.timer ??= setTimeout(() => void this.flush(), 0);
+    this.timer ??= setTimeout(this.endTurn, 0);
   }
 
   /**
@@ -40,6 +40,22 @@ export class EndOfTurnWriter {
 
   async flush(): Promise<void> {
     clearTimeout(this.timer);
+    const waiting = this.writeNow();
+    try {
+      await Promise.all(this.writing);
+    } finally {
+      waiting?.resolve();
+    }
+  }
+
+  /** The turn's write; the writes in flight are waited for only when `written()` was asked (no promise per turn otherwise). */
+  private readonly endTurn = (): void => {
+    const waiting = this.writeNow();
+    if (waiting) void Promise.all(this.writing).finally(waiting.resolve);
+  };
+
+  /** Starts the write of what was gathered; gives back who waits for it. */
+  private writeNow(): { resolve: () => void } | undefined {
     this.timer = undefined;
     const waiting = this.upcoming;
     this.upcoming = undefined;
@@ -48,10 +64,6 @@ export class EndOfTurnWriter {
       const tracked: Promise<void> = started.finally(() => this.writing.delete(tracked));
       this.writing.add(tracked);
     }
-    try {
-      await Promise.all(this.writing);
-    } finally {
-      waiting?.resolve();
-    }
+    return waiting;
   }
 }

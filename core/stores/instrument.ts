@@ -12,41 +12,51 @@ import { isBodyError } from "./streams.ts";
 
 function instrument<T extends object>(store: T, metricName: string, help: string, metrics: Metrics, log: Logger): T {
   const counter = metrics.counter({ name: metricName, help, labelNames: ["op"] });
-  const wrapped = new Map<PropertyKey, unknown>();
   const failed = (op: string, error: unknown) => {
     // A put whose body failed (an oversize or interrupted upload) is the caller's failure, not the store's.
     if (isBodyError(error)) return;
     counter.inc({ op });
     log.warn("store_error", { store: metricName, op, error });
   };
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== "function" || property === "list") {
-        if (property === "list" && typeof value === "function") {
-          // list is an async iterable: wrap iteration so a failing page is counted too.
-          return (...args: unknown[]) => countIteration(value.apply(target, args) as AsyncIterable<unknown>, () => failed("list", undefined));
-        }
-        return value;
+  const target = store as Record<PropertyKey, unknown>;
+  // The store's methods wrapped once, on an object that inherits everything else from the
+  // store (a Proxy ran its get trap on every call). Each call looks the method up again, so a
+  // method replaced on the store later (a test's failing `run`) is the one called.
+  const wrapped = Object.create(store) as Record<PropertyKey, unknown>;
+  for (const property of methodsOf(store)) {
+    const op = String(property);
+    const method = (args: unknown[]) => (target[property] as (...args: unknown[]) => unknown).apply(store, args);
+    if (property === "list") {
+      // list is an async iterable: wrap iteration so a failing page is counted too.
+      wrapped.list = (...args: unknown[]) => countIteration(method(args) as AsyncIterable<unknown>, () => failed("list", undefined));
+      continue;
+    }
+    const countFailure = (error: unknown) => {
+      failed(op, error);
+      throw error;
+    };
+    wrapped[property] = (...args: unknown[]) => {
+      try {
+        const result = method(args);
+        return result instanceof Promise ? result.catch(countFailure) : result;
+      } catch (error) {
+        failed(op, error);
+        throw error;
       }
-      let fn = wrapped.get(property);
-      if (!fn) {
-        const op = String(property);
-        fn = (...args: unknown[]) => {
-          try {
-            const result = value.apply(target, args);
-            if (result instanceof Promise) return result.catch((error: unknown) => { failed(op, error); throw error; });
-            return result;
-          } catch (error) {
-            failed(op, error);
-            throw error;
-          }
-        };
-        wrapped.set(property, fn);
-      }
-      return fn;
-    },
-  });
+    };
+  }
+  return wrapped as T;
+}
+
+/** The methods of an object: its own and its classes' (getters are left alone). */
+function methodsOf(store: object): Set<PropertyKey> {
+  const found = new Set<PropertyKey>();
+  for (let level: object | null = store; level !== null && level !== Object.prototype; level = Object.getPrototypeOf(level) as object | null) {
+    for (const property of Reflect.ownKeys(level)) {
+      if (property !== "constructor" && typeof Object.getOwnPropertyDescriptor(level, property)?.value === "function") found.add(property);
+    }
+  }
+  return found;
 }
 
 async function* countIteration<T>(source: AsyncIterable<T>, onError: () => void): AsyncIterable<T> {

@@ -18,12 +18,12 @@ import type { KvStore } from "../../core/stores/kv.ts";
 import { failOpen, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import { windowPeek } from "./ops.ts";
-import type { TypeLimits } from "./table.ts";
+import type { LimitTable, TypeLimits } from "./table.ts";
 
 /** Throws the 429 of the first budget in `list` a reading (`reply[at + 2i]`, `reply[at + 2i + 1]`, as `windowPeek` answers) finds used up. */
 export function enforceCost(list: readonly CostBudget[], reply: readonly (string | number)[], at: number, currency: string): void {
-  for (const [index, budget] of list.entries()) {
-    const decision = judgeCost(budget, reply[at + 2 * index], Number(reply[at + 2 * index + 1]), currency);
+  for (let index = 0; index < list.length; index++) {
+    const decision = judgeCost(list[index], reply[at + 2 * index], Number(reply[at + 2 * index + 1]), currency);
     if (!decision.allowed) throw costRefusal(decision);
   }
 }
@@ -34,10 +34,10 @@ export async function checkCostBudget(kv: KvStore, budget: CostBudget, currency:
   return judgeCost(budget, value, Number(ttl), currency);
 }
 
-/** The model's budget (`token_limits`), then the service type's (`rate_limits`), that measure this consumer. */
-export function costBudgets(deps: LimitDeps, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): CostBudget[] {
+/** The model's budget (`token_limits`), then the service type's (`rate_limits`), that measure this consumer (measures.ts keeps them). */
+export function costBudgets(table: LimitTable, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): CostBudget[] {
   const out: CostBudget[] = [];
-  const model = service.model !== "" ? deps.table.forModelCost(service, userType) : undefined;
+  const model = service.model !== "" ? table.forModelCost(service, userType) : undefined;
   if (model) {
     out.push({ key: limitKeys.modelCost(service.type, consumer, service.model), limitNanos: model.costNanos, periodMs: model.costPeriodMs, scope: `model "${service.model}"` });
   }
@@ -59,7 +59,7 @@ export function keyCostBudget(limits: CredentialLimits | undefined): CostBudget 
  * then the caller's API key's.
  */
 export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model: string, consumer: string, userType: string | undefined, limits: TypeLimits | undefined, key: CredentialLimits | undefined): Promise<void> {
-  const consumers = limits ? costBudgets(deps, { type: serviceType, model }, consumer, userType, limits) : [];
+  const consumers = limits ? costBudgets(deps.table, { type: serviceType, model }, consumer, userType, limits) : [];
   const keyBudget = keyCostBudget(key);
   // One read per owner: on a Redis Cluster the key's window and the consumer's are in different slots.
   const groups = [consumers, keyBudget ? [keyBudget] : []].filter((group) => group.length > 0);
@@ -88,8 +88,8 @@ export async function countCost(deps: LimitDeps, event: { serviceType: string; m
   const nanos = toNanos(event.cost);
   if (!(nanos > 0)) return;
   const userType = event.userType === "" ? undefined : event.userType;
-  const list: Array<Pick<CostBudget, "key" | "periodMs">> = costBudgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
-  if (key) list.push({ key: limitKeys.keyCost(key.id), periodMs: key.periodMs });
+  const costs: Array<Pick<CostBudget, "key" | "periodMs">> = deps.measures.of(event.serviceType, event.model, userType, event.consumer).costs;
+  const list = key ? [...costs, { key: limitKeys.keyCost(key.id), periodMs: key.periodMs }] : costs;
   try {
     await Promise.all(list.map((budget) => addCost(deps.kv, budget, nanos)));
   } catch (error) {

@@ -3,6 +3,7 @@ import type { Clock } from "../../core/clock.ts";
 import { GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
+import type { MeasuresCache } from "./measures.ts";
 import type { LimitMetrics } from "./metrics.ts";
 import type { LimitTable } from "./table.ts";
 
@@ -12,6 +13,8 @@ export interface LimitDeps {
   log: Logger;
   metrics: LimitMetrics;
   table: LimitTable;
+  /** What measures each consumer, built from `table` once per consumer. */
+  measures: MeasuresCache;
   /** pricing.currency, for cost budget messages. */
   currency: string;
 }

@@ -32,6 +32,7 @@ import { addProcessingTime, checkProcessingTime } from "./processing-time.ts";
 import { checkCredentialLimits, countCredentialTokens } from "./credential.ts";
 import { checkRequestRate } from "./request-rate.ts";
 import { syncCap } from "./sync-cap.ts";
+import { MeasuresCache } from "./measures.ts";
 import { LimitTable } from "./table.ts";
 import { checkSyncLimits } from "./sync-limits.ts";
 import { countTokens } from "./tokens.ts";
@@ -54,14 +55,23 @@ export default definePlugin({
   roles: ["gateway", "relay"],
   setup(api) {
     const table = new LimitTable(api.config);
-    const deps: LimitDeps = { kv: api.kv, clock: api.clock, log: api.log, metrics: limitMetrics(api.metrics), table, currency: api.config.pricing.currency };
+    const deps: LimitDeps = {
+      kv: api.kv,
+      clock: api.clock,
+      log: api.log,
+      metrics: limitMetrics(api.metrics),
+      table,
+      measures: new MeasuresCache(table),
+      currency: api.config.pricing.currency,
+    };
 
-    // Counting after the fact, in whichever process the event happens.
+    // Counting after the fact, in whichever process the event happens. The conditions in front
+    // skip the calls that would do nothing (each async call costs a promise per response).
     api.on("llm.usage", (event) => {
-      void countTokens(deps, event);
-      void countCredentialTokens(deps, event);
+      countTokens(deps, event);
       const key = event.credential;
-      if (event.counted) void countCost(deps, event, key && key.costRate > 0 ? { id: key.id, periodMs: key.costPeriodMs } : undefined);
+      if (key) void countCredentialTokens(deps, event);
+      if (event.counted && event.cost !== undefined) void countCost(deps, event, key && key.costRate > 0 ? { id: key.id, periodMs: key.costPeriodMs } : undefined);
     });
     api.on("relay.processed", (event) => {
       void addProcessingTime(deps, event);
@@ -105,14 +115,19 @@ export default definePlugin({
     });
 
     const acquireSyncSlot = syncCap(deps);
-    api.stage("limits", async function enforceSyncLimits(ctx) {
-      if (ctx.mode === "async") return;
-      const service = ctx.service;
-      const consumer = ctx.principal.consumer;
-      if (consumer !== undefined) await checkSyncLimits(deps, ctx, service, consumer);
+    const enforceAfter = async (ctx: RequestContext, checked: Promise<void> | undefined): Promise<void> => {
+      await checked;
       if (ctx.principal.limits) await checkCredentialLimits(deps, ctx, ctx.principal.limits);
       // The cap protects the model's backends, so it counts anonymous requests too.
-      if (service) await acquireSyncSlot(ctx, service);
+      if (ctx.service) await acquireSyncSlot(ctx, ctx.service);
+    };
+    api.stage("limits", function enforceSyncLimits(ctx) {
+      if (ctx.mode === "async") return;
+      const consumer = ctx.principal.consumer;
+      const checked = consumer !== undefined ? checkSyncLimits(deps, ctx, ctx.service, consumer) : undefined;
+      // The consumer's check alone is returned as it is: an async step costs a promise and a microtask turn.
+      if (!ctx.principal.limits && !(ctx.service && ctx.service.max_concurrent_sync > 0)) return checked;
+      return enforceAfter(ctx, checked);
     });
   },
 });

@@ -181,19 +181,20 @@ end
 return out
 `,
   js: (data, keys, [counted, windowMs]) => {
-    const out: (string | number)[] = [0, 0];
+    // Filled by push from empty: a [0, 0] literal is copied when it grows (every request).
+    const out: (string | number)[] = [];
     let first = 0;
     if (counted === "1") {
       const key = keys[0];
-      out[0] = data.incrBy(key, 1);
+      const value = data.incrBy(key, 1);
       let ttl = data.pttl(key);
       if (ttl < 0) {
         data.pexpire(key, Number(windowMs));
         ttl = Number(windowMs);
       }
-      out[1] = ttl;
+      out.push(value, ttl);
       first = 1;
-    }
+    } else out.push(0, 0);
     for (let i = first; i < keys.length; i++) out.push(data.get(keys[i]) ?? "", data.pttl(keys[i]));
     return out;
   },

@@ -14,7 +14,7 @@ import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
 import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
-import type { TypeLimits } from "./table.ts";
+import type { LimitTable, TypeLimits } from "./table.ts";
 
 export interface Budget {
   key: string;
@@ -25,9 +25,10 @@ export interface Budget {
   scope: string;
 }
 
-export function tokenBudgets(deps: LimitDeps, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Budget[] {
+/** The model's budget (`token_limits`), then the service type's (`rate_limits`), that measure this consumer (measures.ts keeps them). */
+export function tokenBudgets(table: LimitTable, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Budget[] {
   const out: Budget[] = [];
-  const model = deps.table.forModel(service, userType);
+  const model = table.forModel(service, userType);
   if (model) {
     out.push({
       key: limitKeys.modelTokens(service.type, consumer, service.model),
@@ -62,7 +63,8 @@ export function judgeTokens(
   at: number,
 ): void {
   const label = deps.table.userTypeLabel(userType);
-  for (const [index, budget] of list.entries()) {
+  for (let index = 0; index < list.length; index++) {
+    const budget = list[index];
     const used = Number(reply[at + 2 * index] || 0);
     if (used < budget.rate) continue;
     deps.metrics.tokens(serviceType, label, "rejected");
@@ -75,17 +77,20 @@ export function judgeTokens(
   deps.metrics.tokens(serviceType, label, "allowed");
 }
 
-/** Adds a response's tokens to every budget that measures it (the crossing request already passed). */
-export async function countTokens(deps: LimitDeps, event: LlmUsageEvent): Promise<void> {
+/**
+ * Adds a response's tokens to every budget that measures it (the crossing request already
+ * passed). Nobody waits for it: a promise chain, not an async function (which cost a few
+ * hundred bytes per response more).
+ */
+export function countTokens(deps: LimitDeps, event: LlmUsageEvent): void {
   if (!event.counted || event.consumer === "") return;
   const tokens = Math.round(event.prompt + event.completion);
   if (!(tokens > 0)) return;
   const userType = event.userType === "" ? undefined : event.userType;
-  const list = tokenBudgets(deps, { type: event.serviceType, model: event.model }, event.consumer, userType, deps.table.forType(event.serviceType, userType));
-  try {
-    // Concurrent commands share one connection's pipeline: one round trip in practice.
-    await Promise.all(list.map((b) => deps.kv.run(windowIncrement, [b.key], [tokens, b.periodMs])));
-  } catch (error) {
-    failOpen(deps, "tokens", "token_count", event.serviceType, error);
-  }
+  const list = deps.measures.of(event.serviceType, event.model, userType, event.consumer).tokens;
+  if (list.length === 0) return;
+  // One budget (the usual case) without Promise.all's objects; several share one connection's
+  // pipeline, one round trip in practice.
+  const counted = list.length === 1 ? deps.kv.run(windowIncrement, [list[0].key], [tokens, list[0].periodMs]) : Promise.all(list.map((b) => deps.kv.run(windowIncrement, [b.key], [tokens, b.periodMs])));
+  counted.then(undefined, (error: unknown) => failOpen(deps, "tokens", "token_count", event.serviceType, error));
 }

@@ -82,7 +82,8 @@ export class ConsumerTokens {
 
   private writeGathered(): Promise<void> | undefined {
     if (this.gathered.size === 0) return undefined;
-    const args = [...this.gathered].flat();
+    const args: (string | number)[] = [];
+    this.gathered.forEach((tokens, field) => args.push(field, tokens));
     this.gathered.clear();
     return this.kv.run(hashAdd, [CONSUMER_TOKENS_KEY], args).then(
       () => undefined,

@@ -40,7 +40,7 @@ export default definePlugin({
           const consumer = ctx.principal.consumer;
           if (consumer === undefined || consumer === "") return;
           const key = ctx.principal.keyId;
-          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", ...(key !== undefined ? { key } : {}) }, status));
+          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", key }, status));
         });
       }
     }

@@ -91,6 +91,7 @@ if bucketed then
 end
 return written
 `,
+  // Index loops and no argument arrays: it runs for every batch of the embedded store.
   js: (data, keys, args) => {
     const [index, rank, daily, weekly, monthly] = keys;
     const [retention, dailyTtl, weeklyTtl, prefix] = args;
@@ -98,16 +99,17 @@ return written
     for (let r = 5; r < keys.length; r++) {
       const key = keys[r];
       const at = 10 + RECORD_ARGS * (r - 5);
-      const [consumer, now] = [args[at], args[at + 1]];
+      const consumer = args[at];
+      const now = args[at + 1];
       const created = !data.exists(key);
       const freshType = data.hget(key, `${prefix}requests`) === null;
       let wrote = false;
-      INTEGER_COUNTERS.forEach((name, i) => {
+      for (let i = 0; i < INTEGER_COUNTERS.length; i++) {
         const by = Number(args[at + 2 + i]);
-        if (by === 0) return;
-        data.hincrBy(key, `${prefix}${name}`, by);
+        if (by === 0) continue;
+        data.hincrBy(key, `${prefix}${INTEGER_COUNTERS[i]}`, by);
         wrote = true;
-      });
+      }
       const seconds = Number(args[at + 7]);
       if (seconds !== 0) {
         data.hincrByFloat(key, `${prefix}processing_seconds`, seconds);
@@ -121,17 +123,21 @@ return written
       const requests = Number(args[at + 2]);
       if (requests !== 0) data.zadd(rank, freshType ? requests : (data.zscore(rank, consumer) ?? 0) + requests, consumer);
     }
-    const buckets = [daily, weekly, monthly];
     let bucketed = false;
-    INTEGER_COUNTERS.forEach((name, i) => {
+    for (let i = 0; i < INTEGER_COUNTERS.length; i++) {
       const by = Number(args[4 + i]);
-      if (by === 0) return;
-      for (const bucket of buckets) data.hincrBy(bucket, name, by);
+      if (by === 0) continue;
+      const name = INTEGER_COUNTERS[i];
+      data.hincrBy(daily, name, by);
+      data.hincrBy(weekly, name, by);
+      data.hincrBy(monthly, name, by);
       bucketed = true;
-    });
+    }
     const seconds = Number(args[9]);
     if (seconds !== 0) {
-      for (const bucket of buckets) data.hincrByFloat(bucket, "processing_seconds", seconds);
+      data.hincrByFloat(daily, "processing_seconds", seconds);
+      data.hincrByFloat(weekly, "processing_seconds", seconds);
+      data.hincrByFloat(monthly, "processing_seconds", seconds);
       bucketed = true;
     }
     if (bucketed) {
@@ -202,15 +208,18 @@ if added > 0 then
 end
 return added
 `,
-  js: (data, keys, args) => {
+  js: (data, [daily, weekly, monthly], args) => {
     let added = 0;
     for (let i = 2; i + 1 < args.length; i += 2) {
-      for (const key of keys) data.hincrBy(key, String(args[i]), Number(args[i + 1]));
+      const by = Number(args[i + 1]);
+      data.hincrBy(daily, args[i], by);
+      data.hincrBy(weekly, args[i], by);
+      data.hincrBy(monthly, args[i], by);
       added++;
     }
     if (added > 0) {
-      expireIfPersistent(data, keys[0], Number(args[0]));
-      expireIfPersistent(data, keys[1], Number(args[1]));
+      expireIfPersistent(data, daily, Number(args[0]));
+      expireIfPersistent(data, weekly, Number(args[1]));
     }
     return added;
   },

@@ -30,8 +30,8 @@ import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { toNanos } from "../../core/pricing/price.ts";
-import { DAY_MS, labelOf } from "./calendar.ts";
-import { usageKeys, type GroupCounter } from "./keys.ts";
+import { DAY_MS, labelOf, PERIODS } from "./calendar.ts";
+import { usageKeys, type GroupCounter, type GroupDimension } from "./keys.ts";
 import { groupsAdd, usageRecord } from "./ops.ts";
 
 /** Spec 2.9: cross-consumer daily and weekly buckets expire; monthly ones are kept. */
@@ -89,6 +89,13 @@ interface Batch {
   groups: Map<string, number>;
 }
 
+/** The tokens and cost of one model's responses, for the report groups. */
+interface ModelCounts {
+  model: string;
+  tokens: number;
+  costNanos: number;
+}
+
 /**
  * Tokens and cost of a consumer's responses (with one API key, or none) waiting for their
  * requests' end, and per model for the report groups.
@@ -97,7 +104,8 @@ interface Held {
   prompt: number;
   completion: number;
   costNanos: number;
-  models: Map<string, { tokens: number; costNanos: number }>;
+  /** Usually one model: a list, walked without an iterator. */
+  models: ModelCounts[];
 }
 
 /** Who a request counts for in the report groups (`group_by`). */
@@ -107,6 +115,22 @@ export interface GroupOf {
   key?: string;
 }
 
+/** The fields of one group of the report (keys.ts `groupField`), one per counter. */
+type GroupFields = Record<GroupCounter, string>;
+
+/** The keys a service type's batches of one day write to. */
+interface DayKeys {
+  day: number;
+  /** `usageRecord`'s first five KEYS: the consumer index, the type's rank, the three buckets. */
+  record: string[];
+  /** `groupsAdd`'s KEYS: the daily, weekly and monthly group hashes. */
+  groups: string[];
+  fieldPrefix: string;
+}
+
+/** Past this many names a cache of keys built from them starts over: consumers, models and keys come from callers. */
+const MAX_CACHED = 10_000;
+
 /** Whose held tokens: one consumer on one type with one API key (none: ""), so two keys of a consumer keep theirs apart. */
 const heldId = (consumer: string, type: string, key: string | undefined) => `${consumer}\n${type}\n${key ?? ""}`;
 
@@ -114,10 +138,31 @@ function addTo(groups: Map<string, number>, field: string, amount: number): void
   groups.set(field, (groups.get(field) ?? 0) + amount);
 }
 
+/** Adds `amount` of one counter to the groups of a consumer, a model and a key. */
+function addToGroups(groups: Map<string, number>, counter: GroupCounter, amount: number, consumer: GroupFields, model: GroupFields, key: GroupFields): void {
+  if (amount === 0) return;
+  addTo(groups, consumer[counter], amount);
+  addTo(groups, model[counter], amount);
+  addTo(groups, key[counter], amount);
+}
+
+/** The held counts of one model, added when missing. */
+function countsOf(held: Held, model: string): ModelCounts {
+  for (const counts of held.models) if (counts.model === model) return counts;
+  const counts = { model, tokens: 0, costNanos: 0 };
+  held.models.push(counts);
+  return counts;
+}
+
 export class UsageRecorder {
   private readonly waiting = new Map<string, Held>();
-  private readonly batches = new Map<string, Batch>();
+  /** This turn's batches: one per service type (two around midnight), so a list. */
+  private batches: Batch[] = [];
   private readonly writer = new EndOfTurnWriter(() => this.writeGathered());
+  /** Keys built once rather than for every request or batch (`usageKeys`). */
+  private readonly dayKeys = new Map<string, DayKeys>();
+  private readonly consumerKeys = new Map<string, string>();
+  private readonly groupFields: Record<GroupDimension, Map<string, GroupFields>> = { consumer: new Map(), model: new Map(), key: new Map() };
 
   constructor(private readonly deps: RecorderDeps) {}
 
@@ -131,14 +176,13 @@ export class UsageRecorder {
       this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion, costNanos }, { model: event.model, key: event.keyId });
       return;
     }
-    const entry = held ?? { prompt: 0, completion: 0, costNanos: 0, models: new Map() };
+    const entry = held ?? { prompt: 0, completion: 0, costNanos: 0, models: [] };
     entry.prompt += event.prompt;
     entry.completion += event.completion;
     entry.costNanos += costNanos;
-    const perModel = entry.models.get(event.model) ?? { tokens: 0, costNanos: 0 };
+    const perModel = countsOf(entry, event.model);
     perModel.tokens += tokens;
     perModel.costNanos += costNanos;
-    entry.models.set(event.model, perModel);
     if (!held) this.waiting.set(id, entry);
   }
 
@@ -156,11 +200,25 @@ export class UsageRecorder {
     if (held) this.waiting.delete(id);
     const served = status < 400 ? 1 : 0;
     if (!served && !held) return undefined;
-    this.write(consumer, serviceType, { requests: served, prompt: held?.prompt, completion: held?.completion, costNanos: held?.costNanos });
-    this.group(consumer, serviceType, { model: request.model, key: request.key }, { requests: served });
-    for (const [model, counts] of held?.models ?? []) {
-      this.group(consumer, serviceType, { model, key: request.key }, { tokens: counts.tokens, costNanos: counts.costNanos });
+    // What `write` does, without its argument objects: this runs for every request.
+    const now = this.deps.clock.now();
+    const batch = this.batchOf(serviceType, now);
+    const sum = this.gathered(batch, consumer, now);
+    sum.requests += served;
+    const byConsumer = this.groupFieldsOf("consumer", consumer);
+    const byKey = this.groupFieldsOf("key", request.key ?? consumer);
+    addToGroups(batch.groups, "requests", served, byConsumer, this.groupFieldsOf("model", request.model), byKey);
+    if (held) {
+      for (const counts of held.models) {
+        const byModel = this.groupFieldsOf("model", counts.model);
+        addToGroups(batch.groups, "tokens", Math.round(counts.tokens), byConsumer, byModel, byKey);
+        addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos), byConsumer, byModel, byKey);
+      }
+      sum.prompt += Math.round(held.prompt);
+      sum.completion += Math.round(held.completion);
+      sum.costNanos += Math.round(held.costNanos);
     }
+    this.writer.schedule();
     return this.writer.written();
   }
 
@@ -180,15 +238,16 @@ export class UsageRecorder {
    */
   write(consumer: string, type: string, counts: Increments, group?: GroupOf): void {
     const now = this.deps.clock.now();
-    const batch = this.batchOf(type);
-    if (group) this.group(consumer, type, group, { requests: counts.requests, tokens: (counts.prompt ?? 0) + (counts.completion ?? 0), costNanos: counts.costNanos });
-    let gathered = batch.consumers.get(consumer);
-    if (!gathered) {
-      gathered = { consumer, now, counts: { requests: 0, jobs: 0, prompt: 0, completion: 0, costNanos: 0, processingSeconds: 0 } };
-      batch.consumers.set(consumer, gathered);
+    const batch = this.batchOf(type, now);
+    if (group) {
+      const byConsumer = this.groupFieldsOf("consumer", consumer);
+      const byModel = this.groupFieldsOf("model", group.model);
+      const byKey = this.groupFieldsOf("key", group.key ?? consumer);
+      addToGroups(batch.groups, "requests", Math.round(counts.requests ?? 0), byConsumer, byModel, byKey);
+      addToGroups(batch.groups, "tokens", Math.round((counts.prompt ?? 0) + (counts.completion ?? 0)), byConsumer, byModel, byKey);
+      addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos ?? 0), byConsumer, byModel, byKey);
     }
-    gathered.now = Math.max(gathered.now, now);
-    const sum = gathered.counts;
+    const sum = this.gathered(batch, consumer, now);
     sum.requests += Math.round(counts.requests ?? 0);
     sum.jobs += Math.round(counts.jobs ?? 0);
     sum.prompt += Math.round(counts.prompt ?? 0);
@@ -198,32 +257,63 @@ export class UsageRecorder {
     this.writer.schedule();
   }
 
-  private batchOf(type: string): Batch {
-    const day = Math.floor(this.deps.clock.now() / DAY_MS);
-    const id = `${day}\n${type}`;
-    let batch = this.batches.get(id);
-    if (!batch) {
-      batch = { type, day, consumers: new Map(), groups: new Map() };
-      this.batches.set(id, batch);
-    }
+  private batchOf(type: string, now: number): Batch {
+    const day = Math.floor(now / DAY_MS);
+    for (const batch of this.batches) if (batch.type === type && batch.day === day) return batch;
+    const batch: Batch = { type, day, consumers: new Map(), groups: new Map() };
+    this.batches.push(batch);
     return batch;
   }
 
-  /** Adds to the report groups of the consumer, the model and the key (the consumer when there is none). */
-  private group(consumer: string, type: string, of: GroupOf, counts: { requests?: number; tokens?: number; costNanos?: number }): void {
-    const groups = this.batchOf(type).groups;
-    // Straight-line on purpose: it runs twice per request, and tuple arrays cost allocations.
-    const add = (counter: GroupCounter, by: number | undefined) => {
-      const amount = Math.round(by ?? 0);
-      if (amount === 0) return;
-      addTo(groups, usageKeys.groupField("consumer", consumer, counter), amount);
-      addTo(groups, usageKeys.groupField("model", of.model, counter), amount);
-      addTo(groups, usageKeys.groupField("key", of.key ?? consumer, counter), amount);
-    };
-    add("requests", counts.requests);
-    add("tokens", counts.tokens);
-    add("cost_nanos", counts.costNanos);
-    this.writer.schedule();
+  /** The consumer's counts in the batch, its latest event now. */
+  private gathered(batch: Batch, consumer: string, now: number): Required<Increments> {
+    let gathered = batch.consumers.get(consumer);
+    if (!gathered) {
+      gathered = { consumer, now, counts: { requests: 0, jobs: 0, prompt: 0, completion: 0, costNanos: 0, processingSeconds: 0 } };
+      batch.consumers.set(consumer, gathered);
+    }
+    gathered.now = Math.max(gathered.now, now);
+    return gathered.counts;
+  }
+
+  private groupFieldsOf(dimension: GroupDimension, name: string): GroupFields {
+    const cache = this.groupFields[dimension];
+    let fields = cache.get(name);
+    if (!fields) {
+      if (cache.size >= MAX_CACHED) cache.clear();
+      fields = {
+        requests: usageKeys.groupField(dimension, name, "requests"),
+        tokens: usageKeys.groupField(dimension, name, "tokens"),
+        cost_nanos: usageKeys.groupField(dimension, name, "cost_nanos"),
+      };
+      cache.set(name, fields);
+    }
+    return fields;
+  }
+
+  private consumerKeyOf(consumer: string): string {
+    let key = this.consumerKeys.get(consumer);
+    if (key === undefined) {
+      if (this.consumerKeys.size >= MAX_CACHED) this.consumerKeys.clear();
+      key = usageKeys.consumer(consumer);
+      this.consumerKeys.set(consumer, key);
+    }
+    return key;
+  }
+
+  private dayKeysOf(type: string, day: number): DayKeys {
+    let keys = this.dayKeys.get(type);
+    if (keys?.day !== day) {
+      const dayStart = day * DAY_MS;
+      keys = {
+        day,
+        record: [usageKeys.consumers, usageKeys.rank(type), ...PERIODS.map((period) => usageKeys.bucket(period, type, labelOf(period, dayStart)))],
+        groups: PERIODS.map((period) => usageKeys.groups(period, type, labelOf(period, dayStart))),
+        fieldPrefix: usageKeys.fieldPrefix(type),
+      };
+      this.dayKeys.set(type, keys);
+    }
+    return keys;
   }
 
   /** Writes everything gathered so far and waits for every write in flight. */
@@ -232,26 +322,20 @@ export class UsageRecorder {
   }
 
   private writeGathered(): Promise<void> | undefined {
-    if (this.batches.size === 0) return undefined;
-    const written = Promise.all([...this.batches.values()].map((batch) => this.writeBatch(batch))).then(() => undefined);
-    this.batches.clear();
-    return written;
+    const batches = this.batches;
+    if (batches.length === 0) return undefined;
+    this.batches = [];
+    return batches.length === 1 ? this.writeBatch(batches[0]) : Promise.all(batches.map((batch) => this.writeBatch(batch))).then(() => undefined);
   }
 
   /** One round trip: the consumers' records, the indexes and the three calendar buckets. */
   private async writeBatch(batch: Batch): Promise<void> {
-    const dayStart = batch.day * DAY_MS;
-    const keys = [
-      usageKeys.consumers,
-      usageKeys.rank(batch.type),
-      usageKeys.bucket("daily", batch.type, labelOf("daily", dayStart)),
-      usageKeys.bucket("weekly", batch.type, labelOf("weekly", dayStart)),
-      usageKeys.bucket("monthly", batch.type, labelOf("monthly", dayStart)),
-    ];
+    const dayKeys = this.dayKeysOf(batch.type, batch.day);
+    const keys = dayKeys.record.slice();
     const totals = { requests: 0, jobs: 0, prompt: 0, completion: 0, costNanos: 0, processingSeconds: 0 };
     const records: (string | number)[] = [];
     for (const { consumer, now, counts } of batch.consumers.values()) {
-      keys.push(usageKeys.consumer(consumer));
+      keys.push(this.consumerKeyOf(consumer));
       records.push(consumer, now, counts.requests, counts.jobs, counts.prompt, counts.completion, counts.costNanos, counts.processingSeconds);
       totals.requests += counts.requests;
       totals.jobs += counts.jobs;
@@ -261,13 +345,13 @@ export class UsageRecorder {
       totals.processingSeconds += counts.processingSeconds;
     }
     // The report groups in a second operation, sent at once (one connection's pipeline).
-    const groups = batch.groups.size === 0 ? undefined : this.writeGroups(batch, dayStart);
+    const groups = batch.groups.size === 0 ? undefined : this.writeGroups(batch, dayKeys.groups);
     try {
       await this.deps.kv.run(usageRecord, keys, [
         this.deps.retentionMs,
         DAILY_TTL_MS,
         WEEKLY_TTL_MS,
-        usageKeys.fieldPrefix(batch.type),
+        dayKeys.fieldPrefix,
         totals.requests,
         totals.jobs,
         totals.prompt,
@@ -282,10 +366,11 @@ export class UsageRecorder {
     await groups;
   }
 
-  private async writeGroups(batch: Batch, dayStart: number): Promise<void> {
-    const keys = (["daily", "weekly", "monthly"] as const).map((period) => usageKeys.groups(period, batch.type, labelOf(period, dayStart)));
+  private async writeGroups(batch: Batch, keys: string[]): Promise<void> {
+    const args: (string | number)[] = [DAILY_TTL_MS, WEEKLY_TTL_MS];
+    batch.groups.forEach((amount, field) => args.push(field, amount));
     try {
-      await this.deps.kv.run(groupsAdd, keys, [DAILY_TTL_MS, WEEKLY_TTL_MS, ...[...batch.groups].flat()]);
+      await this.deps.kv.run(groupsAdd, keys, args);
     } catch (error) {
       this.deps.log.warn("usage_groups_not_recorded", { service_type: batch.type, error });
     }

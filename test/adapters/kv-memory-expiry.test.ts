@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryData } from "../../adapters/kv-memory/data.ts";
-import { ManualClock } from "../../core/clock.ts";
+import { MemoryKv } from "../../adapters/kv-memory/index.ts";
+import { ManualClock, type Clock } from "../../core/clock.ts";
+import type { AtomicOp } from "../../core/stores/kv.ts";
 
 const DAY = 86_400_000;
 
@@ -39,5 +41,25 @@ describe("memory store expiries", () => {
     // Every expired key was reclaimed by the sweeps, not only the ones read above.
     for (let i = 0; i < 100; i++) data.get("forever");
     expect(data.pendingExpiries).toBe(0);
+  });
+
+  it("runs an atomic operation at one instant, as Redis runs a script", async () => {
+    // A clock that moves 1 ms on every read: without one time per operation, the key below
+    // would expire between two of the operation's reads.
+    let reads = 0;
+    const clock: Clock = { now: () => Date.UTC(2026, 0, 1) + reads++ };
+    const kv = new MemoryKv(clock);
+    await kv.set("window", "7", 3);
+    const readsBefore = reads;
+    const readTenTimes: AtomicOp<(string | number)[]> = {
+      name: "readTenTimes",
+      lua: "",
+      js: (data, [key]) => Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? (data.get(key) ?? "") : data.pttl(key))),
+    };
+    expect(await kv.run(readTenTimes, ["window"], [])).toEqual(["7", 2, "7", 2, "7", 2, "7", 2, "7", 2]);
+    expect(reads - readsBefore).toBe(1);
+    // Outside an operation, time moves on as the clock does.
+    reads += 2;
+    expect(await kv.get("window")).toBeNull();
   });
 });

@@ -1,0 +1,70 @@
+/**
+ * What measures a consumer on one model (service type and model) with one user type: the
+ * `rate_limits` entry, the token and cost budgets, and the keys and arguments of the
+ * admission check. Every limited request needs them and they only change with the config,
+ * so they are built the first time a (type, model, user type, consumer) is seen and kept for
+ * the runtime (a reload builds a new runtime, and so a new cache): a request builds no key.
+ */
+import type { CostBudget } from "../../core/limits/cost-budget.ts";
+import { costBudgets } from "./cost.ts";
+import { limitKeys } from "./keys.ts";
+import type { LimitTable, TypeLimits } from "./table.ts";
+import { tokenBudgets, type Budget } from "./tokens.ts";
+
+/** Shared by every request of the same consumer: never changed once built. */
+export interface Measures {
+  /** The `rate_limits` entry measuring the user type on the service type, if any. */
+  limits: TypeLimits | undefined;
+  /** The token budgets of an LLM request, the model's first (tokens.ts). */
+  tokens: Budget[];
+  /** The cost budgets, the model's first (cost.ts). */
+  costs: CostBudget[];
+  /** `limitsAdmit` KEYS of a sync request: the rate window when rated. */
+  syncKeys: string[];
+  /** `limitsAdmit` KEYS of an LLM request: the rate window when rated, then the token and cost windows. */
+  llmKeys: string[];
+  /** `limitsAdmit` ARGV: whether the rate is counted, and its window length. */
+  admitArgs: number[];
+}
+
+/** Past this many entries the cache starts over: consumers and user types come from callers. */
+const MAX_ENTRIES = 10_000;
+
+function measure(table: LimitTable, type: string, model: string, userType: string | undefined, consumer: string): Measures {
+  const limits = table.forType(type, userType);
+  const rated = limits !== undefined && limits.rate > 0;
+  const service = { type, model };
+  const tokens = tokenBudgets(table, service, consumer, userType, limits);
+  const costs = costBudgets(table, service, consumer, userType, limits);
+  const syncKeys = rated ? [limitKeys.rate(type, consumer)] : [];
+  const llmKeys = [...syncKeys, ...tokens.map((budget) => budget.key), ...costs.map((budget) => budget.key)];
+  return { limits, tokens, costs, syncKeys, llmKeys, admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0] };
+}
+
+export class MeasuresCache {
+  /** Service type -> model -> consumer -> user type: looked up without building a key from the four. */
+  private readonly byType = new Map<string, Map<string, Map<string, Map<string | undefined, Measures>>>>();
+  private size = 0;
+
+  constructor(private readonly table: LimitTable) {}
+
+  of(type: string, model: string, userType: string | undefined, consumer: string): Measures {
+    if (this.size >= MAX_ENTRIES) {
+      this.byType.clear();
+      this.size = 0;
+    }
+    let byModel = this.byType.get(type);
+    if (!byModel) this.byType.set(type, (byModel = new Map()));
+    let byConsumer = byModel.get(model);
+    if (!byConsumer) byModel.set(model, (byConsumer = new Map()));
+    let byUserType = byConsumer.get(consumer);
+    if (!byUserType) byConsumer.set(consumer, (byUserType = new Map()));
+    let measures = byUserType.get(userType);
+    if (!measures) {
+      measures = measure(this.table, type, model, userType, consumer);
+      byUserType.set(userType, measures);
+      this.size++;
+    }
+    return measures;
+  }
+}

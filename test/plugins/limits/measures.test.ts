@@ -1,0 +1,72 @@
+/**
+ * The measures each (service type, model, user type, consumer) is kept with (measures.ts): built
+ * once and reused, yet the same as building them for each request would give.
+ */
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../../plugins/config.ts";
+import { costBudgets } from "../../../plugins/limits/cost.ts";
+import { MeasuresCache } from "../../../plugins/limits/measures.ts";
+import { LimitTable } from "../../../plugins/limits/table.ts";
+import { tokenBudgets } from "../../../plugins/limits/tokens.ts";
+
+const CONFIG = `
+pricing:
+  models: { small: { input: 1, output: 2 } }
+rate_limits:
+  chat:
+    "*": { rate: 10, period: 1m, token_rate: 1000, token_period: 1h }
+    premium: { rate: 100, period: 30s, cost_rate: 5 }
+    free: { rate: 0 }
+services:
+  - type: chat
+    model: small
+    inference_url: http://backend
+    token_limits:
+      "*": { token_rate: 50, token_period: 10m }
+      premium: { token_rate: 500, cost_rate: 1 }
+  - type: chat
+    model: big
+    inference_url: http://backend
+`;
+
+describe("MeasuresCache", () => {
+  const table = new LimitTable(loadConfig(CONFIG, {}).config);
+
+  /** What a request measured without the cache would get. */
+  function built(model: string, userType: string | undefined, consumer: string) {
+    const service = { type: "chat", model };
+    const limits = table.forType("chat", userType);
+    const tokens = tokenBudgets(table, service, consumer, userType, limits);
+    const costs = costBudgets(table, service, consumer, userType, limits);
+    const rated = limits !== undefined && limits.rate > 0;
+    const syncKeys = rated ? [`rl:chat:${encodeURIComponent(consumer)}`] : [];
+    return { limits, tokens, costs, syncKeys, llmKeys: [...syncKeys, ...tokens.map((b) => b.key), ...costs.map((b) => b.key)], admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0] };
+  }
+
+  it("keeps each consumer's measures apart by model and user type, and reuses them", () => {
+    const cache = new MeasuresCache(table);
+    const cases: [string, string | undefined, string][] = [
+      ["small", undefined, "alice"],
+      ["small", "premium", "alice"],
+      ["small", "free", "alice"],
+      ["big", "premium", "alice"],
+      ["small", "premium", "bob:with/odd chars"],
+      ["", undefined, "alice"],
+    ];
+    for (const [model, userType, consumer] of cases) {
+      const measures = cache.of("chat", model, userType, consumer);
+      expect(measures).toEqual(built(model, userType, consumer));
+      expect(cache.of("chat", model, userType, consumer)).toBe(measures);
+    }
+    expect(cache.of("chat", "small", "premium", "alice").llmKeys).toEqual(["rl:chat:alice", "tok:chat:alice:small", "cost:chat:alice:small", "cost:chat:alice"]);
+    expect(cache.of("chat", "small", "free", "alice").llmKeys).toEqual(["tok:chat:alice:small"]);
+  });
+
+  it("stays right when callers bring more consumers than it keeps", () => {
+    const cache = new MeasuresCache(table);
+    for (let i = 0; i < 25_000; i++) {
+      const consumer = `c${i % 12_000}`;
+      expect(cache.of("chat", "small", undefined, consumer).syncKeys).toEqual([`rl:chat:${consumer}`]);
+    }
+  });
+});
