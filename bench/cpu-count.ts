@@ -1,13 +1,14 @@
 /**
  * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json] [--cache-streams]
- * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR]` (built by `npm run bench`):
+ * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
  * `connections` at a time, and the figure is the server process's utime + stime (all threads,
  * /proc/<pid>/stat) over those requests: time other processes take from the core delays the
  * answers but is not counted. Rounds alternate between the two servers; the median is
  * reported. Wall-clock figures (requests/s, latency) are not reported: on a shared machine
- * they measure the neighbours.
+ * they measure the neighbours. `--latency` adds each server's p50/p99 over the requests of its
+ * rounds, to compare servers measured in the same run (the neighbours hit them alike).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,6 +31,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --connections N  requests in flight (default 32)
   --cpu-prof DIR   run the gateway with --cpu-prof, profiles written to DIR
   --flags "..."    more runtime flags for the gateway (--heap-prof, --trace-gc ...)
+  --latency        also print each server's p50/p99 latency over its rounds (wall clock: compare within a run)
   --compare DIR    also run the gateway built in another checkout DIR (DIR/dist/adapters/node/main.js)
                    in the same rounds: an A/B of two builds under the same machine load (repeatable)`;
 
@@ -46,10 +48,11 @@ interface Options {
   compare: string[];
   flags: string[];
   cacheStreams: boolean;
+  latency: boolean;
 }
 
 function parse(argv: readonly string[]): Options {
-  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [], cacheStreams: false };
+  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [], cacheStreams: false, latency: false };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
@@ -61,6 +64,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--flags") options.flags = reader.value(arg).split(/\s+/).filter(Boolean);
     else if (arg === "--compare") options.compare.push(reader.value(arg));
     else if (arg === "--cache-streams") options.cacheStreams = true;
+    else if (arg === "--latency") options.latency = true;
     else throw reader.unknown(arg);
   }
   return options;
@@ -74,8 +78,8 @@ interface Counted {
 
 let sequence = 0;
 
-/** Sends `count` requests, `connections` at a time; returns the wrong answers. */
-async function send(spec: RequestSpec, count: number, connections: number): Promise<number> {
+/** Sends `count` requests, `connections` at a time; returns the wrong answers. Each request's ms go to `latencies` if given. */
+async function send(spec: RequestSpec, count: number, connections: number, latencies?: number[]): Promise<number> {
   const url = new URL(spec.url);
   const pool = new Pool(url.origin, { connections, pipelining: 1 });
   const text = spec.body.toString();
@@ -89,8 +93,10 @@ async function send(spec: RequestSpec, count: number, connections: number): Prom
       const headers: Record<string, string> = { ...spec.headers };
       if (spec.consumers) headers[CONSUMER_HEADER] = `consumer-${n % spec.consumers}`;
       try {
+        const sent = performance.now();
         const answer = await pool.request({ path: url.pathname, method: spec.method, headers, body });
         if (isValid(spec, answer.statusCode, await answer.body.text()) !== "ok") wrong++;
+        latencies?.push(performance.now() - sent);
       } catch {
         wrong++;
       }
@@ -102,6 +108,7 @@ async function send(spec: RequestSpec, count: number, connections: number): Prom
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 
 async function main(): Promise<void> {
   const options = parse(process.argv.slice(2));
@@ -143,11 +150,12 @@ async function main(): Promise<void> {
     // Warm-up: JIT, pools, the cache entry of a hit.
     for (const t of targets) wrong += await send(specOf(t), Math.min(5000, options.requests), options.connections);
     const figures = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     for (let round = 0; round < options.rounds; round++) {
       // Each round starts with another target, so drift in the machine's load hits all alike.
       for (const t of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
         const before = cpuSeconds(t.pid);
-        wrong += await send(specOf(t), options.requests, options.connections);
+        wrong += await send(specOf(t), options.requests, options.connections, options.latency ? latencies.get(t.name) : undefined);
         const perRequest = ((cpuSeconds(t.pid) - before) * 1e6) / options.requests;
         figures.get(t.name)?.push(perRequest);
         process.stderr.write(`round ${round + 1}, ${t.name}: ${perRequest.toFixed(0)} µs/req\n`);
@@ -157,7 +165,9 @@ async function main(): Promise<void> {
     const parts = targets.map((t) => {
       const all = figures.get(t.name) ?? [];
       const ratio = t.name === "framework floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`;
-      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}`;
+      const sorted = (latencies.get(t.name) ?? []).sort((a, b) => a - b);
+      const latency = options.latency ? `, p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${percentile(sorted, 99).toFixed(2)} ms` : "";
+      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}${latency}`;
     });
     process.stdout.write(`${scenario.title}, ${options.config}, ${options.connections} connections, ${options.rounds} x ${options.requests} requests: ${parts.join("; ")}\n`);
     if (wrong > 0) {
