@@ -8,8 +8,23 @@
  * sooner. `flush()` writes at once and waits for every write in flight: call it on close so
  * nothing gathered is lost.
  */
+/**
+ * The end of this turn: `setImmediate` (Node, Deno, Bun) runs once the turn's I/O callbacks are
+ * done, so the counts of every response of the turn go in one write, and no later. Elsewhere
+ * `setTimeout(0)`, which Node and browsers clamp to 1 ms: a response waiting for its counts
+ * (`written()`) would wait that long.
+ */
+interface ImmediateTimers {
+  setImmediate?: (callback: () => void) => unknown;
+  clearImmediate?: (handle: unknown) => void;
+}
+const immediate = globalThis as ImmediateTimers;
+const atTurnEnd: (callback: () => void) => unknown = immediate.setImmediate?.bind(globalThis) ?? ((callback) => setTimeout(callback, 0));
+const cancelTurnEnd: (handle: unknown) => void =
+  immediate.clearImmediate?.bind(globalThis) ?? ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>));
+
 export class EndOfTurnWriter {
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: unknown;
   private readonly writing = new Set<Promise<void>>();
   /** Settles when the scheduled write has been made; built only when someone waits for it. */
   private upcoming: { promise: Promise<void>; resolve: () => void } | undefined;
@@ -18,7 +33,7 @@ export class EndOfTurnWriter {
 
   /** Asks for a write at the end of this turn (once per turn, however often it is called). */
   schedule(): void {
-    this.timer ??= setTimeout(this.endTurn, 0);
+    this.timer ??= atTurnEnd(this.endTurn);
   }
 
   /**
@@ -39,7 +54,7 @@ export class EndOfTurnWriter {
   }
 
   async flush(): Promise<void> {
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) cancelTurnEnd(this.timer);
     const waiting = this.writeNow();
     try {
       await Promise.all(this.writing);

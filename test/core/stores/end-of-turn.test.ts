@@ -17,7 +17,21 @@ function writes() {
   return { write, pending, started: () => started };
 }
 
-const turn = () => new Promise((resolve) => setTimeout(resolve, 5));
+/** The end of this turn of the event loop: the writer's own end-of-turn callback, queued earlier, runs first. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+it("writes at the end of the turn it was asked in, not a timer later", async () => {
+  const w = writes();
+  const writer = new EndOfTurnWriter(w.write);
+  writer.schedule();
+  let timerFired = false;
+  setTimeout(() => (timerFired = true), 0);
+  await turn();
+  // setTimeout(0) is clamped to 1 ms: a response waiting for its counts would wait that long.
+  expect(w.started()).toBe(1);
+  expect(timerFired).toBe(false);
+  w.pending[0]();
+});
 
 it("writes once at the end of a turn; written() settles when that write and the earlier ones are done", async () => {
   const w = writes();
