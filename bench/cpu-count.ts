@@ -1,6 +1,6 @@
 /**
  * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json] [--cache-streams]
- * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency]` (built by `npm run bench`):
+ * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
  * `connections` at a time, and the figure is the server process's utime + stime (all threads,
@@ -16,14 +16,15 @@ import { join } from "node:path";
 import { Pool } from "undici";
 import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
-import { redisInstalled, repoRoot, startFlags, startGateway, startRedis } from "./gateway.ts";
+import { redisInstalled, repoRoot, startFlags, startGateway, startRedis, type Runtime } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
 import { CONSUMER_HEADER, isValid, type RequestSpec } from "./load/spec.ts";
-import { cpuSeconds, listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, type Service } from "./procs.ts";
+import { cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, type Service } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
 
 const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
+  --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
   --scenario llm-miss|llm-hit|stream|stream-miss|sync-json   what is sent (default llm-miss)
   --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
@@ -33,12 +34,15 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --flags "..."    more runtime flags for the gateway (--heap-prof, --trace-gc ...)
   --latency        also print each server's p50/p99 latency over its rounds (wall clock: compare within a run)
   --compare DIR    also run the gateway built in another checkout DIR (DIR/dist/adapters/node/main.js)
-                   in the same rounds: an A/B of two builds under the same machine load (repeatable)`;
+                   in the same rounds: an A/B of two builds under the same machine load (repeatable)
+  --compare-flags "..."  also run this build with these runtime flags added, in the same rounds: an A/B of
+                   V8 settings (repeatable; each server's peak RSS is printed too)`;
 
 const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
 const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json"] as const;
 
 interface Options {
+  runtime: Runtime;
   config: (typeof CONFIGS)[number];
   scenario: (typeof SCENARIO_IDS)[number];
   requests: number;
@@ -46,16 +50,18 @@ interface Options {
   connections: number;
   cpuProf?: string;
   compare: string[];
+  compareFlags: string[][];
   flags: string[];
   cacheStreams: boolean;
   latency: boolean;
 }
 
 function parse(argv: readonly string[]): Options {
-  const options: Options = { config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [], cacheStreams: false, latency: false };
+  const options: Options = { runtime: "node", config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [], compareFlags: [], cacheStreams: false, latency: false };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
+    else if (arg === "--runtime") options.runtime = reader.choice(arg, ["node", "deno"] as const);
     else if (arg === "--scenario") options.scenario = reader.choice(arg, SCENARIO_IDS);
     else if (arg === "--requests") options.requests = Math.round(reader.positive(arg));
     else if (arg === "--rounds") options.rounds = Math.max(1, Math.round(reader.positive(arg)));
@@ -63,6 +69,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--cpu-prof") options.cpuProf = reader.value(arg);
     else if (arg === "--flags") options.flags = reader.value(arg).split(/\s+/).filter(Boolean);
     else if (arg === "--compare") options.compare.push(reader.value(arg));
+    else if (arg === "--compare-flags") options.compareFlags.push(reader.value(arg).split(/\s+/).filter(Boolean));
     else if (arg === "--cache-streams") options.cacheStreams = true;
     else if (arg === "--latency") options.latency = true;
     else throw reader.unknown(arg);
@@ -130,7 +137,7 @@ async function main(): Promise<void> {
     const configPath = join(workDir, "gateway.yaml");
     writeFileSync(configPath, gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false, cacheStreams: options.cacheStreams }));
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
-    const gateway = await startGateway({ runtime: "node", name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
+    const gateway = await startGateway({ runtime: options.runtime, name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
     services.push(gateway.service);
     const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], { core: SERVER_CORE });
     services.push(floor);
@@ -139,9 +146,15 @@ async function main(): Promise<void> {
       { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}` },
     ];
     for (const root of options.compare) {
-      const other = await startGateway({ runtime: "node", name: `gateway of ${root}`, configPath, root });
+      const other = await startGateway({ runtime: options.runtime, name: `gateway of ${root}`, configPath, root });
       services.push(other.service);
       targets.push({ name: `gateway of ${root}`, pid: other.service.pid, base: other.target.base });
+    }
+    for (const flags of options.compareFlags) {
+      const name = `gateway with ${flags.join(" ")}`;
+      const other = await startGateway({ runtime: options.runtime, name, configPath, runtimeFlags: [...options.flags, ...flags] });
+      services.push(other.service);
+      targets.push({ name, pid: other.service.pid, base: other.target.base });
     }
     const scenario = SCENARIOS[options.scenario];
     const consumers = production ? 50 : undefined;
@@ -167,7 +180,8 @@ async function main(): Promise<void> {
       const ratio = t.name === "framework floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`;
       const sorted = (latencies.get(t.name) ?? []).sort((a, b) => a - b);
       const latency = options.latency ? `, p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${percentile(sorted, 99).toFixed(2)} ms` : "";
-      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}${latency}`;
+      const peak = options.compareFlags.length > 0 ? `, peak RSS ${memory(t.pid).peakMb.toFixed(0)} MB` : "";
+      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}${latency}${peak}`;
     });
     process.stdout.write(`${scenario.title}, ${options.config}, ${options.connections} connections, ${options.rounds} x ${options.requests} requests: ${parts.join("; ")}\n`);
     if (wrong > 0) {

@@ -215,3 +215,39 @@ describe("deploy/Dockerfile", () => {
     });
   });
 });
+
+/**
+ * The runtime flags users get from `npm start` (docs/deployment.md "Process flags"): every file
+ * that starts the process itself passes the same ones, so a deployment runs what was measured.
+ */
+describe("the process's runtime flags", () => {
+  const scripts = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+  /** The options between `node` and the entry point of a command line. */
+  const nodeFlags = (words: readonly string[]): string[] => words.slice(words.indexOf("node") + 1, words.findIndex((w) => w.endsWith("cli.js")));
+  const npmStart = nodeFlags(scripts.start.split(/\s+/));
+
+  it("npm start sets the V8 heap and GC flags the docs describe", () => {
+    expect(npmStart).toEqual(["--max-semi-space-size=32", "--heap-growing-percent=20", "--single-threaded-gc"]);
+    expect(nodeFlags(scripts.relay.split(/\s+/))).toEqual(npmStart);
+  });
+
+  it("deno task start and relay pass the same through --v8-flags", () => {
+    const tasks = (JSON.parse(readFileSync(join(repoRoot, "deno.json"), "utf8")) as { tasks: Record<string, string> }).tasks;
+    for (const task of [tasks.start, tasks.relay]) {
+      const v8 = task.split(/\s+/).find((w) => w.startsWith("--v8-flags="));
+      expect(v8?.slice("--v8-flags=".length).split(",")).toEqual(npmStart);
+    }
+  });
+
+  it("the image, compose's relay, the Kubernetes relay and the systemd unit run node with them", () => {
+    const cmd = execForm(dockerfile().filter((i) => i.keyword === "CMD").at(-1)!.args)!;
+    expect(nodeFlags(cmd)).toEqual(npmStart);
+    const composeCommands = Object.values(composeFile().services).flatMap((service) => (service.command?.[0] === "node" ? [service.command] : []));
+    expect(composeCommands.length).toBeGreaterThan(0);
+    for (const command of composeCommands) expect(nodeFlags(command)).toEqual(npmStart);
+    const relay = template(one("Deployment", "inference-gateway-relay")).spec.containers[0];
+    expect(nodeFlags(relay.command ?? [])).toEqual(npmStart);
+    const execStart = /^ExecStart=(.*)$/m.exec(deployText("systemd/inference-gateway.service"))![1].split(/\s+/);
+    expect(nodeFlags(execStart.map((w) => (w === "/usr/bin/node" ? "node" : w)))).toEqual(npmStart);
+  });
+});
