@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json] [--cache-streams]
+ * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k] [--cache-streams]
  * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
@@ -25,7 +25,7 @@ import { SCENARIOS } from "./scenarios.ts";
 const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
-  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json   what is sent (default llm-miss)
+  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k   what is sent (default llm-miss)
   --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
   --rounds N       rounds per server, alternating (default 3)
@@ -39,7 +39,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
                    V8 settings (repeatable; each server's peak RSS is printed too)`;
 
 const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
-const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json"] as const;
+const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json", "upload-100k", "submit-100k"] as const;
 
 interface Options {
   runtime: Runtime;
@@ -96,7 +96,8 @@ async function send(spec: RequestSpec, count: number, connections: number, laten
     while (started < count) {
       started++;
       const n = sequence++;
-      const body = spec.uniqueMarker ? text.replace(spec.uniqueMarker, `${process.pid}-${n}`) : text;
+      // A binary body (the uploads) is sent as it is.
+      const body = spec.uniqueMarker ? text.replace(spec.uniqueMarker, `${process.pid}-${n}`) : spec.body;
       const headers: Record<string, string> = { ...spec.headers };
       if (spec.consumers) headers[CONSUMER_HEADER] = `consumer-${n % spec.consumers}`;
       try {
