@@ -1,14 +1,4 @@
 /**
- * Store writes gathered during one turn of the event loop and made together at its end:
- * under load, counters touched by every response (usage, per-consumer tokens) cost a share
- * of one store operation per turn instead of one per response. The owner gathers its counts,
- * calls `schedule()`, and gives `write` a function that takes what was gathered and writes it
- * (handling its own errors). `written()` tells when what was gathered so far is in the store
- * (for a response that must not end before its counts are visible), without writing any
- * sooner. `flush()` writes at once and waits for every write in flight: call it on close so
- * nothing gathered is lost.
- */
-/**
  * The end of this turn: `setImmediate` (Node, Deno, Bun) runs once the turn's I/O callbacks are
  * done, so the counts of every response of the turn go in one write, and no later. Elsewhere
  * `setTimeout(0)`, which Node and browsers clamp to 1 ms: a response waiting for its counts
@@ -23,6 +13,16 @@ const atTurnEnd: (callback: () => void) => unknown = immediate.setImmediate?.bin
 const cancelTurnEnd: (handle: unknown) => void =
   immediate.clearImmediate?.bind(globalThis) ?? ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>));
 
+/**
+ * Store writes gathered during one turn of the event loop and made together at its end:
+ * under load, counters touched by every response (usage, per-consumer tokens) cost a share
+ * of one store operation per turn instead of one per response. The owner gathers its counts,
+ * calls `schedule()`, and gives `write` a function that takes what was gathered and writes it
+ * (handling its own errors). `written()` tells when what was gathered so far is in the store
+ * (for a response that must not end before its counts are visible), without writing any
+ * sooner. `flush()` writes at once and waits for every write in flight: call it on close so
+ * nothing gathered is lost.
+ */
 export class EndOfTurnWriter {
   private timer: unknown;
   private readonly writing = new Set<Promise<void>>();
