@@ -74,6 +74,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--latency") options.latency = true;
     else throw reader.unknown(arg);
   }
+  if (options.cpuProf && options.runtime === "deno") throw new Error(`--cpu-prof profiles a Node gateway; drop it or --runtime deno\n${USAGE}`);
   return options;
 }
 
