@@ -6,8 +6,11 @@
  * shows them); one dead-lettered by the GC as a relay that died mid-job leaves it (moved to
  * the processing list with no lease; lifecycle.gc.max_reap_attempts 0), discarded from the
  * page; the other cancelled, its webhook failing its only attempt at a receiver process and
- * redelivered from the page, which the receiver then gets. Also: the backends list, and the
- * config with its secrets redacted. Screenshots of each view go to test-artifacts/console-*.png.
+ * redelivered from the page, which the receiver then gets. Also: the backends list, the
+ * config with its secrets redacted, the API keys panel of a gateway without keys (it says how
+ * to turn them on), the usage per key of requests without one (their consumer in its own
+ * column), and the tab bar in a 420 px wide window. Every JSON body the page sends says so
+ * in its Content-Type. Screenshots of each view go to test-artifacts/console-*.png.
  * Node only (playwright does not run under Deno); skipped, saying so, without /usr/bin/chromium.
  */
 import { existsSync, mkdirSync } from "node:fs";
@@ -106,6 +109,7 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
       const blocked: string[] = [];
       const failedScripts: string[] = [];
       const authorizations = new Set<string>();
+      const bodies: string[] = [];
       page.on("pageerror", (error) => failedScripts.push(error.message));
       await page.route("**/*", async (route) => {
         const url = route.request().url();
@@ -114,6 +118,8 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
           return await route.abort();
         }
         if (new URL(url).pathname.startsWith("/-/") && !url.includes("/-/console")) authorizations.add(route.request().headers()["authorization"] ?? "(none)");
+        const body = route.request().postData();
+        if (body !== null) bodies.push(`${route.request().method()} ${new URL(url).pathname} ${route.request().headers()["content-type"]} ${body}`);
         await route.continue();
       });
 
@@ -132,6 +138,33 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
       await expect.poll(() => usage.locator("[data-table=top-consumers] tbody tr").first().textContent()).toContain("alice");
       await screenshot(page, "usage");
 
+      // Per key: requests without a key count under their consumer, who is named as a consumer, not as a key.
+      await usage.locator("[data-control=group-by]").selectOption("key");
+      const alice = usage.locator("[data-table=usage-groups] tr[data-group=alice]");
+      await alice.waitFor();
+      expect(await usage.locator("[data-table=usage-groups] th").allTextContents()).toEqual(["API key", "Consumer", "Requests", "Tokens", "Cost"]);
+      expect((await alice.locator("td").allTextContents()).slice(0, 3)).toEqual(["(none)", "alice", "2"]);
+      expect(await usage.locator("[data-chart=groups] .rank-label").allTextContents()).toEqual(["alice (no key)"]);
+
+      // A 420 px wide window: the tabs wrap below the title, none past the edge, nothing to scroll sideways.
+      await page.setViewportSize({ width: 420, height: 900 });
+      const widths = await page.evaluate(() => {
+        const tabs = document.getElementById("tabs") as HTMLElement;
+        const header = document.querySelector("header") as HTMLElement;
+        return {
+          tabs: [tabs.scrollWidth, tabs.clientWidth],
+          header: [header.scrollWidth, header.clientWidth],
+          page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+          rightmostTab: Math.max(...Array.from(tabs.querySelectorAll("a"), (a) => a.getBoundingClientRect().right)),
+        };
+      });
+      expect(widths.tabs[0]).toBeLessThanOrEqual(widths.tabs[1]);
+      expect(widths.header[0]).toBeLessThanOrEqual(widths.header[1]);
+      expect(widths.page[0]).toBeLessThanOrEqual(widths.page[1]);
+      expect(widths.rightmostTab).toBeLessThanOrEqual(420);
+      await screenshot(page, "narrow");
+      await page.setViewportSize({ width: 1280, height: 900 });
+
       // Queues: the dead letter with the GC's error, discarded from the page.
       await page.locator("[data-tab=queues]").click();
       const whisper = page.locator("[data-table=queues] tr[data-model=whisper]");
@@ -145,6 +178,7 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
       await letter.locator("[data-action=discard]").click();
       await page.getByText("Discarded 1 dead letter(s) of whisper.").waitFor();
       expect(await page.locator("[data-table=relay-deadletters]").count()).toBe(0); // the list is empty now
+      expect(await page.locator("[data-panel=queues]").textContent()).not.toContain("null");
       await expect.poll(() => whisper.locator("td").nth(4).textContent()).toBe("0");
       expect(await redis.lLen("relay:whisper:deadletter")).toBe(0);
 
@@ -162,6 +196,21 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
       expect(again.body).toBe(first.body);
       expect(JSON.parse(again.body)).toMatchObject({ job_id: cancelled, status: "cancelled" });
       expect(again.headers["x-svc-signature"]).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+      expect(await page.locator("[data-panel=webhooks]").textContent()).not.toContain("null");
+
+      // API keys: this gateway has none (auth.mode none, no auth.api_key.secret); the panel says how to turn them on.
+      await page.locator("[data-tab=keys]").click();
+      const off = page.locator("[data-panel=keys] [data-keys-off]");
+      await off.waitFor();
+      const offText = (await off.textContent()) ?? "";
+      expect(offText).toContain("API keys are off");
+      expect(offText).toContain("auth.mode: none and no auth.api_key.secret");
+      expect(offText).toContain("auth:\n  mode: none\n  api_key:\n    secret: ${GATEWAY_API_KEY_SECRET}");
+      expect(offText).not.toContain("GATEWAY_ADMIN_TOKEN"); // this gateway has its admin token
+      expect(offText).toContain("set auth.mode: api_key and reload");
+      expect(await page.locator("[data-panel=keys]").textContent()).not.toMatch(/no route|HTTP 404/);
+      expect(await page.locator("[data-panel=keys] [data-form=create-key]").count()).toBe(0);
+      await screenshot(page, "keys-off");
 
       // Backends.
       await page.locator("[data-tab=backends]").click();
@@ -185,6 +234,11 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
       await screenshot(page, "config");
 
       expect([...authorizations]).toEqual(["Bearer console-test-token"]);
+      // The JSON bodies the page sent (discard, redeliver), each marked as JSON.
+      expect(bodies.map((line) => line.split(" ").slice(0, 3).join(" "))).toEqual([
+        "POST /-/relay/deadletter/discard application/json",
+        "POST /-/webhooks/deadletter/redeliver application/json",
+      ]);
       expect(failedScripts).toEqual([]);
       expect(blocked).toEqual([]);
     } finally {

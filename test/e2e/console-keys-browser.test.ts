@@ -4,10 +4,14 @@
  * the file starts), with a fake chat backend and a price table: a key created in the page, its
  * secret read from the one-time box (and found nowhere in the page's storage), authenticates a
  * priced chat request; disabled in the page it is refused within cache_ttl, enabled again it
- * works; rotated, the new secret works; revoked (after a confirm), it is refused. The usage
- * panel then shows the request's cost in the chart and the key's group (group_by=key); the
- * backends panel the backend's attempts. A second gateway without admin.token: the panel says
- * the key API needs one. Node only; skipped, saying so, without /usr/bin/chromium.
+ * works; rotated, the new secret works; revoked (after a confirm), it is refused. A disabled key
+ * shows as disabled whether the API says "status":"disabled" or "active" with "enabled":false.
+ * The usage panel then shows the request's cost in the chart and each key's group
+ * (group_by=key: a short id and its consumer, in separate columns, labels side by side without
+ * overlap); the backends panel the backend's attempts. A second gateway without admin.token:
+ * the panel says the key API needs one. A third with auth.api_key.secret in auth.mode none:
+ * keys are issued but not checked yet, and the panel says so. Node only; skipped, saying so,
+ * without /usr/bin/chromium.
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -26,10 +30,10 @@ const TOKEN = "console-test-token";
 // 11 prompt and 7 completion tokens (the fake backend's usage) at 2 and 8 per 1M: 0.000078.
 const COST = 0.000078;
 
-const config = (llmUrl: string, store: string, admin: string) => `
+const config = (llmUrl: string, store: string, admin: string, mode = "api_key") => `
 ${admin}
 auth:
-  mode: api_key
+  mode: ${mode}
   api_key: { secret: console-keys-hmac-secret, cache_ttl: 100ms }
 server:
   consumer_header: X-Consumer
@@ -51,6 +55,7 @@ services:
 describe.skipIf(skipReason !== undefined)("the console's API keys panel in a browser", () => {
   let gw: GatewayProcess;
   let open: GatewayProcess;
+  let issuing: GatewayProcess;
   let llm: FakeBackend;
   let redis: ReturnType<typeof createClient>;
   let browser: Browser;
@@ -62,6 +67,7 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     llm = await startLlmBackend();
     gw = await startGateway(config(llm.url, `redis:\n  addr: ${JSON.stringify(inject("redisUrl"))}\n  db: ${DB}`, `admin:\n  token: ${TOKEN}`));
     open = await startGateway(config(llm.url, "", ""));
+    issuing = await startGateway(config(llm.url, "", `admin:\n  token: ${TOKEN}`, "none"));
     const { chromium } = await import("playwright-core");
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -72,6 +78,7 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     await browser?.close();
     await gw?.kill();
     await open?.kill();
+    await issuing?.kill();
     await llm?.stop();
     await redis?.close();
   });
@@ -157,6 +164,20 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     await row.locator("[data-action=disable]").click();
     await row.locator("[data-status=disabled]").waitFor();
     expect(await until(secret, 401)).toContain("disabled API key");
+    // The listing in the other of the two ways an API says "disabled": the same row.
+    await page.route(/\/-\/keys\?/, async (route) => {
+      const answer = await route.fetch();
+      const listing = (await answer.json()) as { keys: Record<string, unknown>[] };
+      for (const key of listing.keys) {
+        if (key.status === "disabled") Object.assign(key, { status: "active", enabled: false });
+        else if (key.status === "active" && key.enabled === false) Object.assign(key, { status: "disabled", enabled: undefined });
+      }
+      await route.fulfill({ response: answer, json: listing });
+    });
+    await panel.locator("[data-action=filter]").click();
+    await expect.poll(() => row.locator("[data-status=disabled]").count()).toBe(1);
+    expect(await row.locator("[data-action=enable]").textContent()).toBe("Enable");
+    await page.unroute(/\/-\/keys\?/);
     await row.locator("[data-action=enable]").click();
     await row.locator("[data-status=enabled]").waitFor();
     await until(secret, 200);
@@ -183,6 +204,8 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     // Paging and the consumer filter: a second consumer's key.
     const other = await fetch(`${gw.url}/-/keys`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ consumer: "team-other" }) });
     expect(other.status).toBe(201);
+    const otherKey = (await other.json()) as { id: string; key: string };
+    expect((await chat(gw.url, otherKey.key)).status).toBe(200);
     await panel.locator("[data-control=consumer-filter]").fill("team-other");
     await panel.locator("[data-control=consumer-filter]").press("Enter");
     await expect.poll(async () => (await panel.locator("[data-table=keys] tbody").textContent()) ?? "").toContain("team-other");
@@ -201,11 +224,26 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     expect(Number(await costBar.getAttribute("height"))).toBeGreaterThan(100);
     const total = String(Number((requests * COST).toPrecision(2)));
     expect(await usage.locator("[data-chart=cost] text.tick").allTextContents()).toContain(total);
-    const group = usage.locator("[data-table=usage-groups] tbody tr").first();
-    await expect.poll(async () => (await group.textContent()) ?? "").toContain(id);
-    expect(await group.locator("td").allTextContents()).toEqual([id, String(requests), String(requests * 18), String(Number((requests * COST).toFixed(6)))]);
-    expect(Number(await usage.locator("[data-chart=groups] rect.bar").first().getAttribute("height"))).toBeGreaterThan(100);
-    expect(await usage.locator("[data-chart=groups] rect.bar").first().getAttribute("data-label")).toBe(id);
+    // Per key: the key's short id and its consumer in columns of their own, most cost first.
+    const short = (keyId: string) => `${keyId.slice(0, 12)}\u2026`;
+    const groups = usage.locator("[data-table=usage-groups] tbody tr");
+    await expect.poll(() => groups.count()).toBe(2);
+    expect(await usage.locator("[data-table=usage-groups] th").allTextContents()).toEqual(["API key", "Consumer", "Requests", "Tokens", "Cost"]);
+    const mine = requests - 1;
+    expect(await groups.nth(0).locator("td").allTextContents()).toEqual([short(id), "team-console", String(mine), String(mine * 18), String(Number((mine * COST).toFixed(6)))]);
+    expect(await groups.nth(0).getAttribute("data-group")).toBe(id);
+    expect(await groups.nth(0).locator("code").getAttribute("title")).toBe(id);
+    expect(await groups.nth(1).locator("td").allTextContents()).toEqual([short(otherKey.id), "team-other", "1", "18", String(COST)]);
+    // The chart: one row per key, its label whole and beside its bar, no two labels on top of each other.
+    const labels = usage.locator("[data-chart=groups] .rank-label");
+    expect(await labels.allTextContents()).toEqual([`${short(id)} (team-console)`, `${short(otherKey.id)} (team-other)`]);
+    const boxes = await labels.evaluateAll((spans) => spans.map((span) => ({ ...span.getBoundingClientRect().toJSON(), whole: span.scrollWidth <= span.clientWidth })));
+    expect(boxes.map((box) => box.whole)).toEqual([true, true]);
+    expect(boxes[1].top).toBeGreaterThanOrEqual(boxes[0].bottom);
+    const bars = usage.locator("[data-chart=groups] rect.bar");
+    expect(await bars.first().getAttribute("width")).toBe("100");
+    expect(Number(await bars.nth(1).getAttribute("width"))).toBeCloseTo(100 / mine, 6);
+    expect(await bars.first().getAttribute("data-label")).toBe(`${short(id)} (team-console)`);
     await screenshot(page, "usage-cost");
 
     // Backends: the attempts the chat requests made, none failed.
@@ -215,6 +253,19 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     const cells = await backend.locator("td").allTextContents();
     expect(cells.slice(5)).toEqual(["0", "0", String(requests), "0", "0 %"]);
 
+    expect(failedScripts).toEqual([]);
+    await page.close();
+  });
+
+  it("says keys are not checked yet when auth.api_key.secret is set in another mode", async () => {
+    const { page, failedScripts } = await signedIn(issuing.url, TOKEN);
+    const panel = page.locator("[data-panel=keys]");
+    await panel.getByText("Nothing here.").waitFor();
+    expect(await panel.locator(".message.info").first().textContent()).toBe(
+      "auth.mode is none: the gateway does not check API keys yet. Keys issued here name their callers once auth.mode is api_key (set it and reload).",
+    );
+    expect(await panel.locator("[data-form=create-key]").count()).toBe(1);
+    expect(await panel.locator("[data-keys-off]").count()).toBe(0);
     expect(failedScripts).toEqual([]);
     await page.close();
   });

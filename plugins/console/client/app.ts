@@ -3,7 +3,8 @@
  * kept in sessionStorage, sent as `Authorization: Bearer` on every API call), the tabs, and
  * what every panel gets as `ui`:
  *   ui.api(method, path, body?)  -> parsed JSON; throws Error(message of the error body)
- *   ui.el(tag, attrs?, ...children), ui.table(columns, rows), ui.barChart(points, options)
+ *   ui.el(tag, attrs?, ...children), ui.fill(node, ...children), ui.table(columns, rows),
+ *   ui.barChart(points, options), ui.rankChart(points, options)
  *   ui.section(title), ui.message(text, kind), ui.button(label, onClick, attrs?)
  *   ui.pager(page, onChange), ui.fmt.{number, cost, seconds, date}
  * Paths are relative to /-/ ("queues" is /-/queues). Data is put in the page as text, never
@@ -32,6 +33,13 @@ export const APP_JS = String.raw`(function () {
     if (child === undefined || child === null || child === false) return;
     if (Array.isArray(child)) return child.forEach(function (c) { append(node, c); });
     node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+  }
+  /** node's children replaced by these, skipping null like el() (replaceChildren writes "null"). */
+  function fill(node) {
+    var children = Array.prototype.slice.call(arguments, 1);
+    node.textContent = "";
+    append(node, children);
+    return node;
   }
 
   function ApiError(message, status) { this.message = message; this.status = status; }
@@ -135,8 +143,25 @@ export const APP_JS = String.raw`(function () {
     // The caption above its chart: below, it read as the title of the next one.
     return el("figure", {}, el("figcaption", {}, options.title), chart);
   }
+  /**
+   * One row per point, its label left of its bar and its value right of it: for named groups,
+   * whose labels are too long to sit under vertical bars. points [{ label, value, title?, attrs? }],
+   * options { title, id, format? }. HTML, so the text keeps its size in a narrow window.
+   */
+  function rankChart(points, options) {
+    var max = Math.max.apply(null, points.map(function (p) { return p.value; }).concat([0]));
+    if (!(max > 0)) max = 1;
+    var format = options.format || fmt.number;
+    return el("figure", {}, el("figcaption", {}, options.title),
+      el("div", { class: "rank", role: "list", "aria-label": options.title, "data-chart": options.id || "" }, points.map(function (p) {
+        var bar = svg("svg", { class: "rank-bar", viewBox: "0 0 100 10", preserveAspectRatio: "none", "aria-hidden": "true" });
+        bar.appendChild(svg("rect", { x: 0, y: 0, height: 10, width: (p.value / max) * 100, class: "bar", "data-label": p.label, "data-value": p.value }));
+        return el("div", Object.assign({ class: "rank-row", role: "listitem" }, p.attrs || {}),
+          el("span", { class: "rank-label", title: p.title || p.label }, p.label), bar, el("span", { class: "rank-value" }, format(p.value)));
+      })));
+  }
 
-  var ui = { api: api, el: el, table: table, pager: pager, barChart: barChart, section: section, message: message, button: button, fmt: fmt };
+  var ui = { api: api, el: el, fill: fill, table: table, pager: pager, barChart: barChart, rankChart: rankChart, section: section, message: message, button: button, fmt: fmt };
 
   function show(id) {
     var panel = panels.filter(function (p) { return p.id === id; })[0] || panels[0];
@@ -198,13 +223,17 @@ export const APP_JS = String.raw`(function () {
 
 export const APP_CSS = `:root { font-family: system-ui, sans-serif; color: #1d2433; background: #f4f6fa; }
 body { margin: 0; }
-header { display: flex; align-items: center; gap: 1.5rem; padding: 0.6rem 1.2rem; background: #1d2433; color: #fff; }
+header { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem 1.5rem; padding: 0.6rem 1.2rem; background: #1d2433; color: #fff; }
 header h1 { font-size: 1.1rem; margin: 0; }
-nav { display: flex; gap: 0.2rem; flex: 1; }
+nav { display: flex; flex-wrap: wrap; gap: 0.2rem; flex: 1; }
+#sign-out { margin-left: auto; }
+/* A narrow window: the tabs get a row of their own below the title and wrap there. */
+@media (max-width: 760px) { nav { order: 1; flex-basis: 100%; } }
 nav a { color: #c9d3e6; text-decoration: none; padding: 0.35rem 0.7rem; border-radius: 4px; }
 nav a.active, nav a:hover { background: #3a4662; color: #fff; }
 main { padding: 1rem 1.2rem; max-width: 1200px; }
-.card { background: #fff; border: 1px solid #dde2ec; border-radius: 6px; padding: 0.8rem 1rem; margin-bottom: 1rem; }
+/* A wide table scrolls inside its card, not the page. */
+.card { background: #fff; border: 1px solid #dde2ec; border-radius: 6px; padding: 0.8rem 1rem; margin-bottom: 1rem; overflow-x: auto; }
 .card h2 { font-size: 1rem; margin: 0 0 0.6rem; }
 table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
 th, td { text-align: left; padding: 0.3rem 0.5rem; border-bottom: 1px solid #eceff5; vertical-align: top; }
@@ -226,6 +255,13 @@ header button { background: transparent; color: #c9d3e6; border-color: #56617a; 
 .chart .axis { stroke: #9aa5bb; }
 .chart .tick { font-size: 11px; fill: #5a6478; }
 figure { margin: 0 0 0.8rem; }
+table + h2 { margin-top: 1.2rem; }
+.rank { display: grid; grid-template-columns: minmax(0, max-content) minmax(4rem, 1fr) max-content; gap: 0.25rem 0.6rem; align-items: center; font-size: 0.85rem; margin-top: 0.4rem; }
+.rank-row { display: contents; }
+.rank-label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.rank-bar { width: 100%; height: 0.9rem; }
+.rank .bar { fill: #3867d6; }
+.rank-value { text-align: right; font-variant-numeric: tabular-nums; }
 figcaption { font-size: 0.9rem; font-weight: 600; color: #5a6478; }
 pre { background: #f7f8fb; padding: 0.6rem; overflow: auto; font-size: 0.85rem; }
 .state-ejected { color: #c0392b; font-weight: 600; }

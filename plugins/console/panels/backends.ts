@@ -14,7 +14,7 @@ export const backendsPanel: ConsolePanel = {
     root.appendChild(card);
     function load() {
       return ui.api("GET", "backends").then(function (data) {
-        card.replaceChildren(card.firstChild,
+        ui.fill(card, card.firstChild,
           ui.el("p", {}, "Ejected backends sit out (a Retry-After, or failures in a row) until the time shown; the state is this gateway process's own. Ejections, attempts and failures count since " + ui.fmt.date(data.since) + " (the process's start or last reload)."),
           ui.table([
             { title: "Service type", value: function (b) { return b.service_type; } },

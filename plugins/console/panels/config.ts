@@ -12,7 +12,7 @@ export const configPanel: ConsolePanel = {
     root.appendChild(card);
     function load() {
       return ui.api("GET", "config").then(function (config) {
-        card.replaceChildren(card.firstChild,
+        ui.fill(card, card.firstChild,
           ui.el("p", {}, "What this gateway runs now (not the file, which may have changed since). Secrets show as ***."),
           ui.el("div", { class: "controls" }, ui.button("Reload the config file", reload, { "data-action": "reload" }), result),
           ui.el("pre", { "data-config": "" }, JSON.stringify(config, null, 2)));
@@ -20,10 +20,10 @@ export const configPanel: ConsolePanel = {
     }
     function reload() {
       return ui.api("POST", "reload").then(function (answer) {
-        result.replaceChildren(ui.message("Reloaded: " + answer.services + " service(s).", "info"));
+        ui.fill(result, ui.message("Reloaded: " + answer.services + " service(s).", "info"));
         return load();
       }, function (error) {
-        result.replaceChildren(ui.message(error.message, "error"));
+        ui.fill(result, ui.message(error.message, "error"));
       });
     }
     return load();

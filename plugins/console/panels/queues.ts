@@ -15,7 +15,7 @@ export const queuesPanel: ConsolePanel = {
 
     function loadQueues() {
       return ui.api("GET", "queues").then(function (data) {
-        overview.replaceChildren(overview.firstChild, ui.table([
+        ui.fill(overview, overview.firstChild, ui.table([
           { title: "Model", value: function (q) { return q.model; } },
           { title: "Pending", numeric: true, value: function (q) { return ui.fmt.number(q.pending); } },
           { title: "Processing", numeric: true, value: function (q) { return ui.fmt.number(q.processing); } },
@@ -37,7 +37,7 @@ export const queuesPanel: ConsolePanel = {
             });
           });
         };
-        letters.replaceChildren(
+        ui.fill(letters,
           ui.el("h2", {}, "Relay dead letters of " + model),
           ui.el("p", {}, "Jobs the relay gave up on. Their input files are gone, so they cannot be rerun: discard them once you know why they failed."),
           ui.table([

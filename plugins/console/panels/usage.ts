@@ -2,6 +2,8 @@
  * Usage over time from `GET /-/usage/report` (one service type; daily, weekly or monthly
  * buckets) as charts of requests, tokens and, when the report carries it, cost; the report's
  * groups (per consumer, model or key) when it has them; and the top consumers from `GET /-/usage`.
+ * Per key, a group is an API key's id, or a consumer's name for requests that came without a
+ * key: the table puts them in columns of their own, with each key's consumer from `GET /-/keys`.
  */
 import type { ConsolePanel } from "./panel.ts";
 
@@ -22,6 +24,20 @@ export const usagePanel: ConsolePanel = {
     };
     var tokens = function (t) { return t && typeof t.tokens === "object" ? (t.tokens.prompt || 0) + (t.tokens.completion || 0) : typeof (t && t.tokens) === "number" ? t.tokens : undefined; };
     var cost = function (t) { return t && t.cost !== undefined ? (typeof t.cost === "number" ? t.cost : t.cost.total) : undefined; };
+    // Key ids are "key_" and 32 hex digits; the first 8 tell keys apart (the tooltip has the whole id).
+    var KEY_ID = /^key_[0-9a-f]{32}$/;
+    var shortId = function (id) { return KEY_ID.test(id) ? id.slice(0, 12) + "…" : id; };
+    // Each key's consumer, from the first 1000 keys; none when the key API is off or refused.
+    var keyOwners = function () {
+      var owners = {};
+      var page = function (offset) {
+        return ui.api("GET", "keys?limit=100&offset=" + offset).then(function (p) {
+          p.keys.forEach(function (k) { owners[k.id] = k.consumer; });
+          return offset + p.limit < Math.min(p.total, 1000) ? page(offset + p.limit) : owners;
+        });
+      };
+      return page(0).catch(function () { return owners; });
+    };
 
     var type = ui.el("select", { "data-control": "type" });
     var period = ui.el("select", { "data-control": "period" }, ["daily", "weekly", "monthly"].map(function (p) { return ui.el("option", { value: p }, p); }));
@@ -36,15 +52,17 @@ export const usagePanel: ConsolePanel = {
     [type, period, groupBy].forEach(function (s) { s.addEventListener("change", load); });
 
     function load() {
-      if (!type.value) { out.replaceChildren(ui.message("No service types are configured.", "empty")); return; }
+      if (!type.value) { ui.fill(out, ui.message("No service types are configured.", "empty")); return; }
       var now = Date.now();
       var to = day(now), from = day(now - (RANGES[period.value] - 1) * 86400000);
       var query = "type=" + encodeURIComponent(type.value) + "&period=" + period.value + "&from=" + from + "&to=" + to + "&total=true&group_by=" + groupBy.value;
+      var perKey = groupBy.value === "key";
       return Promise.all([
         ui.api("GET", "usage/report?" + query),
         ui.api("GET", "usage?type=" + encodeURIComponent(type.value) + "&limit=10"),
+        perKey ? keyOwners() : {},
       ]).then(function (answers) {
-        var report = answers[0], top = answers[1];
+        var report = answers[0], top = answers[1], owners = answers[2];
         var buckets = report.buckets || [];
         var parts = [];
         var total = report.total || {};
@@ -61,16 +79,28 @@ export const usagePanel: ConsolePanel = {
         }
         if (Array.isArray(report.groups)) {
           var groups = report.groups.slice().sort(function (a, b) { return (b.cost || 0) - (a.cost || 0) || b.requests - a.requests; });
+          var isKey = function (g) { return perKey && (Object.prototype.hasOwnProperty.call(owners, g.key) || KEY_ID.test(g.key)); };
+          var consumerOf = function (g) { return isKey(g) ? owners[g.key] || "" : g.key; };
+          var label = function (g) {
+            if (!perKey) return g.key;
+            if (!isKey(g)) return g.key + " (no key)";
+            return shortId(g.key) + (consumerOf(g) ? " (" + consumerOf(g) + ")" : "");
+          };
           parts.push(ui.el("h2", {}, "Per " + groupBy.value));
           // Cost when anything was priced (unpriced groups carry cost 0), else requests.
           var priced = groups.some(function (g) { return g.cost > 0; });
-          parts.push(ui.barChart(groups.slice(0, 15).map(function (g) { return { label: g.key, value: priced ? g.cost : g.requests }; }), { title: (priced ? "Cost" : "Requests") + " per " + groupBy.value, id: "groups" }));
-          parts.push(ui.table([
-            { title: groupBy.value, value: function (g) { return g.key; } },
+          parts.push(ui.rankChart(groups.slice(0, 15).map(function (g) {
+            return { label: label(g), title: perKey && isKey(g) ? g.key + (consumerOf(g) ? " (" + consumerOf(g) + ")" : "") : label(g), value: priced ? g.cost : g.requests, attrs: { "data-group": g.key } };
+          }), { title: (priced ? "Cost" : "Requests") + " per " + groupBy.value, id: "groups", format: priced ? ui.fmt.cost : ui.fmt.number }));
+          var named = perKey ? [
+            { title: "API key", value: function (g) { return isKey(g) ? ui.el("code", { title: g.key }, shortId(g.key)) : "(none)"; } },
+            { title: "Consumer", value: consumerOf },
+          ] : [{ title: groupBy.value, value: function (g) { return g.key; } }];
+          parts.push(ui.table(named.concat([
             { title: "Requests", numeric: true, value: function (g) { return ui.fmt.number(g.requests); } },
             { title: "Tokens", numeric: true, value: function (g) { return ui.fmt.number(tokens(g)); } },
             { title: "Cost", numeric: true, value: function (g) { return ui.fmt.cost(cost(g)); } },
-          ], groups, { "data-table": "usage-groups" }));
+          ]), groups.map(function (g) { return Object.assign({ __attrs: { "data-group": g.key } }, g); }), { "data-table": "usage-groups" }));
         }
         parts.push(ui.el("h2", {}, "Top consumers (all time, by requests of " + type.value + ")"));
         var usageOf = function (c) { return (c.usage || []).filter(function (u) { return u.service_type === type.value; })[0] || { total: {} }; };
@@ -81,9 +111,9 @@ export const usagePanel: ConsolePanel = {
           { title: "Cost", numeric: true, value: function (c) { return ui.fmt.cost(cost(usageOf(c).total)); } },
           { title: "Last active", value: function (c) { return ui.fmt.date(c.last_active); } },
         ], top.consumers || [], { "data-table": "top-consumers" }));
-        out.replaceChildren.apply(out, parts);
+        ui.fill(out, parts);
       }, function (error) {
-        out.replaceChildren(ui.message(error.message, "error"));
+        ui.fill(out, ui.message(error.message, "error"));
       });
     }
 

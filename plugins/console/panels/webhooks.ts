@@ -14,7 +14,7 @@ export const webhooksPanel: ConsolePanel = {
 
     function loadRetries(offset) {
       return ui.api("GET", "webhooks/retries?limit=20&offset=" + offset).then(function (page) {
-        retries.replaceChildren(retries.firstChild,
+        ui.fill(retries, retries.firstChild,
           ui.el("p", {}, "Deliveries waiting for their next attempt, or being attempted now."),
           ui.table([
             { title: "Job", value: function (d) { return d.job_id; } },
@@ -36,7 +36,7 @@ export const webhooksPanel: ConsolePanel = {
             return Promise.all([loadLetters(0), loadRetries(0)]).then(function () { letters.appendChild(ui.message(text, "info")); });
           });
         };
-        letters.replaceChildren(letters.firstChild,
+        ui.fill(letters, letters.firstChild,
           ui.el("p", {}, "Webhooks that failed every attempt. A redelivery sends the same notification again, signed anew, with every attempt of webhooks.max_retries ahead of it."),
           ui.table([
             { title: "Job", value: function (d) { return d.job_id; } },
