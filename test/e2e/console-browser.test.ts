@@ -140,9 +140,8 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
 
       // Per key: requests without a key count under their consumer, who is named as a consumer, not as a key.
       await usage.locator("[data-control=group-by]").selectOption("key");
+      await expect.poll(() => usage.locator("[data-table=usage-groups] th").allTextContents()).toEqual(["API key", "Consumer", "Requests", "Tokens", "Cost"]);
       const alice = usage.locator("[data-table=usage-groups] tr[data-group=alice]");
-      await alice.waitFor();
-      expect(await usage.locator("[data-table=usage-groups] th").allTextContents()).toEqual(["API key", "Consumer", "Requests", "Tokens", "Cost"]);
       expect((await alice.locator("td").allTextContents()).slice(0, 3)).toEqual(["(none)", "alice", "2"]);
       expect(await usage.locator("[data-chart=groups] .rank-label").allTextContents()).toEqual(["alice (no key)"]);
 
@@ -201,7 +200,7 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
       // API keys: this gateway has none (auth.mode none, no auth.api_key.secret); the panel says how to turn them on.
       await page.locator("[data-tab=keys]").click();
       const off = page.locator("[data-panel=keys] [data-keys-off]");
-      await off.waitFor();
+      await off.waitFor({ timeout: 10_000 });
       const offText = (await off.textContent()) ?? "";
       expect(offText).toContain("API keys are off");
       expect(offText).toContain("auth.mode: none and no auth.api_key.secret");

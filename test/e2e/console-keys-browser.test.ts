@@ -165,17 +165,23 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     await row.locator("[data-status=disabled]").waitFor();
     expect(await until(secret, 401)).toContain("disabled API key");
     // The listing in the other of the two ways an API says "disabled": the same row.
+    let rewritten = 0;
     await page.route(/\/-\/keys\?/, async (route) => {
       const answer = await route.fetch();
       const listing = (await answer.json()) as { keys: Record<string, unknown>[] };
       for (const key of listing.keys) {
         if (key.status === "disabled") Object.assign(key, { status: "active", enabled: false });
         else if (key.status === "active" && key.enabled === false) Object.assign(key, { status: "disabled", enabled: undefined });
+        else continue;
+        rewritten++;
       }
       await route.fulfill({ response: answer, json: listing });
     });
+    const shown = await row.elementHandle();
     await panel.locator("[data-action=filter]").click();
-    await expect.poll(() => row.locator("[data-status=disabled]").count()).toBe(1);
+    await page.waitForFunction((tr) => !tr?.isConnected, shown); // the listing drawn again
+    expect(rewritten).toBe(1);
+    expect(await row.locator("[data-status=disabled]").count()).toBe(1);
     expect(await row.locator("[data-action=enable]").textContent()).toBe("Enable");
     await page.unroute(/\/-\/keys\?/);
     await row.locator("[data-action=enable]").click();
@@ -227,8 +233,8 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     // Per key: the key's short id and its consumer in columns of their own, most cost first.
     const short = (keyId: string) => `${keyId.slice(0, 12)}\u2026`;
     const groups = usage.locator("[data-table=usage-groups] tbody tr");
-    await expect.poll(() => groups.count()).toBe(2);
-    expect(await usage.locator("[data-table=usage-groups] th").allTextContents()).toEqual(["API key", "Consumer", "Requests", "Tokens", "Cost"]);
+    await expect.poll(() => usage.locator("[data-table=usage-groups] th").allTextContents()).toEqual(["API key", "Consumer", "Requests", "Tokens", "Cost"]);
+    expect(await groups.count()).toBe(2);
     const mine = requests - 1;
     expect(await groups.nth(0).locator("td").allTextContents()).toEqual([short(id), "team-console", String(mine), String(mine * 18), String(Number((mine * COST).toFixed(6)))]);
     expect(await groups.nth(0).getAttribute("data-group")).toBe(id);
