@@ -17,6 +17,7 @@ import { multipartUpload } from "../fixtures/multipart-stream.ts";
 import { onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { watchRss } from "../support/process-memory.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
+import { startReceiverProcess } from "../support/webhook-receiver-process.ts";
 
 /**
  * This file's own bucket (the gateway creates it at start): the tests check that nothing is
@@ -520,9 +521,11 @@ describe("async jobs on the embedded stores", () => {
   it("runs a job with config.example.yaml pointed at a backend (what npm start serves)", async () => {
     const example = parse(readFileSync(join(repoRoot, "config.example.yaml"), "utf8")) as {
       object_store: { dir: string };
+      webhooks: { allow_private_networks: boolean };
       services: Array<{ type: string; inference_url?: string; backends?: unknown[] }>;
     };
     example.object_store.dir = mkdtempSync(join(tmpdir(), "gw-e2e-example-"));
+    example.webhooks.allow_private_networks = true; // the receiver below listens on 127.0.0.1
     const transcription = example.services.find((s) => s.type === "transcription");
     if (!transcription) throw new Error("config.example.yaml has no transcription service");
     transcription.inference_url = backend.url;
@@ -530,5 +533,24 @@ describe("async jobs on the embedded stores", () => {
     const job = await accepted(await submit(gw, "transcription", { file: { name: "example.wav", content: "example" } }));
     const done = await waitForStatus(gw, "transcription", job.job_id, "completed");
     expect(done.result).toMatchObject({ content: "example" });
+    // The example keeps a result until its TTL: a second read still gets it.
+    const again = await getJob(gw, "transcription", job.job_id);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ status: "completed", result: { content: "example" } });
+
+    // A client that polls while its webhook arrives: the delivery does not take the result away.
+    const receiver = await startReceiverProcess();
+    try {
+      const hooked = await accepted(await submit(gw, "transcription", { fields: { callback_url: `${receiver.url}/hook` }, file: { name: "example.wav", content: "hooked" } }));
+      // Past the delivery's settling, which (with the spec's default) consumes the job right after this line.
+      const delivered = () => gw.output().split("\n").some((line) => line.includes('"webhook_delivered"') && line.includes(hooked.job_id));
+      await waitUntil(async () => delivered(), 20_000, () => gw.output().slice(-3000));
+      expect((await receiver.received(hooked.job_id)).map((d) => d.answered)).toEqual([200]);
+      const polled = await getJob(gw, "transcription", hooked.job_id);
+      expect(polled.status).toBe(200);
+      expect(polled.body).toMatchObject({ status: "completed", result: { content: "hooked" } });
+    } finally {
+      await receiver.stop();
+    }
   });
 });
