@@ -2,7 +2,8 @@
  * `npm start` as people and supervisors run it (Node only: it is npm's script). With `dist/` up
  * to date it compiles nothing; with `--silent` every line it prints is the gateway's JSON; and a
  * SIGTERM to the npm process reaches the gateway (the script `exec`s node), which stops: no
- * orphan left serving. When its build (`prestart`) has something to compile it says so in one
+ * orphan left serving; nor after a SIGKILL to npm, which the gateway notices (its parent is
+ * gone). When its build (`prestart`) has something to compile it says so in one
  * line on stderr, shown on a scratch project so the suite's dist/ stays as it is.
  */
 import { execFile, spawn } from "node:child_process";
@@ -78,6 +79,40 @@ describe.skipIf(onDeno)("npm start", () => {
       expect(notJson).toEqual([]);
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    }
+  }, 90_000);
+
+  it("a SIGKILL to npm, which it cannot pass on: the gateway notices its parent is gone and stops gracefully", async () => {
+    const port = await freePort();
+    const config = join(mkdtempSync(join(tmpdir(), "gw-npm-start-")), "config.yaml");
+    writeFileSync(config, `services:\n  - type: echo\n    model: echo\n    operations:\n      run: ["/v1/echo"]\n    inference_url: "http://127.0.0.1:9"\n`);
+    // Without the caller's npm variables: what npm start sets is under test.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(npm_|INIT_CWD$|CONFIG_PATH$|GATEWAY_ADDR$|PORT$)/.test(name)));
+    // Its own process group, so the test can clean up whatever is left.
+    const child = spawn(npm, ["start", "--silent", "--", "--config", config, "--port", String(port)], { cwd: repoRoot, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    // The pipes close once the gateway, which holds them too, has exited.
+    let closed = false;
+    child.once("close", () => (closed = true));
+    const url = `http://127.0.0.1:${port}/health`;
+    try {
+      await waitUntil(
+        async () => {
+          if (closed) throw new Error(`npm start exited:\n${output}`);
+          return await answers(url);
+        },
+        60_000,
+        () => `npm start: no /health on ${port}:\n${output}`,
+      );
+      child.kill("SIGKILL");
+      await waitUntil(async () => !(await answers(url)), 10_000, () => `the gateway still answers ${url} after npm was killed: an orphan\n${output}`);
+      await waitUntil(() => closed, 10_000, () => `the gateway process is still running after npm was killed:\n${output}`);
+      expect(output).toContain('"event":"parent_gone","role":"gateway"');
+      expect(output).toContain('"event":"stopped","role":"gateway","reason":"parent_gone"');
+    } finally {
+      if (!closed && child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
     }
   }, 90_000);
 
