@@ -2,7 +2,8 @@
  * The LLM proxy mode (spec 1 mode 3, 4.6), in the spec's processing order:
  *
  *   1. cache lookup (non-streaming)            -> a hit answers with `X-Cache: HIT`
- *   2. backend list                            -> backendOrder, the provider's default address
+ *   2. backend list                            -> backendOrder, the provider's default address;
+ *                                                 all sitting out a Retry-After -> 429 at once
  *   3. per backend: model rewrite, headers (`inference_headers` then `backends[].headers`),
  *      request translation, forward            -> failover on a network error or a failover status
  *   4. response translation back to chat completions (streams: piped as they arrive)
