@@ -10,6 +10,7 @@ import { createOpsApp } from "../core/ops.ts";
 import { createLogger, type Logger, type LogLevel } from "../core/log.ts";
 import type { PinnedFetch, ProcessRole } from "../core/plugins/types.ts";
 import { builtinPlugins } from "../plugins/index.ts";
+import { watchParent, type ProcessTable } from "./parent-watch.ts";
 import { openStores } from "./stores.ts";
 
 export interface Platform {
@@ -22,6 +23,8 @@ export interface Platform {
   writeError(text: string): void;
   exit(code: number): never;
   onSignals(signals: readonly string[], handler: (signal: string) => void): void;
+  /** This process's parent and /proc, to notice the command that started it is gone (parent-watch.ts). */
+  processes: ProcessTable;
   lookupHost(hostname: string): Promise<string[]>;
   /** Connects to addresses the webhook SSRF check vetted, never to a fresh resolution of the name. */
   fetchPinned: PinnedFetch;
@@ -175,9 +178,23 @@ export async function listenFailed(platform: Platform, booted: Booted, error: un
   return platform.exit(1);
 }
 
-/** SIGTERM/SIGINT: stop accepting, let in-flight requests finish, stop tasks, close stores. */
+/**
+ * SIGTERM/SIGINT, or the command that started the process gone (parent-watch.ts): stop
+ * accepting, let in-flight requests finish, stop tasks, close stores.
+ */
 export function handleShutdown(platform: Platform, booted: Booted, stopServer: () => Promise<void>): void {
   let stopping = false;
+  const shutDown = (cause: { signal: string } | { reason: "parent_gone" }) => {
+    stopping = true;
+    unwatch?.();
+    booted.log.info("shutdown", cause);
+    void (async () => {
+      await stopServer();
+      await booted.gateway.close();
+      booted.log.info("stopped", cause);
+      platform.exit(0);
+    })();
+  };
   platform.onSignals(["SIGTERM", "SIGINT"], (signal) => {
     if (stopping) {
       // A second signal means "now": an operator (or a second Ctrl-C) does not have to wait
@@ -185,13 +202,15 @@ export function handleShutdown(platform: Platform, booted: Booted, stopServer: (
       booted.log.warn("shutdown_forced", { signal, message: "a second signal while stopping: exiting without waiting for in-flight work" });
       platform.exit(1);
     }
-    stopping = true;
-    booted.log.info("shutdown", { signal });
-    void (async () => {
-      await stopServer();
-      await booted.gateway.close();
-      booted.log.info("stopped", { signal });
-      platform.exit(0);
-    })();
+    shutDown({ signal });
+  });
+  const unwatch = watchParent(platform.processes, platform.env, (link) => {
+    if (stopping) return;
+    booted.log.warn("parent_gone", {
+      // This process's parent exited, or a process of the wrapper (a shell, deno's task runner) lost its own.
+      ...(link.pid === 0 ? { parent: link.parent } : { wrapper_process: link.pid, its_parent: link.parent }),
+      message: "the command that started the gateway (npx, npm, deno task) is gone, and its signal may never come: shutting down as on SIGTERM",
+    });
+    shutDown({ reason: "parent_gone" });
   });
 }

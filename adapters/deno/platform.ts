@@ -34,4 +34,15 @@ export const denoPlatform: Platform = {
   onSignals(signals, handler) {
     for (const signal of signals) Deno.addSignalListener(signal as Deno.Signal, () => handler(signal));
   },
+  processes: {
+    // Read anew on each access.
+    parentPid: () => Deno.ppid,
+    readProcFile(path) {
+      try {
+        return Deno.readTextFileSync(path);
+      } catch {
+        return undefined;
+      }
+    },
+  },
 };

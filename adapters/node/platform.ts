@@ -1,6 +1,6 @@
 /** The Node primitives the shared boot code needs. */
 import { lookup } from "node:dns/promises";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -50,5 +50,16 @@ export const nodePlatform: Platform = {
   fetch: createNodeFetch(),
   onSignals(signals, handler) {
     for (const signal of signals) process.on(signal, () => handler(signal));
+  },
+  processes: {
+    // Read anew on each access.
+    parentPid: () => process.ppid,
+    readProcFile(path) {
+      try {
+        return readFileSync(path, "utf8");
+      } catch {
+        return undefined;
+      }
+    },
   },
 };

@@ -22,6 +22,12 @@ export interface BackendHealth {
    * sits out, the one that comes back soonest (never none).
    */
   available(serviceType: string, targets: readonly BackendTarget[]): readonly BackendTarget[];
+  /**
+   * When every one of `targets` sits out a Retry-After its backend sent: the ms until the first
+   * comes back (calling any sooner would ignore what it asked). Undefined when one is available,
+   * or one sits out an ejection for failures (then `available` offers the soonest).
+   */
+  waitingOutRetryAfter(targets: readonly BackendTarget[]): number | undefined;
   /** Records an attempt's outcome; `targets` is the service's whole backend list (for the ejection share). */
   record(serviceType: string, targets: readonly BackendTarget[], target: BackendTarget, result: AttemptResult): void;
   /** More passes over the backends after one where every backend failed; none = one pass. */
@@ -50,6 +56,7 @@ export interface RetryRounds {
 export const SPEC_FAILOVER: BackendHealth = {
   failsOver: (status) => status >= 500,
   available: (_serviceType, targets) => targets,
+  waitingOutRetryAfter: () => undefined,
   record: () => {},
 };
 

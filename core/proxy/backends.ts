@@ -107,6 +107,7 @@ function roundFits(retry: RetryRounds, startedAt: number, delayMs: number): bool
  * With the health's `retry` rounds, a pass in which every backend failed is followed by a
  * wait and another pass (the backends sitting out by then skipped again), while rounds are
  * left and the wait ends within the request's budget; a later round also stops at the budget.
+ * No round starts that would call a backend before the Retry-After it sent (all of them sit one out).
  */
 export async function withFailover(
   targets: readonly BackendTarget[],
@@ -147,6 +148,8 @@ export async function withFailover(
     if (signal?.aborted || !retry || round >= retry.rounds) break;
     const delay = retry.delayMs(round);
     if (!roundFits(retry, startedAt, delay)) break;
+    // Every backend asked for a pause that outlasts the wait: the next round would ignore it.
+    if ((health.waitingOutRetryAfter(targets) ?? 0) > delay) break;
     retry.started(serviceType);
     await retry.wait(delay, signal);
   }

@@ -89,6 +89,18 @@ export class HealthTracker implements BackendHealth {
     return [soonest];
   }
 
+  waitingOutRetryAfter(targets: readonly BackendTarget[]): number | undefined {
+    if (this.states.size === 0 || targets.length === 0) return undefined;
+    const now = this.clock.now();
+    let soonest = Infinity;
+    for (const target of targets) {
+      const state = this.states.get(target.url);
+      if (!state || state.until <= now || state.ejected) return undefined;
+      soonest = Math.min(soonest, state.until);
+    }
+    return soonest - now;
+  }
+
   record(serviceType: string, targets: readonly BackendTarget[], target: BackendTarget, result: AttemptResult): void {
     const counts = this.countsFor(target.url);
     counts.requests++;

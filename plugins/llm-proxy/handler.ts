@@ -2,7 +2,8 @@
  * The LLM proxy mode (spec 1 mode 3, 4.6), in the spec's processing order:
  *
  *   1. cache lookup (non-streaming)            -> a hit answers with `X-Cache: HIT`
- *   2. backend list                            -> backendOrder, the provider's default address
+ *   2. backend list                            -> backendOrder, the provider's default address;
+ *                                                 all sitting out a Retry-After -> 429 at once
  *   3. per backend: model rewrite, headers (`inference_headers` then `backends[].headers`),
  *      request translation, forward            -> failover on a network error or a failover status
  *   4. response translation back to chat completions (streams: piped as they arrive)
@@ -303,11 +304,21 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       throw errors.badGateway(`model "${service.model}" has no backend: set inference_url or backends[] (provider "${provider.name}" has no default address)`);
     }
 
+    // Every backend asked for a pause (a Retry-After): refused at once rather than calling one early.
+    const waitMs = deps.health.waitingOutRetryAfter(targets);
+    if (waitMs !== undefined) {
+      labels.backend_model = backendModelOf(targets[0], body.value, service.model);
+      const refusal = errors.rateLimited(`every backend of model "${service.model}" is sitting out the Retry-After it sent; retry in ${Math.ceil(waitMs / 1000)}s`, waitMs / 1000, MISS);
+      deps.metrics.retryAfterRefusal(labels);
+      deps.metrics.request(labels, refusal.status, seconds(ctx));
+      return refusal.toResponse();
+    }
+
     // 3. Per backend, with failover.
     const attempts = prepare(ctx, service, body, provider, targets, stream, inbound);
     const { result, attempt } = await forward(ctx, attempts, stream);
     if (!result.response || !attempt) {
-      labels.backend_model = backendModelOf(attempts[attempts.length - 1], body.value, service.model);
+      labels.backend_model = backendModelOf(attempts[attempts.length - 1]?.target, body.value, service.model);
       const tried = result.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
       let failure: Response;
       if (ctx.clientGone.aborted) {
@@ -321,7 +332,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       deps.metrics.request(labels, failure.status, seconds(ctx));
       return withCacheHeader(failure, "MISS");
     }
-    labels.backend_model = backendModelOf(attempt, body.value, service.model);
+    labels.backend_model = backendModelOf(attempt.target, body.value, service.model);
     const backend = result.response;
 
     // 4. The answer, translated back.
@@ -405,7 +416,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
 }
 
 /** The model the backend was sent: the rewrite, else what the client asked for, else the alias (see request-body.ts). */
-function backendModelOf(attempt: Attempt | undefined, body: Record<string, unknown>, alias: string): string {
-  if (attempt && attempt.target.model !== "") return attempt.target.model;
+function backendModelOf(target: BackendTarget | undefined, body: Record<string, unknown>, alias: string): string {
+  if (target && target.model !== "") return target.model;
   return typeof body.model === "string" ? body.model : alias;
 }

@@ -26,6 +26,7 @@ export class LlmMetrics {
   private readonly perRequest;
   private readonly incompleteStreams;
   private readonly usageMissingStreams;
+  private readonly retryAfterRefusals;
 
   constructor(metrics: Metrics) {
     this.requests = metrics.counter({
@@ -60,6 +61,11 @@ export class LlmMetrics {
       help: "Streamed answers that reported no usage (counted only with llm.count_streamed_tokens)",
       labelNames: ["service_type", "model"],
     });
+    this.retryAfterRefusals = metrics.counter({
+      name: "svc_llm_retry_after_refusals_total",
+      help: "LLM requests refused with 429 without calling a backend: every backend of the model was sitting out a Retry-After it sent",
+      labelNames: ["service_type", "model"],
+    });
     this.requestsFor = counterChildren(this.requests);
     this.tokensFor = counterChildren(this.tokens);
     this.durationFor = histogramChildren(this.duration);
@@ -84,6 +90,10 @@ export class LlmMetrics {
 
   usageMissing(labels: LlmLabels): void {
     this.usageMissingStreams.labels({ service_type: labels.service_type, model: labels.model }).inc();
+  }
+
+  retryAfterRefusal(labels: LlmLabels): void {
+    this.retryAfterRefusals.labels({ service_type: labels.service_type, model: labels.model }).inc();
   }
 
   usage(labels: LlmLabels, usage: TokenUsage): void {

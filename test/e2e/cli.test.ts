@@ -3,12 +3,16 @@
  * (dist/adapters/node/cli.js), Deno `deno run adapters/deno/cli.ts`. Help, version, a usage
  * mistake, `check` on a good and a bad file, and a start with --config / --port whose every
  * output line is one of the gateway's JSON log lines (the S3 store loads the AWS SDK, which on
- * Node 20 emits a multi-line notice: it must arrive as one JSON line).
+ * Node 20 emits a multi-line notice: it must arrive as one JSON line). And the wrappers users
+ * start it with (`npx inference-gateway` on Node, `deno task start` and `npx deno task start`
+ * on Deno): killing the wrapper stops the gateway, also when the wrapper does not pass the
+ * signal on or cannot (SIGKILL).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { onDeno, repoRoot, waitUntil } from "../support/gateway-process.ts";
 import { freePort, TEST_BUCKET } from "../support/servers.ts";
@@ -216,4 +220,79 @@ describe("inference-gateway: serving", () => {
     expect(proc.stdout() + proc.stderr()).toContain('"event":"metrics_listening","role":"relay"');
     expect(nonJsonLines(proc.stdout() + proc.stderr())).toEqual([]);
   });
+});
+
+/**
+ * A folder where `npx inference-gateway` runs this build, as in an installed package:
+ * node_modules/.bin/inference-gateway is a node script (npx runs it under `sh -c`, as it runs
+ * the package's bin).
+ */
+function npxFolder(): string {
+  const dir = mkdtempSync(join(tmpdir(), "gw-npx-"));
+  const bin = join(dir, "node_modules/.bin");
+  mkdirSync(bin, { recursive: true });
+  const cli = pathToFileURL(join(repoRoot, "dist/adapters/node/cli.js")).href;
+  writeFileSync(join(bin, "inference-gateway"), `#!/usr/bin/env node\nimport(${JSON.stringify(cli)});\n`);
+  chmodSync(join(bin, "inference-gateway"), 0o755);
+  return dir;
+}
+
+type WrapperCommand = (config: string, port: number) => { argv: string[]; cwd: string };
+
+const npx = process.platform === "win32" ? "npx.cmd" : "npx";
+/** Each wrapper as a user types it, and how the test starts it. */
+const WRAPPERS: Record<string, WrapperCommand> = {
+  "npx inference-gateway": (config, port) => ({ argv: [npx, "--no", "--", "inference-gateway", "--config", config, "--port", String(port)], cwd: npxFolder() }),
+  "deno task start": (config, port) => ({ argv: [process.execPath, "task", "start", "--config", config, "--port", String(port)], cwd: repoRoot }),
+  "npx deno task start": (config, port) => ({ argv: [npx, "--no", "--", "deno", "task", "start", "--config", config, "--port", String(port)], cwd: repoRoot }),
+};
+
+// Each runtime's gateway under the wrappers that start it. A wrapper that passes SIGTERM on
+// (deno task) stops the gateway through the signal, the others through the parent watch.
+const cases: Array<[string, "SIGTERM" | "SIGKILL", string]> = onDeno
+  ? [
+      ["deno task start", "SIGTERM", '"signal":"SIGTERM"'],
+      ["deno task start", "SIGKILL", '"reason":"parent_gone"'],
+      ["npx deno task start", "SIGTERM", '"reason":"parent_gone"'],
+      ["npx deno task start", "SIGKILL", '"reason":"parent_gone"'],
+    ]
+  : [
+      ["npx inference-gateway", "SIGTERM", '"reason":"parent_gone"'],
+      ["npx inference-gateway", "SIGKILL", '"reason":"parent_gone"'],
+    ];
+
+describe("inference-gateway: stopping the wrapper the user started stops the gateway", () => {
+  it.each(cases)("%s, %s to it: the gateway shuts down gracefully and exits", async (wrapper, signal, cause) => {
+    const port = await freePort();
+    const config = configFile(GOOD);
+    const { argv, cwd } = WRAPPERS[wrapper](config, port);
+    // Without the caller's npm or deno task variables: the wrapper's own are under test.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(npm_|INIT_CWD$|CONFIG_PATH$|GATEWAY_ADDR$|PORT$)/.test(name)));
+    // Its own process group, so the test can clean up all of it whatever happens.
+    const child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    // The pipes close once every process holding them (the wrapper, its shell, the gateway) exited.
+    let closed = false;
+    child.once("close", () => (closed = true));
+    const health = `http://127.0.0.1:${port}/health`;
+    const answers = () => fetch(health).then((r) => r.ok, () => false);
+    try {
+      await waitUntil(
+        async () => {
+          if (closed) throw new Error(`${wrapper} exited:\n${output}`);
+          return await answers();
+        },
+        30_000,
+        () => `${wrapper}: no /health on ${port}:\n${output}`,
+      );
+      child.kill(signal);
+      await waitUntil(async () => !(await answers()), 10_000, () => `the gateway still answers after ${signal} to ${wrapper}:\n${output}`);
+      await waitUntil(() => closed, 10_000, () => `a process of ${wrapper} is still running after ${signal} to it:\n${output}`);
+      expect(output).toContain(`"event":"stopped","role":"gateway",${cause}`);
+    } finally {
+      if (!closed && child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    }
+  }, 60_000);
 });

@@ -3,9 +3,9 @@
  * installed into an empty folder (dependencies from npm's cache, `--prefer-offline`; the
  * registry only for what the cache lacks), then `npx inference-gateway --config config.yaml`
  * with no TypeScript toolchain installed. It must serve /health, a configured route and the API
- * docs' assets (from the swagger-ui-dist dependency), printing only JSON log lines; a
- * TypeScript plugin, without tsx installed, is refused with the command that installs it. Node only:
- * the bin is Node's (Deno runs adapters/deno/cli.ts from the same package, see docs/deno.md).
+ * docs' assets (from the swagger-ui-dist dependency), printing only JSON log lines, and stop
+ * when npx is stopped; a TypeScript plugin, without tsx installed, is refused with the command
+ * that installs it. Node only: the bin is Node's (Deno runs adapters/deno/cli.ts from the same package, see docs/deno.md).
  */
 import { execFile, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -57,7 +57,7 @@ describe.skipIf(onDeno)("the npm package", () => {
     copyFileSync(join(installed, "config.example.yaml"), join(app, "config.yaml"));
     const port = await freePort();
     const { CONFIG_PATH: _c, GATEWAY_ADDR: _g, PORT: _p, ...env } = process.env;
-    // Its own process group: npx runs the bin under a shell, and the test stops them all.
+    // Its own process group: npx runs the bin under a shell, and a failed test stops them all.
     const child = spawn("npx", ["inference-gateway", "--config", "config.yaml", "--port", String(port)], { cwd: app, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -77,9 +77,13 @@ describe.skipIf(onDeno)("the npm package", () => {
       const css = await fetch(`${base}/docs/assets/swagger-ui.css`);
       expect(css.status).toBe(200);
       expect((await css.text()).length).toBeGreaterThan(10_000);
+      // Stopping npx alone stops the gateway: npx's shell does not pass the SIGTERM on, so the
+      // gateway notices its parent is gone.
+      child.kill("SIGTERM");
+      await waitUntil(async () => !(await fetch(`${base}/health`).then((r) => r.ok, () => false)), 10_000, () => `the gateway still answers after npx was stopped:\n${output}`);
+      await waitUntil(() => output.includes('"event":"stopped","role":"gateway","reason":"parent_gone"'), 10_000, () => `did not stop:\n${output}`);
     } finally {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM");
-      await waitUntil(() => output.includes('"event":"stopped"') || child.exitCode !== null, 10_000, () => `did not stop:\n${output}`);
+      if (child.pid !== undefined && !output.includes('"event":"stopped"')) process.kill(-child.pid, "SIGKILL");
     }
     expect(output).toContain(`"event":"config_source","role":"gateway","path":"config.yaml","from":"--config"`);
     const notJson = output.split("\n").filter((line) => line.trim() !== "" && !isJsonObject(line));

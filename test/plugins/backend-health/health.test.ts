@@ -221,19 +221,23 @@ describe("backend health", () => {
     expect(calls).toEqual(["b"]);
   });
 
-  it("when every backend sits out, tries the one back soonest; the client gets its answer with Retry-After", async () => {
-    const { calls, script, chat } = await setUp();
-    script.a = { status: 429, headers: { "retry-after": "20" } };
-    script.b = { status: 429, headers: { "retry-after": "5" } };
-    const first = await chat();
-    expect(first.status).toBe(429);
-    expect(first.retryAfter).toBe("5");
+  it("when every backend is ejected, tries the one back soonest; the client gets the last failure meanwhile", async () => {
+    // One failure ejects; max_ejected_percent 100 lets both go.
+    const { clock, calls, script, chat } = await setUp("backend_health: { consecutive_failures: 1, max_ejected_percent: 100 }");
+    script.a = { status: 503 };
+    expect((await chat()).status).toBe(200);
     expect(calls).toEqual(["a", "b"]);
 
+    clock.advance(1_000);
+    script.b = { status: 503 };
+    expect((await chat()).status).toBe(503);
+    expect(calls).toEqual(["a", "b", "b"]);
+
+    // Both sit out; a was ejected first, so it is back first and tried alone.
     calls.length = 0;
-    script.b = undefined;
+    script.a = undefined;
     expect((await chat()).status).toBe(200);
-    expect(calls).toEqual(["b"]);
+    expect(calls).toEqual(["a"]);
   });
 
   it("a 4xx other than 429 never fails over", async () => {

@@ -163,12 +163,13 @@ describe("backend retry rounds", () => {
     expect(calls).toEqual(["a", "b", "b"]);
   });
 
-  it("when every backend sits out, a round tries the one back soonest", async () => {
-    const { calls, script, chat } = await setUp("retry_rounds: 2");
-    script.a = [{ status: 429, headers: { "retry-after": "20" } }];
-    script.b = [{ status: 429, headers: { "retry-after": "5" } }];
+  it("when every backend is ejected, a round tries the one back soonest", async () => {
+    // One failure ejects; max_ejected_percent 100 lets both go (same time: a, first in order, is tried).
+    const { calls, script, chat } = await setUp("retry_rounds: 2, consecutive_failures: 1, max_ejected_percent: 100");
+    script.a = [{ status: 503 }];
+    script.b = [{ status: 503 }];
     expect((await chat("pair")).status).toBe(200);
-    expect(calls).toEqual(["a", "b", "b"]);
+    expect(calls).toEqual(["a", "b", "a"]);
   });
 
   it("the deadline stops rounds: with retry_rounds 5 a backend slower than retry_deadline is called once", async () => {
