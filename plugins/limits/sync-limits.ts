@@ -52,7 +52,8 @@ async function admit(deps: LimitDeps, ctx: RequestContext, measures: Measures, l
   const budgets = llm ? measures.tokens : [];
   const costs = llm ? measures.costs : [];
   const consumerChecks = keys.length > 0;
-  const reservation = llm ? reservationFor(deps, ctx) : undefined;
+  // Only a request with a token or cost budget may hold (a rate-only one builds nothing).
+  const reservation = llm && (measures.windows.length > 0 || keyCost) ? reservationFor(deps, ctx) : undefined;
   const now = llm ? deps.clock.now() : 0;
   const args = llm && measures.windows.length > 0 ? budgetArgs(deps, measures, reservation, now) : measures.admitArgs;
   let reply: Reply | Error = [];
