@@ -3,7 +3,7 @@
  * `llm.reserve_token_budgets`, its tokens) from admission until its answer is counted, so 50
  * requests sent at once against a budget that fits 5 cannot all pass. On the memory store and
  * on Redis (database 22) with two replicas, for plain answers and streams, for a consumer's
- * budget and an API key's; the answer's count replaces the hold (the window ends at what was
+ * budgets and an API key's; the answer's count replaces the hold (the window ends at what was
  * spent, not what was estimated), and a hold whose request never ends expires (the clock is
  * driven past its deadline).
  *
@@ -15,7 +15,7 @@
  * plain requests or four streams fit at once; one at a time, five pass.
  */
 import { createClient } from "redis";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
@@ -273,24 +273,25 @@ describe.each(stores)("budgets under concurrency on %s", (_name, replicas) => {
   });
 });
 
-describe.each(stores)("an API key's dollar budget under concurrency on %s", (_name, replicas) => {
+describe.each(stores)("an API key's budgets under concurrency on %s", (_name, replicas) => {
   const closing: Array<{ close(): Promise<void> }> = [];
   let backend: HeldBackend;
   beforeAll(async () => {
     if (replicas > 1) await flush();
   });
-  afterAll(async () => {
+  afterEach(async () => {
     backend?.answerAll();
     for (const item of closing.splice(0).reverse()) await item.close();
   });
 
-  it("lets at most 5 of 50 concurrent requests of one key through its budget that fits 5", async () => {
+  /** Replicas with API keys on, and a key of `limits` created. */
+  async function withKey(limits: Json, llm = ""): Promise<{ r: Replicas; id: string; key: string }> {
     const clock = new ManualClock(NOW);
     backend = new HeldBackend();
     const yaml = `
 admin: { token: admin-secret }
 auth: { mode: api_key, api_key: { secret: holds-secret } }
-llm: { count_streamed_tokens: true }
+llm: { count_streamed_tokens: true${llm} }
 pricing:
   models:
     gpt: {input: 2, output: 8}
@@ -308,16 +309,68 @@ services:
     const created = await gateways[0].request("/-/keys", {
       method: "POST",
       headers: { authorization: "Bearer admin-secret", "content-type": "application/json" },
-      body: JSON.stringify({ consumer: "team", limits: { cost_rate: (5 * ANSWER_NANOS) / 1e9, cost_period: "1h" } }),
+      body: JSON.stringify({ consumer: `team-${crypto.randomUUID()}`, limits }),
     });
     expect(created.status).toBe(201);
-    const key = (await created.json()) as Json & { id: string; key: string };
-    const { admitted, refused } = await burst({ gateways, kv: gateways[0].kv, backend, clock }, "ignored", 50, false, { authorization: `Bearer ${key.key}` });
+    const { id, key } = (await created.json()) as { id: string; key: string };
+    return { r: { gateways, kv: gateways[0].kv, backend, clock }, id, key };
+  }
+
+  it("lets at most 5 of 50 concurrent requests of one key through its dollar budget that fits 5", async () => {
+    const { r, id, key } = await withKey({ cost_rate: (5 * ANSWER_NANOS) / 1e9, cost_period: "1h" });
+    const { admitted, refused } = await burst(r, "ignored", 50, false, { authorization: `Bearer ${key}` });
     expect(admitted).toBeGreaterThan(0);
     expect(admitted).toBeLessThanOrEqual(5);
-    expect(refused[0].message).toMatch(new RegExp(`^cost budget of API key "${key.id}" is held by requests in flight: `));
-    const window = `cost:key:${encodeURIComponent(key.id)}`;
-    expect(Number(await gateways[0].kv.get(window))).toBe(admitted * ANSWER_NANOS);
-    expect(await gateways[0].kv.exists(`rsv:${window}`)).toBe(false);
+    expect(refused[0].message).toMatch(new RegExp(`^cost budget of API key "${id}" is held by requests in flight: `));
+    const window = `cost:key:${encodeURIComponent(id)}`;
+    expect(Number(await r.kv.get(window))).toBe(admitted * ANSWER_NANOS);
+    expect(await r.kv.exists(`rsv:${window}`)).toBe(false);
+  });
+
+  it("holds a key's token budget with llm.reserve_token_budgets: at most 5 of 50 concurrent streams pass", async () => {
+    const { r, id, key } = await withKey({ token_rate: 5 * ANSWER_TOKENS, token_period: "1h" }, ", reserve_token_budgets: true");
+    const { admitted, refused } = await burst(r, "ignored", 50, true, { authorization: `Bearer ${key}` });
+    expect(admitted).toBeGreaterThan(0);
+    expect(admitted).toBeLessThanOrEqual(5);
+    expect(refused[0].message).toMatch(/^token budget of this API key is held by requests in flight: 0 used and \d+ held of 90 tokens per 1h; retry in 1s, when their answers are counted$/);
+    const window = `tok:key:${encodeURIComponent(id)}`;
+    expect(Number(await r.kv.get(window))).toBe(admitted * ANSWER_TOKENS);
+    expect(await r.kv.exists(`rsv:${window}`)).toBe(false);
+  });
+});
+
+describe("the estimate's price", () => {
+  it("is the dearest of the prices the request may be answered at (a model whose backends are priced differently)", async () => {
+    const backend = new HeldBackend();
+    const yaml = `
+server: { consumer_header: X-Consumer }
+pricing:
+  models:
+    gpt: {input: 2, output: 8}
+  backend_models:
+    gpt-large: {input: 20, output: 80}
+rate_limits:
+  chat:
+    "*": {cost_rate: 1, cost_period: 1h}
+services:
+  - type: chat
+    model: gpt
+    provider: chat_completions
+    backends: [{url: "http://backend"}, {url: "http://backend-2", model: gpt-large, weight: 0}]
+    operations: { chat: [/v1/chat/completions] }
+`;
+    const gateway = await startTestRuntime(yaml, builtinPlugins, { clock: new ManualClock(NOW), fetch: backend.fetch });
+    try {
+      const pending = gateway.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", "x-consumer": "ann" }, body: body(false) });
+      await until(() => backend.waiting.length === 1, "the backend call");
+      // 19 x 20 + 7 x 80 = 940 per 1M at gpt-large's price (the first backend, at gpt's, would answer 94).
+      expect(await gateway.kv.zrangeByScore("rsv:cost:chat:ann", -Infinity, Infinity)).toEqual([expect.stringMatching(/^940000:/)]);
+      backend.waiting[0].answer(chatAnswer());
+      expect((await pending).status).toBe(200);
+      expect(await gateway.kv.get("cost:chat:ann")).toBe(String(ANSWER_NANOS));
+    } finally {
+      backend.answerAll();
+      await gateway.close();
+    }
   });
 });
