@@ -1,5 +1,5 @@
 /**
- * A cost budget (issue 31), whoever owns it (a consumer on a service type or model, an API
+ * A cost budget, whoever owns it (a consumer on a service type or model, an API
  * key): a fixed window in the KV store holding what was spent, in whole nano-units of
  * pricing.currency (core/pricing/price.ts), and a limit. The request that crosses the limit
  * passes (costs are added after the answer); later ones in the window are refused. Where

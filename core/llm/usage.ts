@@ -71,7 +71,7 @@ export interface LlmUsageEvent {
   hold?: BudgetHold;
 }
 
-/** Whether budgets count a request's answer (spec 8.2): not when it asks `Cache-Control: no-cache`. */
+/** Whether budgets count a request's answer: not when it asks `Cache-Control: no-cache`. */
 export const countedRequest = (headers: Headers): boolean => !/no-cache/i.test(headers.get("cache-control") ?? "");
 
 declare module "../plugins/types.ts" {

@@ -1,5 +1,5 @@
 /**
- * Cost budgets (issue 31): what priced LLM responses and async jobs cost (the `cost` of
+ * Cost budgets: what priced LLM responses and async jobs cost (the `cost` of
  * `llm.usage` and `relay.processed`) accumulates per consumer in fixed windows of
  * `cost_period`, opened by the first cost, kept as whole nano-units of pricing.currency.
  * A request is checked against what earlier requests cost plus what LLM requests in flight

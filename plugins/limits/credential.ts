@@ -5,7 +5,7 @@
  * tokens held, hold.ts) in one `limitsAdmit` call, tokens are added from `llm.usage`. Each
  * measure is one row of `MEASURES`. The key's dollar budget is not here: it is a cost budget
  * (cost.ts `keyCostBudget`), read in the same round trip as the consumer's cost budgets.
- * Store errors fail open like every limit (spec 7).
+ * Store errors fail open like every limit.
  */
 import { formatDuration } from "../../core/config/duration.ts";
 import { errors } from "../../core/errors.ts";

@@ -150,7 +150,7 @@ return out
 };
 
 /**
- * The sync request's limit checks in one round trip (spec 4.5): counts the request in its
+ * The sync request's limit checks in one round trip: counts the request in its
  * rate window (as `windowIncrement`), then reads each budget's window and, for a budget that
  * holds, what requests in flight hold of it; when every check passes, the request's own holds
  * are added in the same step, so requests admitted at once cannot all take the same room.

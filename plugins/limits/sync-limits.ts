@@ -1,10 +1,9 @@
 /**
- * A sync or LLM request's request rate, token and cost budgets (spec 4.5, 8.1, 8.2; an API
- * key's cost budget too), checked with
- * one store operation (`limitsAdmit`): one round trip on Redis before the backend call
- * instead of one per check. The rate is judged first, so the 429 a request gets is the
- * same as when the checks ran one after the other. An LLM request whose budgets hold takes
- * its holds in the same operation (hold.ts).
+ * A sync or LLM request's request rate, token and cost budgets (an API key's cost budget
+ * too), checked with one store operation (`limitsAdmit`): one round trip on Redis before the
+ * backend call instead of one per check. The rate is judged first, so the 429 a request gets
+ * is the same as when the checks ran one after the other. An LLM request whose budgets hold
+ * takes its holds in the same operation (hold.ts).
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { CostBudget } from "../../core/limits/cost-budget.ts";

@@ -1,5 +1,5 @@
 /**
- * Token budget (spec 8.2), sync LLM requests only. Tokens are counted after the response
+ * Token budget, sync LLM requests only. Tokens are counted after the response
  * from the `llm.usage` event, so a request is checked against what earlier requests used:
  * the one that crosses the budget passes, later ones in the window get 429. With
  * `llm.reserve_token_budgets`, what requests in flight hold (hold.ts) counts too. The model's
