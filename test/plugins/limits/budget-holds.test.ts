@@ -233,6 +233,24 @@ describe.each(stores)("budgets under concurrency on %s", (_name, replicas) => {
     expect(await r.kv.exists(`cost:chat:${consumer}`)).toBe(false);
   });
 
+  it("gives a hold back when the client goes away before the answer", async () => {
+    const r = await start(config(FITS_FIVE_DOLLARS));
+    const consumer = `gone-${crypto.randomUUID()}`;
+    const client = new AbortController();
+    const pending = r.gateways[0].request("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-consumer": consumer },
+      body: body(true),
+      signal: client.signal,
+    });
+    await until(() => r.backend.waiting.length === 1, "the backend call");
+    expect(await r.kv.zcard(`rsv:cost:chat:${consumer}`)).toBe(1);
+    client.abort();
+    await pending.then((response) => response.text()).catch(() => undefined);
+    await until(async () => !(await r.kv.exists(`rsv:cost:chat:${consumer}`)), "the hold given back");
+    expect(await r.kv.exists(`cost:chat:${consumer}`)).toBe(false);
+  });
+
   it("lets a hold whose request never ends expire: the budget is free again once its deadline passed", async () => {
     // One request's estimate (94) fills a budget of 0.00008.
     const r = await start(config("{cost_rate: 0.00008, cost_period: 1h}"));
