@@ -1,8 +1,10 @@
 /**
- * A cost budget (issue 31), whoever owns it (a consumer on a service type or model, an API
+ * A cost budget, whoever owns it (a consumer on a service type or model, an API
  * key): a fixed window in the KV store holding what was spent, in whole nano-units of
  * pricing.currency (core/pricing/price.ts), and a limit. The request that crosses the limit
- * passes (costs are added after the answer); later ones in the window are refused.
+ * passes (costs are added after the answer); later ones in the window are refused. Where
+ * requests in flight hold part of the budget (the limits plugin's reservations), what they
+ * hold counts as spent until their answers are counted.
  *
  * In the core so any plugin can keep a budget of its own: read the window (`GET` + `PTTL`,
  * or the limits plugin's `windowPeek`), `judgeCost`, throw `costRefusal` when refused; add
@@ -12,6 +14,7 @@ import { formatDuration } from "../config/duration.ts";
 import { errors, type GatewayError } from "../errors.ts";
 import { costOfNanos } from "../pricing/price.ts";
 import { windowIncrement } from "../stores/atomic-ops.ts";
+import { HELD_RETRY_SECONDS } from "./budget-hold.ts";
 import type { KvStore } from "../stores/kv.ts";
 
 export interface CostBudget {
@@ -28,11 +31,21 @@ export type CostDecision = { allowed: true; usedNanos: number } | { allowed: fal
 
 /**
  * The decision from a window's reading: `value` as stored ("" or undefined when no window is
- * open), `pttlMs` its remaining ms (the whole period is used when the store reports none).
+ * open), `pttlMs` its remaining ms (the whole period is used when the store reports none),
+ * `heldNanos` what requests in flight hold of the budget. Refused for what is held alone, a
+ * request is told to retry soon: the holds end with their requests.
  */
-export function judgeCost(budget: CostBudget, value: string | number | undefined, pttlMs: number, currency: string): CostDecision {
+export function judgeCost(budget: CostBudget, value: string | number | undefined, pttlMs: number, currency: string, heldNanos = 0): CostDecision {
   const usedNanos = Number(value || 0);
-  if (usedNanos < budget.limitNanos) return { allowed: true, usedNanos };
+  if (usedNanos + heldNanos < budget.limitNanos) return { allowed: true, usedNanos };
+  if (usedNanos < budget.limitNanos) {
+    return {
+      allowed: false,
+      usedNanos,
+      retryAfterSeconds: HELD_RETRY_SECONDS,
+      message: `cost budget of ${budget.scope} is held by requests in flight: ${costOfNanos(usedNanos)} spent and ${costOfNanos(heldNanos)} held of ${costOfNanos(budget.limitNanos)} ${currency} per ${formatDuration(budget.periodMs)}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`,
+    };
+  }
   const retryAfter = (pttlMs > 0 ? pttlMs : budget.periodMs) / 1000;
   return {
     allowed: false,

@@ -2,6 +2,7 @@
  * Token usage as the chat-completions format reports it, and the `llm.usage` event the LLM
  * proxy emits after a counted response (the limits and usage plugins subscribe to it).
  */
+import type { BudgetHold } from "../limits/budget-hold.ts";
 import type { CredentialLimits } from "../limits/windows.ts";
 import { isRecord } from "./json.ts";
 
@@ -66,7 +67,12 @@ export interface LlmUsageEvent {
   credential?: CredentialLimits;
   /** The id of the API key the request came with (usage reports by key). */
   keyId?: string;
+  /** What the request held of its budgets since it was admitted, for this count to replace. */
+  hold?: BudgetHold;
 }
+
+/** Whether budgets count a request's answer: not when it asks `Cache-Control: no-cache`. */
+export const countedRequest = (headers: Headers): boolean => !/no-cache/i.test(headers.get("cache-control") ?? "");
 
 declare module "../plugins/types.ts" {
   interface GatewayEvents {

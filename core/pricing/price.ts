@@ -39,6 +39,8 @@ export interface Pricing {
    * a whole number of nano-units; undefined when unpriced (never guessed).
    */
   charge(query: PriceQuery, usage: PricedUsage): number | undefined;
+  /** What `usage` would cost, counting nothing (an estimate before the answer): undefined when no price applies. */
+  quote(query: PriceQuery, usage: PricedUsage): number | undefined;
 }
 
 export const NANOS_PER_UNIT = 1_000_000_000;

@@ -20,6 +20,13 @@ export type SyncBody =
   /** A body read whole to see whether it is JSON (see `retyped`) that is not: forwarded as it was. */
   | { kind: "read"; bytes: Uint8Array; contentType: string };
 
+declare module "../pipeline/context.ts" {
+  interface RequestVars {
+    /** The sync request body as the sync route read it (set by its resolve step): later stages read it from here. */
+    syncBody: SyncBody;
+  }
+}
+
 export interface SyncMode {
   /** The request mode this handler serves (metrics label). */
   mode: RequestMode;

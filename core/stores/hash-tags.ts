@@ -17,6 +17,7 @@
  * | rl:, tok:, cost:, ptime:, conc:                            | c:<consumer>      | one request's rate, token and cost windows, per consumer
  * | (`<prefix>:<type>:<consumer>...`; an API key's own windows |                   | (an API key's windows: per key, read in their own call)
  * | `<prefix>:key:<id>` the same way, tagged by the key id)    |                   |
+ * | rsv:<window key>                                           | the window's tag  | what requests in flight hold of a budget, judged with its window
  * | apikey:id:                                                 | apikeys           | the admin listing reads every key record at once
  * | sem:<type>:<model>:shared / :reserved                      | s:<type>:<model>  | the shared and reserved pools of one model
  * | anything else                                              | none (own slot)   | only read or written one key at a time
@@ -26,9 +27,12 @@
 
 const JOBS = ["job:", "job-expired:", "job-cancel:", "jobs:", "relay:", "relay-lease:", "relay-retry:", "webhook:"];
 const PER_CONSUMER = ["rl:", "tok:", "cost:", "ptime:", "conc:"];
+/** A budget window's holds live with the window. */
+const HELD = "rsv:";
 
 /** The hash tag (without braces) a key is stored under on a cluster; undefined = the key's own slot. */
 export function hashTagOf(key: string): string | undefined {
+  if (key.startsWith(HELD)) return hashTagOf(key.slice(HELD.length));
   if (JOBS.some((prefix) => key.startsWith(prefix))) return "jobs";
   if (key.startsWith("usage:")) return "usage";
   if (key.startsWith("apikey:id:")) return "apikeys";

@@ -49,7 +49,6 @@ declare module "../../core/pipeline/context.ts" {
 }
 
 export interface JobSlotDeps extends LimitDeps {
-  newId(): string;
   /** How long a saved job's record lives while it waits (job_ttl.pending, ms): its slot's first deadline. */
   pendingTtlMs(): number;
 }

@@ -1,9 +1,10 @@
 /**
- * Cost budgets (issue 31): what priced LLM responses and async jobs cost (the `cost` of
+ * Cost budgets: what priced LLM responses and async jobs cost (the `cost` of
  * `llm.usage` and `relay.processed`) accumulates per consumer in fixed windows of
  * `cost_period`, opened by the first cost, kept as whole nano-units of pricing.currency.
- * Like the token budget, a request is checked against what earlier requests cost: the one
- * that crosses the budget passes, later ones in the window get 429 with Retry-After.
+ * A request is checked against what earlier requests cost plus what LLM requests in flight
+ * hold (hold.ts): one at a time, the one that crosses the budget passes and later ones in
+ * the window get 429 with Retry-After.
  *
  * A budget is a window key and a limit (core/limits/cost-budget.ts); `checkCostBudget` (read,
  * then decide) and `enforceCost` (decide from a reading taken with other checks) take any
@@ -17,15 +18,27 @@ import { toNanos } from "../../core/pricing/price.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import { failOpen, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
-import { windowPeek } from "./ops.ts";
+import { limitsAdmit, windowPeek } from "./ops.ts";
 import type { LimitTable, TypeLimits } from "./table.ts";
 
-/** Throws the 429 of the first budget in `list` a reading (`reply[at + 2i]`, `reply[at + 2i + 1]`, as `windowPeek` answers) finds used up. */
+/** Throws the 429 of the first budget in `list` a reading (from `reply[at]` on, value, pttl and held per budget, as `limitsAdmit` answers) finds used up. */
 export function enforceCost(list: readonly CostBudget[], reply: readonly (string | number)[], at: number, currency: string): void {
   for (let index = 0; index < list.length; index++) {
-    const decision = judgeCost(list[index], reply[at + 2 * index], Number(reply[at + 2 * index + 1]), currency);
+    const reading = at + 3 * index;
+    const decision = judgeCost(list[index], reply[reading], Number(reply[reading + 1]), currency, Number(reply[reading + 2]));
     if (!decision.allowed) throw costRefusal(decision);
   }
+}
+
+/** `limitsAdmit` KEYS and ARGV that judge `list` (no rate) on what was spent and is held, holding nothing. */
+function judgedOnly(list: readonly CostBudget[], now: number): { keys: string[]; args: (string | number)[] } {
+  const keys: string[] = [];
+  const args: (string | number)[] = [0, 0, 0, now, now, ""];
+  for (const budget of list) {
+    keys.push(budget.key, limitKeys.held(budget.key));
+    args.push(budget.limitNanos, 0);
+  }
+  return { keys, args };
 }
 
 /** Reads a budget's window and decides (one round trip). Store errors reach the caller. */
@@ -54,9 +67,10 @@ export function keyCostBudget(limits: CredentialLimits | undefined): CostBudget 
 }
 
 /**
- * An async submission: refused while a cost window that measures it is used up (before the
- * upload is read): the model's and the type's when the type has `rate_limits` (`limits`),
- * then the caller's API key's.
+ * An async submission: refused while a cost window that measures it is used up, counting
+ * what LLM requests in flight hold (before the upload is read): the model's and the type's
+ * when the type has `rate_limits` (`limits`), then the caller's API key's. A job's cost is
+ * known only once the relay ran it, so it holds nothing itself.
  */
 export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model: string, consumer: string, userType: string | undefined, limits: TypeLimits | undefined, key: CredentialLimits | undefined): Promise<void> {
   const consumers = limits ? costBudgets(deps.table, { type: serviceType, model }, consumer, userType, limits) : [];
@@ -66,11 +80,18 @@ export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model
   if (groups.length === 0) return;
   let replies: (string | number)[][];
   try {
-    replies = await Promise.all(groups.map((group) => deps.kv.run(windowPeek, group.map((b) => b.key), [])));
+    const now = deps.clock.now();
+    replies = await Promise.all(
+      groups.map((group) => {
+        const { keys, args } = judgedOnly(group, now);
+        return deps.kv.run(limitsAdmit, keys, args);
+      }),
+    );
   } catch (error) {
     return failOpen(deps, "rate", "cost_budget", serviceType, error);
   }
-  enforceCost(groups.flat(), replies.flat(), 0, deps.currency);
+  // Each reply starts with limitsAdmit's three rate fields.
+  for (const [index, group] of groups.entries()) enforceCost(group, replies[index], 3, deps.currency);
 }
 
 /** An API key's cost window to count into: its id and `cost_period` (ms). */

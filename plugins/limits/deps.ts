@@ -2,6 +2,7 @@
 import type { Clock } from "../../core/clock.ts";
 import { GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
+import type { Pricing } from "../../core/pricing/price.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { MeasuresCache } from "./measures.ts";
 import type { LimitMetrics } from "./metrics.ts";
@@ -17,6 +18,13 @@ export interface LimitDeps {
   measures: MeasuresCache;
   /** pricing.currency, for cost budget messages. */
   currency: string;
+  /** Prices what an LLM request may cost before it is sent (the `pricing` plugin), when some model has a price. */
+  pricing: Pricing | undefined;
+  /** `llm.reserve_token_budgets`: token budgets hold what requests in flight may use, as dollar budgets do. */
+  reserveTokenBudgets: boolean;
+  /** `llm.count_streamed_tokens`: a stream's answer is counted, so it holds its budgets while it runs. */
+  countStreamedTokens: boolean;
+  newId(): string;
 }
 
 /**

@@ -12,6 +12,9 @@
  *     request rate -> token budget (LLM) -> concurrency cap (503); the first two are one
  *     store operation (sync-limits.ts)
  *
+ * An LLM request whose budgets hold takes its estimated tokens and cost in the same store
+ * operation as the checks, and its answer's count replaces them (hold.ts).
+ *
  * Counting that happens after the response comes from events: `llm.usage` (tokens),
  * `relay.processed` (inference seconds), `job.expiry` (a job's record, and so its slot,
  * lives longer) and `job.terminal` (a job's slot is free). The
@@ -45,8 +48,9 @@ const DEFAULT_PENDING_TTL_MS = 2 * 60 * 60 * 1000;
 
 export default definePlugin({
   name: "limits",
-  // Counts async submissions in the job store when async jobs are on.
-  optionalDependsOn: ["async-jobs"],
+  // Counts async submissions in the job store when async jobs are on; prices what an LLM
+  // request may cost, for the dollar budgets it holds while it runs, when some model has a price.
+  optionalDependsOn: ["async-jobs", "pricing"],
   // Its steps run after those of auth and policies in a shared stage (they leave the principal
   // and the policy quota), and after an idempotent replay (a replay counts against no limit).
   after: ["auth", "policies", "idempotency"],
@@ -63,11 +67,18 @@ export default definePlugin({
       table,
       measures: new MeasuresCache(table),
       currency: api.config.pricing.currency,
+      pricing: api.has("pricing") ? api.use("pricing") : undefined,
+      // The llm section is the LLM proxy's; it is absent where that plugin is not installed.
+      reserveTokenBudgets: api.config.llm?.reserve_token_budgets === true,
+      countStreamedTokens: api.config.llm?.count_streamed_tokens === true,
+      newId: () => api.ids.newId(),
     };
 
     // Counting after the fact, in whichever process the event happens. The conditions in front
     // skip the calls that would do nothing (each async call costs a promise per response).
     api.on("llm.usage", (event) => {
+      // A request that holds part of its budgets: the answer's count replaces the holds (hold.ts).
+      if (event.hold?.settle(event)) return;
       countTokens(deps, event);
       const key = event.credential;
       if (key) void countCredentialTokens(deps, event);
@@ -89,7 +100,6 @@ export default definePlugin({
     const jobs = api.has("jobs") ? api.use("jobs") : undefined;
     const slotDeps: JobSlotDeps = {
       ...deps,
-      newId: () => api.ids.newId(),
       pendingTtlMs: () => jobs?.ttlFor("pending") ?? DEFAULT_PENDING_TTL_MS,
     };
     jobs?.addSubmissionHook({ name: "limits", afterSave: (ctx, job) => convertJobSlot(slotDeps, ctx, job) });

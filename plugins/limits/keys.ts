@@ -17,6 +17,8 @@
  * | rl:key:<key id>                       | string | requests of one API key (its `limits.rate`), any type     | the key's `period`
  * | tok:key:<key id>                      | string | tokens of one API key (its `limits.token_rate`)           | the key's `token_period`
  * | cost:key:<key id>                     | string | cost of one API key in nano-units (its `limits.cost_rate`) | the key's `cost_period`
+ * | rsv:<token or cost window key>        | zset   | `<amount>:<hold id>` -> deadline (ms): what requests in    | until its last member's deadline
+ * |                                       |        | flight hold of that budget (hold.ts)                       |
  *
  * The counters are per consumer per service type, not per user type: the user type only
  * selects which `rate_limits` entry (or `"*"`) a request is measured against, so
@@ -24,6 +26,9 @@
  * A service type is never named "key" with a consumer that is a key id, so the `:key:` keys
  * cannot meet a type's (and a type named "key" would encode its consumer after it anyway).
  * Windows are fixed: the TTL is set when a window opens and never extended.
+ *
+ * An `rsv:` member's deadline (HOLD_MS after its request was admitted) frees a hold whose
+ * request never ended (its replica crashed); admissions drop members past it.
  *
  * A `conc:` member's deadline is its safety net: a reservation whose submission never
  * finished (the replica crashed mid-upload) frees itself after 30 minutes, and a job whose
@@ -45,4 +50,6 @@ export const limitKeys = {
   credentialTokens: (id: string) => `tok:key:${segment(id)}`,
   keyCost: (id: string) => `cost:key:${segment(id)}`,
   syncReserved: (type: string, model: string) => `sem:${segment(type)}:${segment(model)}:reserved`,
+  /** The holds on a token or cost budget, next to its window (the same hash slot). */
+  held: (windowKey: string) => `rsv:${windowKey}`,
 };

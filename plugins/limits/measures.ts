@@ -7,6 +7,7 @@
  */
 import type { CostBudget } from "../../core/limits/cost-budget.ts";
 import { costBudgets } from "./cost.ts";
+import { budgetWindow, type BudgetWindow } from "./hold.ts";
 import { limitKeys } from "./keys.ts";
 import type { LimitTable, TypeLimits } from "./table.ts";
 import { tokenBudgets, type Budget } from "./tokens.ts";
@@ -19,11 +20,13 @@ export interface Measures {
   tokens: Budget[];
   /** The cost budgets, the model's first (cost.ts). */
   costs: CostBudget[];
+  /** The token then cost windows of an LLM request, with their holds (what a reservation settles, hold.ts). */
+  windows: BudgetWindow[];
   /** `limitsAdmit` KEYS of a sync request: the rate window when rated. */
   syncKeys: string[];
-  /** `limitsAdmit` KEYS of an LLM request: the rate window when rated, then the token and cost windows. */
+  /** `limitsAdmit` KEYS of an LLM request: the rate window when rated, then each token and cost window with its holds. */
   llmKeys: string[];
-  /** `limitsAdmit` ARGV: whether the rate is counted, and its window length. */
+  /** `limitsAdmit` ARGV: whether the rate is counted, its window length, the rate. */
   admitArgs: number[];
 }
 
@@ -37,8 +40,9 @@ function measure(table: LimitTable, type: string, model: string, userType: strin
   const tokens = tokenBudgets(table, service, consumer, userType, limits);
   const costs = costBudgets(table, service, consumer, userType, limits);
   const syncKeys = rated ? [limitKeys.rate(type, consumer)] : [];
-  const llmKeys = [...syncKeys, ...tokens.map((budget) => budget.key), ...costs.map((budget) => budget.key)];
-  return { limits, tokens, costs, syncKeys, llmKeys, admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0] };
+  const windows = [...tokens.map((budget) => budgetWindow(budget.key, "tokens", budget.periodMs)), ...costs.map((budget) => budgetWindow(budget.key, "cost", budget.periodMs))];
+  const llmKeys = [...syncKeys, ...windows.flatMap((window) => [window.key, window.held])];
+  return { limits, tokens, costs, windows, syncKeys, llmKeys, admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0, rated ? limits.rate : 0] };
 }
 
 export class MeasuresCache {

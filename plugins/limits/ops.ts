@@ -150,19 +150,31 @@ return out
 };
 
 /**
- * The sync request's limit checks in one round trip (spec 4.5): counts the request in its
- * rate window (as `windowIncrement`), then reads the token-budget counters (as `windowPeek`).
- * KEYS[1] the rate counter when ARGV[1] is 1 (none when 0), then the token counters.
- * ARGV[1] 1 when the rate is counted, 0 when it is off; ARGV[2] the rate window length ms.
- * Reply: [rate count, rate window remaining ms (0 when off), value 1, pttl 1, ...] with the
- * token counters as `windowPeek` replies them. The caller judges the rate first, so a
- * request refused by it never looks at the budgets (whose counters are only read).
+ * The sync request's limit checks in one round trip: counts the request in its
+ * rate window (as `windowIncrement`), then reads each budget's window and, for a budget that
+ * holds, what requests in flight hold of it; when every check passes, the request's own holds
+ * are added in the same step, so requests admitted at once cannot all take the same room.
+ *
+ * KEYS[1] the rate counter when ARGV[1] is 1 (none when 0), then per budget its window and its
+ * holds (a sorted set: member `<amount>:<hold id>`, score the hold's deadline ms).
+ * ARGV[1] 1 when the rate is counted, 0 when it is off; ARGV[2] the rate window length ms;
+ * ARGV[3] the rate (a count above it is refused). Only with budgets: ARGV[4] now ms, ARGV[5]
+ * the deadline of the holds added, ARGV[6] the hold id; then per budget its limit and its
+ * hold: -1 = judged on what was spent alone, holds neither read nor added (a token budget's
+ * rule unless it reserves); 0 or more = judged on spent + held, holds past their deadline
+ * dropped first, and this amount held (when above 0) once the request is admitted.
+ * Reply: [rate count, rate window remaining ms (0, 0 when off), 1 when admitted and the holds
+ * added (0 when a check refused: nothing held), then per budget: its value ("" when no window
+ * is open; a string, as `windowPeek`), its pttl, what is held of it (0 for a -1 budget)].
+ * The caller judges from the reply again, for the answer: the rate first, then the budgets in
+ * order.
  */
 export const limitsAdmit: AtomicOp<(string | number)[]> = {
   name: "limitsAdmit",
-  lua: `
-local out = {0, 0}
+  lua: `${LUA_COVER}
+local out = {0, 0, 0}
 local first = 1
+local admitted = true
 if ARGV[1] == '1' then
   local value = redis.call('INCRBY', KEYS[1], 1)
   local ttl = redis.call('PTTL', KEYS[1])
@@ -172,30 +184,113 @@ if ARGV[1] == '1' then
   end
   out[1] = value
   out[2] = ttl
+  if value > tonumber(ARGV[3]) then admitted = false end
   first = 2
 end
-for i = first, #KEYS do
-  out[#out + 1] = redis.call('GET', KEYS[i]) or ''
-  out[#out + 1] = redis.call('PTTL', KEYS[i])
+local budgets = (#KEYS - first + 1) / 2
+for i = 1, budgets do
+  local window = KEYS[first + 2 * i - 2]
+  local holds = KEYS[first + 2 * i - 1]
+  local amount = tonumber(ARGV[6 + 2 * i])
+  local spent = redis.call('GET', window) or ''
+  local held = 0
+  if amount >= 0 then
+    redis.call('ZREMRANGEBYSCORE', holds, '-inf', ARGV[4])
+    for _, member in ipairs(redis.call('ZRANGE', holds, 0, -1)) do
+      held = held + tonumber(string.match(member, '^[^:]+'))
+    end
+  end
+  out[#out + 1] = spent
+  out[#out + 1] = redis.call('PTTL', window)
+  out[#out + 1] = held
+  if (tonumber(spent) or 0) + held >= tonumber(ARGV[5 + 2 * i]) then admitted = false end
+end
+if admitted then
+  for i = 1, budgets do
+    if tonumber(ARGV[6 + 2 * i]) > 0 then
+      local holds = KEYS[first + 2 * i - 1]
+      redis.call('ZADD', holds, ARGV[5], ARGV[6 + 2 * i] .. ':' .. ARGV[6])
+      cover(holds, tonumber(ARGV[5]) - tonumber(ARGV[4]))
+    end
+  end
+  out[3] = 1
 end
 return out
 `,
-  js: (data, keys, [counted, windowMs]) => {
-    // Filled by push from empty: a [0, 0] literal is copied when it grows (every request).
+  js: (data, keys, args) => {
+    // Filled by push from empty: a literal is copied when it grows (every request).
     const out: (string | number)[] = [];
     let first = 0;
-    if (counted === "1") {
+    let admitted = true;
+    if (args[0] === "1") {
       const key = keys[0];
       const value = data.incrBy(key, 1);
       let ttl = data.pttl(key);
       if (ttl < 0) {
-        data.pexpire(key, Number(windowMs));
-        ttl = Number(windowMs);
+        data.pexpire(key, Number(args[1]));
+        ttl = Number(args[1]);
       }
-      out.push(value, ttl);
+      out.push(value, ttl, 0);
+      if (value > Number(args[2])) admitted = false;
       first = 1;
-    } else out.push(0, 0);
-    for (let i = first; i < keys.length; i++) out.push(data.get(keys[i]) ?? "", data.pttl(keys[i]));
+    } else out.push(0, 0, 0);
+    const budgets = (keys.length - first) / 2;
+    for (let i = 0; i < budgets; i++) {
+      const window = keys[first + 2 * i];
+      const holds = keys[first + 2 * i + 1];
+      const amount = Number(args[7 + 2 * i]);
+      const spent = data.get(window) ?? "";
+      let held = 0;
+      if (amount >= 0) {
+        for (const stale of data.zrangeByScore(holds, -Infinity, Number(args[3]))) data.zrem(holds, stale);
+        for (const member of data.zrangeByScore(holds, -Infinity, Infinity)) held += Number(member.slice(0, member.indexOf(":")));
+      }
+      out.push(spent, data.pttl(window), held);
+      if ((Number(spent) || 0) + held >= Number(args[6 + 2 * i])) admitted = false;
+    }
+    if (admitted) {
+      for (let i = 0; i < budgets; i++) {
+        if (!(Number(args[7 + 2 * i]) > 0)) continue;
+        const holds = keys[first + 2 * i + 1];
+        data.zadd(holds, Number(args[4]), `${args[7 + 2 * i]}:${args[5]}`);
+        cover(data, holds, Number(args[4]) - Number(args[3]));
+      }
+      out[2] = 1;
+    }
     return out;
+  },
+};
+
+/**
+ * Replaces what a request held of its budgets with what its answer used, in one step: each
+ * hold is removed (when still there: it may have expired) and the amount added to the budget's
+ * window, opening it (for the window's length) when none is open, as `windowIncrement`.
+ * KEYS per budget: its window, its holds. ARGV per budget: the hold's member, the amount to
+ * add (integer; 0 adds nothing and opens no window), the window length ms.
+ * Reply: the number of holds removed.
+ */
+export const budgetSettle: AtomicOp<number> = {
+  name: "limitsBudgetSettle",
+  lua: `
+local removed = 0
+for i = 1, #KEYS / 2 do
+  removed = removed + redis.call('ZREM', KEYS[2 * i], ARGV[3 * i - 2])
+  if tonumber(ARGV[3 * i - 1]) > 0 then
+    redis.call('INCRBY', KEYS[2 * i - 1], ARGV[3 * i - 1])
+    if redis.call('PTTL', KEYS[2 * i - 1]) < 0 then redis.call('PEXPIRE', KEYS[2 * i - 1], ARGV[3 * i]) end
+  end
+end
+return removed
+`,
+  js: (data, keys, args) => {
+    let removed = 0;
+    for (let i = 0; i < keys.length / 2; i++) {
+      removed += data.zrem(keys[2 * i + 1], args[3 * i]);
+      const amount = Number(args[3 * i + 1]);
+      if (!(amount > 0)) continue;
+      data.incrBy(keys[2 * i], amount);
+      if (data.pttl(keys[2 * i]) < 0) data.pexpire(keys[2 * i], Number(args[3 * i + 2]));
+    }
+    return removed;
   },
 };

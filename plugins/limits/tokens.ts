@@ -1,7 +1,8 @@
 /**
- * Token budget (spec 8.2), sync LLM requests only. Tokens are counted after the response
+ * Token budget, sync LLM requests only. Tokens are counted after the response
  * from the `llm.usage` event, so a request is checked against what earlier requests used:
- * the one that crosses the budget passes, later ones in the window get 429. The model's
+ * the one that crosses the budget passes, later ones in the window get 429. With
+ * `llm.reserve_token_budgets`, what requests in flight hold (hold.ts) counts too. The model's
  * `token_limits` budget is checked before the service type's `rate_limits` one; both
  * must pass. The LLM proxy emits no event for cache hits, usage-less answers or (unless
  * `llm.count_streamed_tokens`) streams, and marks `Cache-Control: no-cache` requests
@@ -9,7 +10,8 @@
  */
 import { formatDuration } from "../../core/config/duration.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
-import { errors } from "../../core/errors.ts";
+import { errors, type GatewayError } from "../../core/errors.ts";
+import { HELD_RETRY_SECONDS } from "../../core/limits/budget-hold.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
 import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
@@ -51,8 +53,8 @@ export function tokenBudgets(table: LimitTable, service: Pick<ServiceConfig, "ty
 }
 
 /**
- * Model budget first, then the type's. `reply` holds each budget's counter and its
- * remaining ms from `at` on, as `windowPeek` answers. Throws the 429.
+ * Model budget first, then the type's. `reply` holds each budget's counter, its remaining ms
+ * and what is held of it from `at` on, as `limitsAdmit` answers. Throws the 429.
  */
 export function judgeTokens(
   deps: LimitDeps,
@@ -65,16 +67,28 @@ export function judgeTokens(
   const label = deps.table.userTypeLabel(userType);
   for (let index = 0; index < list.length; index++) {
     const budget = list[index];
-    const used = Number(reply[at + 2 * index] || 0);
-    if (used < budget.rate) continue;
+    const reading = at + 3 * index;
+    const used = Number(reply[reading] || 0);
+    const held = Number(reply[reading + 2] || 0);
+    if (used + held < budget.rate) continue;
     deps.metrics.tokens(serviceType, label, "rejected");
-    const retryAfter = retryAfterSeconds(Number(reply[at + 2 * index + 1]), budget.periodMs);
-    throw errors.rateLimited(
-      `token budget of ${budget.scope} used up: ${used} of ${budget.rate} tokens per ${formatDuration(budget.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
-      retryAfter,
-    );
+    throw tokenRefusal(budget.scope, used, held, budget.rate, budget.periodMs, Number(reply[reading + 1]));
   }
   deps.metrics.tokens(serviceType, label, "allowed");
+}
+
+/**
+ * The 429 of a token budget refused with `used` counted and `held` by requests in flight:
+ * until the window resets when what was used reached the rate, else (only the holds stand in
+ * the way) for a moment, since the holds end with their requests.
+ */
+export function tokenRefusal(scope: string, used: number, held: number, rate: number, periodMs: number, pttlMs: number): GatewayError {
+  const per = `${rate} tokens per ${formatDuration(periodMs)}`;
+  if (used < rate) {
+    return errors.rateLimited(`token budget of ${scope} is held by requests in flight: ${used} used and ${held} held of ${per}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`, HELD_RETRY_SECONDS);
+  }
+  const retryAfter = retryAfterSeconds(pttlMs, periodMs);
+  return errors.rateLimited(`token budget of ${scope} used up: ${used} of ${per}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
 }
 
 /**

@@ -14,6 +14,11 @@ export const LlmSchema = Section(
       description:
         "Count the tokens a streamed answer reports (its final usage chunk, Messages usage events, local-runtime counts) in token budgets, usage records and token metrics; false = the spec's behaviour (streams count as requests only)",
     }),
+    reserve_token_budgets: Type.Boolean({
+      default: false,
+      description:
+        "Token budgets hold what each LLM request in flight may use (its prompt size plus max_tokens, or 1024 output tokens when unset) from admission until its answer is counted, so concurrent requests cannot all pass on the same room, as dollar budgets always do; false = the spec's behaviour (a request is judged by what earlier answers used)",
+    }),
     stream_idle_timeout: Duration("60s", "Silence from a backend stream after its first event that ends the client's stream with an error event; 0s = no limit"),
     coalesce: Type.Boolean({
       default: true,
@@ -27,7 +32,7 @@ export const LlmSchema = Section(
     }),
   },
   "LLM proxy",
-  "See [Streaming](llm-proxy.md#streaming) for the stream settings, [Coalescing](llm-proxy.md#coalescing) for `coalesce` and [Streamed answers](llm-proxy.md#streamed-answers) for `cache_streams`.",
+  "See [Streaming](llm-proxy.md#streaming) for the stream settings, [Coalescing](llm-proxy.md#coalescing) for `coalesce`, [Streamed answers](llm-proxy.md#streamed-answers) for `cache_streams` and [Budgets under concurrency](limits.md#budgets-under-concurrency) for `reserve_token_budgets`.",
 );
 
 export type LlmConfig = Static<typeof LlmSchema>;

@@ -17,7 +17,7 @@ import { CACHED_STREAM_MAX_BYTES, type CacheLookup, type PendingLookup, type Res
 import type { Bytes } from "../../core/llm/json.ts";
 import type { ProviderDefinition, ProviderRegistry, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { openStream, type OpenedStream, type StreamOutcome } from "../../core/llm/stream.ts";
-import type { LlmUsageEvent, TokenUsage } from "../../core/llm/usage.ts";
+import { countedRequest, type LlmUsageEvent, type TokenUsage } from "../../core/llm/usage.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errorResponse, errors, GatewayError } from "../../core/errors.ts";
@@ -232,9 +232,10 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       cached,
       cacheCreation,
       ...(cost !== undefined ? { cost } : {}),
-      counted: !/no-cache/i.test(ctx.request.headers.get("cache-control") ?? ""),
+      counted: countedRequest(ctx.request.headers),
       ...(ctx.principal.limits ? { credential: ctx.principal.limits } : {}),
       ...(ctx.principal.keyId !== undefined ? { keyId: ctx.principal.keyId } : {}),
+      ...(ctx.vars.budgetHold ? { hold: ctx.vars.budgetHold } : {}),
     });
     return cost;
   }

@@ -52,6 +52,10 @@ export default definePlugin({
         cost.inc(labels, amount);
         return amount;
       },
+      quote(query, usage) {
+        const nanos = table.nanos(query, usage);
+        return nanos === undefined ? undefined : nanos / NANOS_PER_UNIT;
+      },
     };
     api.provide("pricing", pricing);
   },

@@ -12,13 +12,6 @@ import type { BodyLimit } from "../../core/request-body/read-bytes.ts";
 import { isUntypedContentType, readSyncBody, readUntypedBody } from "./request-body.ts";
 import type { SyncModeList } from "./sync-modes.ts";
 
-declare module "../../core/pipeline/context.ts" {
-  interface RequestVars {
-    /** The sync request body as the sync route read it: parsed JSON, or the still unread stream. */
-    syncBody: SyncBody;
-  }
-}
-
 const hasProvider = (service: ServiceConfig) => service.provider !== "";
 
 export interface Resolved {

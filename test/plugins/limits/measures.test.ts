@@ -40,7 +40,12 @@ describe("MeasuresCache", () => {
     const costs = costBudgets(table, service, consumer, userType, limits);
     const rated = limits !== undefined && limits.rate > 0;
     const syncKeys = rated ? [`rl:chat:${encodeURIComponent(consumer)}`] : [];
-    return { limits, tokens, costs, syncKeys, llmKeys: [...syncKeys, ...tokens.map((b) => b.key), ...costs.map((b) => b.key)], admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0] };
+    const windows = [
+      ...tokens.map((b) => ({ key: b.key, held: `rsv:${b.key}`, kind: "tokens", periodMs: b.periodMs })),
+      ...costs.map((b) => ({ key: b.key, held: `rsv:${b.key}`, kind: "cost", periodMs: b.periodMs })),
+    ];
+    const llmKeys = [...syncKeys, ...windows.flatMap((w) => [w.key, w.held])];
+    return { limits, tokens, costs, windows, syncKeys, llmKeys, admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0, rated ? limits.rate : 0] };
   }
 
   it("keeps each consumer's measures apart by model and user type, and reuses them", () => {
@@ -58,8 +63,17 @@ describe("MeasuresCache", () => {
       expect(measures).toEqual(built(model, userType, consumer));
       expect(cache.of("chat", model, userType, consumer)).toBe(measures);
     }
-    expect(cache.of("chat", "small", "premium", "alice").llmKeys).toEqual(["rl:chat:alice", "tok:chat:alice:small", "cost:chat:alice:small", "cost:chat:alice"]);
-    expect(cache.of("chat", "small", "free", "alice").llmKeys).toEqual(["tok:chat:alice:small"]);
+    // Each budget's window with the holds next to it.
+    expect(cache.of("chat", "small", "premium", "alice").llmKeys).toEqual([
+      "rl:chat:alice",
+      "tok:chat:alice:small",
+      "rsv:tok:chat:alice:small",
+      "cost:chat:alice:small",
+      "rsv:cost:chat:alice:small",
+      "cost:chat:alice",
+      "rsv:cost:chat:alice",
+    ]);
+    expect(cache.of("chat", "small", "free", "alice").llmKeys).toEqual(["tok:chat:alice:small", "rsv:tok:chat:alice:small"]);
   });
 
   it("stays right when callers bring more consumers than it keeps", () => {

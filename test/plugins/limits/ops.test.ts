@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
-import { limitsAdmit, semaphoreAcquireFirst, slotAcquire, slotConvert, slotExtend, windowPeek } from "../../../plugins/limits/ops.ts";
+import { budgetSettle, limitsAdmit, semaphoreAcquireFirst, slotAcquire, slotConvert, slotExtend, windowPeek } from "../../../plugins/limits/ops.ts";
 
 const MINUTE = 60_000;
 const NOW = Date.UTC(2026, 0, 1);
@@ -131,24 +131,93 @@ describe.each(opsStores)("limits ops: $name", ({ open }) => {
   describe("limitsAdmit", () => {
     it("counts the request in a window opened by the first one, then reads the budgets as windowPeek does", async () => {
       await kv.set(k("tok"), "12", 2 * MINUTE);
-      const first = await kv.run(limitsAdmit, [k("rl"), k("tok"), k("missing")], [1, MINUTE]);
-      expect(first.slice(0, 2)).toEqual([1, MINUTE]);
-      expect([first[2], first[4], first[5]]).toEqual(["12", "", -2]);
-      expect(Number(first[3])).toBeGreaterThan(MINUTE);
-      const second = await kv.run(limitsAdmit, [k("rl"), k("tok"), k("missing")], [1, MINUTE]);
+      const args = [1, MINUTE, 10, NOW, NOW + MINUTE, "h1", 100, -1, 100, -1];
+      const first = await kv.run(limitsAdmit, [k("rl"), k("tok"), k("rsv:tok"), k("missing"), k("rsv:missing")], args);
+      expect(first.slice(0, 3)).toEqual([1, MINUTE, 1]);
+      expect([first[3], first[5], first[6], first[7], first[8]]).toEqual(["12", 0, "", -2, 0]);
+      expect(Number(first[4])).toBeGreaterThan(MINUTE);
+      const second = await kv.run(limitsAdmit, [k("rl"), k("tok"), k("rsv:tok"), k("missing"), k("rsv:missing")], args);
       expect(second[0]).toBe(2);
       // The window is not extended by later requests.
       expect(Number(second[1])).toBeLessThanOrEqual(MINUTE);
       expect(Number(second[1])).toBeGreaterThan(0);
       expect(await kv.get(k("rl"))).toBe("2");
+      // Budgets of the -1 rule hold nothing.
+      expect(await kv.exists(k("rsv:tok"))).toBe(false);
     });
 
     it("only reads the budgets when the rate is off", async () => {
       await kv.set(k("tok"), "3.5", MINUTE);
-      const reply = await kv.run(limitsAdmit, [k("tok")], [0, 0]);
-      expect(reply.slice(0, 3)).toEqual([0, 0, "3.5"]);
-      expect(reply).toHaveLength(4);
+      const reply = await kv.run(limitsAdmit, [k("tok"), k("rsv:tok")], [0, 0, 0, NOW, NOW + MINUTE, "h1", 10, -1]);
+      expect(reply.slice(0, 4)).toEqual([0, 0, 1, "3.5"]);
+      expect(reply).toHaveLength(6);
       expect(await kv.exists(k("rl"))).toBe(false);
+    });
+
+    it("holds each budget's amount while spent + held stays under its limit, and then refuses, holding nothing", async () => {
+      const keys = [k("tok"), k("rsv:tok"), k("cost"), k("rsv:cost")];
+      const admit = (id: string) => kv.run(limitsAdmit, keys, [0, 0, 0, NOW, NOW + MINUTE, id, 100, 40, 1_000, 300]);
+      await kv.set(k("cost"), "350", MINUTE);
+      expect(await admit("a")).toEqual([0, 0, 1, "", -2, 0, "350", expect.any(Number), 0]);
+      expect(await admit("b")).toEqual([0, 0, 1, "", -2, 40, "350", expect.any(Number), 300]);
+      // 350 spent + 600 held < 1000 and 80 held < 100: admitted.
+      expect(await admit("c")).toEqual([0, 0, 1, "", -2, 80, "350", expect.any(Number), 600]);
+      // 350 + 900 >= 1000: refused, nothing added to either budget.
+      expect(await admit("d")).toEqual([0, 0, 0, "", -2, 120, "350", expect.any(Number), 900]);
+      expect(await kv.zrangeByScore(k("rsv:tok"), -Infinity, Infinity)).toEqual(["40:a", "40:b", "40:c"]);
+      expect(await kv.zrangeByScore(k("rsv:cost"), -Infinity, Infinity)).toEqual(["300:a", "300:b", "300:c"]);
+      expect(await kv.zscore(k("rsv:cost"), "300:a")).toBe(NOW + MINUTE);
+      const ttl = await kv.pttl(k("rsv:cost"));
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(MINUTE);
+    });
+
+    it("holds nothing for a request its rate refuses", async () => {
+      const admit = () => kv.run(limitsAdmit, [k("rl"), k("cost"), k("rsv:cost")], [1, MINUTE, 1, NOW, NOW + MINUTE, "h", 1_000, 10]);
+      expect((await admit()).slice(0, 3)).toEqual([1, MINUTE, 1]);
+      expect((await admit()).slice(0, 3)).toEqual([2, expect.any(Number), 0]);
+      expect(await kv.zrangeByScore(k("rsv:cost"), -Infinity, Infinity)).toEqual(["10:h"]);
+    });
+
+    it("drops holds past their deadline before judging", async () => {
+      const admit = (now: number, id: string) => kv.run(limitsAdmit, [k("cost"), k("rsv:cost")], [0, 0, 0, now, now + MINUTE, id, 50, 60]);
+      expect((await admit(NOW, "old"))[2]).toBe(1);
+      expect((await admit(NOW + 1_000, "refused"))[2]).toBe(0);
+      // The first hold's deadline has come: it no longer counts, and is gone.
+      const later = await admit(NOW + MINUTE, "new");
+      expect(later[2]).toBe(1);
+      expect(later[5]).toBe(0);
+      expect(await kv.zrangeByScore(k("rsv:cost"), -Infinity, Infinity)).toEqual(["60:new"]);
+    });
+
+    it("admits no more than the budget's room under concurrent requests", async () => {
+      // 50 requests of 100 each at once against 500: five fit.
+      const replies = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => all[i % all.length].run(limitsAdmit, [k("cost"), k("rsv:cost")], [0, 0, 0, NOW, NOW + MINUTE, `r${i}`, 500, 100])),
+      );
+      expect(replies.filter((reply) => reply[2] === 1)).toHaveLength(5);
+      expect(await kv.zcard(k("rsv:cost"))).toBe(5);
+    });
+  });
+
+  describe("budgetSettle", () => {
+    it("replaces a hold with the amount, opening the window when none is open, and keeps an open window's end", async () => {
+      await kv.run(limitsAdmit, [k("tok"), k("rsv:tok"), k("cost"), k("rsv:cost")], [0, 0, 0, NOW, NOW + MINUTE, "h", 100, 40, 1_000, 300]);
+      await kv.set(k("tok"), "5", 30_000);
+      expect(await kv.run(budgetSettle, [k("tok"), k("rsv:tok"), k("cost"), k("rsv:cost")], ["40:h", 18, MINUTE, "300:h", 78, 2 * MINUTE])).toBe(2);
+      expect([await kv.get(k("tok")), await kv.get(k("cost"))]).toEqual(["23", "78"]);
+      expect(await kv.pttl(k("tok"))).toBeLessThanOrEqual(30_000);
+      expect(await kv.pttl(k("cost"))).toBeGreaterThan(MINUTE);
+      expect(await kv.exists(k("rsv:tok"))).toBe(false);
+      expect(await kv.exists(k("rsv:cost"))).toBe(false);
+    });
+
+    it("gives a hold back with 0 (no window opened), and counts an answer whose hold already expired", async () => {
+      await kv.run(limitsAdmit, [k("cost"), k("rsv:cost")], [0, 0, 0, NOW, NOW + MINUTE, "h", 1_000, 300]);
+      expect(await kv.run(budgetSettle, [k("cost"), k("rsv:cost")], ["300:h", 0, MINUTE])).toBe(1);
+      expect(await kv.exists(k("cost"))).toBe(false);
+      expect(await kv.run(budgetSettle, [k("cost"), k("rsv:cost")], ["300:gone", 78, MINUTE])).toBe(0);
+      expect(await kv.get(k("cost"))).toBe("78");
     });
   });
 });
