@@ -34,6 +34,7 @@ import type { FirstTokenTimes } from "./first-token.ts";
 import { genAiSpanAttributes, operationOf, type GenAiTokenUsage } from "./genai.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
+import { requestShapeProblem } from "./request-shape.ts";
 import { COST_HEADER, formatCost, type Pricing } from "../../core/pricing/price.ts";
 import { messagesToChatRequest } from "./messages-to-chat-request.ts";
 import { CHAT_PATH, messagesFromChat, messagesRoute, messagesStreamError, nativeMessages, nativeUsage, type MessagesRoute } from "./messages-inbound.ts";
@@ -397,6 +398,11 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   return {
     mode: "llm",
     accepts: (service, body) => service.provider !== "" && body.kind === "json",
+    check(ctx, body) {
+      if (body.kind !== "json") return;
+      const problem = requestShapeProblem(body.value, messagesRoute(ctx.url.pathname) !== undefined);
+      if (problem !== undefined) throw errors.badRequest(problem);
+    },
     prepare(ctx, body) {
       if (ctx.service && body.kind === "json") ctx.vars.llmCacheLookup = beginLookup(ctx, ctx.service, body);
     },
