@@ -75,7 +75,7 @@ function createCache(api: PluginApi): ResponseCache {
     };
     let key: string;
     try {
-      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery, stream }, service.model, request.body);
+      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery, stream }, service.model, request.body, api.config.llm.cache_key);
     } catch (error) {
       return {
         result: () => {
