@@ -10,6 +10,9 @@
  *   6. the response, with `X-Cache: MISS`
  *   7. cache fill once the response is written (the cache bounds it at 5 s)
  *
+ * Before all of it, while the route resolves the model (`check`), the body's well-known fields
+ * must have their type (request-shape.ts): a wrong one is a 400 no lookup, limit or backend sees.
+ *
  * Nothing here names a provider: the service's `provider` is looked up in the registry.
  */
 import { CACHED_STREAM_MAX_BYTES, type CacheLookup, type PendingLookup, type ResponseCache } from "../../core/llm/cache.ts";
