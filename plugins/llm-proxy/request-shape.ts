@@ -38,6 +38,11 @@ const OBJECTS: FieldRule = { must: "an array of objects", fits: (value) => Array
 const STRINGS: FieldRule = { must: "an array of strings", fits: (value) => Array.isArray(value) && value.every(isString) };
 const STRING_OR_STRINGS: FieldRule = { must: "a string or an array of strings", fits: (value) => isString(value) || STRINGS.fits(value) };
 const STRING_OR_OBJECT: FieldRule = { must: "a string or an object", fits: (value) => isString(value) || isRecord(value) };
+// `include_usage` decides whether a stream reports the tokens it is counted by.
+const STREAM_OPTIONS: FieldRule = {
+  must: 'an object whose "include_usage" is true or false',
+  fits: (value) => isRecord(value) && (value.include_usage === undefined || typeof value.include_usage === "boolean"),
+};
 const STRING_OR_OBJECTS: FieldRule = { must: "a string or an array of content blocks (objects)", fits: (value) => isString(value) || OBJECTS.fits(value) };
 
 type Rules = ReadonlyArray<readonly [field: string, rule: FieldRule]>;
@@ -47,7 +52,7 @@ const CHAT_RULES: Rules = [
   ["model", STRING],
   ["messages", OBJECTS],
   ["stream", BOOLEAN],
-  ["stream_options", OBJECT],
+  ["stream_options", STREAM_OPTIONS],
   ["n", POSITIVE_INTEGER],
   ["max_tokens", COUNT],
   ["max_completion_tokens", COUNT],

@@ -562,7 +562,8 @@ services:
       [{ messages: ["hi"] }, '"messages" must be an array of objects, not ["hi"]'],
       [{ temperature: "0.5" }, '"temperature" must be a number, not "0.5"'],
       [{ stop: ["END", 1] }, '"stop" must be a string or an array of strings, not ["END",1]'],
-      [{ stream_options: true }, '"stream_options" must be an object, not true'],
+      [{ stream_options: true }, '"stream_options" must be an object whose "include_usage" is true or false, not true'],
+      [{ stream: true, stream_options: { include_usage: "no" } }, '"stream_options" must be an object whose "include_usage" is true or false, not {"include_usage":"no"}'],
       [{ tools: { type: "function" } }, '"tools" must be an array of objects, not {"type":"function"}'],
       [{ response_format: "json" }, '"response_format" must be an object, not "json"'],
     ];
