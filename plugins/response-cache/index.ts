@@ -8,8 +8,8 @@
  * stored, and only under a key of their kind (fits-key.ts): an event stream never under a
  * plain request's key, nor the reverse. Streamed answers are keyed apart from non-streamed
  * ones and never coalesced (the LLM proxy fills them once the stream has ended complete).
- * A store error is counted
- * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
+ * A store error is counted (`svc_cache_errors_total{op}`), logged, and the request goes on
+ * as if there were no cache.
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { EXPIRED, settleWithin } from "../../core/deadline.ts";
