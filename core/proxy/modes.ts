@@ -32,6 +32,11 @@ export interface SyncMode {
   mode: RequestMode;
   accepts(service: ServiceConfig, body: SyncBody): boolean;
   /**
+   * Called once the mode is picked, before `prepare`: throws a GatewayError (400) for a body
+   * the mode cannot take, so nothing is looked up, counted or sent for it.
+   */
+  check?(ctx: RequestContext, body: SyncBody): void;
+  /**
    * Called once the model is resolved, before visibility, policy and limits: starts read-only
    * work `handle` will need, so it overlaps the limit checks' store round trip (the LLM mode's
    * cache read). It must not answer, count or change anything: the request may still be refused.

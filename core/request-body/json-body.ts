@@ -6,7 +6,9 @@
  * sender must not add one).
  */
 import { errors } from "../errors.ts";
+import { isRecord } from "../llm/json.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
+import { repeatedTopLevelKey } from "./json-keys.ts";
 import { findJsonSyntaxError } from "./json-syntax.ts";
 import { readBodyBytes, type BodyLimit } from "./read-bytes.ts";
 
@@ -16,7 +18,7 @@ export interface ParsedJson {
   bytes: Uint8Array;
 }
 
-export type JsonParse = { ok: true; json: ParsedJson } | { ok: false; problem: "empty" | "encoding" | "depth" | "syntax"; message: string };
+export type JsonParse = { ok: true; json: ParsedJson } | { ok: false; problem: "empty" | "encoding" | "depth" | "syntax" | "duplicate"; message: string };
 
 /** `ignoreBOM`: the BOM is cut from the bytes first; a second one must stay and fail to parse. */
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -38,13 +40,20 @@ export function parseJsonBytes(read: Uint8Array, expected = "a JSON body"): Json
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
     return { ok: false, problem: "depth", message: `the JSON body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep, the limit; send a flatter body` };
   }
+  let value: unknown;
   try {
-    return { ok: true, json: { value: JSON.parse(text) as unknown, bytes } };
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     const where = findJsonSyntaxError(text);
     const detail = where ? `${where.detail} at line ${where.line}, column ${where.column} (character ${where.offset})` : (error as Error).message;
     return { ok: false, problem: "syntax", message: `the request body is not valid JSON: ${detail}` };
   }
+  // Parsers disagree on which of two equal keys wins: the gateway and the backend could read different requests.
+  const repeated = isRecord(value) ? repeatedTopLevelKey(text, value) : undefined;
+  if (repeated !== undefined) {
+    return { ok: false, problem: "duplicate", message: `the JSON body has the field ${JSON.stringify(repeated)} more than once; send each field once` };
+  }
+  return { ok: true, json: { value, bytes } };
 }
 
 export interface JsonBodyOptions {

@@ -37,7 +37,7 @@ export function nestsDeeperThan(text: string, max: number): boolean {
 }
 
 /** Offset of the quote closing the string opened at `open` (the end of the text when none). */
-function stringEnd(text: string, open: number): number {
+export function stringEnd(text: string, open: number): number {
   let at = open;
   while (true) {
     at = text.indexOf('"', at + 1);

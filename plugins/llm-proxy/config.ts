@@ -1,7 +1,7 @@
 /**
- * The `llm:` section: how the LLM proxy treats its traffic. `coalesce` and `cache_streams` are
- * read by the response cache (they live where the cache key is), through the config, so no
- * plugin imports another.
+ * The `llm:` section: how the LLM proxy treats its traffic. `coalesce`, `cache_key` and
+ * `cache_streams` are read by the response cache (they live where the cache key is), through
+ * the config, so no plugin imports another.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
@@ -25,6 +25,11 @@ export const LlmSchema = Section(
       description:
         "In-flight coalescing where the response cache is on: identical cacheable requests that arrive while the first is at the backend wait for its answer instead of calling the backend too",
     }),
+    cache_key: Type.Union([Type.Literal("spec"), Type.Literal("full")], {
+      default: "spec",
+      description:
+        "What the response cache keys a chat request on: spec = the spec's subset (model, messages, system, temperature, top_p, stop, tools, tool_choice), so requests that differ only in n, max_tokens, response_format, seed, logprobs or penalties share an answer; full = every field of the body, key order aside, but those that cannot change the answer (user, safety_identifier, metadata, store, prompt_cache_key, keep_alive; stream and stream_options key a stream apart)",
+    }),
     cache_streams: Type.Boolean({
       default: false,
       description:
@@ -32,7 +37,7 @@ export const LlmSchema = Section(
     }),
   },
   "LLM proxy",
-  "See [Streaming](llm-proxy.md#streaming) for the stream settings, [Coalescing](llm-proxy.md#coalescing) for `coalesce`, [Streamed answers](llm-proxy.md#streamed-answers) for `cache_streams` and [Budgets under concurrency](limits.md#budgets-under-concurrency) for `reserve_token_budgets`.",
+  "See [Streaming](llm-proxy.md#streaming) for the stream settings, [Coalescing](llm-proxy.md#coalescing) for `coalesce`, [Cache key](llm-proxy.md#cache-key) for `cache_key`, [Streamed answers](llm-proxy.md#streamed-answers) for `cache_streams` and [Budgets under concurrency](limits.md#budgets-under-concurrency) for `reserve_token_budgets`.",
 );
 
 export type LlmConfig = Static<typeof LlmSchema>;

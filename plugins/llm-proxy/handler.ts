@@ -11,6 +11,9 @@
  *   6. the response, with `X-Cache: MISS`
  *   7. cache fill once the response is written (the cache bounds it at 5 s)
  *
+ * Before all of it, while the route resolves the model (`check`), the body's well-known fields
+ * must have their type (request-shape.ts): a wrong one is a 400 no lookup, limit or backend sees.
+ *
  * Nothing here names a provider: the service's `provider` is looked up in the registry.
  */
 import { CACHED_STREAM_MAX_BYTES, type CacheLookup, type PendingLookup, type ResponseCache } from "../../core/llm/cache.ts";
@@ -35,6 +38,7 @@ import type { FirstTokenTimes } from "./first-token.ts";
 import { genAiSpanAttributes, operationOf, type GenAiTokenUsage } from "./genai.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import { backendBody, UntranslatableRequest } from "./request-body.ts";
+import { requestShapeProblem } from "./request-shape.ts";
 import { COST_HEADER, formatCost, type Pricing } from "../../core/pricing/price.ts";
 import { messagesToChatRequest } from "./messages-to-chat-request.ts";
 import { CHAT_PATH, messagesFromChat, messagesRoute, messagesStreamError, nativeMessages, nativeUsage, type MessagesRoute } from "./messages-inbound.ts";
@@ -409,6 +413,11 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   return {
     mode: "llm",
     accepts: (service, body) => service.provider !== "" && body.kind === "json",
+    check(ctx, body) {
+      if (body.kind !== "json") return;
+      const problem = requestShapeProblem(body.value, messagesRoute(ctx.url.pathname) !== undefined);
+      if (problem !== undefined) throw errors.badRequest(problem);
+    },
     prepare(ctx, body) {
       if (ctx.service && body.kind === "json") ctx.vars.llmCacheLookup = beginLookup(ctx, ctx.service, body);
     },

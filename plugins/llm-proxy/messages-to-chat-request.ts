@@ -19,13 +19,9 @@
  */
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
 import { UntranslatableRequest } from "./request-body.ts";
+import { shownValue as describe } from "./request-shape.ts";
 
 const refuse = (message: string) => new UntranslatableRequest(message);
-
-function describe(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 40 ? `${text.slice(0, 40)}...` : text;
-}
 
 /** A string, or the text of text blocks joined. */
 function textOf(content: unknown, where: string): string {

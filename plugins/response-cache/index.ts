@@ -5,9 +5,11 @@
  *
  * Bypassed (no lookup, no counters) when the service's TTL is 0, the request streams (unless
  * `llm.cache_streams`), or its `Cache-Control` contains `no-cache`. Only 2xx answers are
- * stored. Streamed answers are keyed apart from non-streamed ones and never coalesced (the
- * LLM proxy fills them once the stream has ended complete). A store error is counted
- * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
+ * stored, and only under a key of their kind (fits-key.ts): an event stream never under a
+ * plain request's key, nor the reverse. Streamed answers are keyed apart from non-streamed
+ * ones and never coalesced (the LLM proxy fills them once the stream has ended complete).
+ * A store error is counted (`svc_cache_errors_total{op}`), logged, and the request goes on
+ * as if there were no cache.
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { EXPIRED, settleWithin } from "../../core/deadline.ts";
@@ -17,6 +19,7 @@ import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
 import { cacheServiceFields } from "./config.ts";
 import { InFlightAnswers } from "./coalesce.ts";
 import { decodeEntry, encodeEntry } from "./entry.ts";
+import { fitsKey } from "./fits-key.ts";
 import { cacheKey } from "./key.ts";
 
 /** Spec 8.5: a fill that takes longer is abandoned (and counted as a set error). */
@@ -72,7 +75,7 @@ function createCache(api: PluginApi): ResponseCache {
     };
     let key: string;
     try {
-      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery, stream }, service.model, request.body);
+      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery, stream }, service.model, request.body, api.config.llm.cache_key);
     } catch (error) {
       return {
         result: () => {
@@ -96,6 +99,7 @@ function createCache(api: PluginApi): ResponseCache {
         if (outcome.stored !== null) {
           try {
             const answer = decodeEntry(outcome.stored);
+            if (!fitsKey(answer, stream)) throw new Error(`the stored answer is ${answer.contentType || "untyped"}, not an answer to a ${stream ? "streamed" : "non-streamed"} request`);
             hitsFor(metricLabels).inc();
             return { kind: "hit", answer };
           } catch (error) {
@@ -115,13 +119,19 @@ function createCache(api: PluginApi): ResponseCache {
           // The leader failed: this request calls the backend itself, as a plain miss.
         }
         missesFor(metricLabels).inc();
-        const share = leader || !coalescing ? noShare : coalescing.lead(key);
+        const lead = leader || !coalescing ? undefined : coalescing.lead(key);
+        // Followers get only what the cache would have served them.
+        const share = lead ? (answer: CachedAnswer | undefined) => lead(answer && fitsKey(answer, stream) ? answer : undefined) : noShare;
         return {
           kind: "miss",
           share,
           async fill(answer: CachedAnswer) {
             share(answer);
             if (answer.status < 200 || answer.status > 299) return;
+            if (!fitsKey(answer, stream)) {
+              api.log.warn("response_cache_not_stored", { model: service.model, stream, content_type: answer.contentType, reason: "the answer's content type does not fit the request" });
+              return;
+            }
             try {
               await withTimeout(api.kv.set(key, encodeEntry(answer), service.response_cache_ttl * 1000), FILL_TIMEOUT_MS);
             } catch (error) {

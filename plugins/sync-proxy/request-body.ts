@@ -66,8 +66,9 @@ function looksLikeObject(bytes: Uint8Array): boolean {
 /**
  * An untyped body (see UNTYPED) on a path LLM services serve: read whole within `limit`
  * (413 past it, as a JSON body), then a JSON body when it parses as a JSON object, else the
- * bytes as they came, for the direct proxy. One nested too deep is refused like a JSON body:
- * it is meant as one, and the LLM mode would rewrite it.
+ * bytes as they came, for the direct proxy. One nested too deep or with a top-level key twice
+ * is refused like a JSON body: it is meant as one, and forwarding it as bytes would let it past
+ * the LLM mode.
  */
 export async function readUntypedBody(request: Request, stream: ReadableStream<Uint8Array>, contentType: string, limit: BodyLimit): Promise<SyncBody> {
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
@@ -76,7 +77,7 @@ export async function readUntypedBody(request: Request, stream: ReadableStream<U
   if (looksLikeObject(bytes)) {
     const parsed = parseJsonBytes(bytes);
     if (parsed.ok && isRecord(parsed.json.value)) return { kind: "json", value: parsed.json.value, bytes: parsed.json.bytes, retyped: true };
-    if (!parsed.ok && parsed.problem === "depth") throw errors.badRequest(parsed.message);
+    if (!parsed.ok && (parsed.problem === "depth" || parsed.problem === "duplicate")) throw errors.badRequest(parsed.message);
     // Not JSON after all: the direct proxy forwards it as it came.
   }
   return { kind: "read", bytes, contentType };

@@ -1,7 +1,8 @@
 /**
  * The sync route's resolve stage (spec 4.5): read the body as the mode needs it, resolve
  * the model from the `{model}` path segment or the body's `model`, and choose who serves
- * the request: the first registered sync mode that accepts it, else the direct proxy.
+ * the request: the first registered sync mode that accepts it (once it has checked the body),
+ * else the direct proxy.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
@@ -48,5 +49,6 @@ export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ct
   ctx.vars.syncBody = body;
   const mode = deps.modes.pick(service, body);
   ctx.mode = mode?.mode ?? "sync";
+  mode?.check?.(ctx, body);
   return { body, mode };
 }

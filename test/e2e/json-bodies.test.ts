@@ -1,9 +1,10 @@
 /**
  * JSON request bodies the gateway reads itself, as a client meets them: the admin endpoints'
  * byte bound (413, with and without content-length), the nesting bound (400) on the LLM
- * proxy, the direct proxy and an admin endpoint, and a body forwarded exactly as it was parsed
- * (a leading BOM dropped; an empty JSON body refused). The real gateway process in front of
- * fake backends that record what they received.
+ * proxy, the direct proxy and an admin endpoint, a top-level field twice (400) on each of
+ * them, and a body forwarded exactly as it was parsed (a leading BOM dropped; an empty JSON
+ * body refused). The real gateway process in front of fake backends that record what they
+ * received.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startBackend, type FakeBackend as HttpBackend } from "../fixtures/http-backend.ts";
@@ -156,6 +157,30 @@ describe("nesting depth", () => {
 
     expect((await errorOf(await post(CHAT, chat("gpt-rewritten", `,"x":${deepObject(128)}`)), 400)).message).toBe(NESTING_MESSAGE);
     expect(llm.received).toHaveLength(1);
+  });
+});
+
+describe("a top-level field twice", () => {
+  const message = (field: string) => `the JSON body has the field "${field}" more than once; send each field once`;
+
+  it("is refused with 400 naming it on the LLM proxy, the direct proxy and an admin endpoint, before anything is forwarded", async () => {
+    const cases: Array<[string, string, string]> = [
+      [CHAT, '{"model":"gpt-alias","messages":[{"role":"user","content":"hi"}],"model":"gpt-rewritten"}', "model"],
+      [CHAT, '{"model":"gpt-alias","stream":false,"messages":[],"stream":true}', "stream"],
+      ["/v1/echo", '{"model":"echo-model","input":"a","input":"b"}', "input"],
+      ["/-/jobs/purge", '{"model":"nothing-here","model":"echo-model"}', "model"],
+    ];
+    for (const [path, body, field] of cases) expect(await errorOf(await post(path, body), 400), `${path} ${body}`).toEqual({ type: "invalid_request_error", message: message(field) });
+    expect(llm.received).toHaveLength(0);
+    expect(echo.requests).toHaveLength(0);
+  });
+
+  it("is not a repeat when the key is in a nested object or inside a string", async () => {
+    const body = '{"model":"echo-model","meta":{"model":"a","model":"b"},"note":"\\",\\"model\\":\\"x"}';
+    expect((await post("/v1/echo", body)).status).toBe(200);
+    expect(echo.requests).toHaveLength(1);
+    // Forwarded with the backend model (so re-serialized: the nested repeat keeps its last value).
+    expect(JSON.parse(echo.requests[0].body)).toEqual({ model: "echo-backend", meta: { model: "b" }, note: '","model":"x' });
   });
 });
 

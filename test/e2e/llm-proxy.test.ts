@@ -10,6 +10,7 @@ import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway
 import { freePort } from "../support/servers.ts";
 import { CHAT_USAGE, LOCAL_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend, type ReceivedRequest } from "../fixtures/llm-backends.ts";
 import { startBackend, type FakeBackend as HttpBackend } from "../fixtures/http-backend.ts";
+import { cacheKey } from "../../plugins/response-cache/key.ts";
 
 type Json = Record<string, unknown>;
 
@@ -76,11 +77,12 @@ async function untilHit(gw: GatewayProcess, body: unknown): Promise<Json> {
 describe("LLM proxy", () => {
   let backend: FakeBackend;
   let failing: FakeBackend;
+  let lenient: HttpBackend;
   let gw: GatewayProcess;
   let deadUrl: string;
 
   beforeAll(async () => {
-    [backend, failing] = await Promise.all([startLlmBackend(), startLlmBackend()]);
+    [backend, failing, lenient] = await Promise.all([startLlmBackend(), startLlmBackend(), startBackend({ kind: "sse", events: 2 })]);
     failing.failWith(503);
     deadUrl = `http://127.0.0.1:${await freePort()}`;
     const ops = `operations: { chat: [${CHAT}] }`;
@@ -155,12 +157,18 @@ services:
     model: nowhere
     provider: passthrough
     ${ops}
+  - type: chat
+    model: lenient
+    provider: chat_completions
+    response_cache_ttl: 60
+    inference_url: ${lenient.url}
+    ${ops}
 `);
   });
 
   afterAll(async () => {
     await gw?.kill();
-    await Promise.all([backend?.stop(), failing?.stop()]);
+    await Promise.all([backend?.stop(), failing?.stop(), lenient?.close()]);
   });
 
   describe("chat_completions", () => {
@@ -542,6 +550,83 @@ services:
     });
   });
 
+  describe("the request's shape, checked before anything is sent", () => {
+    const wrong: Array<[Json, string]> = [
+      [{ stream: "yes" }, '"stream" must be true or false, not "yes"'],
+      [{ stream: 1 }, '"stream" must be true or false, not 1'],
+      [{ n: "3" }, '"n" must be a positive integer, not "3"'],
+      [{ n: 0 }, '"n" must be a positive integer, not 0'],
+      [{ max_tokens: 1.5 }, '"max_tokens" must be a non-negative integer, not 1.5'],
+      [{ max_completion_tokens: -1 }, '"max_completion_tokens" must be a non-negative integer, not -1'],
+      [{ messages: "hi" }, '"messages" must be an array of objects, not "hi"'],
+      [{ messages: ["hi"] }, '"messages" must be an array of objects, not ["hi"]'],
+      [{ temperature: "0.5" }, '"temperature" must be a number, not "0.5"'],
+      [{ stop: ["END", 1] }, '"stop" must be a string or an array of strings, not ["END",1]'],
+      [{ stream_options: true }, '"stream_options" must be an object whose "include_usage" is true or false, not true'],
+      [{ stream: true, stream_options: { include_usage: "no" } }, '"stream_options" must be an object whose "include_usage" is true or false, not {"include_usage":"no"}'],
+      [{ tools: { type: "function" } }, '"tools" must be an array of objects, not {"type":"function"}'],
+      [{ response_format: "json" }, '"response_format" must be an object, not "json"'],
+    ];
+
+    it.each(wrong)("%j: 400 naming the field, and the backend gets nothing", async (field, message) => {
+      const marker = `shape-${JSON.stringify(field)}`;
+      for (const [model, path] of [["cached", CHAT], ["local-alias", CHAT], ["raw", "/v1/custom/x"]]) {
+        const { status, headers, body } = await postJson(gw, { model, messages: [user("hi")], marker, ...field }, {}, path);
+        expect({ model, status }).toEqual({ model, status: 400 });
+        expect(headers.get("content-type")).toContain("application/json");
+        expect(body).toEqual({ error: { type: "invalid_request_error", message } });
+      }
+      expect(receivedWith(backend, marker)).toHaveLength(0);
+    });
+
+    it("counts a refused request as a 400, with no cache lookup and no LLM request", async () => {
+      const misses = await metric(gw, "svc_cache_misses_total", { model: "cached" });
+      const refused = await metric(gw, "svc_gateway_requests_total", { status: "400", mode: "llm", service_type: "chat" });
+      const llmRequests = await metric(gw, "svc_llm_requests_total", { model: "cached" });
+      expect((await post(gw, { model: "cached", stream: "yes", messages: [user("shape-counted")] })).status).toBe(400);
+      expect(await metric(gw, "svc_gateway_requests_total", { status: "400", mode: "llm", service_type: "chat" })).toBe(refused + 1);
+      expect(await metric(gw, "svc_cache_misses_total", { model: "cached" })).toBe(misses);
+      expect(await metric(gw, "svc_llm_requests_total", { model: "cached" })).toBe(llmRequests);
+    });
+
+    it("takes null as not set, as the OpenAI API does", async () => {
+      const { status, body } = await postJson(gw, { model: "gpt-alias", messages: [user("shape-nulls")], stream: null, stream_options: null, n: null, max_tokens: null, temperature: null, stop: null, user: null });
+      expect(status).toBe(200);
+      expect(body).toMatchObject({ object: "chat.completion", choices: [{ message: { content: "echo: shape-nulls" } }] });
+      expect(only(backend, "shape-nulls").body).toMatchObject({ stream: null, n: null });
+    });
+
+    it("refuses a top-level field twice with 400 naming it, whatever the content type", async () => {
+      const twice = `{"model":"cached","messages":[{"role":"user","content":"shape-twice"}],"model":"gpt-alias"}`;
+      for (const headers of [{ "content-type": "application/json" }, { "content-type": "text/plain" }]) {
+        const response = await fetch(`${gw.url}${CHAT}`, { method: "POST", headers, body: twice });
+        expect(response.status).toBe(400);
+        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once' } });
+      }
+      const escaped = `{"model":"cached","messages":[{"role":"user","content":"shape-twice"}],"stream":false,"str\u0065am":true}`;
+      expect(await (await post(gw, escaped)).json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "stream" more than once; send each field once' } });
+      expect(receivedWith(backend, "shape-twice")).toHaveLength(0);
+    });
+  });
+
+  describe("a backend that streams although the request did not ask it to", () => {
+    it("gets its events to that client, but they are not cached nor served to another consumer", async () => {
+      const body = { model: "lenient", messages: [user("lenient-stream")] };
+      const first = await post(gw, body, { "x-consumer": "ann" });
+      expect(first.status).toBe(200);
+      expect(first.headers.get("x-cache")).toBe("MISS");
+      expect(first.headers.get("content-type")).toContain("text/event-stream");
+      expect(await first.text()).toBe('data: {"n":1}\n\ndata: {"n":2}\n\n');
+      // The fill runs once the answer is sent: it is refused, and says so.
+      await waitUntil(() => gw.output().includes('"response_cache_not_stored"'), 5000, () => gw.output());
+      const second = await post(gw, body, { "x-consumer": "bob" });
+      expect(second.headers.get("x-cache")).toBe("MISS");
+      await second.text();
+      expect(lenient.requests).toHaveLength(2);
+      expect(await metric(gw, "svc_cache_hits_total", { model: "lenient" })).toBe(0);
+    });
+  });
+
   describe("metrics and token tracking", () => {
     it("counts requests, durations and tokens with the spec's labels", async () => {
       const labels = { service_type: "chat", model: "messages-alias", backend_model: "msg-model", user_type: "pro" };
@@ -638,11 +723,12 @@ services:
 
 describe("LLM response cache on Redis", () => {
   let backend: FakeBackend;
+  let lenient: HttpBackend;
   let gw: GatewayProcess;
   const redis = createClient({ url: inject("redisUrl"), database: 1 });
 
   beforeAll(async () => {
-    backend = await startLlmBackend();
+    [backend, lenient] = await Promise.all([startLlmBackend(), startBackend({ kind: "sse", events: 2 })]);
     await redis.connect();
     gw = await startGateway(`
 server:
@@ -659,13 +745,33 @@ services:
     response_cache_ttl: 30
     inference_url: ${backend.url}
     operations: { chat: [${CHAT}] }
+  - type: chat
+    model: redis-lenient
+    provider: chat_completions
+    response_cache_ttl: 30
+    inference_url: ${lenient.url}
+    operations: { chat: [${CHAT}] }
 `);
   });
 
   afterAll(async () => {
     await gw?.kill();
-    await backend?.stop();
+    await Promise.all([backend?.stop(), lenient?.close()]);
     await redis.quit();
+  });
+
+  it("does not store the events of a backend that streams although the request did not ask it to", async () => {
+    const body = { model: "redis-lenient", messages: [user(`rd-lenient-${Date.now()}`)] };
+    const key = cacheKey({ serviceType: "chat", pathAndQuery: CHAT }, "redis-lenient", body);
+    const first = await post(gw, body, { "x-consumer": "ann" });
+    expect(first.headers.get("content-type")).toContain("text/event-stream");
+    await first.text();
+    await waitUntil(() => gw.output().includes('"response_cache_not_stored"'), 5000, () => gw.output());
+    expect(await redis.exists(key)).toBe(0);
+    const second = await post(gw, body, { "x-consumer": "bob" });
+    expect(second.headers.get("x-cache")).toBe("MISS");
+    await second.text();
+    expect(lenient.requests).toHaveLength(2);
   });
 
   it("stores answers under cache:llm:<sha256> with the service's TTL and serves them to later requests", async () => {
@@ -675,6 +781,7 @@ services:
     expect(await untilHit(gw, body)).toEqual(first.body);
     const keys = await redis.keys("cache:llm:*");
     expect(keys.length).toBeGreaterThanOrEqual(1);
+    expect(await redis.exists(cacheKey({ serviceType: "chat", pathAndQuery: CHAT }, "redis-cached", body))).toBe(1);
     expect(keys.every((k) => /^cache:llm:[0-9a-f]{64}$/.test(k))).toBe(true);
     const ttl = await redis.pTTL(keys[0]);
     expect(ttl).toBeGreaterThan(0);
@@ -918,7 +1025,7 @@ services:
   describe("messages_api request fields of the wrong type", () => {
     it.each([
       [{ stop: 5 }, '"stop" must be a string or an array of strings, not 5'],
-      [{ max_tokens: "abc" }, '"max_tokens" must be a positive integer, not "abc"'],
+      [{ max_tokens: "abc" }, '"max_tokens" must be a non-negative integer, not "abc"'],
       [{ stream: "yes" }, '"stream" must be true or false, not "yes"'],
     ])("%j is refused with 400 naming the field", async (extra, message) => {
       const marker = `wrong-type-${Object.keys(extra)[0]}`;

@@ -202,6 +202,52 @@ services:
     await expect(client.messages.countTokens({ model: "claude-chat", messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   });
 
+  describe("fields of the wrong type, refused in the Messages shape before anything is sent", () => {
+    const wrong: Array<[Json, string]> = [
+      [{ stream: "yes" }, '"stream" must be true or false, not "yes"'],
+      [{ stream: 1 }, '"stream" must be true or false, not 1'],
+      [{ stream: null }, '"stream" must be true or false, not null'],
+      [{ max_tokens: "64" }, '"max_tokens" must be a positive integer, not "64"'],
+      [{ max_tokens: 0 }, '"max_tokens" must be a positive integer, not 0'],
+      [{ messages: { role: "user", content: "hi" } }, '"messages" must be an array of objects, not {"role":"user","content":"hi"}'],
+      [{ system: 5 }, '"system" must be a string or an array of content blocks (objects), not 5'],
+      [{ stop_sequences: "END" }, '"stop_sequences" must be an array of strings, not "END"'],
+      [{ temperature: "0.2" }, '"temperature" must be a number, not "0.2"'],
+      [{ top_k: 1.5 }, '"top_k" must be a non-negative integer, not 1.5'],
+      [{ tool_choice: "auto" }, '"tool_choice" must be an object, not "auto"'],
+      [{ thinking: true }, '"thinking" must be an object, not true'],
+      [{ metadata: "user-1" }, '"metadata" must be an object, not "user-1"'],
+    ];
+
+    it.each(wrong)("%j: 400 invalid_request_error naming the field, to every kind of backend", async (field, message) => {
+      const marker = `msg-shape-${JSON.stringify(field)}`;
+      for (const model of ["claude-native", "claude-chat", "claude-verbatim"]) {
+        const response = await fetch(`${gw.url}/v1/messages`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model, max_tokens: 64, messages: [{ role: "user", content: marker }], ...field }),
+        });
+        expect({ model, status: response.status }).toEqual({ model, status: 400 });
+        expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message } });
+      }
+      expect(backend.received.filter((r) => JSON.stringify(r.body).includes(marker))).toHaveLength(0);
+    });
+
+    it("a field twice is a 400 in the Messages shape too; the SDK raises a wrong type as a BadRequestError", async () => {
+      const response = await fetch(`${gw.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"model":"claude-native","max_tokens":64,"messages":[{"role":"user","content":"msg-twice"}],"model":"claude-chat"}',
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once' } });
+      await expect(client.messages.create({ model: "claude-native", max_tokens: 64, messages: [{ role: "user", content: "msg-shape-sdk" }], stream: "yes" as unknown as false })).rejects.toBeInstanceOf(
+        Anthropic.BadRequestError,
+      );
+      expect(backend.received.filter((r) => /msg-twice|msg-shape-sdk/.test(JSON.stringify(r.body)))).toHaveLength(0);
+    });
+  });
+
   it("answers the gateway's own errors in the Messages shape: unknown model 404, limits 429, a bad body 400", async () => {
     await expect(client.messages.create({ model: "no-such-model", max_tokens: 64, messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
     // One request a minute per consumer: the second is refused.

@@ -1,11 +1,12 @@
 /**
  * Reliability, scenario 7: bad input. A seeded random generator (no dependency; the seed is
- * printed and can be set with RELIABILITY_SEED) drives requests with malformed JSON, truncated
- * and garbage multipart bodies, wrong content types, non-UTF-8 bytes, huge header values and
- * path traversal, sent over raw sockets so nothing is normalised on the way. Every answer must
- * be a 4xx with the `{"error":{"message","type"}}` body (or the documented answer where the
- * input is in fact acceptable), no traversal may reach `/-/reload` (the `reloaded` log line
- * never appears), and afterwards the process is alive with its RSS bounded.
+ * printed and can be set with RELIABILITY_SEED) drives requests with malformed JSON, LLM
+ * requests with ill-typed fields or a field twice, truncated and garbage multipart bodies,
+ * wrong content types, non-UTF-8 bytes, huge header values and path traversal, sent over raw
+ * sockets so nothing is normalised on the way. Every answer must be a 4xx with the
+ * `{"error":{"message","type"}}` body (or the documented answer where the input is in fact
+ * acceptable), no traversal may reach `/-/reload` (the `reloaded` log line never appears), and
+ * afterwards the process is alive with its RSS bounded.
  *
  * One real gateway process (Node, or Deno when the suite runs on Deno) with the embedded stores,
  * in front of fake backends from test/fixtures.
@@ -108,6 +109,11 @@ services:
     model: echo
     inference_url: ${echo.url}
     operations: { run: [/v1/echo] }
+  - type: chat
+    model: chat
+    provider: chat_completions
+    inference_url: ${echo.url}
+    operations: { chat: [/v1/chat/completions] }
   - type: transcription
     model: whisper
     inference_url: ${inference.url}
@@ -221,6 +227,40 @@ describe("scenario 7: bad input", () => {
       );
     }
     expect(newBreaks()).toEqual([]);
+  });
+
+  it("LLM requests with a well-known field of the wrong type or a top-level field twice answer 400 and reach no backend", async () => {
+    const next = random(SEED + 3);
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)];
+    const wrong: Record<string, unknown[]> = {
+      stream: ["yes", 1, 0, "true", [], {}],
+      n: ["3", 1.5, 0, -1, true, []],
+      max_tokens: ["64", 1.5, -1, true, {}],
+      messages: ["hi", {}, [1], ["hi"], [null], 5, true],
+      temperature: ["0.5", true, [], {}],
+      stop: [5, [1], [null], {}, true],
+      stream_options: [true, "x", [], 1],
+      tools: [{}, "x", [1], ["x"]],
+    };
+    const base = { model: "chat", messages: [{ role: "user", content: "hi" }], stream: false, max_tokens: 16 };
+    const forwardedBefore = echo.requests.filter((r) => r.path === "/v1/chat/completions").length;
+    for (let i = 0; i < 60; i++) {
+      const field = pick(Object.keys(wrong));
+      const body = Buffer.from(JSON.stringify({ ...base, [field]: pick(wrong[field]) }));
+      const answer = await raw(gw.port, "POST", "/v1/chat/completions", [["Content-Type", "application/json"]], body);
+      check(`llm-type#${i} ${body.toString("utf8")}`, answer, (status) => status === 400);
+    }
+    for (let i = 0; i < 20; i++) {
+      // The same field again, with another value, anywhere after the first.
+      const field = pick(["model", "stream", "messages", "max_tokens"] as const);
+      const text = JSON.stringify(base);
+      const again = JSON.stringify({ [field]: field === "model" ? "echo" : field === "stream" ? true : field === "max_tokens" ? 1 : [] }).slice(1, -1);
+      const body = Buffer.from(next() < 0.5 ? `${text.slice(0, -1)},${again}}` : `{${again},${text.slice(1)}`);
+      const answer = await raw(gw.port, "POST", "/v1/chat/completions", [["Content-Type", pick(["application/json", "text/plain"])]], body);
+      check(`llm-twice#${i} ${body.toString("utf8")}`, answer, (status) => status === 400);
+    }
+    expect(newBreaks()).toEqual([]);
+    expect(echo.requests.filter((r) => r.path === "/v1/chat/completions").length).toBe(forwardedBefore);
   });
 
   it("bad multipart submissions answer 4xx and create nothing", async () => {
@@ -351,7 +391,7 @@ describe("scenario 7: bad input", () => {
       id: 7,
       scenario: "Bad input",
       load: `${requests} seeded-random requests over raw sockets (seed ${SEED})`,
-      faults: "malformed/non-UTF-8 JSON, truncated and garbage multipart, 10,000-part forms, huge and odd headers, path traversal",
+      faults: "malformed/non-UTF-8 JSON, ill-typed LLM fields and repeated top-level keys, truncated and garbage multipart, 10,000-part forms, huge and odd headers, path traversal",
       requests,
       lost: 0,
       duplicated: 0,

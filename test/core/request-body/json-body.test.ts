@@ -1,6 +1,6 @@
 /**
  * The shared JSON body reader: byte bound (413) with and without content-length, empty,
- * BOM, nesting depth and syntax (400), each with the message a client sees.
+ * BOM, nesting depth, syntax and a top-level key twice (400), each with the message a client sees.
  */
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../../core/errors.ts";
@@ -122,6 +122,35 @@ describe("readJsonBody", () => {
   it("does not count brackets inside strings, escaped quotes included", async () => {
     const text = JSON.stringify({ s: "[".repeat(500), t: '\\"{{{{' + "{".repeat(500), u: "\\" });
     expect((await readJsonBody(request(text), { limit })).value).toEqual(JSON.parse(text));
+  });
+
+  it("refuses a key twice at the top level with 400 naming it, however it is spelled", async () => {
+    const refused = (field: string) => ({
+      status: 400,
+      type: "invalid_request_error",
+      message: `the JSON body has the field ${JSON.stringify(field)} more than once; send each field once`,
+    });
+    const cases: Array<[string, string]> = [
+      ['{"model":"a","model":"b"}', "model"],
+      ['{"model":"a","messages":[],"stream":false,"stream":true}', "stream"],
+      [' {\n  "model" : "a",\n  "mod\\u0065l" : "b"\n}', "model"],
+      ['{"__proto__":{},"x":1,"__proto__":[]}', "__proto__"],
+      ['{"a\\"b":1,"a\\u0022b":2}', 'a"b'],
+      ['{"x":{"y":[{"z":"}"}]},"x":"]"}', "x"],
+    ];
+    for (const [text, field] of cases) expect(await refusal(readJsonBody(request(text), { limit })), text).toEqual(refused(field));
+  });
+
+  it("accepts equal keys in nested objects, key-like strings and many distinct keys", async () => {
+    const texts = [
+      '{"messages":[{"role":"user","role":"system"}],"meta":{"a":1,"a":2}}',
+      '{"a":"\\",\\"a\\":1","b":"{\\"a\\":2}","c":["a","a"]}',
+      JSON.stringify(Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`k${i}`, { [`k${i}`]: [i] }]))),
+      '{"model":"a"}',
+      "{}",
+      '[{"a":1,"a":2}]',
+    ];
+    for (const text of texts) expect((await readJsonBody(request(text), { limit })).value, text).toEqual(JSON.parse(text));
   });
 
   it("refuses invalid JSON and non-UTF-8 with 400 saying what is wrong", async () => {

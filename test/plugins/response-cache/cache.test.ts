@@ -71,6 +71,36 @@ describe("cacheKey", () => {
     expect(cacheKey({ ...scope, pathAndQuery: "/v1/chat/completions?x=1" }, "alias", body)).not.toBe(key);
   });
 
+  it("with spec (the default), n, max_tokens, response_format, seed, logprobs and penalties do not change a chat request's key", () => {
+    const key = cacheKey(scope, "alias", body);
+    const generation = { n: 3, max_tokens: 5, response_format: { type: "json_object" }, seed: 7, logprobs: true, presence_penalty: 1, frequency_penalty: 1 };
+    expect(cacheKey(scope, "alias", { ...body, ...generation })).toBe(key);
+    expect(cacheKey(scope, "alias", { ...body, ...generation }, "spec")).toBe(key);
+  });
+
+  it("with full, every field changes the key but those that cannot change the answer; key order does not", () => {
+    const full = (extra: Record<string, unknown>) => cacheKey(scope, "alias", { model: "client", ...body, ...extra }, "full");
+    const key = full({});
+    for (const change of [{ n: 3 }, { n: 1 }, { max_tokens: 5 }, { response_format: { type: "json_object" } }, { seed: 7 }, { logprobs: true }, { presence_penalty: 1 }, { frequency_penalty: 0.5 }, { a_field_from_next_year: 1 }]) {
+      expect(full(change), JSON.stringify(change)).not.toBe(key);
+    }
+    expect(full({ n: 3 })).not.toBe(full({ n: 1 }));
+    expect(full({ response_format: { type: "json_object" } })).not.toBe(full({ response_format: { type: "text" } }));
+    const unchanged = { user: "u", safety_identifier: "s", metadata: { a: 1 }, store: true, prompt_cache_key: "p", keep_alive: "5m", stream: false, stream_options: { include_usage: true } };
+    expect(full(unchanged)).toBe(key);
+    expect(cacheKey(scope, "alias", { ...body, model: "another-client-value" }, "full")).toBe(key);
+    // Canonical: the order of keys, at any depth, does not matter.
+    const ordered = { response_format: { type: "json_schema", json_schema: { name: "x", schema: { a: 1, b: 2 } } }, n: 2 };
+    const reordered = { n: 2, response_format: { json_schema: { schema: { b: 2, a: 1 }, name: "x" }, type: "json_schema" } };
+    expect(full(reordered)).toBe(full(ordered));
+    // A body with only the spec's fields has the same key under both settings.
+    expect(key).toBe(cacheKey(scope, "alias", body));
+    // A stream is still keyed apart, with its stream options.
+    const streamed = cacheKey({ ...scope, stream: true }, "alias", { ...body, stream: true }, "full");
+    expect(streamed).not.toBe(key);
+    expect(cacheKey({ ...scope, stream: true }, "alias", { ...body, stream: true, stream_options: { include_usage: true } }, "full")).not.toBe(streamed);
+  });
+
   it("keys a body without messages on all of it but model, user, metadata and stream fields", () => {
     const input = { model: "client-value", input: "x", dimensions: 8 };
     const key = cacheKey(scope, "alias", input);
@@ -168,6 +198,61 @@ describe("the responseCache service", () => {
     if (streamed.kind === "miss") await streamed.fill(events);
     expect(await lookup({ ...body, stream: true })).toEqual({ kind: "hit", answer: events });
     expect((await lookup(body)).kind).toBe("miss");
+  });
+
+  it("with llm.cache_key: full, n and response_format key separate answers; user does not", async () => {
+    const { lookup } = await setUp("llm: { cache_key: full }\n");
+    const one = await lookup({ ...body, n: 1 });
+    expect(one.kind).toBe("miss");
+    if (one.kind === "miss") await one.fill(answer());
+    expect((await lookup({ ...body, n: 3 })).kind).toBe("miss");
+    expect((await lookup({ ...body, n: 1, response_format: { type: "json_object" } })).kind).toBe("miss");
+    expect(await lookup({ user: "someone else", n: 1, ...body })).toEqual({ kind: "hit", answer: answer() });
+  });
+
+  it("with the default llm.cache_key (spec), n and response_format share the answer", async () => {
+    const { lookup } = await setUp();
+    const one = await lookup({ ...body, n: 1 });
+    if (one.kind === "miss") await one.fill(answer());
+    expect(await lookup({ ...body, n: 3, response_format: { type: "json_object" } })).toEqual({ kind: "hit", answer: answer() });
+  });
+
+  it("never stores an event stream under a non-streamed request's key, nor a plain answer under a streamed one's", async () => {
+    const { lookup } = await setUp("llm: { cache_streams: true }\n");
+    /** A lookup's kind; a miss is settled at once (an unsettled miss would hold identical lookups). */
+    const kindOf = async (request: Record<string, unknown>) => {
+      const found = await lookup(request);
+      if (found.kind === "miss") found.share(undefined);
+      return found.kind;
+    };
+    const fillMiss = async (request: Record<string, unknown>, stored: CachedAnswer) => {
+      const found = await lookup(request);
+      expect(found.kind).toBe("miss");
+      if (found.kind === "miss") await found.fill(stored);
+    };
+    const events: CachedAnswer = { status: 200, contentType: "text/event-stream; charset=utf-8", body: new TextEncoder().encode('data: {"x":1}\n\ndata: [DONE]\n\n') };
+    const ndjson: CachedAnswer = { status: 200, contentType: "application/x-ndjson", body: new TextEncoder().encode('{"done":true}\n') };
+    for (const streamed of [events, ndjson]) {
+      await fillMiss(body, streamed);
+      expect(await kindOf(body)).toBe("miss");
+    }
+    await fillMiss({ ...body, stream: true }, answer());
+    expect(await kindOf({ ...body, stream: true })).toBe("miss");
+    // Each kind under its own key is stored as before.
+    await fillMiss(body, answer());
+    await fillMiss({ ...body, stream: true }, ndjson);
+    expect(await lookup(body)).toEqual({ kind: "hit", answer: answer() });
+    expect(await lookup({ ...body, stream: true })).toEqual({ kind: "hit", answer: ndjson });
+  });
+
+  it("does not serve an event stream already stored under a non-streamed request's key: a get error, then a miss", async () => {
+    const { kv, metrics, lookup } = await setUp();
+    const key = cacheKey({ serviceType: "chat", pathAndQuery: "/v1/chat/completions", stream: false }, "m", body);
+    await kv.set(key, encodeEntry({ status: 200, contentType: "text/event-stream", body: new TextEncoder().encode("data: [DONE]\n\n") }));
+    expect((await lookup(body)).kind).toBe("miss");
+    const text = await metrics.text();
+    expect(text).toContain('svc_cache_errors_total{service_type="chat",model="m",op="get"} 1');
+    expect(text).not.toContain("svc_cache_hits_total{");
   });
 
   it("counts store errors by op and goes on without the cache", async () => {

@@ -1,11 +1,13 @@
 /**
  * In-flight coalescing (`llm.coalesce`), in-process with a fake backend that holds its answers:
- * identical cacheable requests that arrive while the first is at the backend get its answer,
- * on both stores (the cache, and so the reads before coalescing, may be in Redis).
+ * identical cacheable requests that arrive while the first is at the backend get its answer
+ * (only one the cache would have served them), on both stores (the cache, and so the reads
+ * before coalescing, may be in Redis).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
+import { createLogger } from "../../../core/log.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import llmProxy from "../../../plugins/llm-proxy/index.ts";
 import providerChatCompletions from "../../../plugins/provider-chat-completions/index.ts";
@@ -27,14 +29,19 @@ services:
   - { type: chat, model: m, provider: chat_completions, inference_url: "http://backend.test", response_cache_ttl: 60, operations: { chat: [/v1/chat/completions] } }
 `;
 
-/** A backend that holds every call until `release()`; `failFirst` makes the first call answer 500. */
-function heldBackend(failFirst = false) {
+/**
+ * A backend that holds every call until `release()`; `failFirst` makes the first call answer
+ * 500, `streams` makes every call answer an event stream (a lenient backend that streams when
+ * the request did not ask it to).
+ */
+function heldBackend(failFirst = false, streams = false) {
   let calls = 0;
   const held: Array<() => void> = [];
   const fetch: typeof globalThis.fetch = async () => {
     const n = ++calls;
     await new Promise<void>((resolve) => held.push(resolve));
     if (failFirst && n === 1) return new Response(JSON.stringify({ error: { message: "boom", type: "server_error" } }), { status: 500, headers: { "content-type": "application/json" } });
+    if (streams) return new Response(`data: {"n":${n}}\n\ndata: [DONE]\n\n`, { headers: { "content-type": "text/event-stream" } });
     const answer = { id: `c${n}`, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: `answer ${n}` }, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } };
     return new Response(JSON.stringify(answer), { headers: { "content-type": "application/json" } });
   };
@@ -62,8 +69,10 @@ describe.each(stores)("in-flight coalescing: $name store", ({ open }) => {
     for (const runtime of runtimes.splice(0)) await runtime.close();
   });
 
-  async function setUp(coalesce: boolean, failFirst = false) {
-    const backend = heldBackend(failFirst);
+  async function setUp(coalesce: boolean, failFirst = false, streams = false) {
+    const backend = heldBackend(failFirst, streams);
+    const logged: string[] = [];
+    const log = createLogger({ write: (line) => logged.push(line), repeatWindowMs: 0 });
     // Counts finished store reads: once all are in, every request has reached its cache lookup.
     let reads = 0;
     const kv = new Proxy(store, {
@@ -77,7 +86,7 @@ describe.each(stores)("in-flight coalescing: $name store", ({ open }) => {
         return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const started = await startTestRuntime(config(coalesce), [syncProxy, providers, providerChatCompletions, responseCache, llmProxy], { kv, fetch: backend.fetch });
+    const started = await startTestRuntime(config(coalesce), [syncProxy, providers, providerChatCompletions, responseCache, llmProxy], { kv, fetch: backend.fetch, log });
     runtimes.push(started);
     const call = (body: unknown) =>
       started.runtime.handle(new Request("http://gateway.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
@@ -95,7 +104,7 @@ describe.each(stores)("in-flight coalescing: $name store", ({ open }) => {
         clearInterval(release);
       }
     };
-    return { backend, call, concurrently, metrics: started.metrics };
+    return { backend, call, concurrently, metrics: started.metrics, logged };
   }
 
   // Unique per test: the Redis store is shared by the tests, and a cached answer would be a hit.
@@ -124,6 +133,22 @@ describe.each(stores)("in-flight coalescing: $name store", ({ open }) => {
     expect(backend.calls).toBe(3);
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 500]);
     expect(await metrics.text()).not.toContain("svc_cache_coalesced_total{");
+  });
+
+  it("an event stream a backend sent to a plain request is neither handed to the waiting requests nor stored", async () => {
+    const { backend, concurrently, logged } = await setUp(true, false, true);
+    const body = question();
+    const answers = await concurrently([body, body, body], 1);
+    // The leader's client gets what its backend sent; the others call the backend themselves.
+    expect(backend.calls).toBe(3);
+    expect(answers.map((a) => a.cache)).toEqual(["MISS", "MISS", "MISS"]);
+    expect(answers.map((a) => a.text).sort()).toEqual([1, 2, 3].map((n) => `data: {"n":${n}}\n\ndata: [DONE]\n\n`));
+    // Every fill was refused (it runs once the response is sent): a later request goes to the backend too.
+    const refusals = () => logged.filter((line) => line.includes('"response_cache_not_stored"')).length;
+    await waitUntil(() => refusals() === 3);
+    const later = await concurrently([body], 4);
+    expect(later.map((a) => a.cache)).toEqual(["MISS"]);
+    expect(backend.calls).toBe(4);
   });
 
   it("different bodies do not coalesce", async () => {
