@@ -33,7 +33,7 @@ export function isAdminPath(url: string, protectMetrics: boolean): boolean {
 export default definePlugin({
   name: "admin",
   // Inside tracing and the audit log (a refused call is audited), outside everything else.
-  priority: 150,
+  layer: "admin-guard",
   section: adminSection,
   setup(api) {
     const { token, protect_metrics: protectMetrics } = api.section;
