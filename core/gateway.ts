@@ -121,6 +121,7 @@ export class Gateway {
     this.deps.log.info("gateway_started", {
       role: this.deps.role,
       plugins: this.current.activePlugins,
+      middleware: this.current.middlewareOrder,
       services: this.current.config.services.length,
       ...this.storeKinds,
     });
@@ -196,7 +197,7 @@ export class Gateway {
     this.current = runtime;
     this.deps.metrics.processMetrics(runtime.config.metrics.default_metrics);
     if (this.startedTasks) runtime.startTasks(); // else start() will
-    this.deps.log.info("reloaded", { plugins: runtime.activePlugins, services: runtime.config.services.length });
+    this.deps.log.info("reloaded", { plugins: runtime.activePlugins, middleware: runtime.middlewareOrder, services: runtime.config.services.length });
     this.retire(previous);
     return { ok: true, services: runtime.config.services.length };
   }

@@ -129,6 +129,21 @@ describe("hot reload", () => {
     expect(needsRestart()).toHaveLength(1);
   });
 
+  it("logs the plugins in setup order and the middleware, outermost first, at start and on reload", async () => {
+    const gw = await start(`admin: { token: secret }\n${fileA}`);
+    const started = gw.entries.find((e) => e.event === "gateway_started")?.fields as { plugins: string[]; middleware: string[] };
+    expect(started.middleware).toEqual(["admin"]);
+    expect(started.plugins[0]).toBe("admin");
+    expect(started.plugins.indexOf("sync-proxy")).toBeGreaterThan(started.plugins.indexOf("docs"));
+
+    // The admin token guards POST /-/reload: the gateway reloaded directly.
+    gw.file.text = `admin: { token: secret }\naudit_log: { enabled: true }\n${fileA}`;
+    expect(await gw.gateway.reload()).toMatchObject({ ok: true });
+    const reloaded = gw.entries.find((e) => e.event === "reloaded")?.fields as { plugins: string[]; middleware: string[] };
+    expect(reloaded.middleware).toEqual(["audit-log", "admin"]);
+    expect(reloaded.plugins.slice(0, 2)).toEqual(["audit-log", "admin"]);
+  });
+
   it("refuses a reload when the file cannot be read, saying so", async () => {
     const gw = await start(fileA);
     gw.file.text = new Error("ENOENT: no such file or directory, open 'config.yaml'");
