@@ -11,8 +11,10 @@
 export { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 export {
   CORE_EVENTS,
+  DEFAULT_PLUGIN_LAYER,
   definePlugin,
   PLUGIN_API_VERSION,
+  PLUGIN_LAYERS,
   type BackgroundTask,
   type EventName,
   type GatewayEvents,
@@ -20,6 +22,7 @@ export {
   type PinnedFetch,
   type PluginApi,
   type PluginDefinition,
+  type PluginLayer,
   type ProcessRole,
 } from "../plugins/types.ts";
 
