@@ -124,6 +124,10 @@ export const START_ERROR_CODES = {
     when: "A plugin's `before` or `after` names a plugin that is not installed.",
     fix: "Correct the name, or install the plugin it names.",
   },
+  GW_PLUGIN_LAYER_UNKNOWN: {
+    when: "A plugin's `layer` is not one of the layers (telemetry, audit, admin-guard, identity, routes, catch-all), or it declares the numeric `priority` that layers replaced.",
+    fix: "Declare one of the layers (the message suggests the nearest), or `before` / `after` naming plugins.",
+  },
   GW_PLUGIN_ORDER_CYCLE: {
     when: "`dependsOn`, `optionalDependsOn`, `before` and `after` ask for an order that loops (the message lists the loop).",
     fix: "Drop or reverse one of the declarations in the loop.",

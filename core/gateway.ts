@@ -71,13 +71,14 @@ export class Gateway {
   private readonly retiring = new Set<Runtime>();
 
   /**
-   * @param started the config the process started with: what is in force for the settings a
-   *   reload cannot change (stores, listener), whatever files were reloaded since.
+   * @param started the config the process started with, loaded plugins' sections included: what
+   *   is in force for the settings a reload cannot change (stores, listener), whatever files
+   *   were reloaded since.
    */
   private constructor(
     private readonly options: GatewayOptions,
     private readonly deps: RuntimeDeps,
-    private readonly started: GatewayConfig,
+    private readonly started: RunningConfig,
   ) {}
 
   /** Loads and validates the config, opens the stores, builds and starts the first runtime (with `deferStart`, `start()` does). Throws `ConfigError` listing every problem. */
@@ -101,7 +102,7 @@ export class Gateway {
       fetchPinned: options.fetchPinned,
       readAsset: options.readAsset,
     };
-    const gateway = new Gateway(options, deps, loaded.config);
+    const gateway = new Gateway(options, deps, { ...loaded.config, ...loaded.extra });
     gateway.current = await gateway.build(loaded);
     metrics.processMetrics(loaded.config.metrics.default_metrics);
     gateway.storeKinds = { kv: stores.kv.kind, objects: stores.objects.kind };
@@ -120,6 +121,7 @@ export class Gateway {
     this.deps.log.info("gateway_started", {
       role: this.deps.role,
       plugins: this.current.activePlugins,
+      middleware: this.current.middlewareOrder,
       services: this.current.config.services.length,
       ...this.storeKinds,
     });
@@ -174,8 +176,11 @@ export class Gateway {
 
   private async reloadNow(): Promise<ReloadOutcome> {
     let runtime: Runtime;
+    let definitions: readonly PluginDefinition[];
     try {
-      runtime = await this.build(await loadConfig(this.options));
+      const loaded = await loadConfig(this.options);
+      definitions = loaded.definitions;
+      runtime = await this.build(loaded);
     } catch (error) {
       const invalid = error instanceof ConfigError;
       const problems = invalid ? error.problems : [(error as Error).message];
@@ -185,14 +190,14 @@ export class Gateway {
     const previous = this.current;
     // Against the start, not the previous file: a reload never applied these keys, so a file
     // that puts back the started values needs no restart.
-    const ignored = restartOnlyChanges(this.started, runtime.config, this.options.plugins);
+    const ignored = restartOnlyChanges(this.started, runtime.runningConfig(), definitions);
     if (ignored.length > 0) {
       this.deps.log.warn("reload_needs_restart", { keys: ignored, message: "these settings differ from the ones running (read at start) and apply only after a restart" });
     }
     this.current = runtime;
     this.deps.metrics.processMetrics(runtime.config.metrics.default_metrics);
     if (this.startedTasks) runtime.startTasks(); // else start() will
-    this.deps.log.info("reloaded", { plugins: runtime.activePlugins, services: runtime.config.services.length });
+    this.deps.log.info("reloaded", { plugins: runtime.activePlugins, middleware: runtime.middlewareOrder, services: runtime.config.services.length });
     this.retire(previous);
     return { ok: true, services: runtime.config.services.length };
   }
@@ -230,12 +235,18 @@ export class Gateway {
   }
 }
 
+/** The whole config a runtime runs: the core's and built-in sections, and those of loaded plugins. */
+type RunningConfig = Readonly<Record<string, unknown>>;
+
 /**
- * Settings spec 4.12 lists as not hot-reloadable: stores and listeners are opened once. The
- * core's are listed here; a built-in plugin's section names its own (`restartOnly`, e.g. a
- * standalone relay's `relay.metrics_addr`).
+ * Settings a hot reload cannot apply: stores and listeners are opened once. The core's are
+ * listed here; a plugin's section, built-in or loaded, names its own (`restartOnly`,
+ * e.g. a standalone relay's `relay.metrics_addr`). A section that was not there at start (its
+ * plugin came with a later file) has no started value to differ from.
  */
-function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig, plugins: readonly PluginDefinition[]): string[] {
+function restartOnlyChanges(running: RunningConfig, next: RunningConfig, plugins: readonly PluginDefinition[]): string[] {
+  const before = running as unknown as GatewayConfig;
+  const after = next as unknown as GatewayConfig;
   const watched: Record<string, (c: GatewayConfig) => unknown> = {
     redis: (c) => ({ ...c.redis, pending_max_age: undefined }),
     object_store: (c) => c.object_store,
@@ -246,8 +257,9 @@ function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig, plugins
   };
   // Listeners first (the standalone relay's), then the core's counters, as the log always listed them.
   for (const { section } of plugins) {
-    for (const key of section?.restartOnly ?? []) {
-      watched[`${section!.key}.${key}`] = (c) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section!.key] ?? {})[key];
+    if (!section || !(section.key in running)) continue;
+    for (const key of section.restartOnly ?? []) {
+      watched[`${section.key}.${key}`] = (c) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section.key] ?? {})[key];
     }
   }
   watched["metrics.top_consumers"] = (c) => c.metrics.top_consumers;

@@ -2,7 +2,7 @@
  * The built-in plugins, in no particular order (alphabetical). Each is enabled by its own
  * config rule and can be turned off with `plugins: { NAME: false }`. Where each goes (which route wins, the order of middleware and of the steps in a
  * stage) is declared on the plugin (`dependsOn`, `optionalDependsOn`, `before`, `after`,
- * `priority`) and computed by the host (core/plugins/host.ts `orderPlugins`): reordering this
+ * `layer`) and computed by the host (core/plugins/host.ts `placePlugins`): reordering this
  * list changes nothing (test/core/plugins/builtin-order.test.ts shuffles it).
  */
 import type { PluginDefinition } from "../core/plugins/types.ts";

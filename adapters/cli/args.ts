@@ -8,8 +8,8 @@ export type Role = "gateway" | "relay";
 export type Command =
   /** Run the gateway (or a standalone relay). */
   | { kind: "run"; role: Role; configPath?: string; port?: number }
-  /** Validate the config, print every problem or what it resolves to. */
-  | { kind: "check"; configPath?: string }
+  /** Validate the config, print every problem or what it resolves to (`verbose`: with the plugin order). */
+  | { kind: "check"; configPath?: string; verbose: boolean }
   | { kind: "help" }
   | { kind: "version" }
   /** A usage mistake: one line saying what to fix (exit 2). */
@@ -17,7 +17,7 @@ export type Command =
 
 export const USAGE = `Usage:
   inference-gateway [--config FILE] [--port N] [--role gateway|relay]
-  inference-gateway check [--config FILE]
+  inference-gateway check [--config FILE] [--verbose]
   inference-gateway --version
   inference-gateway --help
 
@@ -34,6 +34,8 @@ Options:
   --port N            listen on port N on every interface (the gateway's port; a relay's
                       /metrics port); comes before GATEWAY_ADDR, PORT and RELAY_METRICS_ADDR
   --role ROLE         gateway (default) or relay
+  --verbose           with check: also print the plugin order (each plugin's layer and the
+                      plugins it waits for) and the middleware, outermost first
   -v, --version       print the version
   -h, --help          print this help
 
@@ -50,12 +52,19 @@ const usageError = (message: string): Command => ({ kind: "usage-error", message
 export function parseArgs(argv: readonly string[]): Command {
   const values: Partial<Record<ValueOption, string>> = {};
   let check = false;
+  let verbose = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "-h" || arg === "--help") return { kind: "help" };
     if (arg === "-v" || arg === "--version") return { kind: "version" };
     if (arg === "check" && i === 0) {
       check = true;
+      continue;
+    }
+    if (arg === "--verbose") {
+      if (!check) return usageError("--verbose goes with check (inference-gateway check --verbose)");
+      if (verbose) return usageError("--verbose is given twice");
+      verbose = true;
       continue;
     }
     // --name=value and --name value
@@ -75,8 +84,8 @@ export function parseArgs(argv: readonly string[]): Command {
 
   const configPath = values["--config"];
   if (check) {
-    if (values["--port"] !== undefined || values["--role"] !== undefined) return usageError("check takes only --config");
-    return { kind: "check", configPath };
+    if (values["--port"] !== undefined || values["--role"] !== undefined) return usageError("check takes only --config and --verbose");
+    return { kind: "check", configPath, verbose };
   }
   const role = values["--role"] ?? "gateway";
   if (role !== "gateway" && role !== "relay") return usageError(`--role must be gateway or relay, not "${role}"`);

@@ -8,6 +8,8 @@ import { systemClock } from "../../core/clock.ts";
 import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
 import { ConfigError } from "../../core/errors.ts";
 import { Gateway } from "../../core/gateway.ts";
+import type { Runtime } from "../../core/plugins/host.ts";
+import { PLUGIN_LAYERS } from "../../core/plugins/types.ts";
 import { createLogger, type LogEntry } from "../../core/log.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
 import { configSource, missingConfigMessage, type Platform } from "../boot.ts";
@@ -23,7 +25,8 @@ export interface CheckResult {
   stderr: string;
 }
 
-export async function checkConfig(platform: Platform, configPath: string | undefined): Promise<CheckResult> {
+/** `verbose`: the summary also shows the plugin order (see `pluginOrder`). */
+export async function checkConfig(platform: Platform, configPath: string | undefined, options: { verbose?: boolean } = {}): Promise<CheckResult> {
   const { path, from } = configSource(platform, { configPath });
   if (!platform.exists(path)) return { exitCode: 1, stdout: "", stderr: `[GW_CONFIG_NOT_FOUND] ${missingConfigMessage(path, from)}\n` };
   // What plugins warn about while they set up is part of the answer; the rest is noise here.
@@ -52,15 +55,34 @@ export async function checkConfig(platform: Platform, configPath: string | undef
     return { exitCode: 1, stdout: "", stderr: `[${error.code}] ${path} (${from}): ${count}\n${error.problems.map((p) => `  ${p}\n`).join("")}` };
   }
   const plugins = [...gateway.runtime.activePlugins];
+  const order = options.verbose ? pluginOrder(gateway.runtime) : [];
   const { config } = gateway;
   await gateway.close();
-  return { exitCode: 0, stdout: summary(path, from, config, plugins, warnings), stderr: "" };
+  return { exitCode: 0, stdout: summary(path, from, config, plugins, warnings, order), stderr: "" };
 }
 
-function summary(path: string, from: string, config: GatewayConfig, plugins: string[], warnings: LogEntry[]): string {
+/**
+ * The plugin order as the host computed it: each active plugin in setup order (the order of
+ * their routes, middleware and stage steps), its layer and the plugins it waits for; then the
+ * middleware, outermost first.
+ */
+function pluginOrder(runtime: Runtime): string[] {
+  const nameWidth = Math.max(0, ...runtime.placements.map((p) => p.definition.name.length)) + 2;
+  const layerWidth = Math.max(...PLUGIN_LAYERS.map((layer) => layer.length)) + 2;
+  const lines = ["plugin order (setup order; routes, middleware and stage steps are registered in it):"];
+  for (const { definition, layer, after } of runtime.placements) {
+    const waits = after.length > 0 ? `after ${after.join(", ")}` : "";
+    lines.push(`  ${definition.name.padEnd(nameWidth)}${waits ? layer.padEnd(layerWidth) + waits : layer}`);
+  }
+  lines.push(`middleware, outermost first: ${runtime.middlewareOrder.length > 0 ? runtime.middlewareOrder.join(", ") : "none"}`);
+  return lines;
+}
+
+function summary(path: string, from: string, config: GatewayConfig, plugins: string[], warnings: LogEntry[], order: string[]): string {
   const lines = [`${path} (${from}): valid`, `services (${config.services.length}):`];
   for (const service of config.services) lines.push(`  ${describeService(service)}`);
   lines.push(`plugins (${plugins.length}): ${plugins.join(", ")}`);
+  lines.push(...order);
   lines.push(
     `stores: kv ${redisModeOf(config.redis) === undefined ? "embedded memory (redis.addr is empty)" : `redis ${redisModeOf(config.redis)?.where}`}, ` +
       `objects ${config.object_store.endpoint === "" ? `files under ${config.object_store.dir}` : `S3 ${config.object_store.endpoint} bucket ${config.object_store.bucket}`} (not contacted)`,

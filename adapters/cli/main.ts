@@ -34,7 +34,7 @@ export async function runCli(argv: readonly string[], host: CliHost): Promise<nu
       await host.printError(`inference-gateway: ${command.message}\n`);
       return 2;
     case "check": {
-      const result = await checkConfig(host.platform, command.configPath);
+      const result = await checkConfig(host.platform, command.configPath, { verbose: command.verbose });
       if (result.stdout) await host.print(result.stdout);
       if (result.stderr) await host.printError(result.stderr);
       return result.exitCode;

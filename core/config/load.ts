@@ -271,12 +271,17 @@ function ruleProblems(rule: () => string[]): string[] {
   }
 }
 
-/** The core's rules, then each section's, then each service's fields' (in the order the parts are given). */
-function crossFieldProblems(config: GatewayConfig, parts: ConfigParts): string[] {
+/**
+ * The core's rules, then each section's (built-in, then loaded), then each service's fields' (in
+ * the order the parts are given). A loaded section's value is in `extra`, not in `config`.
+ */
+function crossFieldProblems(config: GatewayConfig, extra: Readonly<Record<string, unknown>>, parts: ConfigParts): string[] {
   const problems = ruleProblems(() => coreRuleProblems(config));
   const byKey = config as unknown as Record<string, unknown>;
-  for (const section of parts.sections ?? []) {
-    if (section.validate) problems.push(...ruleProblems(() => section.validate!(byKey[section.key], config)));
+  for (const [sections, values] of [[parts.sections, byKey], [parts.extraSections, extra]] as const) {
+    for (const section of sections ?? []) {
+      if (section.validate) problems.push(...ruleProblems(() => section.validate!(values[section.key], config)));
+    }
   }
   config.services.forEach((service, index) => {
     for (const fields of parts.serviceFields ?? []) {
@@ -312,7 +317,7 @@ export function validateConfigWith(raw: Record<string, unknown>, parts: ConfigPa
   // a rule on a path the schema already reported adds nothing.
   try {
     const reported = new Set(problems.map((p) => p.slice(0, p.indexOf(":"))));
-    problems.push(...crossFieldProblems(config as GatewayConfig, parts).filter((p) => !reported.has(p.slice(0, p.indexOf(":")))));
+    problems.push(...crossFieldProblems(config as GatewayConfig, extra, parts).filter((p) => !reported.has(p.slice(0, p.indexOf(":")))));
   } catch {
     // reported through the schema problems above
   }

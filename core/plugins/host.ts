@@ -16,7 +16,22 @@ import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
 import { PluginError } from "../errors.ts";
-import { CORE_EVENTS, PLUGIN_API_VERSION, type BackgroundTask, type EventName, type GatewayEvents, type GatewayServices, type PinnedFetch, type PluginApi, type PluginDefinition, type ProcessRole } from "./types.ts";
+import { closestKey } from "../config/suggest.ts";
+import {
+  CORE_EVENTS,
+  DEFAULT_PLUGIN_LAYER,
+  PLUGIN_API_VERSION,
+  PLUGIN_LAYERS,
+  type BackgroundTask,
+  type EventName,
+  type GatewayEvents,
+  type GatewayServices,
+  type PinnedFetch,
+  type PluginApi,
+  type PluginDefinition,
+  type PluginLayer,
+  type ProcessRole,
+} from "./types.ts";
 
 export interface RuntimeDeps {
   role: ProcessRole;
@@ -62,23 +77,58 @@ function checkApiVersion(definition: PluginDefinition): void {
   );
 }
 
+/** Refuses a layer name the host does not know, and the numeric `priority` that layers replaced. */
+function checkLayer(definition: PluginDefinition): void {
+  const declared: unknown = definition.layer;
+  if (declared !== undefined && !(PLUGIN_LAYERS as readonly unknown[]).includes(declared)) {
+    const near = typeof declared === "string" ? closestKey(declared, PLUGIN_LAYERS) : undefined;
+    throw new PluginError(
+      `plugin "${definition.name}" declares layer: ${JSON.stringify(declared)}, which is not a layer${near ? `; did you mean "${near}"?` : ""} (the layers, outermost first: ${PLUGIN_LAYERS.join(", ")}; default ${DEFAULT_PLUGIN_LAYER})`,
+      undefined,
+      "GW_PLUGIN_LAYER_UNKNOWN",
+    );
+  }
+  if ("priority" in definition) {
+    throw new PluginError(
+      `plugin "${definition.name}" declares priority, which this gateway no longer reads; declare its layer instead (${PLUGIN_LAYERS.join(", ")}), or before / after naming plugins`,
+      undefined,
+      "GW_PLUGIN_LAYER_UNKNOWN",
+    );
+  }
+}
+
+/** The layer a plugin is placed by. */
+export function layerOf(definition: PluginDefinition): PluginLayer {
+  return definition.layer ?? DEFAULT_PLUGIN_LAYER;
+}
+
+/** One active plugin in setup order: its layer, and the plugins its declarations set up before it. */
+export interface PluginPlacement {
+  definition: PluginDefinition;
+  layer: PluginLayer;
+  /** The active plugins it waits for (`dependsOn`, `optionalDependsOn`, its `after`, their `before`), by name. */
+  after: string[];
+}
+
 /**
  * The active plugins in setup order, which is also the order of their routes, middleware,
  * stage steps and listeners. A stable topological sort of the declarations (`dependsOn`,
- * `optionalDependsOn` as PluginDefinition says, `before`, `after`); among the plugins free to go next, the highest
- * `priority`, then the first by name, so the order of `definitions` never matters. Throws a
- * coded PluginError naming the plugin and the missing, unknown or cyclic declaration.
+ * `optionalDependsOn` as PluginDefinition says, `before`, `after`); among the plugins free to
+ * go next, the one of the earliest layer (`PLUGIN_LAYERS`), then the first by name, so the order
+ * of `definitions` never matters. Throws a coded PluginError naming the plugin and the missing,
+ * unknown or cyclic declaration, or the unknown layer.
  *
  * `complete`: `definitions` are every plugin of this gateway (as the Gateway installs them), so a
  * `before` / `after` naming none of them is a typo (GW_PLUGIN_ORDER_UNKNOWN). A runtime built
  * from a few plugins (an embedding, a test) skips such a name, as it skips a plugin turned off.
  */
-export function orderPlugins(definitions: readonly PluginDefinition[], active: ReadonlySet<string>, options: { complete?: boolean } = {}): PluginDefinition[] {
+export function placePlugins(definitions: readonly PluginDefinition[], active: ReadonlySet<string>, options: { complete?: boolean } = {}): PluginPlacement[] {
   const byName = new Map<string, PluginDefinition>();
   for (const definition of definitions) {
     if (byName.has(definition.name)) throw new PluginError(`plugin "${definition.name}" is registered twice`, undefined, "GW_PLUGIN_DUPLICATE");
     byName.set(definition.name, definition);
     checkApiVersion(definition);
+    checkLayer(definition);
   }
   const chosen = definitions.filter((definition) => active.has(definition.name));
   // For each plugin, the plugins that must be set up before it.
@@ -111,24 +161,31 @@ export function orderPlugins(definitions: readonly PluginDefinition[], active: R
       if (!mutual && !definition.before?.includes(optional)) mustPrecede(optional, name);
     }
   }
-  const ordered: PluginDefinition[] = [];
-  const placed = new Set<string>();
-  const rank = (a: PluginDefinition, b: PluginDefinition) => (b.priority ?? 0) - (a.priority ?? 0) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  const placed: PluginPlacement[] = [];
+  const done = new Set<string>();
+  const depth = (definition: PluginDefinition) => PLUGIN_LAYERS.indexOf(layerOf(definition));
+  const rank = (a: PluginDefinition, b: PluginDefinition) => depth(a) - depth(b) || byFirstName(a.name, b.name);
   let remaining = chosen;
   while (remaining.length > 0) {
-    const free = remaining.filter((definition) => [...firsts.get(definition.name)!].every((first) => placed.has(first)));
-    if (free.length === 0) throw orderCycle(remaining, firsts, placed);
+    const free = remaining.filter((definition) => [...firsts.get(definition.name)!].every((first) => done.has(first)));
+    if (free.length === 0) throw orderCycle(remaining, firsts, done);
     const next = free.sort(rank)[0]!;
-    ordered.push(next);
-    placed.add(next.name);
+    placed.push({ definition: next, layer: layerOf(next), after: [...firsts.get(next.name)!].sort(byFirstName) });
+    done.add(next.name);
     remaining = remaining.filter((definition) => definition !== next);
   }
-  return ordered;
+  return placed;
 }
+
+/** `placePlugins` without the placements' details: the active plugins in setup order. */
+export function orderPlugins(definitions: readonly PluginDefinition[], active: ReadonlySet<string>, options: { complete?: boolean } = {}): PluginDefinition[] {
+  return placePlugins(definitions, active, options).map((placement) => placement.definition);
+}
+
+const byFirstName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Names one loop among the plugins no order can place: each needs the next one set up first. */
 function orderCycle(remaining: readonly PluginDefinition[], firsts: ReadonlyMap<string, ReadonlySet<string>>, placed: ReadonlySet<string>): PluginError {
-  const byFirstName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   const path = [remaining.map((definition) => definition.name).sort(byFirstName)[0]!];
   // Every unplaced plugin waits for at least one unplaced plugin, so this walk comes back to one it saw.
   while (path.indexOf(path[path.length - 1]!) === path.length - 1) {
@@ -165,6 +222,10 @@ export class Runtime {
   readonly registry: Registry;
   readonly pipeline: Pipeline;
   readonly activePlugins: string[] = [];
+  /** Each active plugin in setup order, with its layer and what it waited for (for `check --verbose`). */
+  readonly placements: PluginPlacement[] = [];
+  /** The plugin of each middleware, outermost first (for the start log and `check --verbose`). */
+  readonly middlewareOrder: string[] = [];
   /** Each service with the plugin that provided it (`use` / `has` check that plugin was declared). */
   private readonly services = new Map<string, { value: unknown; plugin: string }>();
   /** The events `on` accepts: the core's and those every installed plugin declares. */
@@ -212,14 +273,15 @@ export class Runtime {
     return { ...(this.config as unknown as Record<string, unknown>), ...this.extra };
   }
 
-  /** Sets up every active plugin in declared order (see `orderPlugins`, also for `complete`). */
+  /** Sets up every active plugin in declared order (see `placePlugins`, also for `complete`). */
   async install(definitions: readonly PluginDefinition[], options: { complete?: boolean } = {}): Promise<void> {
     // Installed, not only active: a listener for the events of a plugin turned off is fine.
     this.knownEvents = new Set([...CORE_EVENTS, ...definitions.flatMap((definition) => definition.events ?? [])]);
     const active = activePluginNames(definitions, this.config, this.deps.role);
-    for (const definition of orderPlugins(definitions, active, options)) {
-      await definition.setup(this.apiFor(definition));
-      this.activePlugins.push(definition.name);
+    for (const placement of placePlugins(definitions, active, options)) {
+      await placement.definition.setup(this.apiFor(placement.definition));
+      this.activePlugins.push(placement.definition.name);
+      this.placements.push(placement);
     }
     for (const check of this.readyChecks) await check();
   }
@@ -374,6 +436,7 @@ export class Runtime {
       routes: this.app,
       middleware: (handler) => {
         this.middlewares.push(handler);
+        this.middlewareOrder.push(definition.name);
       },
       contextOf: (request) => this.contextOf(request),
       readAsset: (path) => {

@@ -63,6 +63,32 @@ export const CORE_EVENTS: readonly EventName[] = ["request.finished", "llm.usage
  */
 export const PLUGIN_API_VERSION = 1;
 
+/**
+ * The named layers a plugin declares (`layer`), from the outside of a request in. Among the
+ * plugins that their declarations (`dependsOn`, `optionalDependsOn`, `before`, `after`) leave
+ * free to go next, the one of the earliest layer is set up first, then by name; so the
+ * middleware ring reads from the names: tracing outside the audit log outside the admin guard.
+ */
+export const PLUGIN_LAYERS = [
+  /** Tracing and telemetry export: the outermost middleware (every request traced), and first to wrap `fetch` and the log. */
+  "telemetry",
+  /** The audit log: its middleware inside the trace and outside everything else, so a refused admin call is audited. */
+  "audit",
+  /** The admin token check: its middleware inside telemetry and audit, before every route. */
+  "admin-guard",
+  /** Who the caller is: set up before the features that read the principal. */
+  "identity",
+  /** The default: the features, their routes, stage steps and services. */
+  "routes",
+  /** The sync proxy's catch-all route: after every other plugin's routes, so a wildcard path cannot shadow them. */
+  "catch-all",
+] as const;
+
+export type PluginLayer = (typeof PLUGIN_LAYERS)[number];
+
+/** The layer of a plugin that declares none. */
+export const DEFAULT_PLUGIN_LAYER: PluginLayer = "routes";
+
 /** The process a runtime is built for: the HTTP gateway or a standalone relay worker. */
 export type ProcessRole = "gateway" | "relay";
 
@@ -175,10 +201,13 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   before?: readonly string[];
   after?: readonly string[];
   /**
-   * Among the plugins the declarations leave free to go next, higher first (default 0), then
-   * by name: so the order never depends on the order of the plugin list.
+   * Its place among the plugins the declarations leave free to go next: the earliest layer
+   * first (default "routes"), then by name, so the order never depends on the order of the
+   * plugin list (see `PLUGIN_LAYERS`). The declarations come first: a plugin waits for the
+   * plugins it depends on whatever its layer. A name that is not a layer refuses the start
+   * (GW_PLUGIN_LAYER_UNKNOWN).
    */
-  priority?: number;
+  layer?: PluginLayer;
   /** Events this plugin adds to `GatewayEvents` (by declaration merging), so `api.on` accepts them. */
   events?: readonly EventName[];
   /** The roles whose process runs this plugin (default: gateway only). */

@@ -45,6 +45,15 @@ export interface SyncMode {
   handle(ctx: RequestContext, body: SyncBody): Promise<Response>;
 }
 
+/** The `syncModes` service: where a plugin registers a mode; the first registered mode that accepts a request serves it. */
 export interface SyncModes {
+  /** Throws when this mode is registered already. */
   register(mode: SyncMode): void;
+}
+
+declare module "../plugins/types.ts" {
+  interface GatewayServices {
+    /** Provided by the `sync-proxy` plugin. */
+    syncModes: SyncModes;
+  }
 }

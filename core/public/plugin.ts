@@ -1,15 +1,20 @@
 /**
  * The public entry point for plugin authors: `import { definePlugin } from "inference-gateway/plugin"`
  * (package.json `exports`). Everything a plugin written outside this repository needs: the
- * plugin definition and API, the provider API and its builders, the errors a plugin may
- * throw or answer with, and the types of the services and stores it is handed. Built-in
+ * plugin definition and API with every type they name (test/core/public/entry-exports.test.ts
+ * walks them), the provider API and its builders, the errors a plugin may throw or answer
+ * with, and the contracts of the services it may use, a request mode's included. Built-in
  * plugins import the same modules by relative path.
  */
 
 // The plugin itself, and TypeBox for its config section's schema.
-export { Type, type Static, type TSchema } from "@sinclair/typebox";
+export { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 export {
+  CORE_EVENTS,
+  DEFAULT_PLUGIN_LAYER,
   definePlugin,
+  PLUGIN_API_VERSION,
+  PLUGIN_LAYERS,
   type BackgroundTask,
   type EventName,
   type GatewayEvents,
@@ -17,8 +22,12 @@ export {
   type PinnedFetch,
   type PluginApi,
   type PluginDefinition,
+  type PluginLayer,
   type ProcessRole,
 } from "../plugins/types.ts";
+
+// Routes and middleware: `api.routes` is a Hono app, `api.middleware` takes a Hono middleware.
+export type { Context, Hono, MiddlewareHandler, Next } from "hono";
 
 // Errors: a PluginError refuses a start or reload; a GatewayError (or one of `errors`) answers a request.
 export { PluginError } from "../plugins/host.ts";
@@ -27,17 +36,33 @@ export { errorResponse, errors, GatewayError, type ErrorBody, type ErrorType } f
 // A custom LLM provider: its definition, its translator and the chat-completions builders.
 export * from "../llm/provider.ts";
 
-// What `setup` is handed: requests in the pipeline, stores, clock, log, metrics.
-export type { StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";
-export type { Principal, RequestContext, RequestMode, RequestVars } from "../pipeline/context.ts";
-export type { KvStore } from "../stores/kv.ts";
-export type { ObjectInfo, ObjectStore } from "../stores/objects.ts";
-export type { Clock, IdSource } from "../clock.ts";
-export type { Logger } from "../log.ts";
-export type { Metrics } from "../metrics.ts";
-export type { ConfigSection, ConfigSections, GatewayConfig, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
+// Requests: the pipeline a mode runs them through, its context, and the registry that resolves services.
+export type { ModeHandlers, Pipeline, StageName, StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";
+export type { EndStep, Principal, RequestContext, RequestMode, RequestState, RequestVars } from "../pipeline/context.ts";
+export type { ClientGone } from "../proxy/client-gone.ts";
+export type { JobTarget, PathMatch, Registry, Resolution, SyncRequestLine, VisibleFilter } from "../registry/registry.ts";
 
-// The contracts of the built-in services a plugin may `use` (typed by declaration merging).
-export type { JobAccepted, JobRecord, JobStatus, JobStore, SubmissionHook } from "../jobs/types.ts";
+// A request mode: the sync route hands a resolved request to the first registered mode that accepts it.
+export type { SyncBody, SyncMode, SyncModes } from "../proxy/modes.ts";
+// The admin token: which `/-/*` routes it guards and whether a request carries it.
+export type { AdminAccess } from "../admin/access.ts";
+
+// What `setup` is handed: stores, clock, log, metrics, the config.
+export type { AtomicOp, EvictableUsage, KvData, KvReply, KvStore, ListEnd, ScanPage } from "../stores/kv.ts";
+export type { ObjectInfo, ObjectStore, PutOptions, StoredObject } from "../stores/objects.ts";
+export type { Clock, IdSource } from "../clock.ts";
+export type { LogEntry, LogFields, Logger, LogLevel } from "../log.ts";
+export type { CounterSpec, HistogramSpec, Metrics } from "../metrics.ts";
+export type { ConfigSection, ConfigSections, CoreConfig, GatewayConfig, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
+
+// The contracts of the built-in services a plugin may `use` (typed by declaration merging), and of the core's events.
+export type { ClaimedJob, FinishFields, JobAccepted, JobListQuery, JobLookup, JobPage, JobRecord, JobStatus, JobStore, SubmissionHook, Transition } from "../jobs/types.ts";
+export type { JobKeys } from "../jobs/keys.ts";
+export type { LlmUsageEvent } from "../llm/usage.ts";
 export type { SpanAttributes, Tracing, WorkSpan } from "../telemetry/tracing.ts";
-export type { LimitWindow, LimitWindows } from "../limits/windows.ts";
+export type { CredentialLimits, LimitWindow, LimitWindows } from "../limits/windows.ts";
+export type { CacheLookup, CacheRequest, CachedAnswer, PendingLookup, ResponseCache } from "../llm/cache.ts";
+export type { PricedUsage, PriceQuery, Pricing } from "../pricing/price.ts";
+export type { AttemptResult, BackendHealth, FailoverRoute, RetryRounds } from "../proxy/backend-health.ts";
+export type { BackendTarget } from "../proxy/backends.ts";
+export type { Bytes } from "../llm/json.ts";

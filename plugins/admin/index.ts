@@ -7,30 +7,10 @@
  * because it owns a config section (DESIGN 8). With no token the spec's open `/-/*` stays,
  * and each start names the open endpoints in one warning.
  */
+import type { AdminAccess } from "../../core/admin/access.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { adminSection } from "./config.ts";
 import { adminTokenRefusal } from "./token.ts";
-
-export interface AdminAccess {
-  /** Whether `admin.token` is set: endpoints that hand out credentials refuse to run open. */
-  readonly tokenConfigured: boolean;
-  /**
-   * Lets `GET <path>` (exactly that path) through without the token: for what holds no data,
-   * such as the console's page and scripts, which a browser loads before anyone can type a
-   * token. Declared by the plugin that owns the route, so the exemption is visible there.
-   */
-  allowWithoutToken(path: string): void;
-  /** The paths let through, for tests that walk the route table. */
-  readonly openPaths: ReadonlySet<string>;
-  /** Whether a request carries the admin token (always, when none is configured). */
-  accepts(headers: Headers): boolean;
-}
-
-declare module "../../core/plugins/types.ts" {
-  interface GatewayServices {
-    admin: AdminAccess;
-  }
-}
 
 /** Every spelling of the path a router may act on: as sent, normalised (`..`), percent-decoded. */
 export function pathsOf(url: string): string[] {
@@ -53,17 +33,18 @@ export function isAdminPath(url: string, protectMetrics: boolean): boolean {
 export default definePlugin({
   name: "admin",
   // Inside tracing and the audit log (a refused call is audited), outside everything else.
-  priority: 150,
+  layer: "admin-guard",
   section: adminSection,
   setup(api) {
     const { token, protect_metrics: protectMetrics } = api.section;
     const openPaths = new Set<string>();
-    api.provide("admin", {
+    const access: AdminAccess = {
       tokenConfigured: token !== "",
       allowWithoutToken: (path) => void openPaths.add(path),
       openPaths,
       accepts: (headers) => token === "" || adminTokenRefusal(headers, token) === undefined,
-    });
+    };
+    api.provide("admin", access);
     // Open only when every spelling a router may act on is an open path: `/-/console/../keys` is not.
     const isOpen = (method: string, url: string) => method === "GET" && pathsOf(url).every((path) => openPaths.has(path));
     if (token === "") {

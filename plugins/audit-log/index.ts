@@ -20,7 +20,7 @@ export default definePlugin({
   after: ["otel"],
   before: ["admin"],
   optionalDependsOn: ["admin"],
-  priority: 200,
+  layer: "audit",
   section: auditLogSection,
   enabled: (config) => config.audit_log.enabled,
   setup(api) {

@@ -19,8 +19,9 @@ const loadOAuth2 = () => import("./oauth2.ts");
 
 export default definePlugin({
   name: "auth",
-  // Identity first: every later step reads the principal it leaves.
-  priority: 100,
+  // Before the features (once the integrations it uses are set up): its identify step leaves
+  // the principal every later step reads.
+  layer: "identity",
   // The admin token guards /-/keys; visibility's audience narrows the models a key's 404 lists.
   optionalDependsOn: ["admin", "visibility"],
   section: authSection,

@@ -25,8 +25,9 @@ const loadTracing = () => import("./tracing.ts");
 export default definePlugin({
   name: "otel",
   // First of all: its middleware is the outermost (every request is traced, the audit line
-  // included) and its fetch wrapper sees every plugin's outbound call.
-  priority: 300,
+  // included), its fetch wrapper sees every plugin's outbound call and its log export the
+  // lines the others write as they set up.
+  layer: "telemetry",
   section: openTelemetrySection,
   roles: ["gateway", "relay"],
   enabled: (config) => config.opentelemetry.enabled,

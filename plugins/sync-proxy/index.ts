@@ -21,7 +21,7 @@ export default definePlugin({
   optionalDependsOn: ["visibility", "backend-health"],
   // Its catch-all route goes after every other plugin's routes (/jobs, /usage, /docs, ...), so
   // a configured wildcard path cannot shadow them: last among the plugins free to go.
-  priority: -100,
+  layer: "catch-all",
   setup(api) {
     const modes = new SyncModeList();
     api.provide("syncModes", modes);

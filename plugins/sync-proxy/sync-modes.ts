@@ -6,12 +6,6 @@
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { SyncBody, SyncMode, SyncModes } from "../../core/proxy/modes.ts";
 
-declare module "../../core/plugins/types.ts" {
-  interface GatewayServices {
-    syncModes: SyncModes;
-  }
-}
-
 export class SyncModeList implements SyncModes {
   private readonly modes: SyncMode[] = [];
 

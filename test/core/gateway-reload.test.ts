@@ -6,11 +6,13 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Type } from "@sinclair/typebox";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStores } from "../../adapters/stores.ts";
 import { ConfigError } from "../../core/config/load.ts";
 import { Gateway } from "../../core/gateway.ts";
 import { createLogger, type LogEntry } from "../../core/log.ts";
+import { definePlugin } from "../../core/plugins/types.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
 
 const gateways: Gateway[] = [];
@@ -23,8 +25,8 @@ const stores = `object_store: { dir: ${JSON.stringify(dir)} }\nrelay: { embedded
 const service = (model: string, extra = "") => `  - { type: chat, model: ${model}, inference_url: "http://127.0.0.1:9"${extra} }\n`;
 const fileA = `${stores}server: { addr: ":8080" }\nmetrics: { top_consumers: 0 }\nservices:\n${service("a")}`;
 
-/** A gateway reading `file.text`, and the log lines it wrote. */
-async function start(text: string) {
+/** A gateway reading `file.text` (its `plugins.load` modules are `modules`), and the log lines it wrote. */
+async function start(text: string, modules: Record<string, unknown> = {}) {
   const file: { text: string | Error } = { text };
   const entries: LogEntry[] = [];
   const log = createLogger({ write: () => {} });
@@ -35,7 +37,10 @@ async function start(text: string) {
       return file.text;
     },
     env: {},
-    importModule: () => Promise.reject(new Error("no user plugins here")),
+    importModule: async (specifier) => {
+      if (!(specifier in modules)) throw new Error(`Cannot find module '${specifier}'`);
+      return modules[specifier];
+    },
     openStores,
     plugins: builtinPlugins,
     log,
@@ -124,6 +129,21 @@ describe("hot reload", () => {
     expect(needsRestart()).toHaveLength(1);
   });
 
+  it("logs the plugins in setup order and the middleware, outermost first, at start and on reload", async () => {
+    const gw = await start(`admin: { token: secret }\n${fileA}`);
+    const started = gw.entries.find((e) => e.event === "gateway_started")?.fields as { plugins: string[]; middleware: string[] };
+    expect(started.middleware).toEqual(["admin"]);
+    expect(started.plugins[0]).toBe("admin");
+    expect(started.plugins.indexOf("sync-proxy")).toBeGreaterThan(started.plugins.indexOf("docs"));
+
+    // The admin token guards POST /-/reload: the gateway reloaded directly.
+    gw.file.text = `admin: { token: secret }\naudit_log: { enabled: true }\n${fileA}`;
+    expect(await gw.gateway.reload()).toMatchObject({ ok: true });
+    const reloaded = gw.entries.find((e) => e.event === "reloaded")?.fields as { plugins: string[]; middleware: string[] };
+    expect(reloaded.middleware).toEqual(["audit-log", "admin"]);
+    expect(reloaded.plugins.slice(0, 2)).toEqual(["audit-log", "admin"]);
+  });
+
   it("refuses a reload when the file cannot be read, saying so", async () => {
     const gw = await start(fileA);
     gw.file.text = new Error("ENOENT: no such file or directory, open 'config.yaml'");
@@ -134,5 +154,66 @@ describe("hot reload", () => {
       problems: ["(file): cannot read the config file: ENOENT: no such file or directory, open 'config.yaml'"],
     });
     expect(await gw.models()).toEqual(["a"]);
+  });
+});
+
+/**
+ * A plugin from plugins.load, as an outside author writes one: a section with a rule the schema
+ * cannot say (`validate`) and a key only a restart applies (`restartOnly`, a listener of its own).
+ */
+const sideDoor = definePlugin({
+  name: "side-door",
+  section: {
+    key: "side_door",
+    schema: Type.Object({ addr: Type.String({ default: ":9300" }), greeting: Type.String({ default: "hi" }) }, { additionalProperties: false }),
+    validate: (section, config) => (section.addr === config.server.addr ? [`side_door.addr: "${section.addr}" is server.addr too; give the side door a port of its own`] : []),
+    restartOnly: ["addr"],
+  },
+  setup(api) {
+    const { greeting } = api.section;
+    api.routes.get("/side-door", (c) => c.json({ greeting }));
+  },
+});
+
+describe("hot reload with a plugin from plugins.load", () => {
+  const withSideDoor = (section: string) => `plugins: { load: [./side-door.ts] }\nside_door: ${section}\n${fileA}`;
+  const modules = { "./side-door.ts": { default: sideDoor } };
+  const greetingOf = async (gateway: Gateway) => (await (await gateway.fetch(new Request("http://gateway/side-door"))).json()) as { greeting: string };
+
+  it("runs its section's validate at start and on reload, like a built-in section's", async () => {
+    const clash = '{ addr: ":8080" }';
+    const error = await start(withSideDoor(clash), modules).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual(['side_door.addr: ":8080" is server.addr too; give the side door a port of its own']);
+
+    const gw = await start(withSideDoor('{ addr: ":9300", greeting: hello }'), modules);
+    const refused = await gw.reload(withSideDoor(`{ addr: ":8080", greeting: changed }`));
+    expect(refused.status).toBe(422);
+    expect(refused.body.problems).toEqual(['side_door.addr: ":8080" is server.addr too; give the side door a port of its own']);
+    expect(await greetingOf(gw.gateway)).toEqual({ greeting: "hello" });
+  });
+
+  it("warns about its restartOnly keys that differ from the started values, like a built-in section's", async () => {
+    const gw = await start(withSideDoor('{ addr: ":9300", greeting: hello }'), modules);
+    const needsRestart = () => gw.entries.filter((e) => e.event === "reload_needs_restart").map((e) => e.fields.keys);
+
+    // A key a reload applies: no warning.
+    expect((await gw.reload(withSideDoor('{ addr: ":9300", greeting: hola }'))).status).toBe(200);
+    expect(await greetingOf(gw.gateway)).toEqual({ greeting: "hola" });
+    expect(needsRestart()).toEqual([]);
+
+    expect((await gw.reload(withSideDoor('{ addr: ":9400", greeting: hola }'))).status).toBe(200);
+    expect(needsRestart()).toEqual([["side_door.addr"]]);
+
+    // Back to the started value (here by its default): nothing to restart for.
+    expect((await gw.reload(withSideDoor("{ greeting: hola }"))).status).toBe(200);
+    expect(needsRestart()).toHaveLength(1);
+  });
+
+  it("a plugin first loaded by a reload runs with the values of that file: nothing to restart for", async () => {
+    const gw = await start(fileA, modules);
+    expect((await gw.reload(withSideDoor('{ addr: ":9400" }'))).status).toBe(200);
+    expect(await greetingOf(gw.gateway)).toEqual({ greeting: "hi" });
+    expect(gw.entries.filter((e) => e.event === "reload_needs_restart")).toEqual([]);
   });
 });

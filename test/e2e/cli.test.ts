@@ -139,6 +139,31 @@ describe("inference-gateway: one-shot commands", () => {
     expect(proc.stderr()).toBe("");
   });
 
+  it("check --verbose: also the plugin order, each plugin's layer and what it waits for, and the middleware", async () => {
+    const path = configFile(`admin:\n  token: secret\naudit_log:\n  enabled: true\n${GOOD}`);
+    const proc = cli(["check", "--verbose", "--config", path]);
+    expect(await proc.exited).toBe(0);
+    const out = proc.stdout();
+    const order = out.slice(out.indexOf("plugin order"), out.indexOf("stores: "));
+    const lines = order.split("\n");
+    expect(lines[0]).toBe("plugin order (setup order; routes, middleware and stage steps are registered in it):");
+    const placed = lines.slice(1).filter((line) => line.startsWith("  ")).map((line) => line.trim().split(/\s+/));
+    expect(placed.slice(0, 2)).toEqual([
+      ["audit-log", "audit"],
+      ["admin", "admin-guard", "after", "audit-log"],
+    ]);
+    expect(placed.find(([name]) => name === "sync-proxy")?.[1]).toBe("catch-all");
+    // It depends on the sync proxy, so it comes after it whatever its layer.
+    const llm = placed.find(([name]) => name === "llm-proxy") ?? [];
+    expect(llm.slice(0, 3)).toEqual(["llm-proxy", "routes", "after"]);
+    expect(llm).toContain("sync-proxy");
+    expect(order).toContain("\nmiddleware, outermost first: audit-log, admin\n");
+    // Without --verbose, the summary as before.
+    const plain = cli(["check", "--config", path]);
+    expect(await plain.exited).toBe(0);
+    expect(plain.stdout()).not.toContain("plugin order");
+  });
+
   it("check on a file with several mistakes: exit 1 and every problem with its path", async () => {
     const path = configFile(`server:
   addr: "nowhere"

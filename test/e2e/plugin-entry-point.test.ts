@@ -6,7 +6,7 @@
  * section and a per-service field, loaded through `plugins.load` by the real gateway process (Node, or Deno when the
  * suite runs on Deno).
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -101,6 +101,30 @@ describe("a plugin outside the repository, importing only inference-gateway/plug
     running.push(misspelt);
     expect(await exitCode(misspelt)).toBe(1);
     expect(misspelt.output()).toContain('services[0].greeter_titel: unknown key; did you mean "greeter_title"?');
+  });
+
+  it("the example request mode (examples/echo-mode.ts, copied out of the repo) answers its services' path through the pipeline", async () => {
+    const example = readFileSync(join(repoRoot, "examples/echo-mode.ts"), "utf8");
+    const dir = pluginPackage({ "package.json": '{"name":"echo-mode","type":"module"}\n', "echo-mode.ts": example });
+    const services = `server: { consumer_header: X-Consumer }
+services:
+  - { type: echo, model: parrot, echo: true, operations: { say: [/v1/echo] } }`;
+    const gw = await startGateway(config(join(dir, "echo-mode.ts"), 'echo:\n  prefix: "you said: "\n', services));
+    running.push(gw);
+
+    const say = (body: string) => fetch(`${gw.url}/v1/echo`, { method: "POST", headers: { "content-type": "application/json", "x-consumer": "team-a" }, body });
+    const answer = await say('{"input": "hello"}');
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ model: "parrot", output: "you said: hello", consumer: "team-a" });
+
+    const refused = await say('{"text": "hello"}');
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({ error: { message: 'send a JSON body with a string "input", e.g. {"input": "hello"}', type: "invalid_request_error" } });
+
+    // Counted as the sync requests it served, after the pipeline resolved the service.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/svc_gateway_requests_total\{status="200",mode="sync",service_type="echo"\} 1\n/);
+    expect(metrics).toMatch(/svc_gateway_requests_total\{status="400",mode="sync",service_type="echo"\} 1\n/);
   });
 
   it.skipIf(onDeno)("on Node, a .ts plugin that would load as CommonJS is refused with what to change", async () => {

@@ -12,10 +12,11 @@ describe("parseArgs", () => {
     expect(parseArgs(["--config=b.yaml"])).toEqual({ kind: "run", role: "gateway", configPath: "b.yaml", port: undefined });
   });
 
-  it("check takes --config only", () => {
-    expect(parseArgs(["check", "--config", "c.yaml"])).toEqual({ kind: "check", configPath: "c.yaml" });
-    expect(parseArgs(["check"])).toEqual({ kind: "check", configPath: undefined });
-    expect(parseArgs(["check", "--port", "1"])).toMatchObject({ kind: "usage-error", message: expect.stringContaining("check takes only --config") });
+  it("check takes --config and --verbose only", () => {
+    expect(parseArgs(["check", "--config", "c.yaml"])).toEqual({ kind: "check", configPath: "c.yaml", verbose: false });
+    expect(parseArgs(["check"])).toEqual({ kind: "check", configPath: undefined, verbose: false });
+    expect(parseArgs(["check", "--verbose", "--config", "c.yaml"])).toEqual({ kind: "check", configPath: "c.yaml", verbose: true });
+    expect(parseArgs(["check", "--port", "1"])).toMatchObject({ kind: "usage-error", message: expect.stringContaining("check takes only --config and --verbose") });
   });
 
   it("--help and --version win over everything else", () => {
@@ -37,6 +38,8 @@ describe("parseArgs", () => {
     [["--role", "worker"], '--role must be gateway or relay, not "worker"'],
     [["--config", "a", "--config", "b"], "--config is given twice"],
     [["--config", "a", "extra"], 'unexpected argument "extra"'],
+    [["--verbose"], "--verbose goes with check (inference-gateway check --verbose)"],
+    [["check", "--verbose", "--verbose"], "--verbose is given twice"],
   ])("%j is refused: %s", (argv, message) => {
     expect(parseArgs(argv)).toEqual({ kind: "usage-error", message: `${message} (inference-gateway --help lists the options)` });
   });

@@ -141,7 +141,7 @@ describe("through the gateway", () => {
     await start(`${off}greeter: { times: 1 }\n`, [greeter]);
   });
 
-  it("a plugin from plugins.load adds its section and its service fields, read through api.section and the service", async () => {
+  it("a plugin from plugins.load adds its section and its service fields, validated by their rules, read through api.section and the service", async () => {
     let seen: unknown[] = [];
     const loaded = definePlugin({
       ...greeter,
@@ -155,6 +155,10 @@ describe("through the gateway", () => {
     expect(seen).toEqual([{ times: 2 }, { text: "yo", max_words: 3 }]);
     expect(await problemsOf(start(text.replace("text: yo", "text: a b c d"), [], { "greeter.ts": loaded }))).toEqual([
       "services[0].greeting.text: more than 3 words",
+    ]);
+    // Its section's own rule runs too, as a built-in section's does.
+    expect(await problemsOf(start(text.replace("server: { consumer_header: X-Consumer }\n", ""), [], { "greeter.ts": loaded }))).toEqual([
+      "greeter.times: above 1 needs server.consumer_header",
     ]);
   });
 });

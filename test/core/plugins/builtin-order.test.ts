@@ -1,9 +1,10 @@
 /**
  * The order of the built-in plugins' routes, middleware and stage steps comes from their
- * declarations (dependsOn, optionalDependsOn, before/after, priority), not from the order of
+ * declarations (dependsOn, optionalDependsOn, before/after, layer), not from the order of
  * `builtinPlugins`: shuffling the list changes nothing. The expected layout was recorded from
  * the hand-ordered list the declarations replaced, so it also proves behaviour is unchanged:
  * the same routes in matching order, the same middleware, steps and listeners in the same order.
+ * The setup order itself was recorded from the numeric priorities the named layers replaced.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
@@ -11,7 +12,7 @@ import { randomIds, systemClock } from "../../../core/clock.ts";
 import { loadConfig } from "../../../plugins/config.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
-import { Runtime } from "../../../core/plugins/host.ts";
+import { orderPlugins, Runtime } from "../../../core/plugins/host.ts";
 import type { PluginApi, PluginDefinition, ProcessRole } from "../../../core/plugins/types.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
@@ -94,7 +95,7 @@ afterEach(async () => {
   for (const kv of stores.splice(0)) await kv.close();
 });
 
-async function layoutOf(definitions: readonly PluginDefinition[], role: ProcessRole): Promise<Layout & { plugins: string[] }> {
+async function layoutOf(definitions: readonly PluginDefinition[], role: ProcessRole): Promise<Layout & { plugins: string[]; order: string[] }> {
   const layout: Layout = { routes: [], middleware: [], steps: {}, listeners: {} };
   const wrapped = definitions.map((definition) => recorded(definition, layout));
   // The built-in plugins' sections and service fields are part of loadConfig already.
@@ -115,7 +116,7 @@ async function layoutOf(definitions: readonly PluginDefinition[], role: ProcessR
   runtimes.push(runtime);
   await runtime.install(wrapped, { complete: true });
   layout.routes = runtime.app.routes.map((route) => `${route.method} ${route.path}`);
-  return { ...layout, plugins: [...runtime.activePlugins].sort() };
+  return { ...layout, plugins: [...runtime.activePlugins].sort(), order: [...runtime.activePlugins] };
 }
 
 /** A deterministic shuffle (mulberry32), so a failing seed can be replayed. */
@@ -231,12 +232,47 @@ const RELAY_LAYOUT: Layout = {
   listeners: { "llm.usage": ["limits"], "relay.processed": ["limits"], "job.expiry": ["limits"], "job.terminal": ["limits", "webhooks"] },
 };
 
+/** The setup order under the numeric priorities (otel 300, audit-log 200, admin 150, auth 100, sync-proxy -100) that the layers replaced. */
+const GATEWAY_ORDER = [
+  "otel",
+  "audit-log",
+  "admin",
+  "console",
+  "providers",
+  "backend-health",
+  "provider-chat-completions",
+  "provider-local-chat",
+  "provider-messages-api",
+  "provider-passthrough",
+  "response-cache",
+  "visibility",
+  "auth",
+  "async-jobs",
+  "docs",
+  "gc",
+  "idempotency",
+  "policies",
+  "limits",
+  "relay",
+  "usage",
+  "webhooks",
+  "sync-proxy",
+  "llm-proxy",
+];
+const RELAY_ORDER = ["otel", "async-jobs", "limits", "relay", "usage", "webhooks"];
+/** Every built-in plugin active (pricing included, which the config above leaves off). */
+const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 4), "pricing", ...GATEWAY_ORDER.slice(4)];
+
 const SEEDS = [1, 2, 3, 7, 42, 1234, 99991];
 
 describe("built-in plugin order", () => {
-  for (const [role, expected] of [["gateway", GATEWAY_LAYOUT], ["relay", RELAY_LAYOUT]] as const) {
+  for (const [role, expected, order] of [["gateway", GATEWAY_LAYOUT, GATEWAY_ORDER], ["relay", RELAY_LAYOUT, RELAY_ORDER]] as const) {
+    it(`${role}: sets the plugins up in the recorded order`, async () => {
+      expect((await layoutOf(builtinPlugins, role)).order).toEqual(order);
+    });
+
     it(`${role}: gives the recorded routes (in matching order), middleware, steps and listeners`, async () => {
-      const { plugins: _, routes, ...layout } = await layoutOf(builtinPlugins, role);
+      const { plugins: _, order: _order, routes, ...layout } = await layoutOf(builtinPlugins, role);
       const { routes: expectedRoutes, ...expectedLayout } = expected;
       expect(matchingOrder(routes)).toEqual(matchingOrder(expectedRoutes));
       expect(layout).toEqual(expectedLayout);
@@ -253,4 +289,8 @@ describe("built-in plugin order", () => {
       }
     });
   }
+
+  it("with every plugin active, keeps the recorded order", () => {
+    expect(orderPlugins(builtinPlugins, new Set(builtinPlugins.map((d) => d.name)), { complete: true }).map((d) => d.name)).toEqual(ALL_ORDER);
+  });
 });

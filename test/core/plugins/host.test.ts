@@ -7,8 +7,8 @@ import type { GatewayConfig } from "../../../core/config/schema.ts";
 import { errors } from "../../../core/errors.ts";
 import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
-import { activePluginNames, orderPlugins, PluginError, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
-import { definePlugin, PLUGIN_API_VERSION, type EventName, type PinnedFetch, type PluginApi, type PluginDefinition, type ProcessRole } from "../../../core/plugins/types.ts";
+import { activePluginNames, orderPlugins, placePlugins, PluginError, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
+import { definePlugin, PLUGIN_API_VERSION, type EventName, type PinnedFetch, type PluginApi, type PluginDefinition, type PluginLayer, type ProcessRole } from "../../../core/plugins/types.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 
 /** The host never touches the object store; any call is a test failure. */
@@ -100,9 +100,46 @@ describe("orderPlugins", () => {
     expect(names(orderPlugins([...definitions].reverse(), new Set(["x", "y", "z"])))).toEqual(["x", "y", "z"]);
   });
 
-  it("puts a higher priority first among the plugins free to go", () => {
-    const definitions = [plugin("a"), plugin("tracing", { priority: 300 }), plugin("audit", { priority: 200, after: ["tracing"] }), plugin("b", { priority: -1 })];
-    expect(names(orderPlugins(definitions, new Set(names(definitions))))).toEqual(["tracing", "audit", "a", "b"]);
+  it("puts the earliest layer first among the plugins free to go, then by name", () => {
+    const definitions = [
+      plugin("a"),
+      plugin("tracing", { layer: "telemetry" }),
+      plugin("audit", { layer: "audit", after: ["tracing"] }),
+      plugin("guard", { layer: "admin-guard" }),
+      plugin("b-catch-all", { layer: "catch-all" }),
+      plugin("a-catch-all", { layer: "catch-all" }),
+      plugin("who", { layer: "identity" }),
+      plugin("c", { layer: "routes" }),
+    ];
+    expect(names(orderPlugins(definitions, new Set(names(definitions))))).toEqual(["tracing", "audit", "guard", "who", "a", "c", "a-catch-all", "b-catch-all"]);
+  });
+
+  it("lets the declarations come first: a plugin waits for what it depends on, whatever its layer", () => {
+    const definitions = [plugin("who", { layer: "identity", optionalDependsOn: ["m-visibility"] }), plugin("m-visibility"), plugin("a-feature"), plugin("z-feature")];
+    const placements = placePlugins(definitions, new Set(names(definitions)));
+    expect(placements.map((p) => [p.definition.name, p.layer, p.after])).toEqual([
+      ["a-feature", "routes", []],
+      ["m-visibility", "routes", []],
+      ["who", "identity", ["m-visibility"]],
+      ["z-feature", "routes", []],
+    ]);
+  });
+
+  it("refuses a layer that is not one, suggesting the nearest (GW_PLUGIN_LAYER_UNKNOWN)", () => {
+    const typo = [plugin("tracing", { layer: "telemtry" as PluginLayer })];
+    expect(() => orderPlugins(typo, new Set(["tracing"]))).toThrow(
+      'plugin "tracing" declares layer: "telemtry", which is not a layer; did you mean "telemetry"? (the layers, outermost first: telemetry, audit, admin-guard, identity, routes, catch-all; default routes)',
+    );
+    expect(codeOf(() => orderPlugins(typo, new Set(["tracing"])))).toBe("GW_PLUGIN_LAYER_UNKNOWN");
+    // Refused when turned off too: a plugin's declarations are checked whatever the config.
+    expect(codeOf(() => orderPlugins(typo, new Set()))).toBe("GW_PLUGIN_LAYER_UNKNOWN");
+    expect(() => orderPlugins([plugin("far", { layer: "outermost" as PluginLayer })], new Set(["far"]))).toThrow(/declares layer: "outermost", which is not a layer \(the layers/);
+  });
+
+  it("refuses the numeric priority that layers replaced (GW_PLUGIN_LAYER_UNKNOWN), rather than ignoring it", () => {
+    const old = [{ ...plugin("tracing"), priority: 300 } as PluginDefinition];
+    expect(() => orderPlugins(old, new Set(["tracing"]))).toThrow('plugin "tracing" declares priority, which this gateway no longer reads; declare its layer instead');
+    expect(codeOf(() => orderPlugins(old, new Set(["tracing"])))).toBe("GW_PLUGIN_LAYER_UNKNOWN");
   });
 
   it("follows before and after, skipping a plugin that is off", () => {
@@ -119,7 +156,7 @@ describe("orderPlugins", () => {
   it("takes no order from two plugins naming each other optional (each uses the other at request time)", () => {
     const definitions = [plugin("b-webhooks", { optionalDependsOn: ["a-jobs"] }), plugin("a-jobs", { optionalDependsOn: ["b-webhooks"] })];
     expect(names(orderPlugins(definitions, new Set(["a-jobs", "b-webhooks"])))).toEqual(["a-jobs", "b-webhooks"]);
-    const ranked = [plugin("b-webhooks", { optionalDependsOn: ["a-jobs"], priority: 1 }), plugin("a-jobs", { optionalDependsOn: ["b-webhooks"] })];
+    const ranked = [plugin("b-webhooks", { optionalDependsOn: ["a-jobs"], layer: "identity" }), plugin("a-jobs", { optionalDependsOn: ["b-webhooks"] })];
     expect(names(orderPlugins(ranked, new Set(["a-jobs", "b-webhooks"])))).toEqual(["b-webhooks", "a-jobs"]);
   });
 

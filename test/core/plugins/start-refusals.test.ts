@@ -11,7 +11,7 @@ import { openStores } from "../../../adapters/stores.ts";
 import { ConfigError, START_ERROR_CODES } from "../../../core/errors.ts";
 import { Gateway } from "../../../core/gateway.ts";
 import { createLogger, type LogEntry } from "../../../core/log.ts";
-import { definePlugin, PLUGIN_API_VERSION, type PluginDefinition } from "../../../core/plugins/types.ts";
+import { definePlugin, PLUGIN_API_VERSION, type PluginDefinition, type PluginLayer } from "../../../core/plugins/types.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 
 const gateways: Gateway[] = [];
@@ -49,6 +49,9 @@ async function start(text: string, modules: Record<string, unknown> = {}) {
 
 const future: PluginDefinition = definePlugin({ name: "future", apiVersion: PLUGIN_API_VERSION + 1, setup: () => {} });
 const misplaced: PluginDefinition = definePlugin({ name: "misplaced", before: ["sync-prox"], setup: () => {} });
+const unlayered: PluginDefinition = definePlugin({ name: "unlayered", layer: "outermost" as PluginLayer, setup: () => {} });
+// docs goes before sync-proxy, which this plugin depends on: it cannot go before docs too.
+const looping: PluginDefinition = definePlugin({ name: "looping", before: ["docs"], dependsOn: ["sync-proxy"], setup: () => {} });
 const sneaky: PluginDefinition = definePlugin({ name: "sneaky", after: ["async-jobs"], setup: (api) => void api.has("jobs") });
 const deaf: PluginDefinition = definePlugin({ name: "deaf", setup: (api) => api.on("job.finished" as "job.terminal", () => {}) });
 const twin: PluginDefinition = definePlugin({ name: "sync-proxy", setup: () => {} });
@@ -57,6 +60,8 @@ describe("coded start refusals", () => {
   const cases: Array<[string, PluginDefinition | undefined, keyof typeof START_ERROR_CODES, string]> = [
     ["a plugin for another API version", future, "GW_PLUGIN_API_VERSION", `plugins: plugin "future" was written for plugin API version ${PLUGIN_API_VERSION + 1}`],
     ["before naming no installed plugin", misplaced, "GW_PLUGIN_ORDER_UNKNOWN", 'plugins: plugin "misplaced" declares before: ["sync-prox"]'],
+    ["a layer that is not one", unlayered, "GW_PLUGIN_LAYER_UNKNOWN", 'plugins: plugin "unlayered" declares layer: "outermost", which is not a layer (the layers, outermost first: telemetry, audit'],
+    ["declarations that loop", looping, "GW_PLUGIN_ORDER_CYCLE", "plugins: plugin order cycle: docs -> looping -> sync-proxy -> docs"],
     ["has() of an undeclared plugin", sneaky, "GW_PLUGIN_UNDECLARED_USE", 'plugins: plugin "sneaky" uses service "jobs" of plugin "async-jobs" without declaring it'],
     ["a listener for an undeclared event", deaf, "GW_HOOK_UNKNOWN", 'plugins: plugin "deaf" listens to "job.finished", which no plugin declares'],
     ["a second plugin with a built-in name", twin, "GW_PLUGIN_DUPLICATE", 'plugins: plugin "sync-proxy" is registered twice'],
