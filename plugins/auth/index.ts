@@ -21,8 +21,11 @@ export default definePlugin({
   name: "auth",
   // Identity first: every later step reads the principal it leaves.
   priority: 100,
-  // The admin token guards /-/keys; visibility's audience narrows the models a key's 404 lists.
-  optionalDependsOn: ["admin", "visibility"],
+  // The admin token guards /-/keys.
+  optionalDependsOn: ["admin"],
+  // Visibility's step runs before the key's models step: a model hidden from the caller is
+  // counted as hidden (svc_model_hidden_total) whatever the key allows.
+  after: ["visibility"],
   section: authSection,
   // A key secret alone turns it on: /-/keys issues keys before the mode is switched to api_key.
   enabled: (config) => config.auth.mode !== "none" || config.auth.api_key.secret !== "",

@@ -10,7 +10,7 @@ import type { AuthConfig } from "../config.ts";
 import { backendIdentity } from "../backend-identity.ts";
 import { apiKeyIdentity } from "./identify.ts";
 import { KeyLookup } from "./lookup.ts";
-import { keyModelsStep } from "./models.ts";
+import { limitToKeyModels } from "./models.ts";
 import { registerKeyRoutes } from "./routes.ts";
 import { keyHasher } from "./secret.ts";
 import { KeyStore } from "./store.ts";
@@ -36,6 +36,5 @@ export function setupApiKeys(api: PluginApi<AuthConfig>): void {
   });
   for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
   api.stage("identify", apiKeyIdentity({ hash, lookup, now, log: api.log, failures, backendIdentity: backendIdentity(api.config) }));
-  const visibility = api.has("visibility") ? api.use("visibility") : undefined;
-  api.stage("visibility", keyModelsStep(api.registry, (principal, service) => visibility?.isVisible(principal, service) ?? true));
+  limitToKeyModels(api);
 }
