@@ -30,6 +30,11 @@ export class ModelAccess {
     this.denying.push(rule);
   }
 
+  /** False when no rule hides a model from anyone: every caller sees every model. */
+  get hidesModels(): boolean {
+    return this.hiding.length > 0;
+  }
+
   /** The models of the caller of `ctx`. */
   of(ctx: RequestContext): CallerModels {
     if (this.hiding.length === 0 && this.denying.length === 0) return EVERY_MODEL;

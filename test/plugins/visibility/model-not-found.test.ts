@@ -53,6 +53,8 @@ services:
   - { type: ocr, model: ocr-open, ${ocr}, accepted_exts: [".png"] }
   - { type: ocr, model: ocr-vip, ${ocr}, accepted_exts: [".pdf"], max_file_size_mb: 50, ${vip} }
   - { type: ocr, model: ocr-other, ${ocr}, accepted_exts: [".tif"] }
+  - { type: doc, model: doc-open, ${at}, swagger_url: "${backend.url}/spec.json", operations: { d: [/v1/doc] } }
+  - { type: doc, model: doc-other, ${at}, swagger_url: "${backend.url}/spec.json", operations: { d: [/v1/doc] } }
 `;
 };
 
@@ -158,9 +160,21 @@ describe("unknown, hidden and not-allowed models read the same", () => {
     await start();
     const get = (path: string) => gw.request(path, { headers: { authorization: `Bearer ${key}` } });
     const expected = {
-      error: { message: 'model "<model>" does not exist; available models: chat-open, msg-open, rr-open, ocr-open', type: "not_found_error", code: "model_not_found" },
+      error: { message: 'model "<model>" does not exist; available models: chat-open, msg-open, rr-open, ocr-open, doc-open', type: "not_found_error", code: "model_not_found" },
     };
     expect(JSON.parse(await sameAnswers((model) => get(`/v1/models?model=${model}`), "chat-vip", "chat-other"))).toEqual(expected);
     expect(JSON.parse(await sameAnswers((model) => get(`/v1/models/${model}`), "chat-vip", "chat-other"))).toEqual(expected);
+  });
+
+  it("in the generated API docs: left out of the document, their backend document is the unknown model's 404", async () => {
+    await start();
+    const get = (path: string) => gw.request(path, { headers: { authorization: `Bearer ${key}` } });
+    const document = await (await get("/openapi.yaml")).text();
+    expect(document).toContain("doc-open");
+    for (const model of ["doc-other", "chat-vip", "chat-other"]) expect(document).not.toContain(model);
+    const body = await sameAnswers((model) => get(`/docs/spec/doc/${model}`), "doc-other", "doc-other");
+    expect(JSON.parse(body)).toEqual({ error: { message: 'no model "<model>" of service type "doc"', type: "not_found_error", code: "model_not_found" } });
+    // The model the key allows goes on to its backend (whose echo is no OpenAPI document: 502).
+    expect((await get("/docs/spec/doc/doc-open")).status).toBe(502);
   });
 });
