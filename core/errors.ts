@@ -61,7 +61,7 @@ export const errors = {
   notFound: (message: string) => new GatewayError(404, "not_found_error", message),
   /** A model that does not exist, or that this caller may not see or use: the two read the same. */
   modelNotFound: (message: string) => new GatewayError(404, "not_found_error", message, {}, "model_not_found"),
-  /** A path nothing serves (for this caller: a path whose every model is hidden from them reads the same). */
+  /** A path nothing serves (to a request naming no model, a path whose every model is hidden from the caller reads the same). */
   noRoute: (method: string, path: string) => new GatewayError(404, "not_found_error", `no route for ${method} ${path}`),
   unauthorized: (message: string, challenge = "Bearer") =>
     new GatewayError(401, "authentication_error", message, { "www-authenticate": challenge }),
