@@ -1,7 +1,8 @@
 /**
  * Every error a caller can see, in one place. Requests: a code, its HTTP status, the `type` of
  * the error body and a message saying what to fix; body shape for every status:
- * `{"error":{"message":"...","type":"..."}}`. Start and reload refusals: a stable code
+ * `{"error":{"message":"...","type":"..."}}`, plus a stable `code` where a client may match
+ * on it (`model_not_found`). Start and reload refusals: a stable code
  * (`START_ERROR_CODES`) on `ConfigError` and `PluginError`, printed by the adapters.
  */
 
@@ -23,8 +24,11 @@ export type ErrorType =
   | "api_error";
 
 export interface ErrorBody {
-  error: { message: string; type: ErrorType; code?: string };
+  error: { message: string; type: ErrorType; code?: ErrorCode };
 }
+
+/** The stable codes an error body may carry, for clients that branch on them (as OpenAI's `code`). */
+export type ErrorCode = "model_not_found";
 
 export class GatewayError extends Error {
   constructor(
@@ -32,18 +36,19 @@ export class GatewayError extends Error {
     readonly type: ErrorType,
     message: string,
     readonly headers: Record<string, string> = {},
+    readonly code?: ErrorCode,
   ) {
     super(message);
     this.name = "GatewayError";
   }
 
   toResponse(): Response {
-    return errorResponse(this.status, this.type, this.message, this.headers);
+    return errorResponse(this.status, this.type, this.message, this.headers, this.code);
   }
 }
 
-export function errorResponse(status: number, type: ErrorType, message: string, headers: Record<string, string> = {}): Response {
-  const body: ErrorBody = { error: { message, type } };
+export function errorResponse(status: number, type: ErrorType, message: string, headers: Record<string, string> = {}, code?: ErrorCode): Response {
+  const body: ErrorBody = { error: code === undefined ? { message, type } : { message, type, code } };
   return new Response(JSON.stringify(body), {
     status,
     headers: { "content-type": "application/json", ...headers },
@@ -54,7 +59,9 @@ export function errorResponse(status: number, type: ErrorType, message: string, 
 export const errors = {
   badRequest: (message: string) => new GatewayError(400, "invalid_request_error", message),
   notFound: (message: string) => new GatewayError(404, "not_found_error", message),
-  /** A path nothing serves (for this caller: a path whose every model is hidden from them reads the same). */
+  /** A model that does not exist, or that this caller may not see or use: the two read the same. */
+  modelNotFound: (message: string) => new GatewayError(404, "not_found_error", message, {}, "model_not_found"),
+  /** A path nothing serves (to a request naming no model, a path whose every model is hidden from the caller reads the same). */
   noRoute: (method: string, path: string) => new GatewayError(404, "not_found_error", `no route for ${method} ${path}`),
   unauthorized: (message: string, challenge = "Bearer") =>
     new GatewayError(401, "authentication_error", message, { "www-authenticate": challenge }),
@@ -77,7 +84,7 @@ export function toErrorResponse(error: unknown): Response {
   // A user plugin loaded through a TypeScript loader may carry its own copy of this module.
   const like = error as Partial<GatewayError> | null;
   if (like && like.name === "GatewayError" && typeof like.status === "number" && typeof like.type === "string") {
-    return errorResponse(like.status, like.type, String(like.message), like.headers ?? {});
+    return errorResponse(like.status, like.type, String(like.message), like.headers ?? {}, like.code);
   }
   return errorResponse(500, "api_error", "internal error; see the gateway log for details");
 }

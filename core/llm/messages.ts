@@ -75,9 +75,9 @@ export function messagesErrorType(status: number, type: unknown): string {
   return status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
 }
 
-/** The Messages error body: `{"type":"error","error":{"type","message"}}`. */
-export function messagesError(type: string, message: string): JsonObject {
-  return { type: "error", error: { type, message } };
+/** The Messages error body: `{"type":"error","error":{"type","message"}}`, with the gateway's `code` when it has one. */
+export function messagesError(type: string, message: string, code?: string): JsonObject {
+  return { type: "error", error: code === undefined ? { type, message } : { type, message, code } };
 }
 
 /** The same as an event of a Messages stream (`event: error`, which its clients raise as an API error). */

@@ -12,6 +12,7 @@ import { RequestState, type RequestMode } from "../pipeline/context.ts";
 import { headerIdentity } from "../pipeline/identity.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
 import { existingSlotOf, slotOf, type RequestSlot } from "../pipeline/request-slot.ts";
+import { ModelAccess } from "../registry/model-access.ts";
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
@@ -220,6 +221,7 @@ function sectionValue(config: GatewayConfig, extra: Readonly<Record<string, unkn
 export class Runtime {
   readonly app = new Hono();
   readonly registry: Registry;
+  readonly modelAccess: ModelAccess;
   readonly pipeline: Pipeline;
   readonly activePlugins: string[] = [];
   /** Each active plugin in setup order, with its layer and what it waited for (for `check --verbose`). */
@@ -250,6 +252,7 @@ export class Runtime {
     readonly deps: RuntimeDeps,
   ) {
     this.registry = new Registry(config.services);
+    this.modelAccess = new ModelAccess(this.registry);
     this.pipeline = new Pipeline(deps.log);
     this.pipeline.add("identify", headerIdentity(config));
     this.outbound = deps.fetch;
@@ -420,6 +423,7 @@ export class Runtime {
       // A built-in plugin's section is in `config` (typed), a loaded plugin's in `extra`.
       section: definition.section ? sectionValue(this.config, this.extra, definition.section.key) : undefined,
       registry: this.registry,
+      modelAccess: this.modelAccess,
       kv: deps.kv,
       objects: deps.objects,
       clock: deps.clock,

@@ -12,6 +12,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { Pipeline, StageStep, StepStage } from "../pipeline/pipeline.ts";
 import type { Registry } from "../registry/registry.ts";
+import type { ModelAccess } from "../registry/model-access.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
 import type { RequestContext, RequestMode, RequestState } from "../pipeline/context.ts";
@@ -115,6 +116,11 @@ export interface PluginApi<Section = unknown> {
   /** This plugin's own config section (from `definePlugin({ section })`), defaulted and validated. */
   readonly section: Section;
   readonly registry: Registry;
+  /**
+   * Which models each caller sees and may use: a plugin that hides models (`hide`) or
+   * refuses them (`deny`) adds its rule, and modes ask `of(ctx)` and `notFound(ctx, model)`.
+   */
+  readonly modelAccess: ModelAccess;
   readonly kv: KvStore;
   readonly objects: ObjectStore;
   readonly clock: Clock;

@@ -60,11 +60,19 @@ function safeDecode(segment: string): string {
 }
 
 /**
- * The services this caller may see (spec 4.10 visibility); undefined: all of them. To a
- * caller, a service it may not see does not exist: automatic model selection skips it, a
- * path or type with nothing visible is unknown, and no error message names it.
+ * Which services exist for one caller, and which it may use. A service it does not `see`
+ * (hidden by visibility, outside its API key's models) does not exist to it: automatic model
+ * selection skips it and naming it reads like naming an unknown model. `mayUse` is narrower
+ * (seen, and granted by the access policies): only those are named in an error's list, so
+ * no answer names a model the caller cannot use.
  */
-export type VisibleFilter = (service: ServiceConfig) => boolean;
+export interface CallerModels {
+  sees(service: ServiceConfig): boolean;
+  mayUse(service: ServiceConfig): boolean;
+}
+
+/** A caller from whom nothing is hidden (no access plugin active). */
+export const EVERY_MODEL: CallerModels = { sees: () => true, mayUse: () => true };
 
 /** What the caller sent, for the messages of a sync request that resolves to nothing. */
 export interface SyncRequestLine {
@@ -72,12 +80,8 @@ export interface SyncRequestLine {
   path: string;
 }
 
-function visibleOf(services: readonly ServiceConfig[], visible?: VisibleFilter): readonly ServiceConfig[] {
-  return visible ? services.filter(visible) : services;
-}
-
 function modelNames(services: readonly ServiceConfig[]): string {
-  return services.map((s) => s.model).filter((m) => m !== "").join(", ") || "(none configured)";
+  return services.map((s) => s.model).filter((m) => m !== "").join(", ") || "(none)";
 }
 
 export class Registry {
@@ -144,34 +148,34 @@ export class Registry {
   /**
    * Sync model resolution (spec 4.5): the `{model}` path segment, else the body's `model`,
    * else the only service on the path, else the `default: true` one, else an error listing
-   * them. Only the services `visible` lets through are candidates for the automatic choice
+   * them. Only the services the caller sees are candidates for the automatic choice
    * (spec 4.10: to this caller the others do not exist); a model named outright is found
    * even when hidden, so the visibility stage answers (and counts) it.
    */
-  resolveSync(match: PathMatch, requestedModel: string | undefined, request: SyncRequestLine, visible?: VisibleFilter): Resolution<ServiceConfig> {
+  resolveSync(match: PathMatch, requestedModel: string | undefined, request: SyncRequestLine, caller: CallerModels = EVERY_MODEL): Resolution<ServiceConfig> {
     const wanted = match.modelFromPath ?? requestedModel;
     if (wanted !== undefined && wanted !== "") {
       const service = match.services.find((s) => s.model === wanted);
       if (service) return ok(service);
-      return fail(this.unknownSyncModel(match, wanted, request, visible));
+      return fail(this.unknownSyncModel(match, wanted, request, caller));
     }
-    const candidates = visibleOf(match.services, visible);
+    const candidates = match.services.filter(caller.sees);
     if (candidates.length === 0) return fail(errors.noRoute(request.method, request.path));
-    return this.pickDefault(candidates, request.path);
+    return this.pickDefault(candidates, request.path, caller);
   }
 
-  /** Async model and operation resolution (spec 4.1 rule 3 and the `operation` field); `visible` as for `resolveSync`. */
-  resolveJob(type: string, requestedModel: string | undefined, operation: string | undefined, visible?: VisibleFilter): Resolution<JobTarget> {
+  /** Async model and operation resolution (spec 4.1 rule 3 and the `operation` field); `caller` as for `resolveSync`. */
+  resolveJob(type: string, requestedModel: string | undefined, operation: string | undefined, caller: CallerModels = EVERY_MODEL): Resolution<JobTarget> {
     const services = this.servicesOfType(type);
     let service: ServiceConfig;
     if (requestedModel !== undefined && requestedModel !== "") {
       const found = services.find((s) => s.model === requestedModel);
-      if (!found) return fail(this.unknownJobModel(type, requestedModel, visible));
+      if (!found) return fail(this.unknownJobModel(type, requestedModel, caller));
       service = found;
     } else {
-      const candidates = visibleOf(services, visible);
-      if (candidates.length === 0) return fail(this.unknownType(type, visible));
-      const picked = this.pickDefault(candidates, `service type "${type}"`);
+      const candidates = services.filter(caller.sees);
+      if (candidates.length === 0) return fail(this.unknownType(type, caller));
+      const picked = this.pickDefault(candidates, `service type "${type}"`, caller);
       if (!picked.ok) return picked;
       service = picked.value;
     }
@@ -191,34 +195,36 @@ export class Registry {
   }
 
   /**
-   * The 404 for a model that does not exist on a sync path, or that this caller may not see
-   * (the visibility stage uses it too, so both read the same). A path on which the caller
-   * sees no model at all answers like a path nothing serves.
+   * The 404 (`model_not_found`) for a model that does not exist on a sync path, or that this
+   * caller may not see (the visibility and key steps answer with it too, so all read the
+   * same, byte for byte). It lists the path's models the caller may use, possibly none.
    */
-  unknownSyncModel(match: PathMatch, model: string, request: SyncRequestLine, visible?: VisibleFilter): GatewayError {
-    const seen = visibleOf(match.services, visible);
-    if (seen.length === 0) return errors.noRoute(request.method, request.path);
-    return errors.notFound(`model "${model}" is not available on ${request.path}; available models: ${modelNames(seen)}`);
+  unknownSyncModel(match: PathMatch, model: string, request: SyncRequestLine, caller: CallerModels = EVERY_MODEL): GatewayError {
+    const usable = match.services.filter(caller.mayUse);
+    return errors.modelNotFound(`model "${model}" is not available on ${request.path}; available models: ${modelNames(usable)}`);
   }
 
-  /** As `unknownSyncModel`, for a job's type: a type of which the caller sees no model is an unknown type. */
-  unknownJobModel(type: string, model: string, visible?: VisibleFilter): GatewayError {
-    const seen = visibleOf(this.servicesOfType(type), visible);
-    if (seen.length === 0) return this.unknownType(type, visible);
-    return errors.notFound(`model "${model}" is not available for service type "${type}"; available models: ${modelNames(seen)}`);
+  /**
+   * As `unknownSyncModel`, for a job's type. A type of which the caller sees no model is an
+   * unknown type to it (a submission is refused so before its upload is read).
+   */
+  unknownJobModel(type: string, model: string, caller: CallerModels = EVERY_MODEL): GatewayError {
+    const services = this.servicesOfType(type);
+    if (!services.some(caller.sees)) return this.unknownType(type, caller);
+    return errors.modelNotFound(`model "${model}" is not available for service type "${type}"; available models: ${modelNames(services.filter(caller.mayUse))}`);
   }
 
-  /** The 404 for a job type that does not exist, or of which the caller sees no model; lists only types the caller sees. */
-  unknownType(type: string, visible?: VisibleFilter): GatewayError {
-    const types = this.serviceTypes().filter((t) => visibleOf(this.servicesOfType(t), visible).length > 0);
+  /** The 404 for a job type that does not exist, or of which the caller sees no model; lists only types with a model the caller may use. */
+  unknownType(type: string, caller: CallerModels = EVERY_MODEL): GatewayError {
+    const types = this.serviceTypes().filter((t) => this.servicesOfType(t).some(caller.mayUse));
     return errors.notFound(`unknown service type "${type}"; configured types: ${types.join(", ") || "(none)"}`);
   }
 
-  /** Spec 4.1 rule 3 over the caller's candidates (never empty). */
-  private pickDefault(candidates: readonly ServiceConfig[], where: string): Resolution<ServiceConfig> {
+  /** Spec 4.1 rule 3 over the caller's candidates (never empty); the error lists those it may use. */
+  private pickDefault(candidates: readonly ServiceConfig[], where: string, caller: CallerModels): Resolution<ServiceConfig> {
     if (candidates.length === 1) return ok(candidates[0]);
     const fallback = candidates.find((s) => s.default);
     if (fallback) return ok(fallback);
-    return fail(errors.badRequest(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(candidates)}`));
+    return fail(errors.badRequest(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(candidates.filter(caller.mayUse))}`));
   }
 }

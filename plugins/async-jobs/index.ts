@@ -13,9 +13,9 @@ import { submitHandler } from "./submit.ts";
 
 export default definePlugin({
   name: "async-jobs",
-  // At submission: visibility hides models, webhooks vets callback URLs, tracing links the job.
+  // At submission: webhooks vets callback URLs, tracing links the job.
   // (Webhooks reads the job store in turn: both only at request time, so neither goes first.)
-  optionalDependsOn: ["otel", "visibility", "webhooks"],
+  optionalDependsOn: ["otel", "webhooks"],
   section: jobsSection,
   serviceFields: jobServiceFields,
   roles: ["gateway", "relay"],

@@ -16,7 +16,7 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import type { JobTarget, VisibleFilter } from "../../core/registry/registry.ts";
+import { EVERY_MODEL, type CallerModels, type JobTarget } from "../../core/registry/registry.ts";
 import type { SubmissionCounter } from "./metrics.ts";
 import { readJobForm, type FilePart } from "./multipart.ts";
 import type { KvJobStore } from "./store.ts";
@@ -44,6 +44,13 @@ function validCallback(value: string | undefined): string | undefined {
   return url.toString();
 }
 
+/** The form named a model hidden from the caller before its file part: nothing more is read. */
+class HiddenModelNamed extends Error {
+  constructor(readonly service: ServiceConfig) {
+    super(`model "${service.model}" is hidden from the caller`);
+  }
+}
+
 /** One submission: the state shared by the mode's resolve and handle steps. */
 class Submission {
   readonly id: string;
@@ -51,8 +58,8 @@ class Submission {
   target?: JobTarget;
   callbackUrl?: string;
   saved = false;
-  /** The models this caller may see (visibility): only they are auto-selected, named in errors or size the upload limit. */
-  private visible: VisibleFilter = () => true;
+  /** The models this caller sees and may use: only those are auto-selected, size the upload limit or are named in errors. */
+  private caller: CallerModels = EVERY_MODEL;
 
   constructor(
     private readonly api: PluginApi,
@@ -64,20 +71,23 @@ class Submission {
 
   async resolve(ctx: RequestContext): Promise<Response | undefined> {
     const type = ctx.serviceType;
-    if (this.api.has("visibility")) {
-      const visibility = this.api.use("visibility");
-      this.visible = (service) => visibility.isVisible(ctx.principal, service);
-    }
+    this.caller = this.api.modelAccess.of(ctx);
     // A type of which the caller sees no model is unknown to them: refused like a type
     // nothing serves, before the upload is read.
-    const services = this.api.registry.servicesOfType(type).filter(this.visible);
-    if (services.length === 0) throw this.api.registry.unknownType(type, this.visible);
+    const services = this.api.registry.servicesOfType(type).filter(this.caller.sees);
+    if (services.length === 0) throw this.api.registry.unknownType(type, this.caller);
     for (const hook of this.store.submissionHooks) {
       const answer = await hook.beforeUpload?.(ctx);
       if (answer) return answer;
     }
 
-    const form = await readJobForm(ctx.request, (part, fieldsSoFar) => this.storeFile(type, services, part, fieldsSoFar));
+    let form: Awaited<ReturnType<typeof readJobForm>>;
+    try {
+      form = await readJobForm(ctx.request, (part, fieldsSoFar) => this.storeFile(type, services, part, fieldsSoFar));
+    } catch (error) {
+      if (error instanceof HiddenModelNamed) return await this.hiddenModel(ctx, error.service);
+      throw error;
+    }
     if (!form.hadFile) {
       throw errors.badRequest(
         form.fields.has("file")
@@ -95,8 +105,10 @@ class Submission {
       const refused = await this.api.use("webhooks").validateCallbackUrl(this.callbackUrl);
       if (refused !== null) throw errors.badRequest(`callback_url is not accepted: ${refused}`);
     }
-    const resolved = this.api.registry.resolveJob(type, form.fields.get("model"), form.fields.get("operation"), this.visible);
+    const resolved = this.api.registry.resolveJob(type, form.fields.get("model"), form.fields.get("operation"), this.caller);
     if (!resolved.ok) throw resolved.error;
+    // Before its upload rules: they would tell the caller that the model exists.
+    if (!this.caller.sees(resolved.value.service)) return await this.hiddenModel(ctx, resolved.value.service);
     const upload = this.upload;
     if (!upload) throw new Error("unreachable: the file part was handled without storing it");
     checkExtension(resolved.value.service, upload.filename);
@@ -162,6 +174,12 @@ class Submission {
     return new Response(JSON.stringify(accepted), { status: 202, headers: { "content-type": "application/json" } });
   }
 
+  /** The visibility stage's answer for a model hidden from the caller (the unknown model's 404, counted as hidden). */
+  private async hiddenModel(ctx: RequestContext, service: ServiceConfig): Promise<Response> {
+    ctx.service = service;
+    return (await this.api.pipeline.runStage("visibility", ctx)) ?? this.api.modelAccess.notFound(ctx, service.model).toResponse();
+  }
+
   /** Any answer but the 202: the uploaded file must not outlive the request. */
   async discard(): Promise<void> {
     if (this.saved || !this.upload) return;
@@ -208,15 +226,16 @@ class Submission {
   }
 
   /**
-   * The service the `model` field names, when it came before the file (404 when unknown).
-   * A hidden model gives undefined: its own upload rules would tell the caller it exists;
-   * the request goes on to the visibility stage's 404 once the body is read.
+   * The service the `model` field names, when it came before the file. An unknown model is
+   * the 404 at once, and a hidden one stops the form there too (HiddenModelNamed), for the
+   * same 404: its own upload rules would tell the caller it exists.
    */
   private earlyService(type: string, model: string | undefined): ServiceConfig | undefined {
     if (model === undefined || model === "") return undefined;
     const service = this.api.registry.servicesOfType(type).find((s) => s.model === model);
-    if (service) return this.visible(service) ? service : undefined;
-    throw this.api.registry.unknownJobModel(type, model, this.visible);
+    if (!service) throw this.api.registry.unknownJobModel(type, model, this.caller);
+    if (!this.caller.sees(service)) throw new HiddenModelNamed(service);
+    return service;
   }
 }
 

@@ -44,6 +44,10 @@ export const AuthSchema = Section(
           description: 'HMAC secret for stored key hashes (typically "${GATEWAY_API_KEY_SECRET}"); required in api_key mode; set in another mode, /-/keys is served so keys can be issued before switching',
         }),
         cache_ttl: Duration("5s", "In-process key lookup cache; also the bound for a revoked or disabled key to stop on every replica"),
+        stale_if_error: Duration(
+          "0s",
+          "While the key store cannot answer: how long past cache_ttl a key found before is still served from the cache (0s: refused with 503); a revocation made meanwhile applies once the store answers",
+        ),
       },
       "Gateway-issued API keys (docs/api-keys.md)",
     ),

@@ -22,8 +22,11 @@ export default definePlugin({
   // Before the features (once the integrations it uses are set up): its identify step leaves
   // the principal every later step reads.
   layer: "identity",
-  // The admin token guards /-/keys; visibility's audience narrows the models a key's 404 lists.
-  optionalDependsOn: ["admin", "visibility"],
+  // The admin token guards /-/keys.
+  optionalDependsOn: ["admin"],
+  // Visibility's step runs before the key's models step: a model hidden from the caller is
+  // counted as hidden (svc_model_hidden_total) whatever the key allows.
+  after: ["visibility"],
   section: authSection,
   // A key secret alone turns it on: /-/keys issues keys before the mode is switched to api_key.
   enabled: (config) => config.auth.mode !== "none" || config.auth.api_key.secret !== "",

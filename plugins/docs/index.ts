@@ -20,9 +20,9 @@ const MAX_CACHED_DOCUMENTS = 64;
 
 export default definePlugin({
   name: "docs",
-  // Documents visible models (visibility) and the sync routes (sync-proxy) at request time;
-  // its routes still go before the sync proxy's catch-all (a configured wildcard cannot shadow them).
-  optionalDependsOn: ["visibility", "sync-proxy"],
+  // Documents the sync routes (sync-proxy) at request time; its routes still go before the
+  // sync proxy's catch-all (a configured wildcard cannot shadow them).
+  optionalDependsOn: ["sync-proxy"],
   before: ["sync-proxy"],
   serviceFields: docsServiceFields,
   async setup(api) {
@@ -74,7 +74,7 @@ export default definePlugin({
           const { visible } = await audienceOf(api, c.req.raw);
           // A hidden model looks like one that does not exist (spec 4.10).
           const service = visible.find((s) => s.type === type && s.model === model);
-          if (!service) throw errors.notFound(`no model "${model}" of service type "${type}"`);
+          if (!service) throw errors.modelNotFound(`no model "${model}" of service type "${type}"`);
           if (service.swagger_url === "") throw errors.notFound(`model "${model}" has no API document: its service sets no swagger_url`);
           return c.body(await specs.get(service), 200, { "content-type": "application/json; charset=utf-8" });
         } catch (error) {

@@ -9,7 +9,7 @@ import { isRecord, parseJson } from "../../core/llm/json.ts";
 import { messagesError, messagesErrorType } from "../../core/llm/messages.ts";
 import { messagesRoute } from "./messages-inbound.ts";
 
-/** A gateway error response (`{"error":{"message","type"}}`) in the Messages shape; anything else unchanged. */
+/** A gateway error response (`{"error":{"message","type","code"?}}`) in the Messages shape; anything else unchanged. */
 export async function asMessagesError(response: Response): Promise<Response> {
   if (response.status < 400 || !(response.headers.get("content-type") ?? "").includes("application/json")) return response;
   const text = await response.clone().text();
@@ -17,7 +17,9 @@ export async function asMessagesError(response: Response): Promise<Response> {
   if (!isRecord(body) || body.type === "error" || !isRecord(body.error) || typeof body.error.message !== "string") return response;
   const headers = new Headers(response.headers);
   headers.delete("content-length");
-  const out = messagesError(messagesErrorType(response.status, body.error.type), body.error.message);
+  // The gateway's stable code (`model_not_found`) is kept: a client may branch on it in either shape.
+  const code = typeof body.error.code === "string" ? body.error.code : undefined;
+  const out = messagesError(messagesErrorType(response.status, body.error.type), body.error.message, code);
   return new Response(JSON.stringify(out), { status: response.status, statusText: response.statusText, headers });
 }
 

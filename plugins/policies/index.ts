@@ -34,6 +34,8 @@ export default definePlugin({
       if (rule.allow_models.length === 0) api.log.warn("policy_rule_grants_nothing", { rule: index, message: `policies.rules[${index}].allow_models is empty, so the rule allows no model` });
     });
     api.stage("policy", policyStep(policies.default, compiled, api.metrics, api.log));
+    // A denied model stays a 403 when named, but no 404's list of models offers it.
+    if (policies.default !== "allow") api.modelAccess.deny((ctx, service) => compiled.decide(ctx.principal, service.model, service.type).allowed);
     const attribution = new TokenAttribution();
     api.stage("limits", quotaStep(api.kv, api.log, attribution));
     // Spec 8.2: streamed, uncounted (no-cache) and usage-less responses spend no budget.

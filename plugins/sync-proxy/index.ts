@@ -2,23 +2,22 @@
  * Sync proxy: every path a service's `operations` declare, any method, resolved through
  * the registry and served by the first sync mode that accepts it (the LLM proxy registers
  * one through the `syncModes` service) or else forwarded as is by the direct proxy.
- * Also `GET /v1/models` (spec 2.3, 4.7).
+ * Also `GET /v1/models` (spec 2.3, 4.7) and `GET /v1/models/{model}`.
  */
 import { durationMs } from "../../core/config/duration.ts";
+import type { RequestMode } from "../../core/pipeline/context.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
 import { directProxy, type CallSettings } from "./direct-proxy.ts";
-import { modelListHandler } from "./model-list.ts";
+import { modelEntryHandler, modelListHandler } from "./model-list.ts";
 import { syncBodyLimit } from "./request-body.ts";
-import type { RequestContext } from "../../core/pipeline/context.ts";
-import type { ServiceConfig } from "../../core/config/schema.ts";
 import { resolveSyncRequest, type Resolved } from "./resolve.ts";
 import { SyncModeList } from "./sync-modes.ts";
 
 export default definePlugin({
   name: "sync-proxy",
-  // Hides restricted models from /v1/models and its routes; skips backends sitting out.
-  optionalDependsOn: ["visibility", "backend-health"],
+  // Skips backends sitting out.
+  optionalDependsOn: ["backend-health"],
   // Its catch-all route goes after every other plugin's routes (/jobs, /usage, /docs, ...), so
   // a configured wildcard path cannot shadow them: last among the plugins free to go.
   layer: "catch-all",
@@ -32,25 +31,29 @@ export default definePlugin({
       log: api.log,
       health: api.has("backendHealth") ? api.use("backendHealth") : SPEC_FAILOVER,
     };
-    // Visibility (when active) is set up before this plugin; resolution then considers only
-    // the models the caller may see (automatic choice, error messages).
-    const visibility = api.has("visibility") ? api.use("visibility") : undefined;
+    // Resolution considers only the models the caller sees (automatic choice) and names only
+    // those it may use (error messages).
     const resolveDeps = {
       registry: api.registry,
       modes,
       bodyLimit: syncBodyLimit(api.config.server.max_body_mb),
-      visibleFor: visibility ? (ctx: RequestContext) => (service: ServiceConfig) => visibility.isVisible(ctx.principal, service) : undefined,
+      modelAccess: api.modelAccess,
     };
     const direct = directProxy(settings);
-    const listModels = modelListHandler({
+    const modelListDeps = {
       registry: api.registry,
+      modelAccess: api.modelAccess,
       pipeline: api.pipeline,
-      newContext: (request, mode, serviceType) => api.newContext(request, mode, serviceType),
+      newContext: (request: Request, mode: RequestMode, serviceType: string) => api.newContext(request, mode, serviceType),
       settings,
-    });
+    };
+    const listModels = modelListHandler(modelListDeps);
+    const retrieveModel = modelEntryHandler(modelListDeps);
 
     // Before the catch-all, so a configured `/v1/*` wildcard does not swallow the model list.
     api.routes.get("/v1/models", (c) => listModels(c.req.raw));
+    // An alias may hold a `/` (`meta/llama-3`), sent as it is or as %2F.
+    api.routes.get("/v1/models/:model{.+}", (c) => retrieveModel(c.req.raw, c.req.param("model")));
 
     // One catch-all instead of a route per configured path: the registry already knows the
     // paths (exact, `{model}` templates, wildcards) and their priority. Paths it does not
@@ -66,7 +69,7 @@ export default definePlugin({
       return await api.pipeline.run(ctx, {
         resolve: async (ctx) => {
           resolved = await resolveSyncRequest(resolveDeps, match, ctx);
-          resolved.mode?.prepare?.(ctx, resolved.body);
+          if (resolved.seen) resolved.mode?.prepare?.(ctx, resolved.body);
         },
         handle: (ctx) => {
           if (!resolved) throw new Error("sync handler reached without a resolved request");

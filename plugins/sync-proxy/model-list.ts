@@ -1,12 +1,14 @@
 /**
  * `GET /v1/models` (spec 2.3, 4.7): one entry per service with a model alias, and
  * `?model=<name>` proxied to that model's backend as `GET /v1/models/<backend model or
- * alias>`, whose native answer is returned as is.
+ * alias>`, whose native answer is returned as is. `GET /v1/models/{model}` (the OpenAI
+ * clients' `models.retrieve`) answers the model's own entry of the list.
  *
  * Visibility is not decided here: the request runs the pipeline's `identify` stage, then
  * the `visibility` stage is asked about each model (with `ctx.service` set to it). A model
- * a visibility step answers for is left out of the list, and `?model=` for it is the same
- * 404 as an unknown model, so a hidden model looks non-existent (spec 4.10).
+ * a visibility step answers for is left out of the list, and `?model=` or `/v1/models/{model}`
+ * for it is the same 404 (`model_not_found`) as an unknown model, so a hidden model looks
+ * non-existent (spec 4.10). That 404 lists the models the caller may use.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
@@ -14,6 +16,7 @@ import type { RequestContext, RequestMode, RequestState } from "../../core/pipel
 import type { Pipeline } from "../../core/pipeline/pipeline.ts";
 import { backendOrder, type BackendTarget } from "../../core/proxy/backends.ts";
 import { forwardHeaders } from "../../core/proxy/headers.ts";
+import type { ModelAccess } from "../../core/registry/model-access.ts";
 import type { Registry } from "../../core/registry/registry.ts";
 import { noBackend, type CallSettings } from "./direct-proxy.ts";
 import { backendUrl, forward } from "./forward.ts";
@@ -51,6 +54,7 @@ export function modelEntry(service: ServiceConfig): ModelEntry {
 
 export interface ModelListDeps {
   registry: Registry;
+  modelAccess: ModelAccess;
   pipeline: Pipeline;
   newContext(request: Request, mode: RequestMode, serviceType: string): RequestState;
   settings: CallSettings;
@@ -71,9 +75,17 @@ async function visibleTo(pipeline: Pipeline, ctx: RequestContext, service: Servi
   }
 }
 
-function unknownModel(name: string, visible: readonly ServiceConfig[]): GatewayError {
-  const names = visible.map((s) => s.model).join(", ") || "(none)";
-  return errors.notFound(`model "${name}" does not exist; available models: ${names}`);
+function unknownModel(deps: ModelListDeps, ctx: RequestContext, name: string): GatewayError {
+  const caller = deps.modelAccess.of(ctx);
+  const names = deps.registry.models().filter(caller.mayUse).map((s) => s.model).join(", ") || "(none)";
+  return errors.modelNotFound(`model "${name}" does not exist; available models: ${names}`);
+}
+
+/** The service with the alias `name`, when the caller sees it; else the unknown model's 404. */
+async function seenModel(deps: ModelListDeps, ctx: RequestContext, name: string): Promise<ServiceConfig> {
+  const service = name === "" ? undefined : deps.registry.findModel(name);
+  if (!service || !(await visibleTo(deps.pipeline, ctx, service))) throw unknownModel(deps, ctx, name);
+  return service;
 }
 
 async function visibleModels(deps: ModelListDeps, ctx: RequestContext): Promise<ServiceConfig[]> {
@@ -84,8 +96,7 @@ async function visibleModels(deps: ModelListDeps, ctx: RequestContext): Promise<
 
 /** `?model=`: the model's own backend answers, at `/v1/models/<backend model or alias>`. */
 async function modelInfo(deps: ModelListDeps, ctx: RequestContext, name: string): Promise<Response> {
-  const service = name === "" ? undefined : deps.registry.findModel(name);
-  if (!service || !(await visibleTo(deps.pipeline, ctx, service))) throw unknownModel(name, await visibleModels(deps, ctx));
+  const service = await seenModel(deps, ctx, name);
   ctx.service = service;
   ctx.serviceType = service.type;
   const targets = backendOrder(service);
@@ -97,19 +108,33 @@ async function modelInfo(deps: ModelListDeps, ctx: RequestContext, name: string)
   return await forward(targets, build, "GET", { ...deps.settings, clientSignal: ctx.clientGone, model: service.model, serviceType: service.type });
 }
 
+/** Runs `answer` for the identified caller of `request`; a refusal or failure becomes the error answer. */
+async function forCaller(deps: ModelListDeps, request: Request, answer: (ctx: RequestContext) => Promise<Response>): Promise<Response> {
+  const ctx = deps.newContext(request, "sync", "");
+  try {
+    const denied = await deps.pipeline.runStage("identify", ctx);
+    if (denied) return denied;
+    return await answer(ctx);
+  } catch (error) {
+    if (!(error instanceof GatewayError)) deps.settings.log.error("model_list_failed", { error });
+    return toErrorResponse(error);
+  }
+}
+
 export function modelListHandler(deps: ModelListDeps) {
-  return async function listModels(request: Request): Promise<Response> {
-    const ctx = deps.newContext(request, "sync", "");
-    try {
-      const denied = await deps.pipeline.runStage("identify", ctx);
-      if (denied) return denied;
+  return function listModels(request: Request): Promise<Response> {
+    return forCaller(deps, request, async (ctx) => {
       const name = ctx.url.searchParams.get("model");
       if (name !== null) return await modelInfo(deps, ctx, name);
       const data = (await visibleModels(deps, ctx)).map(modelEntry);
       return Response.json({ object: "list", data });
-    } catch (error) {
-      if (!(error instanceof GatewayError)) deps.settings.log.error("model_list_failed", { error });
-      return toErrorResponse(error);
-    }
+    });
+  };
+}
+
+/** `GET /v1/models/{model}`: the model's entry of the list, as the caller would see it there. */
+export function modelEntryHandler(deps: ModelListDeps) {
+  return function retrieveModel(request: Request, name: string): Promise<Response> {
+    return forCaller(deps, request, async (ctx) => Response.json(modelEntry(await seenModel(deps, ctx, name))));
   };
 }

@@ -8,7 +8,8 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
-import type { PathMatch, Registry, VisibleFilter } from "../../core/registry/registry.ts";
+import type { ModelAccess } from "../../core/registry/model-access.ts";
+import type { PathMatch, Registry } from "../../core/registry/registry.ts";
 import type { BodyLimit } from "../../core/request-body/read-bytes.ts";
 import { isUntypedContentType, readSyncBody, readUntypedBody } from "./request-body.ts";
 import type { SyncModeList } from "./sync-modes.ts";
@@ -19,6 +20,8 @@ export interface Resolved {
   body: SyncBody;
   /** Undefined: the direct proxy serves the request. */
   mode?: SyncMode;
+  /** False when the model is hidden from the caller: the visibility stage answers it, nothing may be prepared for it. */
+  seen: boolean;
 }
 
 export interface ResolveDeps {
@@ -26,8 +29,8 @@ export interface ResolveDeps {
   modes: SyncModeList;
   /** `server.max_body_mb` as a body limit. */
   bodyLimit: BodyLimit;
-  /** The models this caller may see (visibility): only they are auto-selected or named in errors. */
-  visibleFor?: (ctx: RequestContext) => VisibleFilter;
+  /** The models each caller sees and may use: only those are auto-selected or named in errors. */
+  modelAccess: ModelAccess;
 }
 
 export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ctx: RequestContext): Promise<Resolved> {
@@ -41,7 +44,8 @@ export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ct
   if (requested !== undefined && typeof requested !== "string") {
     throw errors.badRequest(`"model" must be a string naming one of the models on ${ctx.url.pathname}`);
   }
-  const resolution = deps.registry.resolveSync(match, requested, { method: ctx.request.method, path: ctx.url.pathname }, deps.visibleFor?.(ctx));
+  const caller = deps.modelAccess.of(ctx);
+  const resolution = deps.registry.resolveSync(match, requested, { method: ctx.request.method, path: ctx.url.pathname }, caller);
   if (!resolution.ok) throw resolution.error;
   const service = resolution.value;
   ctx.service = service;
@@ -50,5 +54,5 @@ export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ct
   const mode = deps.modes.pick(service, body);
   ctx.mode = mode?.mode ?? "sync";
   mode?.check?.(ctx, body);
-  return { body, mode };
+  return { body, mode, seen: caller.sees(service) };
 }

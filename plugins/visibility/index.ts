@@ -1,16 +1,16 @@
 /**
  * Model visibility (spec 4.10), on when some service has `visibility`. A model hidden
- * from the caller behaves as non-existent: the visibility stage answers 404 (never 403)
- * for requests that resolve to it, and `GET /v1/models` leaves it out (the model list
- * asks this same stage about each model). Other plugins (generated API docs) ask the
- * `visibility` service.
+ * from the caller behaves as non-existent: the visibility stage answers the unknown model's
+ * 404 (never 403) for requests that resolve to it, `GET /v1/models` leaves it out (the model
+ * list asks this same stage about each model), and the audience rule is a hiding rule of
+ * `api.modelAccess`, so no error lists it and no automatic choice picks it. Other plugins
+ * (generated API docs) ask the `visibility` service.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { Principal } from "../../core/pipeline/context.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { visibilityServiceFields } from "./config.ts";
 import { isVisible } from "./audience.ts";
-import { hiddenModelError } from "./not-found.ts";
 
 export interface ModelVisibility {
   /** True when `principal` is in the service's audience (always, for a public service). */
@@ -34,12 +34,13 @@ export default definePlugin({
       labelNames: ["service_type", "model"],
     });
     api.provide("visibility", { isVisible });
+    api.modelAccess.hide((ctx, service) => isVisible(ctx.principal, service));
     // Answers (never throws): the model list runs this stage per model and only looks at whether it answered.
     api.stage("visibility", function hideRestrictedModels(ctx) {
       const service = ctx.service;
       if (!service || isVisible(ctx.principal, service)) return;
       hidden.inc({ service_type: service.type, model: service.model });
-      return hiddenModelError(api.registry, ctx, service).toResponse();
+      return api.modelAccess.notFound(ctx, service.model).toResponse();
     });
   },
 });

@@ -344,7 +344,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
         const hidden = await submitJob(gw, "acc-ocr", "acc-ocr-hidden", caller);
         expect(hidden.status).toBe(404);
         expect(await hidden.json()).toEqual({
-          error: { type: "not_found_error", message: 'model "acc-ocr-hidden" is not available for service type "acc-ocr"; available models: acc-ocr' },
+          error: { type: "not_found_error", message: 'model "acc-ocr-hidden" is not available for service type "acc-ocr"; available models: acc-ocr', code: "model_not_found" },
         });
       }
       expect(await status(await submitJob(gw, "acc-ocr", "acc-ocr-hidden", premium))).toBe(202);
@@ -444,15 +444,22 @@ services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-e
     );
   });
 
-  it("answers a path or type whose every model is hidden exactly like one that does not exist", async () => {
+  it("answers a path or type whose every model is hidden like one with no model for the caller: nothing hidden is named", async () => {
     const noRoute = (path: string) => ({ error: { type: "not_found_error", message: `no route for POST ${path}` } });
     const missingPath = await post("/v1/auto-nothing", outsider);
     expect(missingPath.status).toBe(404);
     expect(await missingPath.json()).toEqual(noRoute("/v1/auto-nothing"));
-    for (const body of [{}, { model: "auto-solo-staff" }, { model: "auto-other" }]) {
-      const hiddenPath = await post("/v1/auto-solo", outsider, body);
+    // No model named: nothing to choose from, so nothing serves the path for this caller.
+    const unnamed = await post("/v1/auto-solo", outsider, {});
+    expect(unnamed.status).toBe(404);
+    expect(await unnamed.json()).toEqual(noRoute("/v1/auto-solo"));
+    // A model named, hidden or unknown: the unknown model's answer, listing none.
+    for (const model of ["auto-solo-staff", "auto-other"]) {
+      const hiddenPath = await post("/v1/auto-solo", outsider, { model });
       expect(hiddenPath.status).toBe(404);
-      expect(await hiddenPath.json()).toEqual(noRoute("/v1/auto-solo"));
+      expect(await hiddenPath.json()).toEqual({
+        error: { type: "not_found_error", message: `model "${model}" is not available on /v1/auto-solo; available models: (none)`, code: "model_not_found" },
+      });
     }
     const unknownType = { error: { type: "not_found_error", message: 'unknown service type "auto-solo"; configured types: auto-emb, auto-tts' } };
     for (const model of ["", "auto-solo-staff", "auto-other"]) {
@@ -470,11 +477,11 @@ services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-e
   it("never names a hidden model in an error, and counts requests that name one", async () => {
     const named = await post("/v1/auto-emb", outsider, { model: "auto-emb-staff" });
     expect(await named.json()).toEqual({
-      error: { type: "not_found_error", message: 'model "auto-emb-staff" is not available on /v1/auto-emb; available models: auto-emb-pub' },
+      error: { type: "not_found_error", message: 'model "auto-emb-staff" is not available on /v1/auto-emb; available models: auto-emb-pub', code: "model_not_found" },
     });
     const job = await submitJob(gw, "auto-tts", "auto-voice-staff", outsider);
     expect(await job.json()).toEqual({
-      error: { type: "not_found_error", message: 'model "auto-voice-staff" is not available for service type "auto-tts"; available models: auto-voice-pub' },
+      error: { type: "not_found_error", message: 'model "auto-voice-staff" is not available for service type "auto-tts"; available models: auto-voice-pub', code: "model_not_found" },
     });
     const text = await metrics(gw);
     expect(metricValue(text, "svc_model_hidden_total", { service_type: "auto-emb", model: "auto-emb-staff" })).toBeGreaterThanOrEqual(1);

@@ -260,7 +260,7 @@ services:
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: expect.stringContaining('"messages" must be an array') } });
     const unknown = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "no-such-model", max_tokens: 1, messages: [] }) });
-    expect(await unknown.json()).toEqual({ type: "error", error: { type: "not_found_error", message: expect.stringContaining("no-such-model") } });
+    expect(await unknown.json()).toEqual({ type: "error", error: { type: "not_found_error", message: expect.stringContaining("no-such-model"), code: "model_not_found" } });
     // Chat-completions clients keep the chat-completions error shape.
     const chat = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "no-such-model", messages: [] }) });
     expect(((await chat.json()) as Json).error).toMatchObject({ type: "not_found_error" });

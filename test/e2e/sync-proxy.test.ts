@@ -167,11 +167,13 @@ async function echoOf(response: Response): Promise<Echo> {
   return (await response.json()) as Echo;
 }
 
-async function errorOf(response: Response, status: number): Promise<ErrorBody["error"]> {
-  const body = (await response.json()) as ErrorBody;
+/** The error body of `response`: exactly `message` and `type`, and `code` when one is expected. */
+async function errorOf(response: Response, status: number, code?: string): Promise<ErrorBody["error"]> {
+  const body = (await response.json()) as ErrorBody & { error: { code?: string } };
   expect(response.status, JSON.stringify(body)).toBe(status);
   expect(Object.keys(body)).toEqual(["error"]);
-  expect(Object.keys(body.error).sort()).toEqual(["message", "type"]);
+  expect(Object.keys(body.error).sort()).toEqual(code === undefined ? ["message", "type"] : ["code", "message", "type"]);
+  expect(body.error.code).toBe(code);
   return body.error;
 }
 
@@ -472,7 +474,7 @@ describe("bad input and failures", () => {
   });
 
   it("answers an unknown model with 404 listing the models of that path", async () => {
-    const error = await errorOf(await post("/v1/shared", { model: "gamma" }), 404);
+    const error = await errorOf(await post("/v1/shared", { model: "gamma" }), 404, "model_not_found");
     expect(error.type).toBe("not_found_error");
     expect(error.message).toContain('"gamma"');
     expect(error.message).toContain("alpha, beta");
@@ -570,7 +572,7 @@ describe("GET /v1/models", () => {
   });
 
   it("answers ?model= for an unknown model with 404", async () => {
-    const error = await errorOf(await fetch(`${gw.url}/v1/models?model=nope`), 404);
+    const error = await errorOf(await fetch(`${gw.url}/v1/models?model=nope`), 404, "model_not_found");
     expect(error.type).toBe("not_found_error");
     expect(error.message).toContain('"nope"');
   });

@@ -2,7 +2,7 @@
  * An in-process runtime with the access plugins (auth, visibility, policies) and a tiny
  * test mode in place of the real proxies: any method on a configured path resolves the
  * model like the sync proxy (`{model}` segment or JSON body `model`), `POST /jobs/:type`
- * like async submission (`?model=`), and both answer with what the pipeline left on the
+ * like async submission (`?model=`), both for the caller's models (`api.modelAccess`), and both answer with what the pipeline left on the
  * context. Services with `provider` set run in mode "llm", and a body's `usage` is reported
  * as an `llm.usage` event, as the LLM proxy does.
  */
@@ -42,7 +42,7 @@ export const probeMode = definePlugin({
       const ctx = api.newContext(c.req.raw, "async", c.req.param("type"));
       return api.pipeline.run(ctx, {
         resolve: (ctx) => {
-          const resolved = api.registry.resolveJob(ctx.serviceType, ctx.url.searchParams.get("model") ?? undefined, undefined);
+          const resolved = api.registry.resolveJob(ctx.serviceType, ctx.url.searchParams.get("model") ?? undefined, undefined, api.modelAccess.of(ctx));
           if (!resolved.ok) throw resolved.error;
           ctx.service = resolved.value.service;
         },
@@ -58,7 +58,7 @@ export const probeMode = definePlugin({
         resolve: async (ctx) => {
           const text = await ctx.request.text();
           body = text === "" ? {} : (JSON.parse(text) as ProbeBody);
-          const resolved = api.registry.resolveSync(match, body.model, { method: ctx.request.method, path: ctx.url.pathname });
+          const resolved = api.registry.resolveSync(match, body.model, { method: ctx.request.method, path: ctx.url.pathname }, api.modelAccess.of(ctx));
           if (!resolved.ok) throw resolved.error;
           ctx.service = resolved.value;
           ctx.serviceType = resolved.value.type;

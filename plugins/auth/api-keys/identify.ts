@@ -6,7 +6,8 @@
  * in them instead; the key itself never reaches a backend. Admin endpoints (`/-/*`) are
  * not identified by keys (the admin token guards them), so this step leaves them alone.
  * A store that cannot be read refuses the request (503): a key store error must not let
- * unknown callers in.
+ * unknown callers in (a key it knew may be served from the lookup cache a while longer:
+ * `auth.api_key.stale_if_error`, see lookup.ts).
  */
 import { durationMs } from "../../../core/config/duration.ts";
 import { GatewayError, errors } from "../../../core/errors.ts";

@@ -10,7 +10,7 @@ import type { AuthConfig } from "../config.ts";
 import { backendIdentity } from "../backend-identity.ts";
 import { apiKeyIdentity } from "./identify.ts";
 import { KeyLookup } from "./lookup.ts";
-import { keyModelsStep } from "./models.ts";
+import { limitToKeyModels } from "./models.ts";
 import { registerKeyRoutes } from "./routes.ts";
 import { keyHasher } from "./secret.ts";
 import { KeyStore } from "./store.ts";
@@ -21,7 +21,7 @@ export function setupApiKeys(api: PluginApi<AuthConfig>): void {
   const auth = api.config.auth;
   const now = () => api.clock.now();
   const store = new KeyStore(api.kv, now);
-  const lookup = new KeyLookup(store, durationMs(auth.api_key.cache_ttl), now);
+  const lookup = new KeyLookup(store, { ttlMs: durationMs(auth.api_key.cache_ttl), staleIfErrorMs: durationMs(auth.api_key.stale_if_error), now, log: api.log });
   const hash = keyHasher(auth.api_key.secret);
   registerKeyRoutes(api, { store, lookup, hash, adminTokenConfigured: api.has("admin") && api.use("admin").tokenConfigured });
   if (auth.mode !== "api_key") {
@@ -36,6 +36,5 @@ export function setupApiKeys(api: PluginApi<AuthConfig>): void {
   });
   for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
   api.stage("identify", apiKeyIdentity({ hash, lookup, now, log: api.log, failures, backendIdentity: backendIdentity(api.config) }));
-  const visibility = api.has("visibility") ? api.use("visibility") : undefined;
-  api.stage("visibility", keyModelsStep(api.registry, (principal, service) => visibility?.isVisible(principal, service) ?? true));
+  limitToKeyModels(api);
 }

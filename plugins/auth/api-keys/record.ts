@@ -46,9 +46,12 @@ export interface HashEntry {
   valid_until?: string;
 }
 
-export type PublicKey = Omit<KeyRecord, "hash" | "previous_hash">;
+/** A key's status in the admin API: what the record stores, and "disabled" for a key switched off (`enabled: false`) but not revoked. */
+export type KeyStatus = KeyRecord["status"] | "disabled";
+
+export type PublicKey = Omit<KeyRecord, "hash" | "previous_hash" | "status"> & { status: KeyStatus };
 
 export function publicView(record: KeyRecord): PublicKey {
   const { hash: _hash, previous_hash: _previous, ...rest } = record;
-  return rest;
+  return { ...rest, status: record.status === "active" && !record.enabled ? "disabled" : record.status };
 }

@@ -79,7 +79,22 @@ function docsPaths(input: DocInput): Paths {
 
 function modelListPath(input: DocInput): Paths {
   if (!input.served("get", "/v1/models")) return {};
+  const entry: Paths = !input.served("get", "/v1/models/{model}")
+    ? {}
+    : {
+        "/v1/models/{model}": {
+          get: {
+            operationId: "retrieve_model",
+            summary: "One model's entry of the list",
+            description: "The OpenAI clients' models.retrieve. A model hidden from the caller is the unknown model's 404 (code model_not_found).",
+            tags: ["Models"],
+            parameters: [{ name: "model", in: "path", required: true, schema: oneOfStrings(modelNames(input.visible)) }, ...identityHeaders(input.config)],
+            responses: { "200": jsonResponse("Model", "The model's entry"), ...errors(404) },
+          },
+        },
+      };
   return {
+    ...entry,
     "/v1/models": {
       get: {
         operationId: "list_models",

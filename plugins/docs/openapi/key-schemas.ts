@@ -33,7 +33,7 @@ const stored = {
   prefix: Type.String({ description: "The secret's visible part, gw-…abcd", example: "gw-…9fQx" }),
   ...fields,
   enabled: Type.Boolean(),
-  status: StringEnum(["active", "revoked"]),
+  status: StringEnum(["active", "disabled", "revoked"], { description: "active; disabled (enabled is false: refused until enabled again); revoked (for good)" }),
   created_at: Type.String({ format: "date-time" }),
   updated_at: Type.String({ format: "date-time" }),
   revoked_at: Type.Optional(Type.String({ format: "date-time" })),

@@ -30,6 +30,7 @@ export const componentSchemas: Record<string, TSchema> = {
       error: Type.Object({
         message: Type.String({ description: "What went wrong and what to change" }),
         type: Type.String({ description: "Error class, e.g. invalid_request_error, not_found_error, rate_limit_error", example: "not_found_error" }),
+        code: Type.Optional(StringEnum(["model_not_found"], { description: "A stable code to branch on: model_not_found for a model that does not exist or that the caller may not see or use" })),
       }),
     },
     { description: "Every error the gateway answers with has this body" },

@@ -207,6 +207,7 @@ const GATEWAY_LAYOUT: Layout = {
     "GET /-/usage/report",
     "GET /-/backends",
     "GET /v1/models",
+    "GET /v1/models/:model{.+}",
     "ALL /*", // the sync proxy's catch-all, after every other route
   ],
   middleware: ["otel", "audit-log", "admin"],

@@ -251,42 +251,53 @@ describe("Registry.resolveJob (spec 4.1)", () => {
   });
 });
 
-describe("resolution with a visibility filter (spec 4.1 rule 3, 4.10)", () => {
+describe("resolution for one caller (spec 4.1 rule 3, 4.10)", () => {
   const registry = registryOf([
     { type: "emb", model: "emb-pub", operations: { e: ["/v1/embeddings"] } },
     { type: "emb", model: "emb-hidden", default: true, operations: { e: ["/v1/embeddings"] } },
     { type: "tts", model: "voice-pub", operations: { e: ["/v1/tts"] } },
     { type: "tts", model: "voice-hidden", operations: { e: ["/v1/tts"] } },
+    { type: "tts", model: "voice-denied", operations: { e: ["/v1/tts"] } },
     { type: "solo", model: "solo-hidden", operations: { e: ["/v1/solo"] } },
   ]);
-  const visible = (s: { model: string }) => !s.model.endsWith("-hidden");
-  const sync = (path: string, model?: string) => registry.resolveSync(mustMatch(registry, path), model, { method: "POST", path }, visible);
+  // Hidden models do not exist for this caller; a denied one exists (a policy answers 403) but is not offered.
+  const sees = (s: { model: string }) => !s.model.endsWith("-hidden");
+  const caller = { sees, mayUse: (s: { model: string }) => sees(s) && !s.model.endsWith("-denied") };
+  const sync = (path: string, model?: string) => registry.resolveSync(mustMatch(registry, path), model, { method: "POST", path }, caller);
+  const notFound = (message: string) => ({ status: 404, type: "not_found_error", message });
 
-  it("auto-selects among the visible models only: a hidden default or a hidden second model does not count", () => {
+  it("auto-selects among the models the caller sees: a hidden default or a hidden second model does not count", () => {
     expect(valueOf(sync("/v1/embeddings")).model).toBe("emb-pub");
-    expect(valueOf(sync("/v1/tts")).model).toBe("voice-pub");
-    expect(valueOf(registry.resolveJob("emb", undefined, undefined, visible)).service.model).toBe("emb-pub");
-    expect(valueOf(registry.resolveJob("tts", undefined, undefined, visible)).service.model).toBe("voice-pub");
+    expect(valueOf(registry.resolveJob("emb", undefined, undefined, caller)).service.model).toBe("emb-pub");
+    // voice-denied exists for the caller: two candidates, no default.
+    expect(errorOf(sync("/v1/tts")).message).toBe('several models serve /v1/tts and none is the default; set "model" to one of: voice-pub');
   });
 
   it("still finds a hidden model named outright (the visibility stage answers it)", () => {
     expect(valueOf(sync("/v1/embeddings", "emb-hidden")).model).toBe("emb-hidden");
-    expect(valueOf(registry.resolveJob("solo", "solo-hidden", undefined, visible)).service.model).toBe("solo-hidden");
+    expect(valueOf(registry.resolveJob("solo", "solo-hidden", undefined, caller)).service.model).toBe("solo-hidden");
   });
 
-  it("answers a path or type whose every model is hidden like one nothing serves, naming nothing hidden", () => {
-    expect(errorOf(sync("/v1/solo"))).toEqual({ status: 404, type: "not_found_error", message: "no route for POST /v1/solo" });
-    expect(errorOf(sync("/v1/solo", "other"))).toEqual({ status: 404, type: "not_found_error", message: "no route for POST /v1/solo" });
-    const unknownType = { status: 404, type: "not_found_error", message: 'unknown service type "solo"; configured types: emb, tts' };
-    expect(errorOf(registry.resolveJob("solo", undefined, undefined, visible))).toEqual(unknownType);
-    expect(errorOf(registry.resolveJob("solo", "other", undefined, visible))).toEqual(unknownType);
-    expect(registry.unknownJobModel("solo", "solo-hidden", visible).message).toBe(unknownType.message);
-    expect(errorOf(registry.resolveJob("video", undefined, undefined, visible)).message).toBe('unknown service type "video"; configured types: emb, tts');
+  it("answers an unknown model with model_not_found, listing only the models the caller may use", () => {
+    expect(errorOf(sync("/v1/tts", "nope"))).toEqual(notFound('model "nope" is not available on /v1/tts; available models: voice-pub'));
+    expect(registry.unknownSyncModel(mustMatch(registry, "/v1/tts"), "nope", { method: "POST", path: "/v1/tts" }, caller).code).toBe("model_not_found");
+    expect(errorOf(registry.resolveJob("tts", "nope", undefined, caller))).toEqual(
+      notFound('model "nope" is not available for service type "tts"; available models: voice-pub'),
+    );
+    expect(registry.unknownJobModel("tts", "nope", caller).code).toBe("model_not_found");
   });
 
-  it("lists only visible models in an unknown-model 404", () => {
-    expect(errorOf(sync("/v1/tts", "nope")).message).toBe('model "nope" is not available on /v1/tts; available models: voice-pub');
-    expect(errorOf(registry.resolveJob("tts", "nope", undefined, visible)).message).toBe('model "nope" is not available for service type "tts"; available models: voice-pub');
+  it("names a model on a path where the caller may use none: model_not_found listing none; without a model, no route", () => {
+    expect(errorOf(sync("/v1/solo", "other"))).toEqual(notFound('model "other" is not available on /v1/solo; available models: (none)'));
+    expect(errorOf(sync("/v1/solo"))).toEqual(notFound("no route for POST /v1/solo"));
+  });
+
+  it("answers a job type whose every model is hidden like one nothing serves, naming nothing hidden", () => {
+    const unknownType = notFound('unknown service type "solo"; configured types: emb, tts');
+    expect(errorOf(registry.resolveJob("solo", undefined, undefined, caller))).toEqual(unknownType);
+    expect(errorOf(registry.resolveJob("solo", "other", undefined, caller))).toEqual(unknownType);
+    expect(registry.unknownJobModel("solo", "solo-hidden", caller).message).toBe(unknownType.message);
+    expect(errorOf(registry.resolveJob("video", undefined, undefined, caller)).message).toBe('unknown service type "video"; configured types: emb, tts');
   });
 });
 

@@ -275,6 +275,23 @@ policies:
     expect((await gw.request("/-/keys/key_nope", { headers: ADMIN })).status).toBe(404);
   });
 
+  it("a disabled key reads status disabled in every answer of the admin API, active again once enabled; revoked stays revoked", async () => {
+    await start();
+    const { id } = await createKey({ consumer: "status-a" });
+    const patch = (body: unknown) => gw.request(`/-/keys/${id}`, { method: "PATCH", headers: ADMIN, body: JSON.stringify(body) });
+    const statusIn = async (response: Response) => ((await response.json()) as { status: string; enabled: boolean });
+    expect(await statusIn(await patch({ enabled: false }))).toMatchObject({ status: "disabled", enabled: false });
+    expect(await statusIn(await gw.request(`/-/keys/${id}`, { headers: ADMIN }))).toMatchObject({ status: "disabled", enabled: false });
+    const list = (await (await gw.request("/-/keys?consumer=status-a", { headers: ADMIN })).json()) as { keys: Array<{ status: string }> };
+    expect(list.keys.map((k) => k.status)).toEqual(["disabled"]);
+    expect(await statusIn(await patch({ enabled: true }))).toMatchObject({ status: "active", enabled: true });
+    await patch({ enabled: false });
+    await gw.request(`/-/keys/${id}`, { method: "DELETE", headers: ADMIN });
+    expect(await statusIn(await gw.request(`/-/keys/${id}`, { headers: ADMIN }))).toMatchObject({ status: "revoked", enabled: false });
+    // Created disabled.
+    expect(await createKey({ consumer: "status-b", enabled: false })).toMatchObject({ status: "disabled" });
+  });
+
   it("bad input: 400 naming each field to fix", async () => {
     await start();
     const res = await gw.request("/-/keys", {

@@ -29,7 +29,7 @@ describe("the generated document", () => {
   it("documents every optional endpoint that is served and stays valid", async () => {
     const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
-    for (const path of ["/usage", "/-/usage", "/-/usage/report", "/jobs/asr", "/v1/asr/{path}"]) expect(doc.paths[path], path).toBeDefined();
+    for (const path of ["/usage", "/-/usage", "/-/usage/report", "/jobs/asr", "/v1/asr/{path}", "/v1/models/{model}"]) expect(doc.paths[path], path).toBeDefined();
     for (const path of ["/-/queues", "/-/relay/deadletter", "/-/webhooks/retries", "/-/webhooks/deadletter", "/-/config", "/-/console"]) expect(doc.paths[path]?.get, path).toBeDefined();
     for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) expect(doc.paths[path]?.post, path).toBeDefined();
     expect(doc.components.securitySchemes).toEqual({ bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } });

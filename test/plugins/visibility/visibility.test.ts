@@ -63,16 +63,18 @@ describe("the audience rule", () => {
 });
 
 describe("hidden models on requests", () => {
-  it("answers 404 worded like an unknown model, listing only what the caller may see", async () => {
+  it("answers a hidden model exactly as an unknown one (model_not_found), listing only what the caller may see", async () => {
     const rt = await start(catalog(proxyAuth));
     const hidden = await chat(rt, "premium-only");
     const unknown = await chat(rt, "no-such-model");
     expect(hidden.status).toBe(404);
     expect(unknown.status).toBe(404);
-    expect(await hidden.json()).toEqual({
-      error: { message: 'model "premium-only" is not available on /v1/chat/completions; available models: public', type: "not_found_error" },
+    const hiddenText = await hidden.text();
+    expect(JSON.parse(hiddenText)).toEqual({
+      error: { message: 'model "premium-only" is not available on /v1/chat/completions; available models: public', type: "not_found_error", code: "model_not_found" },
     });
-    expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(/^model "no-such-model" is not available on \/v1\/chat\/completions; available models: /);
+    // Byte for byte, but for the name the caller sent.
+    expect((await unknown.text()).replace("no-such-model", "premium-only")).toBe(hiddenText);
     const visible = await chat(rt, "ml-only", { "x-groups": "ml" });
     expect(visible.status).toBe(200);
     expect((await chat(rt, "premium-only", { "x-user-type": "premium" })).status).toBe(200);
@@ -90,9 +92,11 @@ describe("hidden models on requests", () => {
     const rt = await start(catalog(proxyAuth));
     const response = await rt.request("/jobs/chat?model=ml-only");
     expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({
-      error: { message: 'model "ml-only" is not available for service type "chat"; available models: public', type: "not_found_error" },
+    const hiddenText = await response.text();
+    expect(JSON.parse(hiddenText)).toEqual({
+      error: { message: 'model "ml-only" is not available for service type "chat"; available models: public', type: "not_found_error", code: "model_not_found" },
     });
+    expect((await (await rt.request("/jobs/chat?model=no-such")).text()).replace("no-such", "ml-only")).toBe(hiddenText);
     expect((await rt.request("/jobs/chat?model=ml-only", { headers: { "x-groups": "ml" } })).status).toBe(200);
   });
 
