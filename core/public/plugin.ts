@@ -40,7 +40,8 @@ export * from "../llm/provider.ts";
 export type { ModeHandlers, Pipeline, StageName, StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";
 export type { EndStep, Principal, RequestContext, RequestMode, RequestState, RequestVars } from "../pipeline/context.ts";
 export type { ClientGone } from "../proxy/client-gone.ts";
-export type { JobTarget, PathMatch, Registry, Resolution, SyncRequestLine, VisibleFilter } from "../registry/registry.ts";
+export type { JobTarget, PathMatch, Registry, Resolution, SyncRequestLine, CallerModels } from "../registry/registry.ts";
+export type { ModelAccess, ModelRule } from "../registry/model-access.ts";
 
 // A request mode: the sync route hands a resolved request to the first registered mode that accepts it.
 export type { SyncBody, SyncMode, SyncModes } from "../proxy/modes.ts";
@@ -59,6 +60,7 @@ export type { ConfigSection, ConfigSections, CoreConfig, GatewayConfig, ServiceC
 export type { ClaimedJob, FinishFields, JobAccepted, JobListQuery, JobLookup, JobPage, JobRecord, JobStatus, JobStore, SubmissionHook, Transition } from "../jobs/types.ts";
 export type { JobKeys } from "../jobs/keys.ts";
 export type { LlmUsageEvent } from "../llm/usage.ts";
+export type { BudgetHold } from "../limits/budget-hold.ts";
 export type { SpanAttributes, Tracing, WorkSpan } from "../telemetry/tracing.ts";
 export type { CredentialLimits, LimitWindow, LimitWindows } from "../limits/windows.ts";
 export type { CacheLookup, CacheRequest, CachedAnswer, PendingLookup, ResponseCache } from "../llm/cache.ts";
