@@ -556,7 +556,7 @@ describe("POST /-/jobs/purge", () => {
     expect((await gw.request(`/jobs/broken/${other.job_id}`)).status).toBe(200);
     expect(await objectKeys(gw.objects)).toEqual([`jobs/${other.job_id}/input`]);
     expect(await gw.kv.llen("relay:whisper")).toBe(0);
-    expect((await gw.request("/-/jobs/purge", { method: "POST", body: "{}" })).status).toBe(400);
+    expect((await gw.request("/-/jobs/purge", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status).toBe(400);
   });
 });
 
@@ -601,7 +601,7 @@ describe("idempotency", () => {
     const gw = await start(owned);
     const headers = { "idempotency-key": "k-2" };
     await accepted(await submit(gw, "asr", {}, undefined, headers));
-    await gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model: "whisper" }) });
+    expect((await gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } })).status).toBe(200);
     const again = await submit(gw, "asr", {}, undefined, headers);
     expect(again.status).toBe(409);
     expect(await errorOf(again)).toContain("k-2");

@@ -67,9 +67,10 @@ services:
     expect(buildDocument({ config: keys, visible: keys.services, served: () => false, syncProxy: true }).paths["/-/keys"]).toBeUndefined();
   });
 
-  it("documents the 413 an oversize admin body gets", () => {
+  it("documents the 413 an oversize admin body gets, and the 415 of one sent as another type than application/json", () => {
     const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
-    expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413"]);
+    expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413", "415"]);
+    for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) expect(Object.keys(doc.paths[path].post?.responses ?? {}), path).toContain("415");
   });
 
   it("documents a refused reload as a 500 with every problem, whether the file is wrong or a plugin failed", () => {
