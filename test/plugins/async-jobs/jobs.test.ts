@@ -558,6 +558,17 @@ describe("POST /-/jobs/purge", () => {
     expect(await gw.kv.llen("relay:whisper")).toBe(0);
     expect((await gw.request("/-/jobs/purge", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status).toBe(400);
   });
+
+  it("refuses a model name longer than 256 characters, naming the bound", async () => {
+    const gw = await start();
+    const purge = (model: string) => gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model }), headers: { "content-type": "application/json" } });
+    const refused = await purge("m".repeat(10 * 1024));
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: { type: "invalid_request_error", message: '"model": at most 256 characters (got 10240); name the model alias whose jobs to delete' },
+    });
+    expect(await (await purge("m".repeat(256))).json()).toEqual({ model: "m".repeat(256), deleted: 0 });
+  });
 });
 
 describe("idempotency", () => {
