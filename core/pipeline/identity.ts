@@ -58,7 +58,7 @@ export function headerIdentity(config: GatewayConfig): StageStep {
  * `String.prototype.trim` also strips a non-breaking space and other Unicode spaces, which are
  * part of the value: `alice\u00a0` is not the consumer `alice`.
  */
-export function trimOws(value: string): string {
+function trimOws(value: string): string {
   return value.replace(/^[ \t]+|[ \t]+$/g, "");
 }
 
