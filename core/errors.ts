@@ -68,6 +68,7 @@ export const errors = {
   forbidden: (message: string) => new GatewayError(403, "permission_error", message),
   conflict: (message: string) => new GatewayError(409, "conflict_error", message),
   tooLarge: (message: string) => new GatewayError(413, "request_too_large", message),
+  unsupportedMediaType: (message: string) => new GatewayError(415, "invalid_request_error", message),
   rateLimited: (message: string, retryAfterSeconds: number, headers: Record<string, string> = {}) =>
     new GatewayError(429, "rate_limit_error", message, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers }),
   notImplemented: (message: string) => new GatewayError(501, "not_implemented_error", message),

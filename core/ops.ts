@@ -109,10 +109,9 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
     const result = await actions.reload();
     if (result.ok) return c.json({ status: "reloaded", services: result.services });
     const message = `config not reloaded, the previous one stays active: ${result.problems.join("; ")}`;
-    // 422, not 500: the request is fine and the gateway is healthy, the file is not. A 5xx
-    // would page whoever watches errors and invite a retry, which cannot help until the file
-    // is edited; 400 would blame the request. A plugin failing for another reason stays a 500.
-    if (result.cause === "config") return c.json({ error: { message, type: "config_error" }, problems: result.problems }, 422);
-    return c.json({ error: { message, type: "api_error" }, problems: result.problems }, 500);
+    // A 500 either way, as the spec has it; the type tells a file to edit (config_error) from a
+    // plugin that failed for another reason (api_error).
+    const type = result.cause === "config" ? "config_error" : "api_error";
+    return c.json({ error: { message, type }, problems: result.problems }, 500);
   });
 }

@@ -1,6 +1,7 @@
 /** The same gateway on Deno 2 (`deno run -A adapters/deno/cli.ts`). */
 import { boot, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
 import { unmetExpectation } from "../expectation.ts";
+import { hostRefusal } from "../host-header.ts";
 import { repeatsVisible, timesSentOf } from "./header-repeats.ts";
 import { denoPlatform } from "./platform.ts";
 import { serveOn } from "./serve.ts";
@@ -20,7 +21,10 @@ export async function serveGateway(options: BootOptions = {}): Promise<void> {
       },
       // `completed` settles when the response has been sent (rejects if the client went away).
       // Deno's server lets any Expect header through; Node's refuses all but 100-continue (417).
+      // It lets a request without Host through too, and does not say whether it came as HTTP/1.0
+      // (which may leave Host out): every request needs one here. A second Host it refuses itself.
       (request, info) =>
+        hostRefusal(request.headers.has("host") ? 1 : 0, true)?.toResponse() ??
         unmetExpectation(request.headers.get("expect"))?.toResponse() ??
         booted.gateway.fetch(request, { responded: info.completed, timesSent: timesSentOf(request) }),
     );

@@ -1,11 +1,13 @@
 /** The gateway's HTTP server on Node (`inference-gateway`, adapters/node/cli.ts). */
-import { serve, type Http2Bindings, type HttpBindings } from "@hono/node-server";
-import type { Server } from "node:http";
+import type { HttpBindings } from "@hono/node-server";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { boot, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
 import { timesSentIn } from "./header-repeats.ts";
 import { clientGoneOf } from "./client-gone.ts";
 import { answerHttpLayerErrors } from "./http-layer-errors.ts";
 import { nodePlatform } from "./platform.ts";
+import { gatewayRequestListener } from "./request-listener.ts";
 import { respondedOf } from "./responded.ts";
 import { serverOptions } from "./server-options.ts";
 import { closeIfBodyUnread } from "./unread-body.ts";
@@ -13,7 +15,7 @@ import { closeIfBodyUnread } from "./unread-body.ts";
 export async function serveGateway(options: BootOptions = {}): Promise<void> {
   const booted = await boot(nodePlatform, "gateway", options);
   const { hostname, port } = booted.listen;
-  const fetch = (request: Request, env: HttpBindings | Http2Bindings) =>
+  const fetch = (request: Request, env: HttpBindings) =>
     closeIfBodyUnread(
       env,
       booted.gateway.fetch(request, {
@@ -21,13 +23,15 @@ export async function serveGateway(options: BootOptions = {}): Promise<void> {
         target: env.incoming.url,
         timesSent: timesSentIn(env.incoming.rawHeaders),
         // Not the request's `signal`: node-server builds an AbortController for it once read.
-        clientGone: clientGoneOf(env as HttpBindings),
+        clientGone: clientGoneOf(env),
       }),
     );
-  const server = serve({ fetch, hostname, port, serverOptions: serverOptions(booted.timeouts) }, (info) => {
+  const server = createServer(serverOptions(booted.timeouts), gatewayRequestListener(fetch, hostname));
+  server.listen(port, hostname, () => {
+    const info = server.address() as AddressInfo;
     booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
     booted.gateway.start();
-  }) as Server;
+  });
   // A failed listen (EADDRINUSE, EACCES) is emitted here; unhandled, Node would print a stack trace.
   server.once("error", (error) => void listenFailed(nodePlatform, booted, error));
   server.timeout = booted.timeouts.write;

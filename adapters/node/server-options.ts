@@ -1,6 +1,7 @@
 /**
  * The Node server's own limits, from `server.read_timeout` and `server.idle_timeout`, given
- * when the server is created: Node derives some of them from the others at that moment.
+ * when the server is created: Node derives some of them from the others at that moment. And
+ * its Host check, left to the gateway.
  */
 import type { ServerOptions } from "node:http";
 import type { Booted } from "../boot.ts";
@@ -22,5 +23,7 @@ export function serverOptions(timeouts: Booted["timeouts"]): ServerOptions {
     headersTimeout: timeouts.read > 0 ? Math.min(HEADERS_TIMEOUT_MS, timeouts.read) : HEADERS_TIMEOUT_MS,
     keepAliveTimeout: timeouts.idle,
     connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    // Node would answer a request without Host with an empty 400; ./request-listener.ts answers it with the error body.
+    requireHostHeader: false,
   };
 }

@@ -53,8 +53,19 @@ export function headerIdentity(config: GatewayConfig): StageStep {
   };
 }
 
+/**
+ * `value` without the optional whitespace around it: spaces and tabs only (RFC 9110 5.6.3).
+ * `String.prototype.trim` also strips a non-breaking space and other Unicode spaces, which are
+ * part of the value: `alice\u00a0` is not the consumer `alice`.
+ */
+function trimOws(value: string): string {
+  return value.replace(/^[ \t]+|[ \t]+$/g, "");
+}
+
 function read(headers: Headers, header: string): string | undefined {
-  return header === "" ? undefined : headers.get(header)?.trim() || undefined;
+  if (header === "") return undefined;
+  const value = headers.get(header);
+  return value === null ? undefined : trimOws(value) || undefined;
 }
 
 /**
@@ -74,7 +85,7 @@ export function repeatedIdentityHeader(request: Request, header: string): Gatewa
 /** A 400 for a single-value identity header sent with nothing but blanks in it. */
 function blankIdentityHeader(request: Request, header: string, names: string): GatewayError | undefined {
   const value = request.headers.get(header);
-  if (value === null || value.trim() !== "") return undefined;
+  if (value === null || trimOws(value) !== "") return undefined;
   return errors.badRequest(`the ${header} header is empty: send ${names} or leave the header out`);
 }
 
@@ -85,7 +96,8 @@ function blankIdentityHeader(request: Request, header: string, names: string): G
 export function sentBlankConsumer(config: GatewayConfig, request: Request): boolean {
   const header = config.server.consumer_header;
   if (header === "" || credentialNamesCaller(config)) return false;
-  return request.headers.get(header)?.trim() === "";
+  const value = request.headers.get(header);
+  return value !== null && trimOws(value) === "";
 }
 
 /**

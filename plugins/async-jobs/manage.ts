@@ -9,11 +9,13 @@ import { isRecord } from "../../core/llm/json.ts";
 import { pageParams } from "../../core/pagination.ts";
 import { missingConsumerMessage } from "../../core/pipeline/identity.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import { readJsonBody } from "../../core/request-body/json-body.ts";
-import { ADMIN_BODY_LIMIT } from "../../core/request-body/read-bytes.ts";
+import { readAdminJson } from "../../core/request-body/admin-json.ts";
 import { expiredResponse, findJob, identify } from "./access.ts";
 import { isJobStatus, toView } from "./record.ts";
 import type { KvJobStore } from "./store.ts";
+
+/** The longest model name a purge takes: aliases are short, and the name becomes part of store keys and log lines. */
+export const PURGE_MODEL_MAX_CHARS = 256;
 
 const json = (body: unknown, status = 200): Response =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -97,9 +99,10 @@ export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
   api.routes.post(
     "/-/jobs/purge",
     answering(log, "purge", async (c) => {
-      const { value } = await readJsonBody(c.req.raw, { limit: ADMIN_BODY_LIMIT, expected: 'a JSON body {"model": "<model alias>"}' });
+      const value = await readAdminJson(c.req.raw, 'a JSON body {"model": "<model alias>"}');
       const model = isRecord(value) ? value.model : undefined;
       if (typeof model !== "string" || model.trim() === "") throw errors.badRequest('the body needs "model": the model whose jobs to delete');
+      if (model.length > PURGE_MODEL_MAX_CHARS) throw errors.badRequest(`"model": at most ${PURGE_MODEL_MAX_CHARS} characters (got ${model.length}); name the model alias whose jobs to delete`);
       const deleted = await store.purge(model);
       log.info("jobs_purged", { model, deleted });
       return json({ model, deleted });

@@ -14,6 +14,19 @@ import { discardRest } from "../../core/request-body/read-bytes.ts";
 /** Fields are small (model, operation, callback_url); the file is the only big part. */
 const LIMITS = { fields: 32, fieldSize: 64 * 1024, fieldNameSize: 200, files: 8, parts: 64, headerPairs: 100 } as const;
 
+/**
+ * The fields the gateway reads, each of which must come once: with two `model` fields, a
+ * reader keeping the first and one keeping the last would pick different models. Fields the
+ * gateway does not read may repeat (OpenAI's `timestamp_granularities[]` does).
+ */
+const SINGLE_VALUED = new Set(["model", "operation", "callback_url"]);
+
+/** The `boundary` parameter of a multipart content type as sent (quotes removed), or undefined without one. */
+function boundaryOf(contentType: string): string | undefined {
+  const match = /;\s*boundary\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType);
+  return match ? (match[1] ?? match[2]) : undefined;
+}
+
 export interface FilePart {
   /** The part's file name ("" when the client sent none). */
   filename: string;
@@ -124,6 +137,8 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
   if (!/^multipart\/form-data\b/i.test(contentType.trim())) {
     throw errors.badRequest(`send the job as multipart/form-data with a "file" part (got content-type "${contentType || "none"}")`);
   }
+  // A parser takes an empty boundary and then finds parts where the client meant none.
+  if (boundaryOf(contentType) === "") throw errors.badRequest(`the multipart boundary is empty (boundary=""); give the boundary that separates the body's parts (1 to 70 characters), or let the HTTP client set the content type`);
   let parser: busboy.Busboy;
   try {
     parser = busboy({ headers: { "content-type": contentType }, limits: LIMITS });
@@ -151,7 +166,11 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
       fail(errors.badRequest(`form field "${name.slice(0, 50)}" is too long (fields are limited to ${LIMITS.fieldSize} bytes)`));
       return;
     }
-    // The first value of a repeated field wins, as it would for a single-valued form.
+    if (fields.has(name) && SINGLE_VALUED.has(name)) {
+      fail(errors.badRequest(`form field "${name}" was sent more than once; send it once`));
+      return;
+    }
+    // A field the gateway does not read: the first value is kept, unused.
     if (!fields.has(name)) fields.set(name, value);
   });
   parser.on("file", (name, stream, info) => {

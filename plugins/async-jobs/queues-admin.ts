@@ -13,8 +13,7 @@ import { pageParams } from "../../core/pagination.ts";
 import { queueModels } from "../../core/jobs/queue-models.ts";
 import type { JobRecord } from "../../core/jobs/types.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import { readJsonBody } from "../../core/request-body/json-body.ts";
-import { ADMIN_BODY_LIMIT } from "../../core/request-body/read-bytes.ts";
+import { readAdminJson } from "../../core/request-body/admin-json.ts";
 import type { KvJobStore } from "./store.ts";
 
 const PAGE_DEFAULT = 20;
@@ -143,7 +142,7 @@ const optional = (value: string | undefined) => (value === undefined || value.tr
 
 /** `{model, ids?}`: a 400 naming what is wrong. */
 async function discardBody(c: Context): Promise<{ model: string; ids?: string[] }> {
-  const { value } = await readJsonBody(c.req.raw, { limit: ADMIN_BODY_LIMIT, expected: 'a JSON body {"model": "<model alias>", "ids": ["<job id>", ...]}' });
+  const value = await readAdminJson(c.req.raw, 'a JSON body {"model": "<model alias>", "ids": ["<job id>", ...]}');
   if (!isRecord(value)) throw errors.badRequest('the body must be a JSON object {"model": "<model alias>", "ids": [...]}');
   const model = value.model;
   if (typeof model !== "string" || model.trim() === "") throw errors.badRequest('the body needs "model": the model whose dead letters to discard');

@@ -10,8 +10,7 @@ import { errors, GatewayError } from "../../core/errors.ts";
 import { isRecord } from "../../core/llm/json.ts";
 import { pageParams, type Page } from "../../core/pagination.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import { readJsonBody } from "../../core/request-body/json-body.ts";
-import { ADMIN_BODY_LIMIT } from "../../core/request-body/read-bytes.ts";
+import { readAdminJson } from "../../core/request-body/admin-json.ts";
 import type { DeadLetterEntry, DeliveryQueue, DeliveryRecord } from "./queue.ts";
 
 const PAGE = { defaultLimit: 20, maxLimit: 100 };
@@ -128,7 +127,7 @@ export class WebhookAdmin {
 async function redeliverBody(c: Context): Promise<string[] | undefined> {
   // An empty body means "all", like {}.
   if ((c.req.header("content-length") ?? "") === "0") return undefined;
-  const { value } = await readJsonBody(c.req.raw, { limit: ADMIN_BODY_LIMIT, expected: 'a JSON body {"ids": ["<delivery id>", ...]} (or {} for all)' });
+  const value = await readAdminJson(c.req.raw, 'a JSON body {"ids": ["<delivery id>", ...]} (or {} for all)');
   if (!isRecord(value)) throw errors.badRequest('the body must be a JSON object: {"ids": [...]}, or {} to redeliver every dead letter');
   if (value.ids === undefined) return undefined;
   const ids = value.ids;

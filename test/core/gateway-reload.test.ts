@@ -56,11 +56,11 @@ async function start(text: string, modules: Record<string, unknown> = {}) {
 }
 
 describe("hot reload", () => {
-  it("answers 422 for a server.addr a start refuses, and keeps the running config", async () => {
+  it("answers 500 for a server.addr a start refuses, and keeps the running config", async () => {
     const gw = await start(fileA);
     for (const addr of ["not-an-addr", ":99999"]) {
       const refused = await gw.reload(fileA.replace('":8080"', `"${addr}"`).replace(service("a"), service("a") + service("b")));
-      expect(refused.status).toBe(422);
+      expect(refused.status).toBe(500);
       expect(refused.body.problems).toEqual([`server.addr: "${addr}" is not host:port or :port (e.g. ":8080" or "127.0.0.1:8080", port 0-65535)`]);
     }
     expect(await gw.models()).toEqual(["a"]);
@@ -68,22 +68,22 @@ describe("hot reload", () => {
     await expect(start(fileA.replace('":8080"', '"not-an-addr"'))).rejects.toThrow(/server\.addr: "not-an-addr" is not host:port/);
   });
 
-  it("refuses an empty or comment-only file: 422, and every service stays", async () => {
+  it("refuses an empty or comment-only file: 500, and every service stays", async () => {
     const gw = await start(fileA);
     for (const text of ["", "  \n", "# editing...\n"]) {
       const refused = await gw.reload(text);
-      expect(refused.status).toBe(422);
+      expect(refused.status).toBe(500);
       expect(refused.body.problems).toEqual([expect.stringMatching(/^\(root\): the file is empty/)]);
     }
     expect(await gw.models()).toEqual(["a"]);
     expect(gw.entries.filter((e) => e.event === "reloaded")).toEqual([]);
   });
 
-  it("answers 422 config_error listing every problem of the file, each with its path, and keeps the running config", async () => {
+  it("answers 500 config_error listing every problem of the file, each with its path, and keeps the running config", async () => {
     const gw = await start(fileA);
     const bad = `${stores}servics: []\nwebhooks: { timout: 5s }\nserver: { addr: nowhere }\nservices:\n${service("a", ", oprations: { run: [/run] }")}  - { model: b }\n`;
     const refused = await gw.reload(bad);
-    expect(refused.status).toBe(422);
+    expect(refused.status).toBe(500);
     const problems = [
       'servics: unknown key; did you mean "services"?',
       'webhooks.timout: unknown key; did you mean "timeout"?',
@@ -107,7 +107,7 @@ describe("hot reload", () => {
 
     const gw = await start(fileA);
     const refused = await gw.reload(bad);
-    expect(refused.status).toBe(422);
+    expect(refused.status).toBe(500);
     expect(refused.body.problems).toEqual([expect.stringMatching(/^services\[1\]\.provider: "nope"/)]);
   });
 
@@ -148,7 +148,7 @@ describe("hot reload", () => {
     const gw = await start(fileA);
     gw.file.text = new Error("ENOENT: no such file or directory, open 'config.yaml'");
     const refused = await gw.gateway.fetch(new Request("http://gateway/-/reload", { method: "POST" }));
-    expect(refused.status).toBe(422);
+    expect(refused.status).toBe(500);
     expect(await refused.json()).toMatchObject({
       error: { type: "config_error" },
       problems: ["(file): cannot read the config file: ENOENT: no such file or directory, open 'config.yaml'"],

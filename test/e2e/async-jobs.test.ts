@@ -403,7 +403,7 @@ describe("async jobs on Redis and S3", () => {
     await waitForStatus(gw, "transcription", done.job_id, "completed");
     const other = await accepted(await submit(gw, "broken", { file: { name: "x.bin", content: "x" } }));
     await waitForStatus(gw, "broken", other.job_id, "failed");
-    const response = await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", body: JSON.stringify({ model: "whisper" }) });
+    const response = await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ model: "whisper", deleted: 1 });
     expect((await getJob(gw, "transcription", done.job_id)).status).toBe(404);

@@ -91,7 +91,7 @@ services:
 
     gw.writeConfig(withHello("broken").replace("type: chat", "type: chat\n    max_concurrent_sync: -1\n    unknown_key: 1"));
     const refused = await fetch(`${gw.url}/-/reload`, { method: "POST" });
-    expect(refused.status).toBe(422);
+    expect(refused.status).toBe(500);
     const body = (await refused.json()) as { error: { message: string; type: string } };
     expect(body.error.type).toBe("config_error");
     expect(body.error.message).toContain("services[0].unknown_key");
@@ -109,7 +109,7 @@ services:
     const gw = await start(typo.replace("chat_completion,", "chat_completions,"));
     gw.writeConfig(typo);
     const refused = await fetch(`${gw.url}/-/reload`, { method: "POST" });
-    expect(refused.status).toBe(422);
+    expect(refused.status).toBe(500);
     const body = (await refused.json()) as { error: { message: string; type: string } };
     expect(body.error).toMatchObject({ type: "config_error" });
     expect(body.error.message).toContain("registered providers: chat_completions");

@@ -120,6 +120,45 @@ describe("requests the HTTP server refuses", () => {
     expect(backend.requests.filter((r) => r.path === "/v1/echo")).toHaveLength(0);
   });
 
+  it("answers an HTTP/1.1 request without Host with 400 and the error body, on both runtimes", async () => {
+    const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+    expect(answer.status).toBe(400);
+    expect(errorOf(answer)).toEqual({
+      type: "invalid_request_error",
+      message: "the request has no Host header, which HTTP/1.1 requires; send Host: <host>:<port> of the gateway (HTTP clients do this by themselves)",
+    });
+    expect(backend.requests.filter((r) => r.path === "/v1/echo")).toHaveLength(0);
+    // HTTP/1.0 may leave Host out: Node serves it; Deno's server does not say which version a
+    // request came in, so there every request needs a Host.
+    const old = await rawExchange(gw.port, "GET /health HTTP/1.0\r\n\r\n");
+    if (onDeno) expect(errorOf(old).message).toMatch(/^the request has no Host header/);
+    else expect([old.status, old.body]).toEqual([200, '{"status":"ok"}']);
+  });
+
+  it("answers two Host headers with 400 (the error body on Node; Deno's server answers itself)", async () => {
+    const answer = await rawExchange(gw.port, "GET /health HTTP/1.1\r\nHost: gw\r\nHost: other\r\n\r\n");
+    expect(answer.status).toBe(400);
+    if (onDeno) {
+      expect(answer).toMatchObject({ body: "", headers: { connection: "close", "content-length": "0" } });
+      return;
+    }
+    expect(errorOf(answer)).toEqual({ type: "invalid_request_error", message: "the Host header was sent 2 times; send it once" });
+  });
+
+  it.skipIf(onDeno)("answers a Host or target that cannot make a URL with 400 and the error body (Node)", async () => {
+    for (const [head, reason] of [
+      ["GET /health HTTP/1.1\r\nHost: gw/x", "Invalid host header"],
+      ["GET /a\\b HTTP/1.1\r\nHost: gw", "Backslash in request path"],
+    ]) {
+      const answer = await rawExchange(gw.port, `${head}\r\n\r\n`);
+      expect([head, answer.status]).toEqual([head, 400]);
+      expect(errorOf(answer)).toEqual({
+        type: "invalid_request_error",
+        message: `the request's target or Host header cannot be read (${reason}); send a path starting with "/" and the gateway's host:port as Host`,
+      });
+    }
+  });
+
   it("still answers 100-continue and serves the request", async () => {
     const answer = await rawExchange(gw.port, 'POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
     expect(answer.status).toBe(100);

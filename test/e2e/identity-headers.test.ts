@@ -4,6 +4,7 @@
  * refused rather than read joined. The real gateway process (Node, or Deno when the suite
  * runs on Deno) on the memory store and on Redis + S3, with hand-written HTTP where a header
  * must be sent twice or with nothing but spaces in it (fetch trims values and joins repeats).
+ * Only spaces and tabs around a value are dropped: a non-breaking space is part of the name.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -160,6 +161,37 @@ describe.each(Object.keys(STORES) as Array<keyof typeof STORES>)("a blank consum
     expect(backend.paths.length).toBe(before);
     const jobs = (await (await fetch(`${gw.url}/jobs`, { headers: { "x-consumer": ann } })).json()) as { total: number };
     expect(jobs.total).toBe(1);
+  });
+});
+
+describe.each(Object.keys(STORES) as Array<keyof typeof STORES>)("spaces around the consumer header's value (%s store)", (store) => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await startGateway(config(STORES[store]()));
+  });
+  afterAll(async () => {
+    await gw?.kill();
+  });
+
+  it("drops only spaces and tabs: a non-breaking space is part of the name, so it names another consumer", async () => {
+    const ann = someone("ann");
+    const submitted = await submitJob(gw, { "x-consumer": ann });
+    const { job_id: id } = (await submitted.json()) as { job_id: string };
+    // Spaces and tabs around the value are HTTP's optional whitespace: the same consumer.
+    const padded = await raw(gw, "GET", `/jobs/id-jobs/${id}`, [`X-Consumer: \t ${ann} \t`]);
+    expect(padded.status).toBe(200);
+    // A non-breaking space (the byte 0xA0) is not: another consumer, who cannot see ann's job.
+    for (const other of [`${ann}\u00a0`, `\u00a0${ann}`]) {
+      const read = await fetch(`${gw.url}/jobs/id-jobs/${id}`, { headers: { "x-consumer": other } });
+      expect([JSON.stringify(other), read.status]).toEqual([JSON.stringify(other), 404]);
+      await read.body?.cancel();
+    }
+    // A job submitted under that name is recorded under it, and read only with it.
+    const nbsp = `${ann}\u00a0`;
+    const theirs = (await (await submitJob(gw, { "x-consumer": nbsp })).json()) as { job_id: string };
+    const record = await fetch(`${gw.url}/jobs/id-jobs/${theirs.job_id}`, { headers: { "x-consumer": nbsp } });
+    expect(await record.json()).toMatchObject({ id: theirs.job_id, consumer_name: nbsp });
+    expect((await fetch(`${gw.url}/jobs/id-jobs/${theirs.job_id}`, { headers: { "x-consumer": ann } })).status).toBe(404);
   });
 });
 

@@ -1,11 +1,12 @@
 /**
- * The JSON bodies of `POST /-/keys` and `PATCH /-/keys/{id}`, checked field by field; every
- * problem is listed in one 400 with the field's name. `null` clears an optional field on
- * PATCH (`user_type`, `expires_at`, `limits`).
+ * The JSON bodies of `POST /-/keys` and `PATCH /-/keys/{id}`, checked field by field, within
+ * the bounds of ./bounds.ts; every problem is listed in one 400 with the field's name. `null`
+ * clears an optional field on PATCH (`user_type`, `expires_at`, `limits`).
  */
 import { parseDuration } from "../../../core/config/duration.ts";
 import { errors } from "../../../core/errors.ts";
 import { compileGlob, GlobError } from "../../../core/glob.ts";
+import { headerNameProblem, listProblem, metadataProblem } from "./bounds.ts";
 import type { KeyFields, KeyLimits } from "./record.ts";
 
 const FIELDS = ["consumer", "user_type", "groups", "roles", "scopes", "models", "expires_at", "limits", "metadata", "enabled"] as const;
@@ -21,7 +22,20 @@ function strings(value: unknown, field: string, problems: string[]): string[] | 
     problems.push(`${field}: must be a list of non-empty strings`);
     return undefined;
   }
-  return [...new Set(value as string[])];
+  const entries = [...new Set(value as string[])];
+  const tooBig = listProblem(field, entries);
+  if (tooBig) {
+    problems.push(tooBig);
+    return undefined;
+  }
+  return entries;
+}
+
+/** `value` when a backend can get it in a header, else undefined with the problem noted. */
+function headerName(field: string, value: string, problems: string[]): string | undefined {
+  const problem = headerNameProblem(field, value);
+  if (problem) problems.push(problem);
+  return problem ? undefined : value;
 }
 
 function limitsOf(value: unknown, problems: string[]): KeyLimits | undefined {
@@ -58,17 +72,17 @@ export function parseKeyBody(body: unknown, creating: boolean, now: number): Pat
   if (!isRecord(body)) throw errors.badRequest("the body must be a JSON object such as {\"consumer\": \"team-a\", \"models\": [\"gpt-*\"]}");
   const problems: string[] = [];
   const unknown = Object.keys(body).filter((k) => !(FIELDS as readonly string[]).includes(k));
-  if (unknown.length > 0) problems.push(`unknown field ${unknown.map((k) => `"${k}"`).join(", ")}; known: ${FIELDS.join(", ")}`);
+  if (unknown.length > 0) problems.push(`unknown field ${unknown.map((k) => JSON.stringify(k.slice(0, 64))).join(", ")}; known: ${FIELDS.join(", ")}`);
   const out: Patch = {};
   const { consumer, user_type, expires_at, limits, metadata, enabled } = body;
   if (consumer !== undefined || creating) {
     if (typeof consumer !== "string" || consumer.trim() === "") problems.push("consumer: required, a non-empty string naming who the key belongs to");
-    else out.consumer = consumer.trim();
+    else out.consumer = headerName("consumer", consumer.trim(), problems);
   }
   if (user_type === null && !creating) out.user_type = null;
   else if (user_type !== undefined) {
     if (typeof user_type !== "string" || user_type.trim() === "") problems.push("user_type: must be a non-empty string");
-    else out.user_type = user_type.trim();
+    else out.user_type = headerName("user_type", user_type.trim(), problems);
   }
   for (const field of ["groups", "roles", "scopes"] as const) {
     if (body[field] !== undefined) out[field] = strings(body[field], field, problems);
@@ -96,7 +110,11 @@ export function parseKeyBody(body: unknown, creating: boolean, now: number): Pat
   else if (limits !== undefined) out.limits = limitsOf(limits, problems);
   if (metadata !== undefined) {
     if (!isRecord(metadata) || Object.values(metadata).some((v) => typeof v !== "string")) problems.push("metadata: must be an object of string values");
-    else out.metadata = metadata as Record<string, string>;
+    else {
+      const tooBig = metadataProblem(metadata as Record<string, string>);
+      if (tooBig) problems.push(tooBig);
+      else out.metadata = metadata as Record<string, string>;
+    }
   }
   if (enabled !== undefined) {
     if (typeof enabled !== "boolean") problems.push("enabled: must be true or false");

@@ -10,8 +10,7 @@ import { parseDuration } from "../../../core/config/duration.ts";
 import { errors, GatewayError } from "../../../core/errors.ts";
 import { pageParams } from "../../../core/pagination.ts";
 import type { PluginApi } from "../../../core/plugins/types.ts";
-import { ADMIN_BODY_LIMIT } from "../../../core/request-body/read-bytes.ts";
-import { readJsonBody } from "../../../core/request-body/json-body.ts";
+import { readAdminJson } from "../../../core/request-body/admin-json.ts";
 import { applyPatch, parseKeyBody } from "./input.ts";
 import type { KeyLookup } from "./lookup.ts";
 import { publicView, type KeyFields, type KeyRecord } from "./record.ts";
@@ -30,7 +29,7 @@ export interface KeyRouteDeps {
 
 async function readBody(c: Context, expected: string, optional = false): Promise<unknown> {
   if (optional && (c.req.header("content-length") === "0" || !c.req.raw.body)) return {};
-  return (await readJsonBody(c.req.raw, { limit: ADMIN_BODY_LIMIT, expected })).value;
+  return await readAdminJson(c.req.raw, expected);
 }
 
 export function registerKeyRoutes(api: PluginApi, deps: KeyRouteDeps): void {

@@ -41,7 +41,7 @@ const OPERATIONS: Array<{ method: "get" | "post"; path: string; operation: Opera
       description: `Takes the named jobs (or, without ids, all of the model) off the list; their input is gone, so they cannot be rerun. Audited. ${ADMIN}`,
       tags: ["Admin"],
       requestBody: body("RelayDiscardRequest"),
-      responses: { "200": jsonResponse("RelayDiscardResult", "Discarded"), ...errors(400, 404, 413) },
+      responses: { "200": jsonResponse("RelayDiscardResult", "Discarded"), ...errors(400, 404, 413, 415) },
     },
   },
   {
@@ -63,7 +63,7 @@ const OPERATIONS: Array<{ method: "get" | "post"; path: string; operation: Opera
       description: `The named deliveries (or, without ids, every one) go back on the durable retry schedule with every attempt of webhooks.max_retries, the same body signed anew at each attempt. Audited. ${ADMIN}`,
       tags: ["Admin"],
       requestBody: body("RedeliverRequest"),
-      responses: { "200": jsonResponse("RedeliverResult", "Scheduled"), ...errors(400, 413) },
+      responses: { "200": jsonResponse("RedeliverResult", "Scheduled"), ...errors(400, 413, 415) },
     },
   },
   {

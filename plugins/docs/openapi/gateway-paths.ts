@@ -37,8 +37,7 @@ function corePaths(): Paths {
         tags: ["Admin"],
         responses: {
           "200": jsonResponse("ReloadResult", "Reloaded"),
-          "422": jsonResponse("ReloadError", "The file is invalid (type config_error): every problem is listed with its path; nothing changed"),
-          "500": jsonResponse("ReloadError", "A plugin failed to set up for another reason (type api_error); nothing changed"),
+          "500": jsonResponse("ReloadError", "Not reloaded, nothing changed: the file is invalid (type config_error, every problem listed with its path), or a plugin failed to set up for another reason (type api_error)"),
         },
       },
     },

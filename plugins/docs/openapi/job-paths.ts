@@ -167,7 +167,7 @@ export function jobPaths(input: DocInput): Paths {
         description: "Deletes the job records and their stored files. Admin endpoint: secure /-/* upstream.",
         tags: ["Admin"],
         requestBody: { required: true, content: { "application/json": { schema: schemaRef("PurgeRequest") } } },
-        responses: { "200": jsonResponse("PurgeResult", "Deleted"), ...errors(400, 413) },
+        responses: { "200": jsonResponse("PurgeResult", "Deleted"), ...errors(400, 413, 415) },
       },
     };
   }

@@ -17,7 +17,7 @@ export function keyPaths(input: DocInput): Paths {
         description: `The answer is the only time the secret is shown. ${ADMIN}`,
         tags: ["Admin", "Keys"],
         requestBody: body("KeyCreate"),
-        responses: { "201": jsonResponse("KeyCreated", "The key, with its secret"), ...errors(400, 401, 403, 413) },
+        responses: { "201": jsonResponse("KeyCreated", "The key, with its secret"), ...errors(400, 401, 403, 413, 415) },
       },
       get: {
         operationId: "list_keys",
@@ -41,7 +41,7 @@ export function keyPaths(input: DocInput): Paths {
         tags: ["Admin", "Keys"],
         parameters: [id],
         requestBody: body("KeyUpdate"),
-        responses: { "200": jsonResponse("Key", "The key as changed"), ...errors(400, 401, 403, 404, 409, 413) },
+        responses: { "200": jsonResponse("Key", "The key as changed"), ...errors(400, 401, 403, 404, 409, 413, 415) },
       },
       delete: {
         operationId: "revoke_key",
@@ -60,7 +60,7 @@ export function keyPaths(input: DocInput): Paths {
         tags: ["Admin", "Keys"],
         parameters: [id],
         requestBody: body("KeyRotate", false),
-        responses: { "200": jsonResponse("KeyRotated", "The new secret"), ...errors(400, 401, 403, 404, 409) },
+        responses: { "200": jsonResponse("KeyRotated", "The new secret"), ...errors(400, 401, 403, 404, 409, 415) },
       },
     },
   };

@@ -15,6 +15,7 @@ const ERRORS: Record<number, [name: string, description: string]> = {
   404: ["NotFound", "Unknown path, job or model (a model hidden from the caller looks the same)"],
   409: ["Conflict", "The Idempotency-Key was used before and its job is gone"],
   413: ["TooLarge", "The body is larger than the configured cap"],
+  415: ["UnsupportedMediaType", "An admin endpoint's JSON body was sent without Content-Type: application/json"],
   429: ["RateLimited", "A rate, token, concurrent-job or processing-time limit is exhausted"],
   500: ["InternalError", "The gateway failed; see its log"],
   501: ["NotImplemented", "The feature needs configuration that is missing (e.g. server.consumer_header)"],

@@ -86,12 +86,12 @@ describe("coded start refusals", () => {
     expect(plugin.refusal?.problems[0]).toContain('services[0].provider: "chat_completion" (model "m") is not a provider any plugin registered');
   });
 
-  it("a refused reload logs the code, and answers 422 config_error: the file names a module that cannot be imported", async () => {
+  it("a refused reload logs the code, and answers 500 config_error: the file names a module that cannot be imported", async () => {
     const started = await start(base);
     if (!started.gateway) throw new Error(`did not start: ${started.refusal?.message}`);
     started.file.text = `plugins:\n  load: [./missing.ts]\n${base}`;
     const response = await started.gateway.fetch(new Request("http://gateway/-/reload", { method: "POST" }));
-    expect(response.status).toBe(422);
+    expect(response.status).toBe(500);
     expect(await response.json()).toMatchObject({ error: { type: "config_error" }, problems: [expect.stringContaining('plugins.load[0]: cannot import "./missing.ts"')] });
     expect(started.entries.find((entry) => entry.event === "reload_refused")?.fields).toMatchObject({ code: "GW_PLUGIN_LOAD_FAILED" });
   });

@@ -301,6 +301,53 @@ describe("submission", () => {
   });
 });
 
+describe("submission forms the gateway refuses", () => {
+  /** A form with the given fields in order (repeats kept) and a wav file, placed first or last. */
+  function form(fields: Array<[string, string]>, fileFirst: boolean): FormData {
+    const out = new FormData();
+    const file = () => out.append("file", new Blob(["audio"], { type: "audio/wav" }), "clip.wav");
+    if (fileFirst) file();
+    for (const [name, value] of fields) out.append(name, value);
+    if (!fileFirst) file();
+    return out;
+  }
+
+  it("answers 400 for a field the gateway reads sent twice (two models), before or after the file, and stores nothing", async () => {
+    const gw = await start();
+    for (const fileFirst of [false, true]) {
+      for (const name of ["model", "operation", "callback_url"]) {
+        const values = name === "model" ? ["whisper", "whisper-large"] : name === "operation" ? ["transcribe", "translate"] : ["http://a.example/hook", "http://b.example/hook"];
+        const response = await gw.request("/jobs/asr", { method: "POST", body: form([[name, values[0]], [name, values[1]]], fileFirst) });
+        expect(response.status, `${name}, file first: ${fileFirst}`).toBe(400);
+        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", message: `form field "${name}" was sent more than once; send it once` } });
+      }
+    }
+    expect(await objectKeys(gw.objects)).toEqual([]);
+    expect(await gw.kv.llen("relay:whisper")).toBe(0);
+    expect(await gw.kv.llen("relay:whisper-large")).toBe(0);
+    // A field the gateway does not read may repeat, as OpenAI's timestamp_granularities[] does.
+    const accepted_ = await gw.request("/jobs/asr", { method: "POST", body: form([["model", "whisper"], ["timestamp_granularities[]", "word"], ["timestamp_granularities[]", "segment"]], false) });
+    expect((await accepted(accepted_)).model).toBe("whisper");
+  });
+
+  it('answers 400 for an empty multipart boundary (boundary="") and stores nothing', async () => {
+    const gw = await start();
+    const body = '--\r\nContent-Disposition: form-data; name="file"; filename="clip.wav"\r\nContent-Type: audio/wav\r\n\r\naudio\r\n----\r\n';
+    for (const contentType of ['multipart/form-data; boundary=""', "multipart/form-data; boundary=", 'multipart/form-data; charset=utf-8; BOUNDARY = ""']) {
+      const response = await gw.request("/jobs/asr", { method: "POST", headers: { "content-type": contentType }, body });
+      expect(response.status, contentType).toBe(400);
+      expect(await response.json()).toEqual({
+        error: {
+          type: "invalid_request_error",
+          message: 'the multipart boundary is empty (boundary=""); give the boundary that separates the body\'s parts (1 to 70 characters), or let the HTTP client set the content type',
+        },
+      });
+    }
+    expect(await objectKeys(gw.objects)).toEqual([]);
+    expect(await gw.kv.llen("relay:whisper")).toBe(0);
+  });
+});
+
 describe("relay results", () => {
   it("runs a job to completed with the backend's JSON as result, and counts it", async () => {
     const gw = await start();
@@ -556,7 +603,18 @@ describe("POST /-/jobs/purge", () => {
     expect((await gw.request(`/jobs/broken/${other.job_id}`)).status).toBe(200);
     expect(await objectKeys(gw.objects)).toEqual([`jobs/${other.job_id}/input`]);
     expect(await gw.kv.llen("relay:whisper")).toBe(0);
-    expect((await gw.request("/-/jobs/purge", { method: "POST", body: "{}" })).status).toBe(400);
+    expect((await gw.request("/-/jobs/purge", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status).toBe(400);
+  });
+
+  it("refuses a model name longer than 256 characters, naming the bound", async () => {
+    const gw = await start();
+    const purge = (model: string) => gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model }), headers: { "content-type": "application/json" } });
+    const refused = await purge("m".repeat(10 * 1024));
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: { type: "invalid_request_error", message: '"model": at most 256 characters (got 10240); name the model alias whose jobs to delete' },
+    });
+    expect(await (await purge("m".repeat(256))).json()).toEqual({ model: "m".repeat(256), deleted: 0 });
   });
 });
 
@@ -601,7 +659,7 @@ describe("idempotency", () => {
     const gw = await start(owned);
     const headers = { "idempotency-key": "k-2" };
     await accepted(await submit(gw, "asr", {}, undefined, headers));
-    await gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model: "whisper" }) });
+    expect((await gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } })).status).toBe(200);
     const again = await submit(gw, "asr", {}, undefined, headers);
     expect(again.status).toBe(409);
     expect(await errorOf(again)).toContain("k-2");

@@ -67,16 +67,17 @@ services:
     expect(buildDocument({ config: keys, visible: keys.services, served: () => false, syncProxy: true }).paths["/-/keys"]).toBeUndefined();
   });
 
-  it("documents the 413 an oversize admin body gets", () => {
+  it("documents the 413 an oversize admin body gets, and the 415 of one sent as another type than application/json", () => {
     const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
-    expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413"]);
+    expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413", "415"]);
+    for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) expect(Object.keys(doc.paths[path].post?.responses ?? {}), path).toContain("415");
   });
 
-  it("documents a refused reload as 422 (the file is wrong) and 500 (a plugin failed), both with every problem", () => {
+  it("documents a refused reload as a 500 with every problem, whether the file is wrong or a plugin failed", () => {
     const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
     const responses = doc.paths["/-/reload"].post?.responses as Record<string, { content?: Record<string, { schema: unknown }> }>;
-    expect(Object.keys(responses)).toEqual(["200", "422", "500"]);
-    for (const status of ["422", "500"]) expect(responses[status].content?.["application/json"].schema).toEqual({ $ref: "#/components/schemas/ReloadError" });
+    expect(Object.keys(responses)).toEqual(["200", "500"]);
+    expect(responses["500"].content?.["application/json"].schema).toEqual({ $ref: "#/components/schemas/ReloadError" });
   });
 
   it("documents the inbound Messages operations where a service lists them, with the Messages request and error shapes", async () => {
