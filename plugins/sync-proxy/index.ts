@@ -9,6 +9,7 @@ import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
 import { directProxy, type CallSettings } from "./direct-proxy.ts";
 import { modelListHandler } from "./model-list.ts";
+import { syncProxyOpenApi } from "./openapi.ts";
 import { syncBodyLimit } from "./request-body.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
@@ -22,6 +23,7 @@ export default definePlugin({
   // Its catch-all route goes after every other plugin's routes (/jobs, /usage, /docs, ...), so
   // a configured wildcard path cannot shadow them: last among the plugins free to go.
   priority: -100,
+  openapi: syncProxyOpenApi,
   setup(api) {
     const modes = new SyncModeList();
     api.provide("syncModes", modes);
