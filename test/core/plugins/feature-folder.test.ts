@@ -2,8 +2,9 @@
  * A feature is one folder: test/fixtures/plugins/greeter holds a route, a config section, its
  * OpenAPI paths and a console panel, and registering it (the plugin list of the gateway, as
  * plugins/index.ts is for the built-in ones) is all it takes: its config section is validated
- * with the file, its paths are in /openapi.yaml and its panel is a tab of the console.
- * Two plugins claiming the same schema, tag or panel id refuse the start.
+ * with the file, its paths are in /openapi.yaml and its panel is a tab of the console; loaded
+ * with `plugins.load` instead, it is documented and shown the same way. Two plugins claiming
+ * the same schema, tag or panel id refuse the start.
  */
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { mkdtempSync } from "node:fs";
@@ -35,7 +36,11 @@ async function start(yaml: string, plugins: readonly PluginDefinition[] = [...bu
   const gateway = await Gateway.create({
     readConfig: async () => `object_store: { dir: ${JSON.stringify(dir)} }\nrelay: { embedded: false }\n${yaml}`,
     env: {},
-    importModule: () => Promise.reject(new Error("no plugins.load here")),
+    // `plugins.load: [greeter]` loads the fixture as a user plugin.
+    importModule: async (specifier) => {
+      if (specifier !== "greeter") throw new Error(`no module "${specifier}" here`);
+      return { default: greeter };
+    },
     openStores,
     plugins,
     log: silentLogger,
@@ -110,6 +115,17 @@ describe("a plugin in its own folder", () => {
     expect(tabs).toEqual(["usage", "queues", "webhooks", "keys", "backends", "config", "greetings"]);
     const script = await (await get(gateway, "/-/console/app.js")).text();
     expect(script).toContain('// panel: greetings\ngatewayConsole.panel({\n  id: "greetings"');
+  });
+});
+
+describe("a plugin loaded with plugins.load", () => {
+  it("documents its routes and has its tab like a built-in one", async () => {
+    const gateway = await start("plugins: { load: [greeter] }\ngreeter: { greeting: hey }\nservices: []\n", builtinPlugins);
+    expect(await (await get(gateway, "/-/greeting")).json()).toEqual({ greeting: "hey", times: 1 });
+    const { doc } = await documentOf(gateway);
+    expect(doc.paths["/-/greeting"]?.get).toBeDefined();
+    expect(doc.components.schemas.Greeting).toBeDefined();
+    expect(await (await get(gateway, "/-/console")).text()).toContain('data-tab="greetings"');
   });
 });
 
