@@ -1,5 +1,5 @@
 /**
- * Spec 9: an operation shared by several models is marked deprecated only once every model
+ * An operation shared by several models is marked deprecated only once every model
  * on it is; until then the deprecated ones are named in the description of the `model`
  * field. Routing is unchanged either way.
  */

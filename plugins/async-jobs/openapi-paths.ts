@@ -1,5 +1,5 @@
 /**
- * The async job endpoints (spec 4.1 to 4.4, 4.12 purge): one submission operation per
+ * The async job endpoints (submit, get, cancel, list, purge): one submission operation per
  * service type, with the multipart fields and the type's models and operations, and the
  * shared job endpoints. Only documented when the jobs plugin serves them.
  */

@@ -1,7 +1,7 @@
 /**
- * One operation per configured sync path (spec 4.5): the models on it (the `model` field's
- * enum), deprecation (spec 9), `{model}` templates as path parameters and `/*` wildcards
- * as a `{path}` parameter with a note, since OpenAPI has no wildcard paths.
+ * One operation per configured sync path: the models on it (the `model` field's enum),
+ * deprecation, `{model}` templates as path parameters and `/*` wildcards as a `{path}`
+ * parameter with a note, since OpenAPI has no wildcard paths. And `GET /v1/models`.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { deprecationOf, withNote, type Deprecation } from "../../core/openapi/deprecation.ts";
