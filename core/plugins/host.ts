@@ -29,6 +29,7 @@ import {
   type GatewayServices,
   type PinnedFetch,
   type PluginApi,
+  type PluginContributions,
   type PluginDefinition,
   type PluginLayer,
   type ProcessRole,
@@ -230,6 +231,8 @@ export class Runtime {
   readonly middlewareOrder: string[] = [];
   /** Each service with the plugin that provided it (`use` / `has` check that plugin was declared). */
   private readonly services = new Map<string, { value: unknown; plugin: string }>();
+  /** What the installed plugins declare for others to present (`PluginApi.contributions`). */
+  private contributions: readonly PluginContributions[] = [];
   /** The events `on` accepts: the core's and those every installed plugin declares. */
   private knownEvents: ReadonlySet<string> = new Set(CORE_EVENTS);
   private readonly listeners = new Map<string, Array<(payload: never) => void>>();
@@ -280,6 +283,10 @@ export class Runtime {
   async install(definitions: readonly PluginDefinition[], options: { complete?: boolean } = {}): Promise<void> {
     // Installed, not only active: a listener for the events of a plugin turned off is fine.
     this.knownEvents = new Set([...CORE_EVENTS, ...definitions.flatMap((definition) => definition.events ?? [])]);
+    // Installed, not only active, like config sections: a panel or schema does not come and go with its plugin's switch.
+    this.contributions = [...definitions]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map(({ name, openapi, consolePanels }) => ({ name, openapi, consolePanels }));
     const active = activePluginNames(definitions, this.config, this.deps.role);
     for (const placement of placePlugins(definitions, active, options)) {
       await placement.definition.setup(this.apiFor(placement.definition));
@@ -447,6 +454,7 @@ export class Runtime {
         if (!deps.readAsset) return Promise.reject(new Error(`cannot read "${path}": this runtime provides no asset reader`));
         return deps.readAsset(path);
       },
+      contributions: this.contributions,
       pipeline: this.pipeline,
       newContext(request: Request, mode: RequestMode, serviceType: string) {
         const slot = slotOf(request);

@@ -7,9 +7,11 @@
 import type { Hono, MiddlewareHandler } from "hono";
 import type { TSchema, Static } from "@sinclair/typebox";
 import type { Clock, IdSource } from "../clock.ts";
+import type { ConsolePanel } from "../console/panel.ts";
 import type { ConfigSection, GatewayConfig, ServiceFieldSet } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
+import type { OpenApiContribution } from "../openapi/contribution.ts";
 import type { Pipeline, StageStep, StepStage } from "../pipeline/pipeline.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { ModelAccess } from "../registry/model-access.ts";
@@ -152,6 +154,11 @@ export interface PluginApi<Section = unknown> {
    * (provided by the runtime adapter; plugins never touch the file system themselves).
    */
   readAsset(path: string): Promise<Uint8Array>;
+  /**
+   * What every installed plugin declares for others to present (`openapi`, `consolePanels`),
+   * whether it is on or off, by plugin name: the docs and console plugins read it.
+   */
+  readonly contributions: readonly PluginContributions[];
   /** Runs requests through the core stages (modes use it in their route handlers). */
   readonly pipeline: Pipeline;
   /** A request context for a mode's route handler. */
@@ -226,6 +233,13 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   /** Fields this plugin adds to every `services[i]`, validated per service with paths like `services[2].retry`. */
   serviceFields?: ServiceFieldSet;
   /**
+   * Its part of the API document (`GET /openapi.yaml`): tags, component schemas and the paths of
+   * its routes. The docs plugin collects it from every installed plugin.
+   */
+  openapi?: OpenApiContribution;
+  /** Its views in the admin console (`/-/console`), in tab order. The console plugin collects them from every installed plugin. */
+  consolePanels?: readonly ConsolePanel[];
+  /**
    * On when the config says so (default: always on). `plugins: { NAME: false }` turns any plugin off.
    * `role` lets a plugin of several roles decide per process (the relay: always in relay
    * processes, in the gateway only when embedded).
@@ -233,6 +247,9 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   enabled?(config: GatewayConfig, role: ProcessRole): boolean;
   setup(api: PluginApi<Static<S>>): void | Promise<void>;
 }
+
+/** What a plugin declares for other plugins to present, as `PluginApi.contributions` lists it. */
+export type PluginContributions = Pick<PluginDefinition, "name" | "openapi" | "consolePanels">;
 
 /** Identity helper that keeps the section type attached to `setup`. */
 export function definePlugin<S extends TSchema = TSchema>(definition: PluginDefinition<S>): PluginDefinition<S> {

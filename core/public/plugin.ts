@@ -21,6 +21,7 @@ export {
   type GatewayServices,
   type PinnedFetch,
   type PluginApi,
+  type PluginContributions,
   type PluginDefinition,
   type PluginLayer,
   type ProcessRole,
@@ -28,6 +29,11 @@ export {
 
 // Routes and middleware: `api.routes` is a Hono app, `api.middleware` takes a Hono middleware.
 export type { Context, Hono, MiddlewareHandler, Next } from "hono";
+// What a plugin adds to the API document and the admin console (`definePlugin({ openapi, consolePanels })`).
+export type { OpenApiContribution, PathsBuilder } from "../openapi/contribution.ts";
+export type { DocInput } from "../openapi/input.ts";
+export type { Method, Operation, Parameter, PathItem, Paths, RequestBody, ResponseObject, ResponseOrRef, Schema, Tag } from "../openapi/types.ts";
+export type { ConsolePanel } from "../console/panel.ts";
 
 // Errors: a PluginError refuses a start or reload; a GatewayError (or one of `errors`) answers a request.
 export { PluginError } from "../plugins/host.ts";

@@ -5,9 +5,11 @@
  */
 import { definePlugin } from "../../core/plugins/types.ts";
 import { jobServiceFields, jobsSection } from "./config.ts";
+import { queuesPanel } from "./console-panel.ts";
 import { answering, registerManageRoutes } from "./manage.ts";
 import { QueueAdmin, registerQueueAdminRoutes } from "./queues-admin.ts";
 import { reportQueueDepth, submissionCounter } from "./metrics.ts";
+import { asyncJobsOpenApi } from "./openapi.ts";
 import { KvJobStore } from "./store.ts";
 import { submitHandler } from "./submit.ts";
 
@@ -19,6 +21,8 @@ export default definePlugin({
   section: jobsSection,
   serviceFields: jobServiceFields,
   roles: ["gateway", "relay"],
+  openapi: asyncJobsOpenApi,
+  consolePanels: [queuesPanel],
   setup(api) {
     const store = new KvJobStore({
       kv: api.kv,

@@ -7,7 +7,9 @@
  */
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import { keysPanel } from "./api-keys/console-panel.ts";
 import { setupApiKeys } from "./api-keys/index.ts";
+import { apiKeysOpenApi } from "./api-keys/openapi.ts";
 import { authSection } from "./config.ts";
 import { backendIdentity } from "./backend-identity.ts";
 import { proxyIdentity } from "./proxy.ts";
@@ -28,6 +30,9 @@ export default definePlugin({
   // counted as hidden (svc_model_hidden_total) whatever the key allows.
   after: ["visibility"],
   section: authSection,
+  // Declared whether auth is on or off: the keys panel then says how to turn keys on.
+  openapi: apiKeysOpenApi,
+  consolePanels: [keysPanel],
   // A key secret alone turns it on: /-/keys issues keys before the mode is switched to api_key.
   enabled: (config) => config.auth.mode !== "none" || config.auth.api_key.secret !== "",
   async setup(api) {

@@ -9,6 +9,8 @@ import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { configuredBackends, hostPort, publicUrl } from "./backends-list.ts";
 import { backendHealthSection } from "./config.ts";
+import { backendsPanel } from "./console-panel.ts";
+import { backendHealthOpenApi } from "./openapi.ts";
 import { retryRounds } from "./retry.ts";
 import { HealthTracker } from "./tracker.ts";
 
@@ -17,6 +19,8 @@ export default definePlugin({
   section: backendHealthSection,
   // Its providers' default addresses, for services that name none.
   optionalDependsOn: ["providers"],
+  openapi: backendHealthOpenApi,
+  consolePanels: [backendsPanel],
   setup(api) {
     const section = api.config.backend_health;
     const ejections = api.metrics.counter({

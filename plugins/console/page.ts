@@ -1,9 +1,9 @@
 /**
  * The console page: a shell with a tab per panel that loads the stylesheet and one script
- * (the client followed by every panel's script, index.ts), both served by the gateway (offline, behind a strict CSP: no inline script).
+ * (the client followed by every panel's script, in tab order), both served by the gateway (offline, behind a strict CSP: no inline script).
  * URLs are relative to /-/console, so the page also works under a path prefix.
  */
-import type { ConsolePanel } from "./panels/panel.ts";
+import type { ConsolePanel } from "../../core/console/panel.ts";
 
 export const CONSOLE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 

@@ -11,7 +11,9 @@ import { docsServiceFields } from "./config.ts";
 import { loadAssets } from "./assets.ts";
 import { audienceOf } from "./audience.ts";
 import { BackendSpecs } from "./backend-spec.ts";
-import { buildDocument } from "./openapi/document.ts";
+import { assembleDocument } from "./openapi/assemble.ts";
+import { docsOpenApi } from "./openapi/own-part.ts";
+import { documentParts } from "./openapi/parts.ts";
 import { docsPage, INIT_SCRIPT, PAGE_CSP, UI_ASSETS } from "./page.ts";
 import { servedRoutes } from "./served-routes.ts";
 
@@ -25,7 +27,10 @@ export default definePlugin({
   optionalDependsOn: ["sync-proxy"],
   before: ["sync-proxy"],
   serviceFields: docsServiceFields,
+  openapi: docsOpenApi,
   async setup(api) {
+    // Every installed plugin's part (this plugin's own included), checked once at start.
+    const parts = documentParts(api.contributions);
     // Read on the first page load, not at start: ~2 MB that every process would otherwise hold
     // whether or not anyone opens the page. A failure only disables the page (and is retried).
     const assets = () =>
@@ -42,7 +47,7 @@ export default definePlugin({
       let text = documents.get(audience.key);
       if (text === undefined) {
         // Built on first use, once every plugin has registered its routes.
-        const document = buildDocument({ config: api.config, visible: audience.visible, served, syncProxy: api.has("syncModes") });
+        const document = assembleDocument({ config: api.config, visible: audience.visible, served, syncProxy: api.has("syncModes") }, parts);
         text = stringify(document, { aliasDuplicateObjects: false, lineWidth: 0 });
         if (documents.size >= MAX_CACHED_DOCUMENTS) documents.delete(documents.keys().next().value ?? "");
         documents.set(audience.key, text);

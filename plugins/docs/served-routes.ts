@@ -3,7 +3,7 @@
  * plugins registered, so the document never describes an endpoint a disabled plugin left out.
  */
 import type { Hono } from "hono";
-import type { Method } from "./openapi/types.ts";
+import type { Method } from "../../core/openapi/types.ts";
 
 /** `/jobs/:type/:id{[0-9a-f-]+}` and `/jobs/{service_type}/{id}` both become `/jobs/{}/{}`. */
 function shape(path: string): string {

@@ -15,6 +15,7 @@ import { createLlmMode } from "./handler.ts";
 import { LlmMetrics } from "./metrics.ts";
 import { messagesErrors } from "./messages-errors.ts";
 import { messagesRoute } from "./messages-inbound.ts";
+import { llmProxyOpenApi } from "./openapi.ts";
 
 export default definePlugin({
   name: "llm-proxy",
@@ -23,6 +24,7 @@ export default definePlugin({
   // prices answers when some model has a price.
   optionalDependsOn: ["response-cache", "backend-health", "pricing"],
   section: llmSection,
+  openapi: llmProxyOpenApi,
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
     const { config } = api;

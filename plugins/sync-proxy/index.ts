@@ -10,6 +10,7 @@ import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
 import { directProxy, type CallSettings } from "./direct-proxy.ts";
 import { modelEntryHandler, modelListHandler } from "./model-list.ts";
+import { syncProxyOpenApi } from "./openapi.ts";
 import { syncBodyLimit } from "./request-body.ts";
 import { resolveSyncRequest, type Resolved } from "./resolve.ts";
 import { SyncModeList } from "./sync-modes.ts";
@@ -21,6 +22,7 @@ export default definePlugin({
   // Its catch-all route goes after every other plugin's routes (/jobs, /usage, /docs, ...), so
   // a configured wildcard path cannot shadow them: last among the plugins free to go.
   layer: "catch-all",
+  openapi: syncProxyOpenApi,
   setup(api) {
     const modes = new SyncModeList();
     api.provide("syncModes", modes);

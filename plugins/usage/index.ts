@@ -11,8 +11,10 @@
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { usageSection } from "./config.ts";
+import { usagePanel } from "./console-panel.ts";
 import type {} from "../../core/jobs/types.ts";
 import type {} from "../../core/limits/windows.ts";
+import { usageOpenApi } from "./openapi.ts";
 import { UsageRecorder } from "./recorder.ts";
 import { UsageRecords } from "./records.ts";
 import { registerUsageRoutes } from "./routes.ts";
@@ -23,6 +25,8 @@ export default definePlugin({
   optionalDependsOn: ["limits", "pricing"],
   section: usageSection,
   roles: ["gateway", "relay"],
+  openapi: usageOpenApi,
+  consolePanels: [usagePanel],
   setup(api) {
     const retentionMs = durationMs(api.config.usage.retention);
     if (api.config.server.consumer_header !== "") {

@@ -11,8 +11,10 @@
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
 import { webhooksSection } from "./config.ts";
+import { webhooksPanel } from "./console-panel.ts";
 import { registerWebhookAdminRoutes, WebhookAdmin } from "./deadletters.ts";
 import { Dispatcher, notificationBody, type TerminalJob } from "./dispatcher.ts";
+import { webhooksOpenApi } from "./openapi.ts";
 import { OutboxSweep } from "./outbox.ts";
 import { DeliveryQueue } from "./queue.ts";
 import { checkCallbackUrl } from "./target.ts";
@@ -47,6 +49,8 @@ export default definePlugin({
   optionalDependsOn: ["async-jobs"],
   section: webhooksSection,
   roles: ["gateway", "relay"],
+  openapi: webhooksOpenApi,
+  consolePanels: [webhooksPanel],
   setup(api) {
     const settings = api.config.webhooks;
     // Positive: config validation refuses 0s (core/config/load.ts).

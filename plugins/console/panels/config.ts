@@ -1,5 +1,5 @@
 /** Config: the running config with its secrets redacted, and a reload of the config file. */
-import type { ConsolePanel } from "./panel.ts";
+import type { ConsolePanel } from "../../../core/console/panel.ts";
 
 export const configPanel: ConsolePanel = {
   id: "config",

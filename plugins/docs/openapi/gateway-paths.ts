@@ -1,16 +1,15 @@
 /**
- * The gateway's own endpoints: the core's (health, metrics, reload), the model list, usage
- * reporting and these docs. Endpoints of optional plugins are documented only when their
- * route exists in this runtime.
+ * The endpoints the docs plugin documents itself: the core's (health, metrics, reload, the
+ * running config), which no plugin owns, and its own (this document and the docs pages).
  */
-import { identityHeaders, modelNames, oneOfStrings, type DocInput } from "./input.ts";
-import { keyPaths } from "./key-paths.ts";
-import { errors, jsonResponse } from "./responses.ts";
-import type { Parameter, Paths } from "./types.ts";
+import { ADMIN } from "../../../core/openapi/admin.ts";
+import { modelNames, oneOfStrings, type DocInput } from "../../../core/openapi/input.ts";
+import { errors, jsonResponse } from "../../../core/openapi/responses.ts";
+import type { Parameter, Paths } from "../../../core/openapi/types.ts";
 
 const TEXT = (description: string, type: string) => ({ description, content: { [type]: { schema: { type: "string" } } } });
 
-function corePaths(): Paths {
+export function corePaths(): Paths {
   return {
     "/health": {
       get: {
@@ -44,7 +43,7 @@ function corePaths(): Paths {
   };
 }
 
-function docsPaths(input: DocInput): Paths {
+export function docsPaths(input: DocInput): Paths {
   const documented = input.visible.filter((s) => s.swagger_url !== "" && s.model !== "");
   const params = (): Parameter[] => [
     { name: "type", in: "path", required: true, schema: oneOfStrings([...new Set(documented.map((s) => s.type))]) },
@@ -76,110 +75,11 @@ function docsPaths(input: DocInput): Paths {
   return paths;
 }
 
-function modelListPath(input: DocInput): Paths {
-  if (!input.served("get", "/v1/models")) return {};
-  const entry: Paths = !input.served("get", "/v1/models/{model}")
-    ? {}
-    : {
-        "/v1/models/{model}": {
-          get: {
-            operationId: "retrieve_model",
-            summary: "One model's entry of the list",
-            description: "The OpenAI clients' models.retrieve. A model hidden from the caller is the unknown model's 404 (code model_not_found).",
-            tags: ["Models"],
-            parameters: [{ name: "model", in: "path", required: true, schema: oneOfStrings(modelNames(input.visible)) }, ...identityHeaders(input.config)],
-            responses: { "200": jsonResponse("Model", "The model's entry"), ...errors(404) },
-          },
-        },
-      };
+/** The running config: a route of the core, always served. */
+export function configPath(): Paths {
   return {
-    ...entry,
-    "/v1/models": {
-      get: {
-        operationId: "list_models",
-        summary: "Models the caller may see",
-        tags: ["Models"],
-        parameters: [
-          { name: "model", in: "query", description: "Return this model's native info from its backend instead", schema: oneOfStrings(modelNames(input.visible)) },
-          ...identityHeaders(input.config),
-        ],
-        responses: { "200": jsonResponse("ModelList", "The model list (or, with ?model=, the backend's answer)"), ...errors(404, 502) },
-      },
+    "/-/config": {
+      get: { operationId: "running_config", summary: "The running config, secrets redacted", description: `What this runtime runs (not the file). Every secret is "***". ${ADMIN}`, tags: ["Admin"], responses: { "200": jsonResponse("RunningConfig", "The config") } },
     },
   };
-}
-
-function usagePaths(input: DocInput): Paths {
-  const paths: Paths = {};
-  const types = [...new Set(input.visible.map((s) => s.type))];
-  const page: Parameter[] = [
-    { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 100, default: 20 } },
-    { name: "offset", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
-  ];
-  if (input.served("get", "/usage")) {
-    paths["/usage"] = {
-      get: {
-        operationId: "my_usage",
-        summary: "The calling consumer's usage",
-        tags: ["Usage"],
-        parameters: identityHeaders(input.config, { consumerRequired: true }),
-        responses: { "200": jsonResponse("UsageRecord", "Usage per service type"), ...errors(400, 501) },
-      },
-    };
-  }
-  if (input.served("get", "/-/usage")) {
-    paths["/-/usage"] = {
-      get: {
-        operationId: "all_usage",
-        summary: "Usage of all consumers",
-        description: "Admin endpoint: secure /-/* upstream.",
-        tags: ["Admin", "Usage"],
-        parameters: [
-          { name: "consumer", in: "query", description: "Exactly this consumer", schema: { type: "string" } },
-          { name: "type", in: "query", description: "Only this service type, consumers ranked by its requests", schema: oneOfStrings(types) },
-          ...page,
-        ],
-        responses: { "200": jsonResponse("UsageList", "A page of consumers"), ...errors(400, 501) },
-      },
-    };
-  }
-  if (input.served("get", "/-/usage/report")) {
-    paths["/-/usage/report"] = {
-      get: {
-        operationId: "usage_report",
-        summary: "Calendar-aligned totals across consumers (UTC)",
-        description: "At most 400 buckets. Admin endpoint: secure /-/* upstream.",
-        tags: ["Admin", "Usage"],
-        parameters: [
-          { name: "type", in: "query", required: true, schema: oneOfStrings(types) },
-          { name: "period", in: "query", required: true, schema: { type: "string", enum: ["daily", "weekly", "monthly"] } },
-          { name: "from", in: "query", required: true, schema: { type: "string", format: "date" } },
-          { name: "to", in: "query", required: true, schema: { type: "string", format: "date" } },
-          { name: "total", in: "query", schema: { type: "boolean" } },
-          { name: "group_by", in: "query", description: "Adds `groups`, ranked by cost", schema: { type: "string", enum: ["consumer", "model", "key"] } },
-        ],
-        responses: { "200": jsonResponse("UsageReport", "One entry per bucket"), ...errors(400, 501) },
-      },
-    };
-  }
-  return paths;
-}
-
-function backendPaths(input: DocInput): Paths {
-  if (!input.served("get", "/-/backends")) return {};
-  return {
-    "/-/backends": {
-      get: {
-        operationId: "backend_health",
-        summary: "The health of each service's backends",
-        description: "Healthy, or ejected (sitting out a Retry-After or an ejection for failures in a row) until when. Admin endpoint: secure /-/* upstream.",
-        tags: ["Admin"],
-        responses: { "200": jsonResponse("BackendList", "One entry per configured backend of each service") },
-      },
-    },
-  };
-}
-
-export function gatewayPaths(input: DocInput): Paths {
-  return { ...corePaths(), ...modelListPath(input), ...usagePaths(input), ...backendPaths(input), ...keyPaths(input), ...docsPaths(input) };
 }

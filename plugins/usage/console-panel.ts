@@ -5,7 +5,7 @@
  * Per key, a group is an API key's id, or a consumer's name for requests that came without a
  * key: the table puts them in columns of their own, with each key's consumer from `GET /-/keys`.
  */
-import type { ConsolePanel } from "./panel.ts";
+import type { ConsolePanel } from "../../core/console/panel.ts";
 
 export const usagePanel: ConsolePanel = {
   id: "usage",

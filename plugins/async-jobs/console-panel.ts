@@ -1,5 +1,5 @@
 /** Queues: depth, processing and oldest pending job per model; a model's relay dead letters with their errors, and discard. */
-import type { ConsolePanel } from "./panel.ts";
+import type { ConsolePanel } from "../../core/console/panel.ts";
 
 export const queuesPanel: ConsolePanel = {
   id: "queues",

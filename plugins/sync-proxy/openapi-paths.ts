@@ -1,14 +1,14 @@
 /**
- * One operation per configured sync path (spec 4.5): the models on it (the `model` field's
- * enum), deprecation (spec 9), `{model}` templates as path parameters and `/*` wildcards
- * as a `{path}` parameter with a note, since OpenAPI has no wildcard paths.
+ * One operation per configured sync path: the models on it (the `model` field's enum),
+ * deprecation, `{model}` templates as path parameters and `/*` wildcards as a `{path}`
+ * parameter with a note, since OpenAPI has no wildcard paths. And `GET /v1/models`.
  */
-import type { ServiceConfig } from "../../../core/config/schema.ts";
-import { deprecationOf, withNote, type Deprecation } from "./deprecation.ts";
-import { fallbackModel, identityHeaders, modelNames, oneOfStrings, type DocInput } from "./input.ts";
-import { messagesRoute } from "../../../core/llm/messages.ts";
-import { errors, messagesErrors, schemaRef } from "./responses.ts";
-import type { Operation, Parameter, Paths, RequestBody, ResponseObject, Schema } from "./types.ts";
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import { deprecationOf, withNote, type Deprecation } from "../../core/openapi/deprecation.ts";
+import { fallbackModel, identityHeaders, modelNames, oneOfStrings, type DocInput } from "../../core/openapi/input.ts";
+import { messagesRoute } from "../../core/llm/messages.ts";
+import { errors, jsonResponse, messagesErrors, schemaRef } from "../../core/openapi/responses.ts";
+import type { Operation, Parameter, Paths, RequestBody, ResponseObject, Schema } from "../../core/openapi/types.ts";
 
 /** Visible services by configured path, in config order. */
 export function servicesByPath(visible: readonly ServiceConfig[]): Map<string, ServiceConfig[]> {
@@ -162,4 +162,37 @@ export function syncPaths(input: DocInput): Paths {
     paths[key] = { post: operation };
   }
   return paths;
+}
+
+export function modelListPath(input: DocInput): Paths {
+  if (!input.served("get", "/v1/models")) return {};
+  const entry: Paths = !input.served("get", "/v1/models/{model}")
+    ? {}
+    : {
+        "/v1/models/{model}": {
+          get: {
+            operationId: "retrieve_model",
+            summary: "One model's entry of the list",
+            description: "The OpenAI clients' models.retrieve. A model hidden from the caller is the unknown model's 404 (code model_not_found).",
+            tags: ["Models"],
+            parameters: [{ name: "model", in: "path", required: true, schema: oneOfStrings(modelNames(input.visible)) }, ...identityHeaders(input.config)],
+            responses: { "200": jsonResponse("Model", "The model's entry"), ...errors(404) },
+          },
+        },
+      };
+  return {
+    ...entry,
+    "/v1/models": {
+      get: {
+        operationId: "list_models",
+        summary: "Models the caller may see",
+        tags: ["Models"],
+        parameters: [
+          { name: "model", in: "query", description: "Return this model's native info from its backend instead", schema: oneOfStrings(modelNames(input.visible)) },
+          ...identityHeaders(input.config),
+        ],
+        responses: { "200": jsonResponse("ModelList", "The model list (or, with ?model=, the backend's answer)"), ...errors(404, 502) },
+      },
+    },
+  };
 }

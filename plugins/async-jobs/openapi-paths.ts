@@ -1,13 +1,13 @@
 /**
- * The async job endpoints (spec 4.1 to 4.4, 4.12 purge): one submission operation per
+ * The async job endpoints (submit, get, cancel, list, purge): one submission operation per
  * service type, with the multipart fields and the type's models and operations, and the
  * shared job endpoints. Only documented when the jobs plugin serves them.
  */
-import type { ServiceConfig } from "../../../core/config/schema.ts";
-import { deprecationOf, withNote } from "./deprecation.ts";
-import { fallbackModel, identityHeaders, modelNames, oneOfStrings, type DocInput } from "./input.ts";
-import { errors, jsonResponse, schemaRef } from "./responses.ts";
-import type { Operation, Parameter, Paths, Schema } from "./types.ts";
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import { deprecationOf, withNote } from "../../core/openapi/deprecation.ts";
+import { fallbackModel, identityHeaders, modelNames, oneOfStrings, type DocInput } from "../../core/openapi/input.ts";
+import { errors, jsonResponse, schemaRef } from "../../core/openapi/responses.ts";
+import type { Operation, Parameter, Paths, Schema } from "../../core/openapi/types.ts";
 
 const LIMIT_HEADERS = {
   "X-Concurrent-Limit": { description: "When max_concurrent applies", schema: { type: "integer" } },

@@ -1,6 +1,6 @@
-/** The bodies of the API key admin API (`/-/keys`, docs/api-keys.md), in the OpenAPI 3.0 subset (see schemas.ts). */
+/** The bodies of the API key admin API (`/-/keys`, docs/api-keys.md), in the OpenAPI 3.0 subset (see core/openapi/schema.ts). */
 import { Type, type TSchema } from "@sinclair/typebox";
-import { ref, StringEnum } from "./schemas.ts";
+import { ref, StringEnum } from "../../../core/openapi/schema.ts";
 
 const Strings = (description: string) => Type.Array(Type.String({ minLength: 1 }), { description });
 

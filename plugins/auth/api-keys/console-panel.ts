@@ -7,7 +7,7 @@
  * `auth.api_key.secret` there is no key API, and the panel says how to turn it on; with the
  * secret in another mode keys can be issued but are not checked yet, and the panel says that.
  */
-import type { ConsolePanel } from "./panel.ts";
+import type { ConsolePanel } from "../../../core/console/panel.ts";
 
 export const keysPanel: ConsolePanel = {
   id: "keys",

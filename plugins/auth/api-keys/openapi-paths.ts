@@ -1,7 +1,7 @@
 /** `/-/keys`, the API key admin API (docs/api-keys.md), documented when this runtime serves it. */
-import type { DocInput } from "./input.ts";
-import { errors, jsonResponse, schemaRef } from "./responses.ts";
-import type { Parameter, Paths } from "./types.ts";
+import type { DocInput } from "../../../core/openapi/input.ts";
+import { errors, jsonResponse, schemaRef } from "../../../core/openapi/responses.ts";
+import type { Parameter, Paths } from "../../../core/openapi/types.ts";
 
 const ADMIN = "Needs the admin token (Authorization: Bearer <admin.token>); 403 when admin.token is not configured. Every change is audited.";
 const id: Parameter = { name: "id", in: "path", required: true, schema: { type: "string" } };

@@ -1,5 +1,5 @@
 /** Webhooks: the retry queue, and the dead letters with their last error, redelivered one by one or all. */
-import type { ConsolePanel } from "./panel.ts";
+import type { ConsolePanel } from "../../core/console/panel.ts";
 
 export const webhooksPanel: ConsolePanel = {
   id: "webhooks",

@@ -2,7 +2,7 @@
  * Backends: each service's backends, healthy or ejected (until when), failures in a row, and
  * since the process started (or last reloaded) its ejections, attempts, failures and error rate.
  */
-import type { ConsolePanel } from "./panel.ts";
+import type { ConsolePanel } from "../../core/console/panel.ts";
 
 export const backendsPanel: ConsolePanel = {
   id: "backends",

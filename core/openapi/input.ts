@@ -1,5 +1,5 @@
 /** What one generated document is built from: the runtime's config, what the caller may see, and which routes exist. */
-import type { GatewayConfig, ServiceConfig } from "../../../core/config/schema.ts";
+import type { GatewayConfig, ServiceConfig } from "../config/schema.ts";
 import type { Method, Parameter } from "./types.ts";
 
 export interface DocInput {
