@@ -9,7 +9,7 @@
  * exported here for the LLM proxy to call (README.md, "Wiring"); until it does, this provider
  * is not registered.
  */
-import type { JsonObject, ProviderDefinition } from "../../core/llm/provider.ts";
+import type { JsonObject, OutEvent, ProviderDefinition, StreamEvent, StreamProgress, TranslatedResponse, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { wantsStreamUsage } from "../../core/llm/provider.ts";
 import { chatToConverseRequest } from "./chat-to-converse.ts";
 import { converseToChatError, type ErrorHeaders } from "./converse-errors.ts";
@@ -26,11 +26,21 @@ export { bedrockAuth, createCredentialChain, sharedCredentialChain, type AwsCred
 /** The media type of a ConverseStream answer. */
 export const EVENT_STREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream";
 
-export const bedrockProvider: ProviderDefinition = {
+/** The translator with every method there, and `translateError` taking the answer's headers. */
+export interface BedrockTranslator extends Translator {
+  translateRequest(body: JsonObject): JsonObject;
+  translateResponse(body: unknown): TranslatedResponse;
+  translateStreamEvent(event: StreamEvent): OutEvent[];
+  translateStreamEnd(): OutEvent[];
+  streamProgress(): StreamProgress;
+  translateError(status: number, body: unknown, headers?: ErrorHeaders): JsonObject;
+}
+
+export const bedrockProvider = {
   name: "bedrock",
   // Per region (`bedrockRuntimeUrl`): there is no one default address.
   defaultUrl: "",
-  createTranslator(context) {
+  createTranslator(context: TranslatorContext): BedrockTranslator {
     let includeUsage = false;
     let model = "";
     const stream = new ConverseStreamTranslator(context, () => model, () => includeUsage);
@@ -49,4 +59,4 @@ export const bedrockProvider: ProviderDefinition = {
       translateError: (status: number, body: unknown, headers?: ErrorHeaders) => converseToChatError(status, body, headers),
     };
   },
-};
+} satisfies ProviderDefinition;
