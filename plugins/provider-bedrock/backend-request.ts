@@ -39,8 +39,6 @@ export async function prepareBedrockRequest(attempt: BedrockAttempt): Promise<{ 
   const { settings } = attempt;
   const url = bedrockModelUrl({ modelId: attempt.modelId, stream: attempt.stream, region: settings.region, baseUrl: settings.url });
   const headers: Record<string, string> = { "content-type": "application/json", ...lowerCased(attempt.headers) };
-  // The stream answers binary frames; asking for them keeps a proxy in between from guessing.
-  headers.accept = attempt.stream ? "application/vnd.amazon.eventstream" : "application/json";
   const auth = bedrockAuth(settings, attempt.chain);
   if (auth.kind === "api_key") return { url, headers: { ...headers, authorization: `Bearer ${auth.apiKey}` } };
   const signed = await signBedrockRequest({ method: "POST", url, headers, body: attempt.body, region: settings.region, credentials: auth.credentials, now: attempt.now });

@@ -59,8 +59,12 @@ function imageBlock(part: JsonObject, where: string): Block {
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
   // JSON carries Converse's binary `bytes` as base64: the data URL's payload goes as it is.
   if (data) return { image: { format: imageFormat(data[1], where), source: { bytes: data[2] } } };
-  const s3 = /^s3:\/\/[^/]+\/.*\.([a-z0-9]+)$/i.exec(url);
-  if (s3) return { image: { format: imageFormat(`image/${s3[1]}`, where), source: { s3Location: { uri: url } } } };
+  if (url.startsWith("s3://")) {
+    // An S3 object's format is read from its name, as Converse needs it said.
+    const extension = /^s3:\/\/[^/]+\/.*\.([a-z0-9]+)$/i.exec(url)?.[1];
+    if (!extension) throw refuse(`${where}: an s3:// image needs a file name ending in .png, .jpeg, .gif or .webp, not ${describe(url)}`);
+    return { image: { format: imageFormat(`image/${extension}`, where), source: { s3Location: { uri: url } } } };
+  }
   throw refuse(`${where}: Bedrock takes images as base64 data: URLs (data:image/png;base64,...) or s3:// locations, not ${describe(url)}`);
 }
 
@@ -164,7 +168,8 @@ function toolSpec(tool: unknown, i: number): Block[] {
 }
 
 function toolChoice(choice: unknown): JsonObject | undefined {
-  if (choice === undefined || choice === null || choice === "auto") return choice === "auto" ? { auto: {} } : undefined;
+  if (choice === undefined || choice === null) return undefined;
+  if (choice === "auto") return { auto: {} };
   if (choice === "required") return { any: {} };
   if (isRecord(choice) && isRecord(choice.function) && typeof choice.function.name === "string") return { tool: { name: choice.function.name } };
   throw refuse(`"tool_choice" must be "auto", "required", "none" or {"type":"function","function":{"name":...}}, not ${describe(choice)}`);

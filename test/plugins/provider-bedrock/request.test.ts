@@ -64,6 +64,7 @@ describe("bedrock request translation (chat completions -> Converse)", () => {
       'messages[0].content[0]: Bedrock takes images as base64 data: URLs (data:image/png;base64,...) or s3:// locations, not "https://example.test/a.png"',
     );
     expect(() => chatToConverseRequest(image("data:image/tiff;base64,AAAA"))).toThrow('messages[0].content[0]: Bedrock takes png, jpeg, gif or webp images, not "image/tiff"');
+    expect(() => chatToConverseRequest(image("s3://bucket/cat"))).toThrow('messages[0].content[0]: an s3:// image needs a file name ending in .png, .jpeg, .gif or .webp, not "s3://bucket/cat"');
   });
 
   it("translates tools, keeps tools already in the Converse shape, and every tool_choice form", () => {

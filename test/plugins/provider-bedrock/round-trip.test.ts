@@ -22,8 +22,8 @@ const TOOLS = [{ type: "function", function: { name: "weather", description: "Th
 
 let fake: FakeBedrock;
 beforeAll(async () => {
-  // Streams are written 5 bytes at a time: frames arrive cut anywhere.
-  fake = await startBedrockBackend({ chunkBytes: 5 });
+  // Streams are written 37 bytes at a time: frames arrive cut anywhere.
+  fake = await startBedrockBackend({ chunkBytes: 37 });
 });
 afterAll(() => fake.stop());
 
