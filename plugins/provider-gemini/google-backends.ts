@@ -61,6 +61,11 @@ export function vertexBackendAuth(settings: GoogleBackendSettings, deps: { clock
   if (!present(settings.project) || !present(settings.location)) {
     throw new Error("a vertex_ai backend needs project and location (OAuth from credentials_file or Application Default Credentials), or api_key");
   }
-  const tokens = new GoogleAccessTokens({ keyFile: present(settings.credentials_file) ? settings.credentials_file : undefined, clock: deps.clock, fetch: deps.fetch });
+  const tokens = new GoogleAccessTokens({
+    keyFile: present(settings.credentials_file) ? settings.credentials_file : undefined,
+    projectId: settings.project,
+    clock: deps.clock,
+    fetch: deps.fetch,
+  });
   return { headers: () => tokens.headers() };
 }
