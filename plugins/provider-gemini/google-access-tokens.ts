@@ -52,19 +52,26 @@ const urlOf = (input: Parameters<typeof fetch>[0]) => (typeof input === "string"
 export class GoogleAccessTokens {
   private cached: CachedToken | undefined;
   private pending: Promise<CachedToken> | undefined;
-  /** How many tokens were fetched (one per expiry, not per request). */
-  fetches = 0;
 
   constructor(private readonly options: GoogleTokenOptions) {}
 
-  /** A valid access token: the cached one, or a new one when it is missing or about to expire. */
+  /**
+   * A valid access token: the cached one, or a new one when it is missing or about to expire.
+   * When the new one cannot be had, the cached one serves until it actually expires.
+   */
   async token(): Promise<string> {
     const margin = this.options.refreshMarginMs ?? REFRESH_MARGIN_MS;
-    if (this.cached && this.options.clock.now() < this.cached.expiresAtMs - margin) return this.cached.token;
+    const now = this.options.clock.now();
+    if (this.cached && now < this.cached.expiresAtMs - margin) return this.cached.token;
     this.pending ??= this.fetchToken().finally(() => {
       this.pending = undefined;
     });
-    this.cached = await this.pending;
+    try {
+      this.cached = await this.pending;
+    } catch (error) {
+      if (this.cached && this.options.clock.now() < this.cached.expiresAtMs) return this.cached.token;
+      throw error;
+    }
     return this.cached.token;
   }
 
@@ -96,7 +103,6 @@ export class GoogleAccessTokens {
       const client = await auth.getClient();
       const { token } = await client.getAccessToken();
       if (typeof token !== "string" || token === "") throw new Error("the credentials gave no access token");
-      this.fetches++;
       // The library stamps the expiry on the system clock: kept as a lifetime, counted on the gateway's.
       const expiry = client.credentials.expiry_date;
       const lifetimeMs = typeof expiry === "number" ? Math.max(0, expiry - Date.now()) : 0;

@@ -90,6 +90,22 @@ describe("Vertex AI tokens from a service-account key file", () => {
     expect(await vertexStatus({ authorization: `Bearer ${second}` })).toBe(200);
   });
 
+  it("keeps using a token in its last minutes when a new one cannot be had, and fails once it has expired", async () => {
+    let down = false;
+    const clock = new ManualClock();
+    // The library's own requests go through this fetch: the token endpoint can be taken down.
+    const flaky: typeof fetch = (input, init) => (down ? Promise.reject(new TypeError("fetch failed: connection refused")) : fetch(input, init));
+    const tokens = new GoogleAccessTokens({ projectId: "test-project", keyFile, clock, fetch: flaky });
+    const first = await tokens.token();
+    down = true;
+    clock.advance(LIFETIME_S * 1000 - 60_000);
+    expect(await tokens.token()).toBe(first);
+    clock.advance(60_000);
+    await expect(tokens.token()).rejects.toThrow(/^could not get a Google access token for Vertex AI: .*connection refused/);
+    down = false;
+    expect(await tokens.token()).not.toBe(first);
+  });
+
   it("shares one token request among concurrent callers", async () => {
     const before = google.tokenGrants;
     const tokens = new GoogleAccessTokens({ projectId: "test-project", keyFile, clock: new ManualClock() });

@@ -68,8 +68,9 @@ async function send(target: Target, model: string, chat: JsonObject): Promise<Ou
   const parser = new SseParser();
   const events: OutEvent[] = [];
   const decoder = new TextDecoder();
-  for await (const bytes of response.body as ReadableStream<Uint8Array>) {
-    for (const event of parser.push(decoder.decode(bytes, { stream: true }))) events.push(...(translator.translateStreamEvent?.(event) ?? []));
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    for (const event of parser.push(decoder.decode(chunk.value, { stream: true }))) events.push(...(translator.translateStreamEvent?.(event) ?? []));
   }
   for (const event of parser.end()) events.push(...(translator.translateStreamEvent?.(event) ?? []));
   const ended = translator.streamProgress?.().ended ?? false;
