@@ -46,10 +46,3 @@ export function stopSequences(body: JsonObject): string[] | undefined {
   if (Array.isArray(stop) && stop.every((s) => typeof s === "string")) return stop as string[];
   throw refuse(`"stop" must be a string or an array of strings, not ${describe(stop)}`);
 }
-
-export function boolean(body: JsonObject, field: string): boolean | undefined {
-  const value = body[field];
-  if (!isSet(value)) return undefined;
-  if (typeof value === "boolean") return value;
-  throw refuse(`"${field}" must be true or false, not ${describe(value)}`);
-}
