@@ -32,7 +32,7 @@ export type { Context, Hono, MiddlewareHandler, Next } from "hono";
 // What a plugin adds to the API document and the admin console (`definePlugin({ openapi, consolePanels })`).
 export type { OpenApiContribution, PathsBuilder } from "../openapi/contribution.ts";
 export type { DocInput } from "../openapi/input.ts";
-export type { Method, Operation, Parameter, PathItem, Paths, RequestBody, ResponseObject, ResponseOrRef, Schema, Tag } from "../openapi/types.ts";
+export type { MediaType, Method, Operation, Parameter, PathItem, Paths, RequestBody, ResponseObject, ResponseOrRef, Schema, Tag } from "../openapi/types.ts";
 export type { ConsolePanel } from "../console/panel.ts";
 
 // Errors: a PluginError refuses a start or reload; a GatewayError (or one of `errors`) answers a request.

@@ -22,13 +22,14 @@ export const geminiProvider: ProviderDefinition = {
   createTranslator: geminiTranslator,
 };
 
-export const vertexAiProvider: ProviderDefinition = {
+/** `provider: vertex_ai`; Anthropic's models on it are translated by `messagesProvider` (the registered `messages_api`). */
+export const createVertexAiProvider = (messagesProvider: ProviderDefinition): ProviderDefinition => ({
   name: "vertex_ai",
   // The address depends on the backend's location (urls.ts `vertexBaseUrl`).
   defaultUrl: "",
   streamFormat: "sse",
-  createTranslator: vertexTranslator,
-};
+  createTranslator: (context) => vertexTranslator(context, messagesProvider),
+});
 
 export { geminiRequestUrl, vertexBaseUrl, vertexPublisherOf, vertexRequestUrl, GEMINI_API_URL, VERTEX_GLOBAL_URL } from "./urls.ts";
 export {

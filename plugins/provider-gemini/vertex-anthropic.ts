@@ -8,8 +8,7 @@
  * Errors come in two shapes: Vertex AI's front end answers Google's (authentication, quota,
  * an unknown model), the model server Anthropic's (`{"type":"error","error":{type, message}}`).
  */
-import { isRecord, type JsonObject, type Translator, type TranslatorContext } from "../../core/llm/provider.ts";
-import { messagesApiProvider } from "../provider-messages-api/index.ts";
+import { isRecord, type JsonObject, type ProviderDefinition, type Translator, type TranslatorContext } from "../../core/llm/provider.ts";
 import { googleToChatError } from "./google-errors.ts";
 
 export const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
@@ -23,8 +22,9 @@ export function toVertexAnthropicBody(body: JsonObject): JsonObject {
 /** Whether an error body is the Messages API's own (else it is Google's). */
 const isMessagesError = (body: unknown) => isRecord(body) && body.type === "error";
 
-export function vertexAnthropicTranslator(context: TranslatorContext): Translator {
-  const messages = messagesApiProvider.createTranslator(context);
+/** `messages`: the registered `messages_api` provider (a plugin does not import another's folder). */
+export function vertexAnthropicTranslator(context: TranslatorContext, messagesProvider: ProviderDefinition): Translator {
+  const messages = messagesProvider.createTranslator(context);
   const { translateRequest, translateError } = messages;
   if (!translateRequest || !translateError) throw new Error("the messages_api provider no longer translates requests and errors");
   return {

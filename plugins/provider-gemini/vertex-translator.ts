@@ -4,7 +4,7 @@
  * decided by the request's (backend) model, with the same rule as its URL (urls.ts
  * `vertexPublisherOf`).
  */
-import type { Translator, TranslatorContext } from "../../core/llm/provider.ts";
+import type { ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { geminiTranslator } from "./gemini-translator.ts";
 import { VERTEX_PUBLISHERS, vertexPublisherOf } from "./urls.ts";
 import { vertexAnthropicTranslator } from "./vertex-anthropic.ts";
@@ -21,7 +21,7 @@ function complete(translator: Translator): Complete {
   return { translateRequest, translateResponse, translateStreamEvent, streamProgress, translateError, translateStreamEnd };
 }
 
-export function vertexTranslator(context: TranslatorContext): Translator {
+export function vertexTranslator(context: TranslatorContext, messagesProvider: ProviderDefinition): Translator {
   // Google's protocol until the request names an Anthropic model.
   let active = complete(geminiTranslator(context));
   return {
@@ -30,7 +30,7 @@ export function vertexTranslator(context: TranslatorContext): Translator {
       if (!VERTEX_PUBLISHERS.has(publisher)) {
         throw new Error(`model "${String(body.model)}" is published by "${publisher}": the vertex_ai provider speaks to Google's models and Anthropic's only`);
       }
-      if (publisher === "anthropic") active = complete(vertexAnthropicTranslator(context));
+      if (publisher === "anthropic") active = complete(vertexAnthropicTranslator(context, messagesProvider));
       return active.translateRequest(body);
     },
     translateResponse: (body) => active.translateResponse(body),

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../plugins/config.ts";
 import { deprecationOf } from "../../../plugins/docs/openapi/deprecation.ts";
-import { buildDocument } from "../../../plugins/docs/openapi/document.ts";
+import { buildDocument } from "../../support/openapi-document.ts";
 import { servedRoutes } from "../../../plugins/docs/served-routes.ts";
 
 const { config } = loadConfig(

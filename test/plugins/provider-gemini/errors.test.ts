@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { googleToChatError, isContextWindowError, retryAfterOf, retryDelayMs } from "../../../plugins/provider-gemini/google-errors.ts";
-import { geminiProvider, vertexAiProvider } from "../../../plugins/provider-gemini/index.ts";
+import { createVertexAiProvider, geminiProvider } from "../../../plugins/provider-gemini/index.ts";
+import { messagesApiProvider } from "../../../plugins/provider-messages-api/index.ts";
+
+const vertexAiProvider = createVertexAiProvider(messagesApiProvider);
 
 const context = { stream: false, now: () => 0, newId: () => "id" };
 const google = (code: number, status: string, message: string, details?: unknown[]) => ({ error: { code, message, status, ...(details ? { details } : {}) } });

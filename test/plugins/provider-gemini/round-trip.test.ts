@@ -19,7 +19,7 @@ import {
   isContextWindowError,
   PromptBlockedError,
   retryAfterOf,
-  vertexAiProvider,
+  createVertexAiProvider,
   vertexBackendAuth,
   vertexBackendUrl,
   type BackendAuth,
@@ -29,6 +29,9 @@ import { GEMINI_USAGE, RETRY_DELAY, THOUGHT_SIGNATURE, TOOL_ARGS, TOO_LONG_MESSA
 import { startGeminiBackend, type FakeGoogle } from "../../fixtures/gemini-backend.ts";
 import { createServiceAccount } from "../../fixtures/google-oauth.ts";
 import { CLAUDE_USAGE, PROMPT_TOO_LONG_MESSAGE } from "../../fixtures/vertex-claude-answers.ts";
+import { messagesApiProvider } from "../../../plugins/provider-messages-api/index.ts";
+
+const vertexAiProvider = createVertexAiProvider(messagesApiProvider);
 
 const context: TranslatorContext = { stream: false, now: () => Date.UTC(2026, 0, 1), newId: () => crypto.randomUUID() };
 
