@@ -6,6 +6,7 @@
  */
 import { stringify } from "yaml";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
+import { callerAuthOf } from "../../core/pipeline/caller-auth.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { docsServiceFields } from "./config.ts";
 import { loadAssets } from "./assets.ts";
@@ -20,9 +21,10 @@ const MAX_CACHED_DOCUMENTS = 64;
 
 export default definePlugin({
   name: "docs",
-  // Documents visible models (visibility) and the sync routes (sync-proxy) at request time;
-  // its routes still go before the sync proxy's catch-all (a configured wildcard cannot shadow them).
-  optionalDependsOn: ["visibility", "sync-proxy"],
+  // Documents visible models (visibility), the sync routes (sync-proxy) and the credentials
+  // callers send (auth) at request time; its routes still go before the sync proxy's catch-all
+  // (a configured wildcard cannot shadow them).
+  optionalDependsOn: ["auth", "visibility", "sync-proxy"],
   before: ["sync-proxy"],
   serviceFields: docsServiceFields,
   async setup(api) {
@@ -42,7 +44,8 @@ export default definePlugin({
       let text = documents.get(audience.key);
       if (text === undefined) {
         // Built on first use, once every plugin has registered its routes.
-        const document = buildDocument({ config: api.config, visible: audience.visible, served, syncProxy: api.has("syncModes") });
+        const authMode = callerAuthOf(api)?.mode ?? "none";
+        const document = buildDocument({ config: api.config, authMode, visible: audience.visible, served, syncProxy: api.has("syncModes") });
         text = stringify(document, { aliasDuplicateObjects: false, lineWidth: 0 });
         if (documents.size >= MAX_CACHED_DOCUMENTS) documents.delete(documents.keys().next().value ?? "");
         documents.set(audience.key, text);

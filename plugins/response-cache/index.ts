@@ -10,11 +10,12 @@
  * (`svc_cache_errors_total{op}`), logged, and the request goes on as if there were no cache.
  */
 import { durationMs } from "../../core/config/duration.ts";
+import { fieldsOf } from "../../core/config/schema.ts";
 import { EXPIRED, settleWithin } from "../../core/deadline.ts";
 import type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import { counterChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
-import { cacheServiceFields } from "./config.ts";
+import { cacheLlmFields, cacheServiceFields, embeddedCacheFields } from "./config.ts";
 import { InFlightAnswers } from "./coalesce.ts";
 import { decodeEntry, encodeEntry } from "./entry.ts";
 import { cacheKey } from "./key.ts";
@@ -56,13 +57,14 @@ function createCache(api: PluginApi): ResponseCache {
   });
   const coalescedFor = counterChildren(coalesced);
   // The leader's whole backend call is bounded by the backend timeout; past it, followers go on their own.
-  const inFlight = api.config.llm.coalesce ? new InFlightAnswers(durationMs(api.config.server.backend_timeout) || FALLBACK_WAIT_MS) : undefined;
+  const { coalesce, cache_streams: cacheStreams } = fieldsOf(api.config, cacheLlmFields);
+  const inFlight = coalesce ? new InFlightAnswers(durationMs(api.config.server.backend_timeout) || FALLBACK_WAIT_MS) : undefined;
   const noShare = () => {};
 
   const bypass: PendingLookup = { result: () => Promise.resolve({ kind: "bypass" }) };
 
   function begin(request: CacheRequest): PendingLookup {
-    if (bypassed(request, api.config.llm.cache_streams)) return bypass;
+    if (bypassed(request, cacheStreams)) return bypass;
     const { service } = request;
     const stream = request.body.stream === true;
     const metricLabels = { service_type: service.type, model: service.model };
@@ -161,6 +163,7 @@ function registerMemoryMetrics(api: PluginApi): void {
 export default definePlugin({
   name: "response-cache",
   serviceFields: cacheServiceFields,
+  sectionFields: [cacheLlmFields, embeddedCacheFields],
   enabled: (config) => config.services.some((service) => service.response_cache_ttl > 0),
   setup(api) {
     api.provide("responseCache", createCache(api));

@@ -34,8 +34,8 @@ function serviceTags(input: DocInput): Tag[] {
 export function buildDocument(input: DocInput): OpenApiDocument {
   const paths = { ...syncPaths(input), ...jobPaths(input), ...gatewayPaths(input), ...adminPaths(input) };
   const used = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => (typeof op === "object" ? op.tags : []))));
-  const oauth2 = input.config.auth.mode === "oauth2";
-  const apiKey = input.config.auth.mode === "api_key";
+  const oauth2 = input.authMode === "oauth2";
+  const apiKey = input.authMode === "api_key";
   return {
     openapi: "3.0.3",
     info: {
