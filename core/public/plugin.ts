@@ -35,9 +35,11 @@ export type { ObjectInfo, ObjectStore } from "../stores/objects.ts";
 export type { Clock, IdSource } from "../clock.ts";
 export type { Logger } from "../log.ts";
 export type { Metrics } from "../metrics.ts";
-export type { ConfigSection, ConfigSections, GatewayConfig, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
+export type { ConfigFacts, ConfigSection, ConfigSections, GatewayConfig, SectionFieldSet, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
+export { fieldsOf } from "../config/schema.ts";
 
 // The contracts of the built-in services a plugin may `use` (typed by declaration merging).
 export type { JobAccepted, JobRecord, JobStatus, JobStore, SubmissionHook } from "../jobs/types.ts";
 export type { SpanAttributes, Tracing, WorkSpan } from "../telemetry/tracing.ts";
 export type { LimitWindow, LimitWindows } from "../limits/windows.ts";
+export type { AuthMode, CallerAuth } from "../pipeline/caller-auth.ts";

@@ -18,7 +18,7 @@ describe("docs/config-reference.md", () => {
       if (plugin.section) expect(page).toContain(`### \`${plugin.section.key}\``);
       for (const field of Object.keys(plugin.serviceFields?.schema.properties ?? {})) expect(page).toContain(`| \`services[].${field}`);
       for (const fields of plugin.sectionFields ?? []) {
-        for (const field of Object.keys(fields.schema.properties)) expect(page).toContain(`| \`${fields.section}.${field}\``);
+        for (const field of Object.keys(fields.schema.properties)) expect(page).toContain(`| \`${fields.section}.${field}`);
       }
       if (plugin.section || plugin.serviceFields || plugin.sectionFields) expect(page).toContain(`plugin \`${plugin.name}\``);
     }
