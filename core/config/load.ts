@@ -235,7 +235,7 @@ export interface ConfigParts {
   extraSections?: readonly ConfigSection[];
   /** Fields added to every `services[i]`. */
   serviceFields?: readonly ServiceFieldSet[];
-  /** Fields added to a section of the core or of a built-in plugin (`metrics.top_consumers`). */
+  /** Fields added to a section of the core or of a built-in plugin (`metrics.top_consumers`); a section nobody declares holds them alone. */
   sectionFields?: readonly SectionFieldSet[];
 }
 
@@ -270,9 +270,9 @@ export function composeConfigSchema(parts: ConfigParts = {}): TObject {
     sections[section.key] = section.schema;
   }
   for (const fields of parts.sectionFields ?? []) {
-    if (fields.section === "services" || fields.section === "plugins" || extraKeys.has(fields.section)) {
-      throw new ConfigError([`plugins: fields cannot be added to "${fields.section}" (service fields are declared with serviceFields)`]);
-    }
+    if (fields.section === "services") throw new ConfigError(['plugins: fields cannot be added to "services": declare them with serviceFields']);
+    if (fields.section === "plugins") throw new ConfigError(['plugins: fields cannot be added to "plugins": its keys are plugin switches']);
+    if (extraKeys.has(fields.section)) throw new ConfigError([`plugins: fields cannot be added to "${fields.section}", the section of a plugin from plugins.load`]);
     if (fields.section in core) core[fields.section] = withFields(core[fields.section], fields);
     else sections[fields.section] = withFields(sections[fields.section], fields);
   }
@@ -322,7 +322,7 @@ function crossFieldProblems(config: GatewayConfig, parts: ConfigParts): string[]
   const problems = ruleProblems(() => coreRuleProblems(config));
   const facts = factsOf(config, parts);
   const byKey = config as unknown as Record<string, unknown>;
-  const added = [...(parts.sectionFields ?? [])];
+  const added = parts.sectionFields ?? [];
   const addedTo = (key: string) => {
     for (const fields of added.filter((f) => f.section === key)) {
       if (fields.validate) problems.push(...ruleProblems(() => fields.validate!(fieldsOf(config, fields), config, facts)));
