@@ -231,8 +231,8 @@ export class Gateway {
 }
 
 /**
- * Settings spec 4.12 lists as not hot-reloadable: stores and listeners are opened once. The
- * core's are listed here; a built-in plugin names its own (`restartOnly` of its section, e.g. a
+ * Settings a hot reload cannot apply: stores and listeners are opened once. The core's are
+ * listed here; a built-in plugin names its own (`restartOnly` of its section, e.g. a
  * standalone relay's `relay.metrics_addr`, and of its section fields, e.g. `metrics.top_consumers`).
  */
 function restartOnlyChanges(before: GatewayConfig, after: GatewayConfig, plugins: readonly PluginDefinition[]): string[] {

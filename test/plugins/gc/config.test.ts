@@ -1,5 +1,5 @@
 /**
- * The startup refusal of spec 2.9: `redis.pending_max_age` must be shorter than the input
+ * The startup refusal: `redis.pending_max_age` must be shorter than the input
  * object lifetime, the pending job TTL. The gc plugin's config rule reads that lifetime from
  * the job store's config facts (a plugin reads no other plugin's settings), so these tests also
  * hold it to async-jobs' own TTL rule.
