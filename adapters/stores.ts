@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { systemClock } from "../core/clock.ts";
 import { durationMs } from "../core/config/duration.ts";
 import { redisModeOf } from "../core/config/redis-mode.ts";
-import type { GatewayConfig } from "../core/config/schema.ts";
+import { fieldsOf, type GatewayConfig } from "../core/config/schema.ts";
 import type { Stores } from "../core/gateway.ts";
 import type { Logger } from "../core/log.ts";
 import { encryptedObjects } from "../core/stores/encryption.ts";
@@ -16,6 +16,7 @@ import type { ObjectStore } from "../core/stores/objects.ts";
 import { MemoryKv } from "./kv-memory/index.ts";
 import { redisUrlFromAddr } from "./kv-redis/address.ts";
 import { FsObjectStore } from "./objects-fs/index.ts";
+import { embeddedCacheFields } from "../plugins/response-cache/config.ts";
 
 // The Redis and S3 clients are loaded only when the config names them: the S3 SDK alone adds
 // ~12 MB of resident memory to a gateway that never uses it (Redis ~5 MB).
@@ -28,7 +29,8 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
     log.warn("embedded_kv_store", {
       message: "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr (or redis.sentinel / redis.cluster) for production or several replicas.",
     });
-    const capMb = redis.embedded_cache_max_mb;
+    // The response cache's setting: its answers are what the embedded store may drop.
+    const capMb = fieldsOf(config, embeddedCacheFields).embedded_cache_max_mb;
     kv = new MemoryKv(systemClock, capMb > 0 ? { evictable: { prefix: EVICTABLE_PREFIX, maxBytes: capMb * 1024 * 1024 } } : {});
   } else {
     const { RedisKv } = await import("./kv-redis/index.ts");

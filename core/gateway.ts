@@ -6,7 +6,7 @@
 import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
 import { parseConfigFile, validateConfigWith } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
-import type { GatewayConfig } from "./config/schema.ts";
+import { CoreConfigSchema, type GatewayConfig } from "./config/schema.ts";
 import { ConfigError, errors, GatewayError, isPluginError, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
@@ -240,29 +240,35 @@ type RunningConfig = Readonly<Record<string, unknown>>;
 
 /**
  * Settings a hot reload cannot apply: stores and listeners are opened once. The core's are
- * listed here; a plugin's section, built-in or loaded, names its own (`restartOnly`,
- * e.g. a standalone relay's `relay.metrics_addr`). A section that was not there at start (its
- * plugin came with a later file) has no started value to differ from.
+ * listed here; a plugin names its own (`restartOnly` of its section, built-in or loaded, e.g. a
+ * standalone relay's `relay.metrics_addr`, and of its section fields, e.g. `metrics.top_consumers`).
+ * A section that was not there at start (its plugin came with a later file) has no started value
+ * to differ from.
  */
 function restartOnlyChanges(running: RunningConfig, next: RunningConfig, plugins: readonly PluginDefinition[]): string[] {
   const before = running as unknown as GatewayConfig;
   const after = next as unknown as GatewayConfig;
+  // The core's own Redis settings: fields plugins add to the section (`redis.pending_max_age`) say for themselves.
+  const redisKeys = Object.keys(CoreConfigSchema.properties.redis.properties) as Array<keyof GatewayConfig["redis"]>;
   const watched: Record<string, (c: GatewayConfig) => unknown> = {
-    redis: (c) => ({ ...c.redis, pending_max_age: undefined }),
+    redis: (c) => redisKeys.map((key) => c.redis[key]),
     object_store: (c) => c.object_store,
     "server.addr": (c) => c.server.addr,
     "server.read_timeout": (c) => c.server.read_timeout,
     "server.write_timeout": (c) => c.server.write_timeout,
     "server.idle_timeout": (c) => c.server.idle_timeout,
   };
-  // Listeners first (the standalone relay's), then the core's counters, as the log always listed them.
+  const valueAt = (section: string, key: string) => (c: GatewayConfig) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section] ?? {})[key];
+  // Listeners first (the standalone relay's), then the plugins' counters, as the log always listed them.
   for (const { section } of plugins) {
     if (!section || !(section.key in running)) continue;
-    for (const key of section.restartOnly ?? []) {
-      watched[`${section.key}.${key}`] = (c) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section.key] ?? {})[key];
+    for (const key of section.restartOnly ?? []) watched[`${section.key}.${key}`] = valueAt(section.key, key);
+  }
+  for (const { sectionFields } of plugins) {
+    for (const fields of sectionFields ?? []) {
+      for (const key of fields.restartOnly ?? []) watched[`${fields.section}.${key}`] = valueAt(fields.section, key);
     }
   }
-  watched["metrics.top_consumers"] = (c) => c.metrics.top_consumers;
   return Object.entries(watched)
     .filter(([, pick]) => JSON.stringify(pick(before)) !== JSON.stringify(pick(after)))
     .map(([key]) => key);

@@ -1,8 +1,8 @@
 /**
  * Renders docs/config-reference.md from the config schemas: the core's (core/config/schema.ts)
- * and each built-in plugin's section and service fields (plugins/<name>/config.ts). One table
- * per section, then the service fields by owner; a schema's `notes` (markdown, see
- * core/config/schema-parts.ts) follow its table. `npm run docs:config` writes the file;
+ * and each built-in plugin's section, section fields and service fields (plugins/<name>/config.ts).
+ * One table per section, followed by one per plugin that adds fields to it, then the service
+ * fields by owner; a schema's `notes` (markdown, see core/config/schema-parts.ts) follow its table. `npm run docs:config` writes the file;
  * test/docs/config-reference.test.ts fails when the checked-in file differs.
  */
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
@@ -93,9 +93,16 @@ function tableWithNotes(schema: TSchema, path: string): string[] {
   return notes ? [table(rowsOf(schema, path)), "", notes] : [table(rowsOf(schema, path))];
 }
 
-function sectionBlock(key: string, schema: TSchema, owner: string): string {
-  const title = schema.description ? ` (${schema.description})` : "";
-  return [`### \`${key}\`${title}`, "", `Owner: ${owner}.`, "", ...tableWithNotes(schema, key)].join("\n");
+/** A section's table, then a table for each plugin that adds fields to it (`sectionFields`), by plugin name. */
+function sectionBlock(key: string, schema: TSchema | undefined, owner: string, plugins: readonly PluginDefinition[]): string {
+  const title = schema?.description ? ` (${schema.description})` : "";
+  const lines = [`### \`${key}\`${title}`, "", `Owner: ${owner}.`, "", ...(schema ? tableWithNotes(schema, key) : [])];
+  for (const plugin of plugins) {
+    for (const fields of (plugin.sectionFields ?? []).filter((f) => f.section === key)) {
+      lines.push(...(schema ? [""] : []), `Fields of plugin \`${plugin.name}\`:`, "", ...tableWithNotes(fields.schema, key));
+    }
+  }
+  return lines.join("\n");
 }
 
 /** The whole reference page for the given built-in plugins. */
@@ -103,6 +110,8 @@ export function renderConfigReference(plugins: readonly PluginDefinition[]): str
   const byName = [...plugins].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const withSection = byName.filter((p) => p.section).sort((a, b) => (a.section!.key < b.section!.key ? -1 : 1));
   const { services: _services, ...coreSections } = CoreConfigSchema.properties;
+  const declared = new Set([...Object.keys(coreSections), ...withSection.map((p) => p.section!.key)]);
+  const fieldsOnly = [...new Set(byName.flatMap((p) => (p.sectionFields ?? []).map((f) => f.section)))].filter((key) => !declared.has(key)).sort();
   const out = [
     "# Configuration reference",
     "",
@@ -114,13 +123,15 @@ export function renderConfigReference(plugins: readonly PluginDefinition[]): str
     "[Configuration](configuration.md) for which file is read, validation and hot reload, and `config.example.yaml` for a",
     "commented example.",
     "",
-    "A plugin may add a top-level section of its own (for example `hello:` for `examples/hello-plugin.ts`) and fields of",
-    "`services[]`; they are validated by the plugin's schema, with the same path-prefixed problem list.",
+    "A plugin may add a top-level section of its own (for example `hello:` for `examples/hello-plugin.ts`), fields of",
+    "`services[]` and fields of a section it does not own (listed under that section, by plugin); they are validated by the",
+    "plugin's schema, with the same path-prefixed problem list.",
     "",
     "## Sections",
     "",
-    ...Object.entries(coreSections).flatMap(([key, schema]) => [sectionBlock(key, schema as TSchema, "the core"), ""]),
-    ...withSection.flatMap((p) => [sectionBlock(p.section!.key, p.section!.schema, `plugin \`${p.name}\``), ""]),
+    ...Object.entries(coreSections).flatMap(([key, schema]) => [sectionBlock(key, schema as TSchema, "the core", byName), ""]),
+    ...withSection.flatMap((p) => [sectionBlock(p.section!.key, p.section!.schema, `plugin \`${p.name}\``, byName), ""]),
+    ...fieldsOnly.flatMap((key) => [sectionBlock(key, undefined, "none (only fields plugins add)", byName), ""]),
     "## Services",
     "",
     "`services` is a list; each entry is one model of one service type (or the whole type, for a type without model aliases).",

@@ -11,7 +11,7 @@ import { expandEnv, type Env } from "./env.ts";
 import { redisModeProblems } from "./redis-mode.ts";
 import { closestKey } from "./suggest.ts";
 import { ConfigError } from "../errors.ts";
-import { CoreConfigSchema, CoreServiceSchema, type ConfigSection, type GatewayConfig, type ServiceConfig, type ServiceFieldSet } from "./schema.ts";
+import { CoreConfigSchema, CoreServiceSchema, fieldsOf, type ConfigFacts, type ConfigSection, type GatewayConfig, type SectionFieldSet, type ServiceConfig, type ServiceFieldSet } from "./schema.ts";
 
 export type ConfigResult =
   | { ok: true; config: GatewayConfig; extra: Readonly<Record<string, unknown>> }
@@ -235,21 +235,46 @@ export interface ConfigParts {
   extraSections?: readonly ConfigSection[];
   /** Fields added to every `services[i]`. */
   serviceFields?: readonly ServiceFieldSet[];
+  /** Fields added to a section of the core or of a built-in plugin (`metrics.top_consumers`); a section nobody declares holds them alone. */
+  sectionFields?: readonly SectionFieldSet[];
+}
+
+/** `section` with `fields` joined to its properties (its own options kept), or a section of `fields` alone. */
+function withFields(section: TSchema | undefined, fields: SectionFieldSet): TObject {
+  if (section === undefined) return Type.Object(fields.schema.properties, { default: {}, additionalProperties: false });
+  if (section.type !== "object" || section.properties === undefined || section.additionalProperties !== false) {
+    throw new ConfigError([`plugins: fields cannot be added to "${fields.section}", which is not a section of named keys`]);
+  }
+  const { properties, required: _required, type: _type, ...options } = section as TObject;
+  for (const name of Object.keys(fields.schema.properties)) {
+    if (name in properties) throw new ConfigError([`plugins: the field "${fields.section}.${name}" is declared twice (or names the section owner's own field)`]);
+  }
+  return Type.Object({ ...properties, ...fields.schema.properties }, options);
 }
 
 /**
  * The schema of the whole file: the core's, each merged section as a top-level key (before
- * `services`, as the file reads), and the service fields joined to the core's. Throws a
- * `ConfigError` when two parts claim the same key (a plugin declaration mistake).
+ * `services`, as the file reads), the fields plugins add to sections they do not own, and the
+ * service fields joined to the core's. Throws a `ConfigError` when two parts claim the same key
+ * (a plugin declaration mistake).
  */
 export function composeConfigSchema(parts: ConfigParts = {}): TObject {
-  const { services: _services, ...core } = CoreConfigSchema.properties;
-  const taken = new Set([...Object.keys(CoreConfigSchema.properties), ...(parts.extraSections ?? []).map((s) => s.key)]);
+  const { services: _services, ...coreSections } = CoreConfigSchema.properties;
+  const core: Record<string, TSchema> = { ...coreSections };
+  const extraKeys = new Set((parts.extraSections ?? []).map((s) => s.key));
+  const taken = new Set([...Object.keys(CoreConfigSchema.properties), ...extraKeys]);
   const sections: Record<string, TSchema> = {};
   for (const section of parts.sections ?? []) {
     if (taken.has(section.key)) throw new ConfigError([`plugins: the config section "${section.key}" is declared twice (or names a core section)`]);
     taken.add(section.key);
     sections[section.key] = section.schema;
+  }
+  for (const fields of parts.sectionFields ?? []) {
+    if (fields.section === "services") throw new ConfigError(['plugins: fields cannot be added to "services": declare them with serviceFields']);
+    if (fields.section === "plugins") throw new ConfigError(['plugins: fields cannot be added to "plugins": its keys are plugin switches']);
+    if (extraKeys.has(fields.section)) throw new ConfigError([`plugins: fields cannot be added to "${fields.section}", the section of a plugin from plugins.load`]);
+    if (fields.section in core) core[fields.section] = withFields(core[fields.section], fields);
+    else sections[fields.section] = withFields(sections[fields.section], fields);
   }
   const serviceProperties: Record<string, TSchema> = { ...CoreServiceSchema.properties };
   for (const fields of parts.serviceFields ?? []) {
@@ -271,21 +296,52 @@ function ruleProblems(rule: () => string[]): string[] {
   }
 }
 
+/** What the sections and section fields state for other plugins' rules; a part whose value is malformed states nothing. */
+function factsOf(config: GatewayConfig, parts: ConfigParts): Partial<ConfigFacts> {
+  const byKey = config as unknown as Record<string, unknown>;
+  const stated = [
+    ...(parts.sections ?? []).map((section) => () => section.facts?.(byKey[section.key])),
+    ...(parts.sectionFields ?? []).map((fields) => () => fields.facts?.(fieldsOf(config, fields))),
+  ];
+  const facts: Partial<ConfigFacts> = {};
+  for (const state of stated) {
+    try {
+      Object.assign(facts, state());
+    } catch {
+      // reported through the schema problems
+    }
+  }
+  return facts;
+}
+
 /**
- * The core's rules, then each section's (built-in, then loaded), then each service's fields' (in
- * the order the parts are given). A loaded section's value is in `extra`, not in `config`.
+ * The core's rules, then each section's (the rules of the fields plugins added to it first, then
+ * its owner's; built-in sections, then loaded ones, whose value is in `extra`), then each
+ * service's fields' (in the order the parts are given).
  */
 function crossFieldProblems(config: GatewayConfig, extra: Readonly<Record<string, unknown>>, parts: ConfigParts): string[] {
   const problems = ruleProblems(() => coreRuleProblems(config));
+  const facts = factsOf(config, parts);
   const byKey = config as unknown as Record<string, unknown>;
+  const added = parts.sectionFields ?? [];
+  const addedTo = (key: string) => {
+    for (const fields of added.filter((f) => f.section === key)) {
+      if (fields.validate) problems.push(...ruleProblems(() => fields.validate!(fieldsOf(config, fields), config, facts)));
+    }
+  };
+  for (const key of Object.keys(CoreConfigSchema.properties)) addedTo(key);
   for (const [sections, values] of [[parts.sections, byKey], [parts.extraSections, extra]] as const) {
     for (const section of sections ?? []) {
-      if (section.validate) problems.push(...ruleProblems(() => section.validate!(values[section.key], config)));
+      addedTo(section.key);
+      if (section.validate) problems.push(...ruleProblems(() => section.validate!(values[section.key], config, facts)));
     }
   }
+  // Sections that hold added fields alone (no installed plugin declares them).
+  const declared = new Set([...Object.keys(CoreConfigSchema.properties), ...(parts.sections ?? []).map((s) => s.key)]);
+  for (const key of new Set(added.map((f) => f.section))) if (!declared.has(key)) addedTo(key);
   config.services.forEach((service, index) => {
     for (const fields of parts.serviceFields ?? []) {
-      if (fields.validate) problems.push(...ruleProblems(() => fields.validate!(service, `services[${index}]`, config)));
+      if (fields.validate) problems.push(...ruleProblems(() => fields.validate!(service, `services[${index}]`, config, facts)));
     }
   });
   return problems;

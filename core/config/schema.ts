@@ -3,11 +3,14 @@
  * defaults): the HTTP server, the stores, the Prometheus endpoint, the plugin switches, and
  * the fields of a service that the core itself reads (routing, backends, the catalogue).
  *
- * Every feature's settings live with its plugin: a plugin declares a top-level `section` and
- * may add per-service fields (`serviceFields`); load.ts validates the core schema and every
- * declared part in one pass. The types of the built-in sections join `GatewayConfig` by
- * declaration merging of `ConfigSections` and `ServiceFields` (see plugins/<name>/config.ts).
- * docs/config-reference.md is generated from these schemas (`npm run docs:config`).
+ * Every feature's settings live with its plugin: a plugin declares a top-level `section`, may
+ * add per-service fields (`serviceFields`) and fields to a section it does not own
+ * (`sectionFields`: `metrics.top_consumers` is the LLM proxy's); load.ts validates the core
+ * schema and every declared part in one pass. The types of the built-in sections join
+ * `GatewayConfig` by declaration merging of `ConfigSections` and `ServiceFields` (see
+ * plugins/<name>/config.ts); added section fields are read through `fieldsOf`. The core
+ * reads none of them. docs/config-reference.md is generated from these schemas
+ * (`npm run docs:config`).
  */
 import { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 import { Duration, Section, StringMap } from "./schema-parts.ts";
@@ -81,8 +84,6 @@ export const CoreConfigSchema = Type.Object(
     ),
     metrics: Section(
       {
-        top_consumers: Type.Integer({ minimum: 0, default: 0, description: "Size of the top-consumer token gauge; 0 = off" }),
-        consumer_labels: Type.Boolean({ default: false, description: "Consumer label on svc_jobs_by_consumer_total; meant for fewer than 50 consumers (one series each)" }),
         default_metrics: Type.Boolean({ default: true, description: "Process and runtime series (process_*, nodejs_*) on /metrics, a standalone relay's too; hot-reloadable" }),
       },
       "Prometheus metrics",
@@ -115,25 +116,15 @@ export const CoreConfigSchema = Type.Object(
           },
           "TLS to Redis",
         ),
-        pending_max_age: Duration("", "Stale-pending sweep age (a pending job older than this fails); empty or 0s = off; must be shorter than the pending job TTL"),
         command_timeout: Duration(
           "500ms",
           "Longest wait for one Redis reply, read at start; past it the command fails like a store error (limit checks fail open, job submissions and readiness 503). Must be positive",
         ),
-        embedded_cache_max_mb: Type.Number({
-          minimum: 0,
-          default: 64,
-          description:
-            "Embedded store only (addr empty), read at start: cap in MiB of the cached LLM answers (key + text + 300 bytes each), least recently used dropped first; 0 = no cap",
-        }),
       },
       "Key-value store",
       "`command_timeout` is short because a limit check runs on every request that carries a consumer: a frozen Redis then " +
         "costs the requests in flight at most this, and later ones nothing (see [Running on Redis + S3](deployment.md#running-on-redis--s3)). " +
-        "`embedded_cache_max_mb`: the process holds about 2.5-3.5x the cap for the cached answers; on Redis, see " +
-        "[Response cache](llm-proxy.md#response-cache). `pending_max_age` is checked against `lifecycle.job_ttl.pending` " +
-        "(else `lifecycle.job_ttl.global`, else 2h). Set at most one of `addr`, `sentinel.addrs` and `cluster.addrs`; " +
-        "see [Scale-out: Sentinel and Cluster](scale-out.md).",
+        "Set at most one of `addr`, `sentinel.addrs` and `cluster.addrs`; see [Scale-out: Sentinel and Cluster](scale-out.md).",
     ),
     object_store: Section(
       {
@@ -178,16 +169,33 @@ export type BackendConfig = Static<typeof BackendSchema>;
 export type ServiceConfig = Static<typeof CoreServiceSchema> & ServiceFields;
 export type GatewayConfig = Omit<CoreConfig, "services"> & ConfigSections & { services: ServiceConfig[] };
 
+/**
+ * What a plugin's settings tell other plugins' config rules, by declaration merging:
+ *
+ *   declare module "../../core/config/schema.ts" {
+ *     interface ConfigFacts { pricingOn: boolean }
+ *   }
+ *
+ * The file is validated before any plugin is set up, so a rule cannot `use` another plugin's
+ * service; it reads the facts that plugin states (`facts` of its section or field set), never
+ * that plugin's settings. A fact is absent when no installed plugin states it.
+ */
+// deno-lint-ignore no-empty-interface
+export interface ConfigFacts {}
+
 /** A top-level section a plugin adds to the file, validated by the plugin's own schema. */
 export interface ConfigSection<S extends TSchema = TSchema> {
   key: string;
   schema: S;
   /**
-   * Rules the schema cannot say (a field against another, or against another section): each
-   * problem starts with its path (`webhooks.timeout: ...`). Runs on the defaulted config, also
-   * when the file has shape errors; a problem on a path the schema already reported is dropped.
+   * Rules the schema cannot say (a field against another, or against the core's settings or
+   * other plugins' `facts`): each problem starts with its path (`webhooks.timeout: ...`). Runs
+   * on the defaulted config, also when the file has shape errors; a problem on a path the
+   * schema already reported is dropped.
    */
-  validate?(section: Static<S>, config: GatewayConfig): string[];
+  validate?(section: Static<S>, config: GatewayConfig, facts: Partial<ConfigFacts>): string[];
+  /** What this section tells other plugins' rules (see `ConfigFacts`). */
+  facts?(section: Static<S>): Partial<ConfigFacts>;
   /** Keys of the section that a hot reload cannot apply (a listener): a change logs `reload_needs_restart`. */
   restartOnly?: readonly string[];
 }
@@ -196,5 +204,28 @@ export interface ConfigSection<S extends TSchema = TSchema> {
 export interface ServiceFieldSet<S extends TObject = TObject> {
   schema: S;
   /** Like `ConfigSection.validate`, per service; `at` is its path (`services[2]`). */
-  validate?(service: ServiceConfig, at: string, config: GatewayConfig): string[];
+  validate?(service: ServiceConfig, at: string, config: GatewayConfig, facts: Partial<ConfigFacts>): string[];
+}
+
+/**
+ * Fields a plugin adds to a section it does not own: one of the core's (`metrics`, `redis`) or
+ * another plugin's (`llm`). The setting keeps its path in the file, and the plugin that uses it
+ * owns it: it declares, validates and reads it (with `fieldsOf`); nobody else reads it.
+ */
+export interface SectionFieldSet<S extends TObject = TObject> {
+  /** The section's top-level key; when no installed plugin declares that section, it holds these fields alone. */
+  section: string;
+  /** An object schema whose properties join the section's (every one with a default). */
+  schema: S;
+  /** Like `ConfigSection.validate`, on these fields (problems start with `section.field`). */
+  validate?(fields: Static<S>, config: GatewayConfig, facts: Partial<ConfigFacts>): string[];
+  /** What these fields tell other plugins' rules (see `ConfigFacts`). */
+  facts?(fields: Static<S>): Partial<ConfigFacts>;
+  /** Fields a hot reload cannot apply: a change logs `reload_needs_restart` with `section.field`. */
+  restartOnly?: readonly string[];
+}
+
+/** A plugin's own fields in a section it does not own (see `SectionFieldSet`), defaulted and validated. */
+export function fieldsOf<S extends TObject>(config: GatewayConfig, set: SectionFieldSet<S>): Static<S> {
+  return (config as unknown as Record<string, Static<S>>)[set.section];
 }

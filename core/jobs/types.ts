@@ -145,6 +145,8 @@ export interface JobStore {
   readonly keys: JobKeys;
   /** Record TTL in ms for a status (lifecycle.job_ttl, `global` fallback, 2 h safety net). */
   ttlFor(status: JobStatus): number;
+  /** `lifecycle.persists_result`: a completed job's result is kept until its TTL; false = `consume` deletes it on first read or delivery. */
+  readonly persistsResult: boolean;
   /** How long a tombstone outlives its record, in ms (jobs.expired_marker_ttl). */
   markerTtl(): number;
   /** The model name a service's jobs carry and queue under. */

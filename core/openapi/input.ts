@@ -1,9 +1,12 @@
 /** What one generated document is built from: the runtime's config, what the caller may see, and which routes exist. */
 import type { GatewayConfig, ServiceConfig } from "../config/schema.ts";
+import type { AuthMode } from "../pipeline/caller-auth.ts";
 import type { Method, Parameter } from "./types.ts";
 
 export interface DocInput {
   config: GatewayConfig;
+  /** How callers are named (the auth plugin's `auth` service; "none" without it): the credentials documented. */
+  authMode: AuthMode;
   /** The services the caller may see (hidden ones already left out), in config order. */
   visible: readonly ServiceConfig[];
   /** True when some plugin of this runtime serves `method` on the path template (`/jobs/{service_type}`). */

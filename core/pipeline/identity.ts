@@ -10,37 +10,34 @@
  */
 import type { GatewayConfig } from "../config/schema.ts";
 import { errors, type GatewayError } from "../errors.ts";
+import type { CallerAuth } from "./caller-auth.ts";
 import type { StageStep } from "./pipeline.ts";
 import { existingSlotOf } from "./request-slot.ts";
 
 /**
- * The `auth.mode` the auth plugin's section sets: how the caller is named decides which
- * identity headers count. A gateway built without that plugin has no such section: "none".
+ * oauth2 and api_key: a credential alone names the caller, and the identity headers a client
+ * sends are ignored. How callers are named is the auth plugin's to say (its `auth` service);
+ * without it, the headers name them.
  */
-function authMode(config: GatewayConfig): string {
-  return config.auth?.mode ?? "none";
+function credentialNamesCaller(auth: CallerAuth | undefined): boolean {
+  return auth?.credentialNamesCaller === true;
 }
 
-/** oauth2 and api_key: a credential alone names the caller, and the identity headers a client sends are ignored. */
-function credentialNamesCaller(config: GatewayConfig): boolean {
-  const mode = authMode(config);
-  return mode === "oauth2" || mode === "api_key";
-}
-
-export function headerIdentity(config: GatewayConfig): StageStep {
+/** `auth`: the auth plugin's service, asked per request (it is provided once the plugins are set up). */
+export function headerIdentity(config: GatewayConfig, auth: () => CallerAuth | undefined = () => undefined): StageStep {
   const { consumer_header: consumerHeader, user_type_header: userTypeHeader, priority_header: priorityHeader } = config.server;
-  // With oauth2 or api_key the credential alone names the caller: these two headers are not checked (a later step ignores them).
-  const checked = !credentialNamesCaller(config);
   const checks: Array<[header: string, names: string | undefined]> = [
-    [checked ? consumerHeader : "", "a consumer name"],
-    [checked ? userTypeHeader : "", "a user type"],
+    [consumerHeader, "a consumer name"],
+    [userTypeHeader, "a user type"],
     // Blank is fine here: the priority header marks a request by being there (spec 4.1).
     [priorityHeader, undefined],
   ];
   const headers = checks.filter(([header]) => header !== "");
+  // With oauth2 or api_key the credential alone names the caller: the two headers naming it are not checked (a later step ignores them).
+  const credentialOnly = headers.filter(([, names]) => names === undefined);
   return function identifyFromHeaders(ctx) {
     const request = ctx.request;
-    for (const [header, names] of headers) {
+    for (const [header, names] of credentialNamesCaller(auth()) ? credentialOnly : headers) {
       const refused = repeatedIdentityHeader(request, header) ?? (names !== undefined ? blankIdentityHeader(request, header, names) : undefined);
       if (refused) return refused.toResponse();
     }
@@ -91,25 +88,12 @@ function blankIdentityHeader(request: Request, header: string, names: string): G
 
 /**
  * The request carries the consumer header with a blank value, and the auth mode reads that
- * header. Such a caller owns no job: a job lookup answers 404 as for another consumer's job.
+ * header (`auth`: the auth plugin's service, absent without it). Such a caller owns no job: a
+ * job lookup answers 404 as for another consumer's job.
  */
-export function sentBlankConsumer(config: GatewayConfig, request: Request): boolean {
+export function sentBlankConsumer(config: GatewayConfig, request: Request, auth: CallerAuth | undefined): boolean {
   const header = config.server.consumer_header;
-  if (header === "" || credentialNamesCaller(config)) return false;
+  if (header === "" || credentialNamesCaller(auth)) return false;
   const value = request.headers.get(header);
   return value !== null && trimOws(value) === "";
-}
-
-/**
- * What to tell a caller whose request needs their consumer when none was identified, in
- * the terms of the auth mode: `headerAdvice` (send the consumer header) unless oauth2 or
- * api_key, where that header is ignored and the consumer comes from the credential.
- */
-export function missingConsumerMessage(config: GatewayConfig, headerAdvice: string): string {
-  // Every key names a consumer, so this is only reached on a request that needed no key.
-  if (authMode(config) === "api_key") return "send a gateway API key (Authorization: Bearer <key> or x-api-key: <key>)";
-  if (authMode(config) !== "oauth2") return headerAdvice;
-  const claim = config.auth.oauth2.claims.consumer;
-  if (claim === "") return "bearer tokens name no consumer here: set auth.oauth2.claims.consumer to the token claim that names the consumer";
-  return `send a bearer token whose ${claim} claim names the consumer`;
 }

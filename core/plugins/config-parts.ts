@@ -1,5 +1,5 @@
 /**
- * The config parts plugins declare (`section`, `serviceFields`), gathered for the one-pass
+ * The config parts plugins declare (`section`, `serviceFields`, `sectionFields`), gathered for the one-pass
  * validation of core/config/load.ts. Sorted by section key and plugin name, so the order of
  * the plugin list changes neither the schema nor the order of the problems reported.
  */
@@ -19,5 +19,6 @@ export function configPartsOf(builtin: readonly PluginDefinition[], loaded: read
     sections: sectionsOf(builtin),
     extraSections: sectionsOf(loaded),
     serviceFields: [...builtin, ...loaded].sort(byName).flatMap((d) => (d.serviceFields ? [d.serviceFields] : [])),
+    sectionFields: [...builtin, ...loaded].sort(byName).flatMap((d) => d.sectionFields ?? []),
   };
 }

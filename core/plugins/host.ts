@@ -8,6 +8,7 @@ import type { Clock, IdSource } from "../clock.ts";
 import type { GatewayConfig } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
+import type { CallerAuth } from "../pipeline/caller-auth.ts";
 import { RequestState, type RequestMode } from "../pipeline/context.ts";
 import { headerIdentity } from "../pipeline/identity.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
@@ -248,6 +249,8 @@ export class Runtime {
   private readonly fetchWrappers: Array<(next: typeof fetch) => typeof fetch> = [];
   private inflight = 0;
   private drained?: () => void;
+  /** The auth plugin's service once the plugins are set up: the core's identify step asks it how callers are named. */
+  private callerAuth?: CallerAuth;
 
   constructor(
     readonly config: GatewayConfig,
@@ -257,7 +260,7 @@ export class Runtime {
     this.registry = new Registry(config.services);
     this.modelAccess = new ModelAccess(this.registry);
     this.pipeline = new Pipeline(deps.log);
-    this.pipeline.add("identify", headerIdentity(config));
+    this.pipeline.add("identify", headerIdentity(config, () => this.callerAuth));
     this.outbound = deps.fetch;
     // Registered before any route (the core's included) so plugin middleware sees every request.
     this.app.use("*", (c, next) => runMiddleware(this.middlewares, c, next));
@@ -293,6 +296,7 @@ export class Runtime {
       this.activePlugins.push(placement.definition.name);
       this.placements.push(placement);
     }
+    this.callerAuth = this.services.get("auth")?.value as CallerAuth | undefined;
     for (const check of this.readyChecks) await check();
   }
 

@@ -8,7 +8,7 @@ import type { Hono, MiddlewareHandler } from "hono";
 import type { TSchema, Static } from "@sinclair/typebox";
 import type { Clock, IdSource } from "../clock.ts";
 import type { ConsolePanel } from "../console/panel.ts";
-import type { ConfigSection, GatewayConfig, ServiceFieldSet } from "../config/schema.ts";
+import type { ConfigSection, GatewayConfig, SectionFieldSet, ServiceFieldSet } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { OpenApiContribution } from "../openapi/contribution.ts";
@@ -114,6 +114,11 @@ export type PinnedFetch = (url: URL, addresses: readonly string[], init?: Reques
 export interface PluginApi<Section = unknown> {
   readonly name: string;
   readonly role: ProcessRole;
+  /**
+   * The whole validated config. A plugin reads the core's sections, its own section and its
+   * own `sectionFields` (`fieldsOf`); what it needs of another plugin's settings it gets from
+   * that plugin's service (`use`).
+   */
   readonly config: GatewayConfig;
   /** This plugin's own config section (from `definePlugin({ section })`), defaulted and validated. */
   readonly section: Section;
@@ -239,6 +244,12 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   openapi?: OpenApiContribution;
   /** Its views in the admin console (`/-/console`), in tab order. The console plugin collects them from every installed plugin. */
   consolePanels?: readonly ConsolePanel[];
+  /**
+   * Fields this plugin adds to sections it does not own (the core's `metrics` or `redis`, another
+   * plugin's section), keeping their paths in the file: `redis.pending_max_age` is the GC's. Read
+   * with `fieldsOf(api.config, set)`; a plugin reads no other plugin's section or fields.
+   */
+  sectionFields?: readonly SectionFieldSet[];
   /**
    * On when the config says so (default: always on). `plugins: { NAME: false }` turns any plugin off.
    * `role` lets a plugin of several roles decide per process (the relay: always in relay

@@ -60,7 +60,8 @@ export type { ObjectInfo, ObjectStore, PutOptions, StoredObject } from "../store
 export type { Clock, IdSource } from "../clock.ts";
 export type { LogEntry, LogFields, Logger, LogLevel } from "../log.ts";
 export type { CounterSpec, HistogramSpec, Metrics } from "../metrics.ts";
-export type { ConfigSection, ConfigSections, CoreConfig, GatewayConfig, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
+export type { ConfigFacts, ConfigSection, ConfigSections, CoreConfig, GatewayConfig, SectionFieldSet, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
+export { fieldsOf } from "../config/schema.ts";
 
 // The contracts of the built-in services a plugin may `use` (typed by declaration merging), and of the core's events.
 export type { ClaimedJob, FinishFields, JobAccepted, JobListQuery, JobLookup, JobPage, JobRecord, JobStatus, JobStore, SubmissionHook, Transition } from "../jobs/types.ts";
@@ -74,3 +75,4 @@ export type { PricedUsage, PriceQuery, Pricing } from "../pricing/price.ts";
 export type { AttemptResult, BackendHealth, FailoverRoute, RetryRounds } from "../proxy/backend-health.ts";
 export type { BackendTarget } from "../proxy/backends.ts";
 export type { Bytes } from "../llm/json.ts";
+export type { AuthMode, CallerAuth } from "../pipeline/caller-auth.ts";

@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { errors } from "../../core/errors.ts";
 import type { RequestState } from "../../core/pipeline/context.ts";
+import { callerAuthOf } from "../../core/pipeline/caller-auth.ts";
 import { sentBlankConsumer } from "../../core/pipeline/identity.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import type { JobRecord, JobStore } from "../../core/jobs/types.ts";
@@ -39,7 +40,7 @@ export async function findJob(api: PluginApi, store: JobStore, c: Context): Prom
   const missing = errors.notFound(`job "${id}" of service type "${type}" not found`);
   // A blank consumer header is sent, so no bypass; it names nobody, so it owns no job (404
   // as for another consumer's job) where every other request refuses it (400).
-  if (sentBlankConsumer(api.config, c.req.raw)) throw missing;
+  if (sentBlankConsumer(api.config, c.req.raw, callerAuthOf(api))) throw missing;
   const { ctx, answer } = await identify(api, c, type);
   if (answer) return { kind: "answer", response: answer };
   if (!store.keys.isJobId(id)) throw missing;

@@ -1,15 +1,17 @@
 /**
- * The `jobs:` section (idempotency and tombstone retention) and the per-service upload
- * rules of async jobs (`services[i].accepted_exts`, `services[i].max_file_size_mb`).
+ * The `jobs:` section (tombstone retention), the per-service upload rules of async jobs
+ * (`services[i].accepted_exts`, `services[i].max_file_size_mb`), and the fields of async jobs in
+ * sections they share: the job record lifetimes in `lifecycle` (the GC's section) and
+ * `metrics.consumer_labels`. Other plugins get the lifetimes from the `jobs` service.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { positiveDurationProblems } from "../../core/config/load.ts";
 import { Duration, Section, StringList } from "../../core/config/schema-parts.ts";
-import type { ConfigSection, ServiceFieldSet } from "../../core/config/schema.ts";
+import type { ConfigSection, SectionFieldSet, ServiceFieldSet } from "../../core/config/schema.ts";
+import { jobTtlMs } from "./ttl.ts";
 
 export const JobsSchema = Section(
   {
-    idempotency_ttl: Duration("24h", "Idempotency-Key retention; must be positive"),
     expired_marker_ttl: Duration(
       "168h",
       "Tombstone retention: an expired job answers 410 this long after its record is gone (so 0s is refused); should exceed the job record TTL",
@@ -36,7 +38,6 @@ export const jobsSection: ConfigSection<typeof JobsSchema> = {
   key: "jobs",
   schema: JobsSchema,
   validate: (section) => [
-    ...positiveDurationProblems("jobs.idempotency_ttl", section.idempotency_ttl, 'default "24h": how long an Idempotency-Key is remembered; remove the key for the default'),
     ...positiveDurationProblems(
       "jobs.expired_marker_ttl",
       section.expired_marker_ttl,
@@ -46,3 +47,43 @@ export const jobsSection: ConfigSection<typeof JobsSchema> = {
 };
 
 export const jobServiceFields: ServiceFieldSet<typeof JobServiceFields> = { schema: JobServiceFields };
+
+/** What happens to a job record once its job ended: the `lifecycle` fields the job store applies. */
+export const JobLifetimeFields = Type.Object({
+  persists_result: Type.Boolean({
+    default: false,
+    description:
+      "false = job record and result deleted after the first consumption (first GET of a completed result, or first successful webhook); true = kept until their TTL",
+  }),
+  job_ttl: Section(
+    {
+      global: Duration("", "Fallback TTL for every status"),
+      completed: Duration("", "TTL of completed jobs (takes precedence over global)"),
+      pending: Duration("", "TTL of pending jobs"),
+      failed: Duration("", "TTL of failed jobs; when all TTLs are empty, a 2h safety net applies"),
+    },
+    "Job record TTLs (2h safety net when all empty)",
+  ),
+});
+
+export type JobLifetimes = Static<typeof JobLifetimeFields>;
+
+declare module "../../core/config/schema.ts" {
+  interface ConfigFacts {
+    /** The pending job TTL in ms (`lifecycle.job_ttl.pending`, else `.global`, else the 2h safety net): also the input object lifetime. */
+    pendingJobTtlMs: number;
+  }
+}
+
+export const jobLifetimeFields: SectionFieldSet<typeof JobLifetimeFields> = {
+  section: "lifecycle",
+  schema: JobLifetimeFields,
+  facts: (lifetimes) => ({ pendingJobTtlMs: jobTtlMs(lifetimes, "pending") }),
+};
+
+/** `metrics.consumer_labels`: the consumer label of this plugin's submission counter. */
+export const ConsumerLabelFields = Type.Object({
+  consumer_labels: Type.Boolean({ default: false, description: "Consumer label on svc_jobs_by_consumer_total; meant for fewer than 50 consumers (one series each)" }),
+});
+
+export const consumerLabelFields: SectionFieldSet<typeof ConsumerLabelFields> = { section: "metrics", schema: ConsumerLabelFields };

@@ -4,7 +4,8 @@
  * `jobs` service the relay works through.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
-import { jobServiceFields, jobsSection } from "./config.ts";
+import { fieldsOf } from "../../core/config/schema.ts";
+import { consumerLabelFields, jobLifetimeFields, jobServiceFields, jobsSection } from "./config.ts";
 import { queuesPanel } from "./console-panel.ts";
 import { answering, registerManageRoutes } from "./manage.ts";
 import { QueueAdmin, registerQueueAdminRoutes } from "./queues-admin.ts";
@@ -15,11 +16,13 @@ import { submitHandler } from "./submit.ts";
 
 export default definePlugin({
   name: "async-jobs",
-  // At submission: webhooks vets callback URLs, tracing links the job.
-  // (Webhooks reads the job store in turn: both only at request time, so neither goes first.)
-  optionalDependsOn: ["otel", "webhooks"],
+  // At submission: webhooks vets callback URLs, tracing links the job; auth says how a caller
+  // names themselves. (Webhooks reads the job store in turn: both only at request time, so
+  // neither goes first.)
+  optionalDependsOn: ["auth", "otel", "webhooks"],
   section: jobsSection,
   serviceFields: jobServiceFields,
+  sectionFields: [jobLifetimeFields, consumerLabelFields],
   roles: ["gateway", "relay"],
   openapi: asyncJobsOpenApi,
   consolePanels: [queuesPanel],
@@ -28,7 +31,8 @@ export default definePlugin({
       kv: api.kv,
       objects: api.objects,
       registry: api.registry,
-      config: api.config,
+      lifetimes: fieldsOf(api.config, jobLifetimeFields),
+      jobs: api.section,
       clock: api.clock,
       ids: api.ids,
       log: api.log,
@@ -37,7 +41,8 @@ export default definePlugin({
     if (api.role !== "gateway") return;
 
     api.onClose(reportQueueDepth(api.metrics, () => store.queueDepth()));
-    api.routes.post("/jobs/:type", submitHandler(api, store, submissionCounter(api.metrics, api.config)));
+    const submissions = submissionCounter(api.metrics, api.config, fieldsOf(api.config, consumerLabelFields).consumer_labels);
+    api.routes.post("/jobs/:type", submitHandler(api, store, submissions));
     registerManageRoutes(api, store);
     registerQueueAdminRoutes(api, new QueueAdmin(store, api), (name, handler) => answering(api.log, name, handler));
   },

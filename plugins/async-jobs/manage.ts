@@ -7,7 +7,7 @@ import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { isRecord } from "../../core/llm/json.ts";
 import { pageParams } from "../../core/pagination.ts";
-import { missingConsumerMessage } from "../../core/pipeline/identity.ts";
+import { callerAuthOf } from "../../core/pipeline/caller-auth.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { readAdminJson } from "../../core/request-body/admin-json.ts";
 import { expiredResponse, findJob, identify } from "./access.ts";
@@ -48,7 +48,7 @@ export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
       if (job.status !== "completed") return json(toView(job));
       const result = await store.readResult(job);
       if (result === undefined) throw errors.internal(`the result of job "${job.id}" is missing from the object store`);
-      if (!config.lifecycle.persists_result && !(await store.consume(job))) {
+      if (!store.persistsResult && !(await store.consume(job))) {
         // Another reader consumed it a moment ago.
         return expiredResponse();
       }
@@ -78,7 +78,10 @@ export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
       const { ctx, answer } = await identify(api, c, c.req.query("service_type") ?? "");
       if (answer) return answer;
       const consumer = ctx.principal.consumer;
-      if (consumer === undefined) throw errors.badRequest(missingConsumerMessage(config, `send the ${header} header to list your jobs`));
+      if (consumer === undefined) {
+        const advice = `send the ${header} header to list your jobs`;
+        throw errors.badRequest(callerAuthOf(api)?.missingConsumerMessage(advice) ?? advice);
+      }
       const status = c.req.query("status");
       if (status !== undefined && status !== "" && !isJobStatus(status)) {
         throw errors.badRequest(`unknown status "${status}"; use one of pending, processing, completed, failed, cancelled`);

@@ -15,13 +15,12 @@ export interface SubmissionCounter {
   submitted(labels: { priority: boolean; serviceType: string; model: string; consumer?: string }): void;
 }
 
-export function submissionCounter(metrics: Metrics, config: GatewayConfig): SubmissionCounter {
+export function submissionCounter(metrics: Metrics, config: GatewayConfig, withConsumer: boolean): SubmissionCounter {
   const counter = metrics.counter({
     name: "svc_jobs_by_consumer_total",
     help: "Async jobs accepted, by mode (async or async-priority), service type, model and consumer (consumer only with metrics.consumer_labels)",
     labelNames: ["mode", "service_type", "model", "consumer"],
   });
-  const withConsumer = config.metrics.consumer_labels;
   const identifying = config.server.consumer_header !== "";
   return {
     submitted({ priority, serviceType, model, consumer }) {

@@ -104,7 +104,7 @@ function submitOperation(type: string, services: readonly ServiceConfig[], input
       "200": jsonResponse("JobAccepted", "Idempotent replay: the original job", {
         "X-Idempotent-Replay": { schema: { type: "string", enum: ["true"] } },
       }),
-      ...errors(400, ...(input.config.auth.mode === "oauth2" ? [401] : []), 403, 404, 409, 413, 429, 500, 503),
+      ...errors(400, ...(input.authMode === "oauth2" ? [401] : []), 403, 404, 409, 413, 429, 500, 503),
     },
     callbacks: webhookCallback,
   };

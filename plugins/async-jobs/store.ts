@@ -4,7 +4,7 @@
  * per runtime, so TTLs and the service list follow hot reloads.
  */
 import type { Clock, IdSource } from "../../core/clock.ts";
-import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
+import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Registry } from "../../core/registry/registry.ts";
 import { compareAndDelete } from "../../core/stores/atomic-ops.ts";
@@ -14,6 +14,7 @@ import { jobKeys } from "../../core/jobs/keys.ts";
 import { jobCancel, jobCreate, jobFinish, jobRelease, jobRetry, jobTransition, leaseRenew, relayClaim } from "./ops.ts";
 import { fromHash, toHash } from "./record.ts";
 import { NOTIFY_GRACE_MS } from "../../core/jobs/notify-outbox.ts";
+import type { JobLifetimes, JobsConfig } from "./config.ts";
 import { jobTtlMs, markerTtlMs } from "./ttl.ts";
 import type {
   ClaimedJob,
@@ -37,7 +38,10 @@ export interface JobStoreDeps {
   kv: KvStore;
   objects: ObjectStore;
   registry: Registry;
-  config: GatewayConfig;
+  /** This plugin's `lifecycle` fields. */
+  lifetimes: JobLifetimes;
+  /** The `jobs` section. */
+  jobs: JobsConfig;
   clock: Clock;
   ids: IdSource;
   log: Logger;
@@ -54,8 +58,12 @@ export class KvJobStore implements JobStore {
     this.objects = deps.objects;
   }
 
+  get persistsResult(): boolean {
+    return this.deps.lifetimes.persists_result;
+  }
+
   ttlFor(status: JobStatus): number {
-    return jobTtlMs(this.deps.config.lifecycle, status);
+    return jobTtlMs(this.deps.lifetimes, status);
   }
 
   modelOf(service: ServiceConfig): string {
@@ -308,7 +316,7 @@ export class KvJobStore implements JobStore {
   }
 
   markerTtl(): number {
-    return markerTtlMs(this.deps.config.jobs);
+    return markerTtlMs(this.deps.jobs);
   }
 
   /** The notification outbox score of a job ending now: when the webhooks sweep may take it. */

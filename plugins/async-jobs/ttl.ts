@@ -9,19 +9,19 @@
  * the relay. A cancelled job takes the failed TTL (it ended without a result).
  */
 import { durationMs } from "../../core/config/duration.ts";
-import type { GatewayConfig } from "../../core/config/schema.ts";
 import type { JobStatus } from "../../core/jobs/types.ts";
+import type { JobLifetimes, JobsConfig } from "./config.ts";
 
 export const SAFETY_NET_TTL_MS = 2 * 60 * 60 * 1000;
 
-export function jobTtlMs(lifecycle: GatewayConfig["lifecycle"], status: JobStatus): number {
-  const ttl = lifecycle.job_ttl;
+export function jobTtlMs(lifetimes: Pick<JobLifetimes, "job_ttl">, status: JobStatus): number {
+  const ttl = lifetimes.job_ttl;
   const specific = status === "completed" ? ttl.completed : status === "failed" || status === "cancelled" ? ttl.failed : ttl.pending;
   return durationMs(specific) || durationMs(ttl.global) || SAFETY_NET_TTL_MS;
 }
 
 /** How long after the record the tombstone lives (positive: config validation refuses 0s). */
-export function markerTtlMs(jobs: GatewayConfig["jobs"]): number {
+export function markerTtlMs(jobs: JobsConfig): number {
   return durationMs(jobs.expired_marker_ttl);
 }
 

@@ -2,6 +2,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
+import type { AuthMode } from "../../core/pipeline/caller-auth.ts";
 
 export const AuthSchema = Section(
   {
@@ -61,6 +62,10 @@ declare module "../../core/config/schema.ts" {
   interface ConfigSections {
     auth: AuthConfig;
   }
+  interface ConfigFacts {
+    /** `auth.mode`: how callers are named (rules that need an authenticated principal read it). */
+    authMode: AuthMode;
+  }
 }
 
 /** api_key mode without a secret is refused at start (GW_CONFIG_INVALID): stored key hashes are HMACs under it. */
@@ -71,4 +76,5 @@ export const authSection: ConfigSection<typeof AuthSchema> = {
     auth.mode === "api_key" && auth.api_key.secret === ""
       ? ["auth.api_key.secret: required in api_key mode (the HMAC secret stored key hashes are made with; e.g. ${GATEWAY_API_KEY_SECRET})"]
       : [],
+  facts: (auth) => ({ authMode: auth.mode }),
 };

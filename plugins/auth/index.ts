@@ -12,6 +12,7 @@ import { setupApiKeys } from "./api-keys/index.ts";
 import { apiKeysOpenApi } from "./api-keys/openapi.ts";
 import { authSection } from "./config.ts";
 import { backendIdentity } from "./backend-identity.ts";
+import { callerAuth } from "./caller-auth.ts";
 import { proxyIdentity } from "./proxy.ts";
 
 // At the top level, as in the otel plugin: tsc (5.9) leaves the `.ts` extension of an
@@ -37,6 +38,8 @@ export default definePlugin({
   enabled: (config) => config.auth.mode !== "none" || config.auth.api_key.secret !== "",
   async setup(api) {
     const auth = api.config.auth;
+    // How callers are named, for the core's identify step and the plugins that tell a caller how to name themselves.
+    api.provide("auth", callerAuth(auth));
     if (auth.mode === "api_key") return setupApiKeys(api);
     if (auth.mode === "proxy") api.stage("identify", proxyIdentity(auth.proxy));
     if (auth.mode !== "oauth2") {

@@ -6,6 +6,7 @@
  */
 import { stringify } from "yaml";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
+import { callerAuthOf } from "../../core/pipeline/caller-auth.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { docsServiceFields } from "./config.ts";
 import { loadAssets } from "./assets.ts";
@@ -22,9 +23,10 @@ const MAX_CACHED_DOCUMENTS = 64;
 
 export default definePlugin({
   name: "docs",
-  // Documents the sync routes (sync-proxy) at request time; its routes still go before the
-  // sync proxy's catch-all (a configured wildcard cannot shadow them).
-  optionalDependsOn: ["sync-proxy"],
+  // Documents the sync routes (sync-proxy) and the credentials callers send (auth) at request
+  // time; its routes still go before the sync proxy's catch-all (a configured wildcard cannot
+  // shadow them).
+  optionalDependsOn: ["auth", "sync-proxy"],
   before: ["sync-proxy"],
   serviceFields: docsServiceFields,
   openapi: docsOpenApi,
@@ -47,7 +49,8 @@ export default definePlugin({
       let text = documents.get(audience.key);
       if (text === undefined) {
         // Built on first use, once every plugin has registered its routes.
-        const document = assembleDocument({ config: api.config, visible: audience.visible, served, syncProxy: api.has("syncModes") }, parts);
+        const authMode = callerAuthOf(api)?.mode ?? "none";
+        const document = assembleDocument({ config: api.config, authMode, visible: audience.visible, served, syncProxy: api.has("syncModes") }, parts);
         text = stringify(document, { aliasDuplicateObjects: false, lineWidth: 0 });
         if (documents.size >= MAX_CACHED_DOCUMENTS) documents.delete(documents.keys().next().value ?? "");
         documents.set(audience.key, text);

@@ -12,7 +12,7 @@
  * this runtime's config; a reload builds a new runtime, so they apply from its first tick.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
-import { lifecycleSection } from "./config.ts";
+import { lifecycleSection, pendingMaxAgeFields } from "./config.ts";
 import type { GcContext } from "./context.ts";
 import { gcMetrics } from "./metrics.ts";
 import { gcActive, gcSettings } from "./settings.ts";
@@ -21,6 +21,7 @@ import { runTick } from "./tick.ts";
 export default definePlugin({
   name: "gc",
   section: lifecycleSection,
+  sectionFields: [pendingMaxAgeFields],
   roles: ["gateway"],
   dependsOn: ["async-jobs"],
   enabled: (config) => gcActive(config),

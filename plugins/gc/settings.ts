@@ -3,8 +3,9 @@
  * (and a new GC task), so a changed value applies from the next tick (spec 4.12).
  */
 import { durationMs } from "../../core/config/duration.ts";
-import type { GatewayConfig } from "../../core/config/schema.ts";
+import { fieldsOf, type GatewayConfig } from "../../core/config/schema.ts";
 import type { ListEnd } from "../../core/stores/kv.ts";
+import { pendingMaxAgeFields } from "./config.ts";
 
 /** An interval of "0s" would spin; no sweep needs to run more often than this. */
 export const MIN_INTERVAL_MS = 1_000;
@@ -32,7 +33,7 @@ export function gcSettings(config: GatewayConfig): GcSettings {
     intervalMs: Math.max(MIN_INTERVAL_MS, durationMs(gc.interval)),
     orphanMinAgeMs: durationMs(gc.orphan_min_age),
     maxReapAttempts: gc.max_reap_attempts,
-    pendingMaxAgeMs: durationMs(config.redis.pending_max_age),
+    pendingMaxAgeMs: durationMs(fieldsOf(config, pendingMaxAgeFields).pending_max_age),
   };
 }
 

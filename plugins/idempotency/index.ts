@@ -19,10 +19,12 @@
  * It plugs into `POST /jobs/{type}` through the job store's submission hooks.
  */
 import { durationMs } from "../../core/config/duration.ts";
+import { fieldsOf } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import type { JobAccepted, JobStore } from "../../core/jobs/types.ts";
+import { idempotencyFields } from "./config.ts";
 
 const HEADER = "idempotency-key";
 const MAX_KEY_LENGTH = 255;
@@ -51,10 +53,11 @@ function parseAccepted(text: string): JobAccepted | undefined {
 export default definePlugin({
   name: "idempotency",
   dependsOn: ["async-jobs"],
+  sectionFields: [idempotencyFields],
   setup(api) {
     const jobs: JobStore = api.use("jobs");
-    // Positive: config validation refuses 0s (core/config/load.ts).
-    const ttlMs = durationMs(api.config.jobs.idempotency_ttl);
+    // Positive: config validation refuses 0s (config.ts).
+    const ttlMs = durationMs(fieldsOf(api.config, idempotencyFields).idempotency_ttl);
     const requests = api.metrics.counter({
       name: "svc_idempotency_requests_total",
       help: "Job submissions carrying an Idempotency-Key, by service type and outcome (created, replayed, conflict)",

@@ -5,13 +5,12 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { durationMs } from "../../core/config/duration.ts";
 import { Duration } from "../../core/config/schema-parts.ts";
-import type { ConfigSection, ServiceFieldSet } from "../../core/config/schema.ts";
+import type { ConfigFacts, ConfigSection, SectionFieldSet, ServiceFieldSet } from "../../core/config/schema.ts";
 
 const noPrices = "a cost budget needs prices: set pricing.models (or pricing.backend_models), or remove cost_rate";
 
-/** Some model has a price (the pricing plugin's rule; the section may be absent where that plugin is not installed). */
-const pricingOn = (pricing: { models?: object; backend_models?: object } | undefined): boolean =>
-  pricing !== undefined && Object.keys(pricing.models ?? {}).length + Object.keys(pricing.backend_models ?? {}).length > 0;
+/** Some model has a price, as the pricing plugin states it (absent where that plugin is not installed: none has). */
+const pricingOn = (facts: Partial<ConfigFacts>): boolean => facts.pricingOn === true;
 
 export const RateLimitSchema = Type.Object(
   {
@@ -73,7 +72,7 @@ declare module "../../core/config/schema.ts" {
 export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
   key: "rate_limits",
   schema: RateLimitsSchema,
-  validate: (rateLimits, config) => {
+  validate: (rateLimits, _config, facts) => {
     const problems: string[] = [];
     for (const [type, byUserType] of Object.entries(rateLimits)) {
       for (const [userType, limits] of Object.entries(byUserType)) {
@@ -84,7 +83,7 @@ export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
           problems.push(`${at}.processing_period: must be positive when processing_time is set`);
         }
         if (limits.cost_rate > 0 && durationMs(limits.cost_period) === 0) problems.push(`${at}.cost_period: must be positive when cost_rate is set`);
-        if (limits.cost_rate > 0 && !pricingOn(config.pricing)) problems.push(`${at}.cost_rate: ${noPrices}`);
+        if (limits.cost_rate > 0 && !pricingOn(facts)) problems.push(`${at}.cost_rate: ${noPrices}`);
       }
     }
     return problems;
@@ -93,10 +92,24 @@ export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
 
 export const limitServiceFields: ServiceFieldSet<typeof LimitServiceFields> = {
   schema: LimitServiceFields,
-  validate: (service, at, config) => [
+  validate: (service, at, _config, facts) => [
     ...(service.priority_reserved_sync > service.max_concurrent_sync ? [`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`] : []),
     ...Object.entries(service.token_limits)
-      .filter(([, limits]) => limits.cost_rate > 0 && !pricingOn(config.pricing))
+      .filter(([, limits]) => limits.cost_rate > 0 && !pricingOn(facts))
       .map(([userType]) => `${at}.token_limits.${userType}.cost_rate: ${noPrices}`),
   ],
 };
+
+export const BudgetReserveFields = Type.Object(
+  {
+    reserve_token_budgets: Type.Boolean({
+      default: false,
+      description:
+        "Token budgets hold what each LLM request in flight may use (its prompt size plus max_tokens, or 1024 output tokens when unset) from admission until its answer is counted, so concurrent requests cannot all pass on the same room, as dollar budgets always do; false = the spec's behaviour (a request is judged by what earlier answers used)",
+    }),
+  },
+  { notes: "See [Budgets under concurrency](limits.md#budgets-under-concurrency) for `reserve_token_budgets`." },
+);
+
+/** `llm.reserve_token_budgets`: this plugin's field in the LLM proxy's `llm` section. */
+export const budgetReserveFields: SectionFieldSet<typeof BudgetReserveFields> = { section: "llm", schema: BudgetReserveFields };

@@ -25,8 +25,9 @@
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
  */
 import type { RequestContext } from "../../core/pipeline/context.ts";
+import { fieldsOf } from "../../core/config/schema.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
-import { limitServiceFields, rateLimitsSection } from "./config.ts";
+import { budgetReserveFields, limitServiceFields, rateLimitsSection } from "./config.ts";
 import type {} from "../../core/jobs/types.ts";
 import { convertJobSlot, extendJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
 import type { LimitDeps } from "./deps.ts";
@@ -49,16 +50,21 @@ const DEFAULT_PENDING_TTL_MS = 2 * 60 * 60 * 1000;
 export default definePlugin({
   name: "limits",
   // Counts async submissions in the job store when async jobs are on; prices what an LLM
-  // request may cost, for the dollar budgets it holds while it runs, when some model has a price.
-  optionalDependsOn: ["async-jobs", "pricing"],
+  // request may cost, for the dollar budgets it holds while it runs, when some model has a price;
+  // asks the LLM proxy whether a streamed answer's tokens are counted (once all are set up).
+  optionalDependsOn: ["async-jobs", "pricing", "llm-proxy"],
   // Its steps run after those of auth and policies in a shared stage (they leave the principal
   // and the policy quota), and after an idempotent replay (a replay counts against no limit).
+  // Before the LLM proxy, which it asks only once every plugin is set up.
   after: ["auth", "policies", "idempotency"],
+  before: ["llm-proxy"],
   section: rateLimitsSection,
   serviceFields: limitServiceFields,
+  sectionFields: [budgetReserveFields],
   roles: ["gateway", "relay"],
   setup(api) {
     const table = new LimitTable(api.config);
+    const pricing = api.has("pricing") ? api.use("pricing") : undefined;
     const deps: LimitDeps = {
       kv: api.kv,
       clock: api.clock,
@@ -66,13 +72,17 @@ export default definePlugin({
       metrics: limitMetrics(api.metrics),
       table,
       measures: new MeasuresCache(table),
-      currency: api.config.pricing.currency,
-      pricing: api.has("pricing") ? api.use("pricing") : undefined,
-      // The llm section is the LLM proxy's; it is absent where that plugin is not installed.
-      reserveTokenBudgets: api.config.llm?.reserve_token_budgets === true,
-      countStreamedTokens: api.config.llm?.count_streamed_tokens === true,
+      // Without prices nothing costs, so no cost budget can refuse and the currency is never shown.
+      currency: pricing?.currency ?? "",
+      pricing,
+      reserveTokenBudgets: fieldsOf(api.config, budgetReserveFields).reserve_token_budgets,
+      // Set once every plugin is set up (below): false where the LLM proxy is off.
+      countStreamedTokens: false,
       newId: () => api.ids.newId(),
     };
+    api.onReady(() => {
+      deps.countStreamedTokens = api.has("llm") && api.use("llm").countStreamedTokens;
+    });
 
     // Counting after the fact, in whichever process the event happens. The conditions in front
     // skip the calls that would do nothing (each async call costs a promise per response).

@@ -5,9 +5,10 @@
  * is used when the `response-cache` plugin is on. On when some service sets `provider`.
  */
 import { durationMs } from "../../core/config/duration.ts";
+import { fieldsOf } from "../../core/config/schema.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
-import { llmSection } from "./config.ts";
+import { llmSection, topConsumersFields } from "./config.ts";
 import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
 import { FirstTokenTimes } from "./first-token.ts";
 import { GenAiTokenUsage } from "./genai.ts";
@@ -17,20 +18,36 @@ import { messagesErrors } from "./messages-errors.ts";
 import { messagesRoute } from "./messages-inbound.ts";
 import { llmProxyOpenApi } from "./openapi.ts";
 
+/** What other plugins need of the `llm` section (the limits hold a streamed request's budgets only when its tokens are counted). */
+export interface LlmProxyService {
+  /** `llm.count_streamed_tokens`. */
+  readonly countStreamedTokens: boolean;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    llm: LlmProxyService;
+  }
+}
+
 export default definePlugin({
   name: "llm-proxy",
   dependsOn: ["sync-proxy", "providers"],
   // Answers from the response cache when a service enables it; skips backends sitting out;
-  // prices answers when some model has a price.
-  optionalDependsOn: ["response-cache", "backend-health", "pricing"],
+  // prices answers when some model has a price; counts GenAI tokens when OpenTelemetry exports metrics.
+  optionalDependsOn: ["response-cache", "backend-health", "pricing", "otel"],
   section: llmSection,
   openapi: llmProxyOpenApi,
+  sectionFields: [topConsumersFields],
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
     const { config } = api;
+    const settings = api.section;
+    api.provide("llm", { countStreamedTokens: settings.count_streamed_tokens });
     let tokens: ConsumerTokens | undefined;
-    if (config.metrics.top_consumers > 0 && config.server.consumer_header !== "") {
-      const tracker = new ConsumerTokens(api.kv, api.metrics, config.metrics.top_consumers, api.log);
+    const { top_consumers: topConsumers } = fieldsOf(config, topConsumersFields);
+    if (topConsumers > 0 && config.server.consumer_header !== "") {
+      const tracker = new ConsumerTokens(api.kv, api.metrics, topConsumers, api.log);
       api.onClose(() => tracker.flush());
       api.task({ name: "llm-consumer-tokens-top", everyMs: TOP_REFRESH_MS, runAtStart: true, run: () => tracker.refresh() });
       tokens = tracker;
@@ -50,12 +67,12 @@ export default definePlugin({
         metrics: new LlmMetrics(api.metrics),
         firstToken: new FirstTokenTimes(api.metrics),
         // The GenAI metric only when it is exported (OpenTelemetry metrics mirror the Prometheus registry).
-        genAiTokens: config.opentelemetry.enabled && config.opentelemetry.metrics.enabled ? new GenAiTokenUsage(api.metrics) : undefined,
+        genAiTokens: api.has("telemetry") && api.use("telemetry").metrics ? new GenAiTokenUsage(api.metrics) : undefined,
         tokens,
         pricing: api.has("pricing") ? api.use("pricing") : undefined,
         emitUsage: (event) => api.emit("llm.usage", event),
-        countStreamedTokens: config.llm.count_streamed_tokens,
-        streamIdleTimeoutMs: durationMs(config.llm.stream_idle_timeout),
+        countStreamedTokens: settings.count_streamed_tokens,
+        streamIdleTimeoutMs: durationMs(settings.stream_idle_timeout),
       }),
     );
   },

@@ -17,6 +17,20 @@ import type { Untraced } from "./tracing.ts";
 
 const asIs: Untraced = (fn) => fn();
 
+/** What this runtime exports over OTLP (the `telemetry` service, there while the plugin is on): other plugins ask it instead of reading `opentelemetry`. */
+export interface TelemetryExport {
+  readonly traces: boolean;
+  /** The Prometheus series are exported too: a metric meant for OpenTelemetry (the GenAI token usage) is worth keeping. */
+  readonly metrics: boolean;
+  readonly logs: boolean;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    telemetry: TelemetryExport;
+  }
+}
+
 // Loaders at the top level: tsc (5.9) leaves the `.ts` extension of an `import()` nested in
 // the plugin object unrewritten, and the built gateway would then fail to find the module.
 const loadLogsExport = () => import("./logs-export.ts");
@@ -33,6 +47,7 @@ export default definePlugin({
   enabled: (config) => config.opentelemetry.enabled,
   async setup(api) {
     const settings = api.config.opentelemetry;
+    api.provide("telemetry", { traces: settings.traces.enabled, metrics: settings.metrics.enabled, logs: settings.logs.enabled });
     // Logs first, so the lines the other signals log at start are exported too.
     if (settings.logs.enabled) {
       const { exportLogs } = await loadLogsExport();

@@ -59,8 +59,8 @@ declare module "../../core/config/schema.ts" {
 export const policiesSection: ConfigSection<typeof PoliciesSchema> = {
   key: "policies",
   schema: PoliciesSchema,
-  validate: (section, config) =>
-    section && config.auth.mode === "none"
+  validate: (section, _config, facts) =>
+    section && facts.authMode === "none"
       ? ["policies: set, but auth.mode is none; set auth.mode to proxy or oauth2 (policies need an authenticated principal)"]
       : [],
 };

@@ -40,6 +40,10 @@ declare module "../../core/config/schema.ts" {
   interface ConfigSections {
     pricing: PricingConfig;
   }
+  interface ConfigFacts {
+    /** Some model has a price (and the pricing plugin, with its `pricing` service, is on). */
+    pricingOn: boolean;
+  }
 }
 
 export const pricingSection: ConfigSection<typeof PricingSchema> = {
@@ -51,6 +55,7 @@ export const pricingSection: ConfigSection<typeof PricingSchema> = {
         .filter(([, entry]) => Object.keys(entry).length === 0)
         .map(([model]) => `pricing.${map}.${model}: no price set; give at least one of input, output, cached_input, cache_write, per_second (or remove the entry)`),
     ),
+  facts: (pricing) => ({ pricingOn: pricingOn(pricing) }),
 };
 
 /** Pricing is on when some model has a price. */

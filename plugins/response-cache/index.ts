@@ -12,11 +12,12 @@
  * as if there were no cache.
  */
 import { durationMs } from "../../core/config/duration.ts";
+import { fieldsOf } from "../../core/config/schema.ts";
 import { EXPIRED, settleWithin } from "../../core/deadline.ts";
 import type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../../core/llm/cache.ts";
 import { counterChildren } from "../../core/metric-labels.ts";
 import { definePlugin, type PluginApi } from "../../core/plugins/types.ts";
-import { cacheServiceFields } from "./config.ts";
+import { cacheLlmFields, cacheServiceFields, embeddedCacheFields } from "./config.ts";
 import { InFlightAnswers } from "./coalesce.ts";
 import { decodeEntry, encodeEntry } from "./entry.ts";
 import { fitsKey } from "./fits-key.ts";
@@ -59,13 +60,14 @@ function createCache(api: PluginApi): ResponseCache {
   });
   const coalescedFor = counterChildren(coalesced);
   // The leader's whole backend call is bounded by the backend timeout; past it, followers go on their own.
-  const inFlight = api.config.llm.coalesce ? new InFlightAnswers(durationMs(api.config.server.backend_timeout) || FALLBACK_WAIT_MS) : undefined;
+  const { coalesce, cache_key: keyMode, cache_streams: cacheStreams } = fieldsOf(api.config, cacheLlmFields);
+  const inFlight = coalesce ? new InFlightAnswers(durationMs(api.config.server.backend_timeout) || FALLBACK_WAIT_MS) : undefined;
   const noShare = () => {};
 
   const bypass: PendingLookup = { result: () => Promise.resolve({ kind: "bypass" }) };
 
   function begin(request: CacheRequest): PendingLookup {
-    if (bypassed(request, api.config.llm.cache_streams)) return bypass;
+    if (bypassed(request, cacheStreams)) return bypass;
     const { service } = request;
     const stream = request.body.stream === true;
     const metricLabels = { service_type: service.type, model: service.model };
@@ -75,7 +77,7 @@ function createCache(api: PluginApi): ResponseCache {
     };
     let key: string;
     try {
-      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery, stream }, service.model, request.body, api.config.llm.cache_key);
+      key = cacheKey({ serviceType: service.type, pathAndQuery: request.pathAndQuery, stream }, service.model, request.body, keyMode);
     } catch (error) {
       return {
         result: () => {
@@ -171,6 +173,7 @@ function registerMemoryMetrics(api: PluginApi): void {
 export default definePlugin({
   name: "response-cache",
   serviceFields: cacheServiceFields,
+  sectionFields: [cacheLlmFields, embeddedCacheFields],
   enabled: (config) => config.services.some((service) => service.response_cache_ttl > 0),
   setup(api) {
     api.provide("responseCache", createCache(api));

@@ -142,7 +142,7 @@ function summary(services: readonly ServiceConfig[]): string {
 export function syncPaths(input: DocInput): Paths {
   if (!input.syncProxy) return {};
   const paths: Paths = {};
-  const oauth2 = input.config.auth.mode === "oauth2";
+  const oauth2 = input.authMode === "oauth2";
   const configured = servicesByPath(input.config.services);
   for (const [pattern, services] of servicesByPath(input.visible)) {
     const key = openApiPath(pattern);

@@ -21,8 +21,8 @@ import { registerUsageRoutes } from "./routes.ts";
 
 export default definePlugin({
   name: "usage",
-  // Shows the limits' live windows, and costs where pricing is on.
-  optionalDependsOn: ["limits", "pricing"],
+  // Shows the limits' live windows, and costs where pricing is on; auth says how a caller names themselves.
+  optionalDependsOn: ["auth", "limits", "pricing"],
   section: usageSection,
   roles: ["gateway", "relay"],
   openapi: usageOpenApi,

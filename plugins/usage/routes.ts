@@ -8,7 +8,7 @@ import { errors, GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { pageParams } from "../../core/pagination.ts";
 import { RequestState } from "../../core/pipeline/context.ts";
-import { missingConsumerMessage } from "../../core/pipeline/identity.ts";
+import { callerAuthOf } from "../../core/pipeline/caller-auth.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import type { UsageRecords } from "./records.ts";
 import { parseReportQuery, usageReport } from "./report.ts";
@@ -53,7 +53,8 @@ export function registerUsageRoutes(api: PluginApi, records: UsageRecords): void
       if (answer) return answer;
       const consumer = ctx.principal.consumer;
       if (consumer === undefined) {
-        throw errors.badRequest(missingConsumerMessage(api.config, `send the ${header} header naming the consumer whose usage to show`));
+        const advice = `send the ${header} header naming the consumer whose usage to show`;
+        throw errors.badRequest(callerAuthOf(api)?.missingConsumerMessage(advice) ?? advice);
       }
       return json(await records.one(consumer));
     }),

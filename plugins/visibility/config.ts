@@ -18,8 +18,8 @@ declare module "../../core/config/schema.ts" {
 
 export const visibilityServiceFields: ServiceFieldSet<typeof VisibilityServiceFields> = {
   schema: VisibilityServiceFields,
-  validate: (service, at, config) =>
-    service.visibility?.groups.length && config.auth.mode === "none"
+  validate: (service, at, _config, facts) =>
+    service.visibility?.groups.length && facts.authMode === "none"
       ? [`${at}.visibility.groups: needs auth.mode proxy or oauth2 (groups come from the authenticated principal)`]
       : [],
 };

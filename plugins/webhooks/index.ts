@@ -91,10 +91,11 @@ export default definePlugin({
         depth: (value) => depth.set(value),
       },
       onDelivered: async (record) => {
-        // Spec 2.9: with persists_result=false the first successful delivery consumes a completed
-        // job's result (record and result object deleted); failed and cancelled jobs have none.
-        if (api.config.lifecycle.persists_result || record.status !== "completed" || !api.has("jobs")) return;
+        // With persists_result=false (the job store's to say) the first successful delivery consumes
+        // a completed job's result (record and result object deleted); failed and cancelled jobs have none.
+        if (record.status !== "completed" || !api.has("jobs")) return;
         const jobs = api.use("jobs");
+        if (jobs.persistsResult) return;
         const job = await jobs.get(record.job_id);
         if (job) await jobs.consume(job);
       },

@@ -144,6 +144,18 @@ describe("hot reload", () => {
     expect(reloaded.plugins.slice(0, 2)).toEqual(["audit-log", "admin"]);
   });
 
+  it("names each Redis setting a reload cannot apply by its owner's key: the core's section, or a plugin's field in it", async () => {
+    const gw = await start(fileA);
+    const needsRestart = () => gw.entries.filter((e) => e.event === "reload_needs_restart").map((e) => e.fields.keys);
+    // The GC's stale-pending sweep age applies at once: nothing to restart for.
+    expect((await gw.reload(`${fileA}redis: { pending_max_age: 10m }\n`)).status).toBe(200);
+    expect(needsRestart()).toEqual([]);
+    // The response cache's cap on the embedded store, and the core's command timeout, are read at start.
+    expect((await gw.reload(`${fileA}redis: { embedded_cache_max_mb: 8 }\n`)).status).toBe(200);
+    expect((await gw.reload(`${fileA}redis: { command_timeout: 2s }\n`)).status).toBe(200);
+    expect(needsRestart()).toEqual([["redis.embedded_cache_max_mb"], ["redis"]]);
+  });
+
   it("refuses a reload when the file cannot be read, saying so", async () => {
     const gw = await start(fileA);
     gw.file.text = new Error("ENOENT: no such file or directory, open 'config.yaml'");

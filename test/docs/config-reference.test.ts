@@ -17,7 +17,10 @@ describe("docs/config-reference.md", () => {
     for (const plugin of builtinPlugins) {
       if (plugin.section) expect(page).toContain(`### \`${plugin.section.key}\``);
       for (const field of Object.keys(plugin.serviceFields?.schema.properties ?? {})) expect(page).toContain(`| \`services[].${field}`);
-      if (plugin.section || plugin.serviceFields) expect(page).toContain(`plugin \`${plugin.name}\``);
+      for (const fields of plugin.sectionFields ?? []) {
+        for (const field of Object.keys(fields.schema.properties)) expect(page).toContain(`| \`${fields.section}.${field}`);
+      }
+      if (plugin.section || plugin.serviceFields || plugin.sectionFields) expect(page).toContain(`plugin \`${plugin.name}\``);
     }
     // The order of the plugin list does not change the page.
     expect(renderConfigReference([...builtinPlugins].reverse())).toBe(page);
@@ -28,7 +31,7 @@ describe("docs/config-reference.md", () => {
     const schemas: TSchema[] = [
       ...Object.values(CoreConfigSchema.properties),
       CoreServiceSchema,
-      ...builtinPlugins.flatMap((p) => [p.section?.schema, p.serviceFields?.schema].filter((s): s is TSchema => s !== undefined)),
+      ...builtinPlugins.flatMap((p) => [p.section?.schema, p.serviceFields?.schema, ...(p.sectionFields ?? []).map((f) => f.schema)].filter((s): s is TSchema => s !== undefined)),
     ];
     const notes = schemas.map((s) => s.notes).filter((n): n is string => typeof n === "string");
     expect(notes.length).toBeGreaterThan(3);

@@ -19,8 +19,8 @@ export function assembleDocument(input: DocInput, parts: DocumentParts): OpenApi
   const paths: Paths = {};
   for (const build of parts.paths) Object.assign(paths, build(input));
   const used = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => (typeof op === "object" ? op.tags : []))));
-  const oauth2 = input.config.auth.mode === "oauth2";
-  const apiKey = input.config.auth.mode === "api_key";
+  const oauth2 = input.authMode === "oauth2";
+  const apiKey = input.authMode === "api_key";
   return {
     openapi: "3.0.3",
     info: {

@@ -2,7 +2,9 @@ import { Type } from "@sinclair/typebox";
 import { describe, expect, it } from "vitest";
 import { expandEnv, expandString } from "../../../core/config/env.ts";
 import { ConfigError, formatPath, loadConfig, parseConfigFile, parseConfigText, validateConfig } from "../../../plugins/config.ts";
-import type { GatewayConfig } from "../../../core/config/schema.ts";
+import { fieldsOf, type GatewayConfig } from "../../../core/config/schema.ts";
+import { jobLifetimeFields } from "../../../plugins/async-jobs/config.ts";
+import { idempotencyFields } from "../../../plugins/idempotency/config.ts";
 
 /** The problems of an invalid config (fails the test when it loads). */
 function problemsOf(text: string, env: Record<string, string> = {}): string[] {
@@ -90,8 +92,8 @@ describe("defaults (spec 2.8 and 2.9)", () => {
     expect(config.rate_limits).toEqual({});
     expect(config.redis).toMatchObject({ addr: "", password: "", db: 0, pending_max_age: "" });
     expect(config.object_store.encryption.key).toBe("");
-    expect(config.lifecycle.persists_result).toBe(false);
-    expect(config.lifecycle.job_ttl).toEqual({ global: "", completed: "", pending: "", failed: "" });
+    expect(fieldsOf(config, jobLifetimeFields).persists_result).toBe(false);
+    expect(fieldsOf(config, jobLifetimeFields).job_ttl).toEqual({ global: "", completed: "", pending: "", failed: "" });
     expect(config.lifecycle.gc).toEqual({ enabled: false, interval: "15m", orphan_min_age: "5m", max_reap_attempts: 3 });
     expect(config.webhooks).toMatchObject({ max_retries: 3, retry_backoff: "30s", max_backoff: "10m", signing_secret: "" });
     expect(config.jobs).toEqual({ idempotency_ttl: "24h", expired_marker_ttl: "168h" });
@@ -375,7 +377,7 @@ describe("problems", () => {
       expect.stringMatching(/^webhooks\.timeout: must be a positive duration, got "0" \(default "10s"/),
     ]);
     const config = load("jobs:\n  idempotency_ttl: 1s\n  expired_marker_ttl: 1ms\nwebhooks:\n  timeout: 500ms\n");
-    expect([config.jobs.idempotency_ttl, config.jobs.expired_marker_ttl, config.webhooks.timeout]).toEqual(["1s", "1ms", "500ms"]);
+    expect([fieldsOf(config, idempotencyFields).idempotency_ttl, config.jobs.expired_marker_ttl, config.webhooks.timeout]).toEqual(["1s", "1ms", "500ms"]);
   });
 
   it("bounds every Redis reply: redis.command_timeout defaults to 500ms and must be a positive duration", () => {

@@ -1,7 +1,8 @@
 /**
- * Plugin-owned config: a plugin's section and per-service fields are validated with the rest of
- * the file in one pass (every problem, with its path), whatever the order of the plugin list, and
- * whether the plugin is on or off; a loaded plugin (plugins.load) declares them the same way.
+ * Plugin-owned config: a plugin's section, per-service fields and fields in sections it does not
+ * own are validated with the rest of the file in one pass (every problem, with its path), whatever
+ * the order of the plugin list, and whether the plugin is on or off; a loaded plugin
+ * (plugins.load) declares them the same way. A rule across plugins reads the facts they state.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,7 @@ import { openStores } from "../../../adapters/stores.ts";
 import { ConfigError, validateConfigWith } from "../../../core/config/load.ts";
 import { Gateway } from "../../../core/gateway.ts";
 import { createLogger } from "../../../core/log.ts";
+import { fieldsOf, type SectionFieldSet } from "../../../core/config/schema.ts";
 import { configPartsOf } from "../../../core/plugins/config-parts.ts";
 import { definePlugin, type PluginDefinition } from "../../../core/plugins/types.ts";
 
@@ -100,6 +102,85 @@ describe("plugin sections and service fields", () => {
     expect(() => validate({}, [farewell, twin])).toThrow(/the config section "farewell" is declared twice/);
     const coreField = definePlugin({ name: "core-field", serviceFields: { schema: Type.Object({ model: Type.String() }) }, setup() {} });
     expect(() => validate({}, [coreField])).toThrow(/the service field "model" is declared twice \(or names a core field\)/);
+  });
+});
+
+/**
+ * A plugin that adds fields to sections it does not own: `metrics` (the core's) and `greeter`
+ * (another plugin's), and states a fact a rule of the greeter reads.
+ */
+const CountedWords = Type.Object({ counted_words: Type.Integer({ minimum: 0, default: 0 }) });
+const countedWords: SectionFieldSet<typeof CountedWords> = {
+  section: "metrics",
+  schema: CountedWords,
+  validate: (fields) => (fields.counted_words > 100 ? ["metrics.counted_words: at most 100"] : []),
+};
+const Loud = Type.Object({ loud: Type.Boolean({ default: false }) });
+const loud: SectionFieldSet<typeof Loud> = { section: "greeter", schema: Loud, facts: (fields) => ({ loudGreetings: fields.loud }) };
+const counter = definePlugin({ name: "counter", sectionFields: [countedWords, loud], setup() {} });
+
+declare module "../../../core/config/schema.ts" {
+  interface ConfigFacts {
+    loudGreetings: boolean;
+  }
+}
+
+/** The greeter, with a rule on the counter's fact (it never reads the counter's field). */
+const greeterWithRule = definePlugin({
+  ...greeter,
+  section: {
+    ...greeter.section!,
+    validate: (section, _config, facts) => (section.times > 1 && facts.loudGreetings === true ? ["greeter.times: a loud greeting is said once"] : []),
+  },
+});
+
+describe("fields a plugin adds to sections it does not own", () => {
+  const check = (raw: Record<string, unknown>, plugins: readonly PluginDefinition[] = [greeterWithRule, counter]) => validateConfigWith(raw, configPartsOf(plugins));
+
+  it("defaults them into the section, the core's or another plugin's, read with fieldsOf", () => {
+    const result = check({});
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(fieldsOf(result.config, countedWords).counted_words).toBe(0);
+    expect(result.config.metrics).toEqual({ default_metrics: true, counted_words: 0 });
+    expect(fieldsOf(result.config, loud).loud).toBe(false);
+    expect((result.config as unknown as { greeter: unknown }).greeter).toEqual({ times: 1, loud: false });
+  });
+
+  it("validates them with the rest of the file, each problem with its path, and offers them among the keys allowed", () => {
+    const result = check({ metrics: { counted_words: 500, countd_words: 1 }, greeter: { loud: "yes" } });
+    expect(result.ok ? [] : result.problems.sort()).toEqual(
+      [
+        'metrics.countd_words: unknown key; did you mean "counted_words"?',
+        "metrics.counted_words: at most 100",
+        "greeter.loud: expected boolean, got \"yes\"",
+      ].sort(),
+    );
+  });
+
+  it("gives a plugin's rule the facts another plugin states, whatever the order of the plugin list", () => {
+    const file = { greeter: { times: 2, loud: true } };
+    expect(check(file)).toEqual({ ok: false, problems: ["greeter.times: a loud greeting is said once"] });
+    expect(check(file, [counter, greeterWithRule])).toEqual(check(file));
+    expect(check({ greeter: { times: 2 } }).ok).toBe(true);
+    // Without the plugin that states it, the fact is absent (and the field unknown).
+    expect(check({ greeter: { times: 2 } }, [greeterWithRule]).ok).toBe(true);
+  });
+
+  it("makes a section of the fields alone when no installed plugin declares it", () => {
+    const result = check({ greeter: { loud: true } }, [counter]);
+    expect(result.ok && (result.config as unknown as { greeter: unknown }).greeter).toEqual({ loud: true });
+  });
+
+  it("refuses a field the section already has, and fields added to services or plugins", () => {
+    const twice = definePlugin({ name: "twice", sectionFields: [{ section: "greeter", schema: Type.Object({ times: Type.Integer({ default: 1 }) }) }], setup() {} });
+    expect(() => check({}, [greeterWithRule, twice])).toThrow(/the field "greeter.times" is declared twice/);
+    const core = definePlugin({ name: "core", sectionFields: [{ section: "metrics", schema: Type.Object({ default_metrics: Type.Boolean({ default: true }) }) }], setup() {} });
+    expect(() => check({}, [core])).toThrow(/the field "metrics.default_metrics" is declared twice/);
+    for (const section of ["services", "plugins"]) {
+      const wrong = definePlugin({ name: "wrong", sectionFields: [{ section, schema: Type.Object({ x: Type.Integer({ default: 1 }) }) }], setup() {} });
+      expect(() => check({}, [wrong])).toThrow(`fields cannot be added to "${section}"`);
+    }
   });
 });
 

@@ -1,11 +1,12 @@
 /**
- * The core's identify step (identity headers as sent: blank, repeated) and the advice given
- * to a caller whose request needs their consumer, in the terms of the auth mode in use.
+ * The core's identify step (identity headers as sent: blank, repeated), which asks the auth
+ * plugin's `auth` service (when there is one) whether a credential names the caller.
  */
 import { describe, expect, it } from "vitest";
 import { validateConfig } from "../../../plugins/config.ts";
+import type { CallerAuth } from "../../../core/pipeline/caller-auth.ts";
 import { RequestState } from "../../../core/pipeline/context.ts";
-import { headerIdentity, missingConsumerMessage } from "../../../core/pipeline/identity.ts";
+import { headerIdentity } from "../../../core/pipeline/identity.ts";
 import { slotOf } from "../../../core/pipeline/request-slot.ts";
 
 function configOf(raw: Record<string, unknown>) {
@@ -14,34 +15,19 @@ function configOf(raw: Record<string, unknown>) {
   return result.config;
 }
 
-describe("missingConsumerMessage", () => {
-  const advice = "send the X-Consumer header naming the consumer whose usage to show";
-
-  it("keeps the header advice where the consumer comes from the header (none, proxy)", () => {
-    expect(missingConsumerMessage(configOf({ server: { consumer_header: "X-Consumer" } }), advice)).toBe(advice);
-    expect(missingConsumerMessage(configOf({ server: { consumer_header: "X-Consumer" }, auth: { mode: "proxy" } }), advice)).toBe(advice);
-  });
-
-  it("speaks of the token claim in oauth2 mode, where the header is ignored", () => {
-    const oauth2 = (claims: Record<string, string>) => configOf({ server: { consumer_header: "X-Consumer" }, auth: { mode: "oauth2", oauth2: { keys: [], claims } } });
-    expect(missingConsumerMessage(oauth2({}), advice)).toBe("send a bearer token whose sub claim names the consumer");
-    expect(missingConsumerMessage(oauth2({ consumer: "" }), advice)).toBe(
-      "bearer tokens name no consumer here: set auth.oauth2.claims.consumer to the token claim that names the consumer",
-    );
-  });
-});
-
 describe("headerIdentity", () => {
   const server = { consumer_header: "X-Consumer", user_type_header: "X-User-Type", priority_header: "X-Priority" };
-  const none = configOf({ server });
-  const oauth2 = configOf({ server, auth: { mode: "oauth2", oauth2: { keys: [] } } });
+  const config = configOf({ server });
+  /** Callers named by a token (the auth plugin's service in oauth2 mode); `undefined`: no auth plugin, the headers name them. */
+  const oauth2: CallerAuth = { mode: "oauth2", credentialNamesCaller: true, missingConsumerMessage: (advice) => advice };
+  const none = undefined;
 
   /** Runs the step on a request with `headers`; `repeats` stands for the server adapter's count of raw header lines. */
-  async function identify(config: typeof none, headers: Record<string, string>, repeats: Record<string, number> = {}) {
+  async function identify(auth: CallerAuth | undefined, headers: Record<string, string>, repeats: Record<string, number> = {}) {
     const request = new Request("http://gateway/v1/x", { headers });
     slotOf(request).timesSent = (name) => repeats[name] ?? (headers[name] === undefined ? 0 : 1);
     const ctx = new RequestState(request, "sync", "", 0);
-    const answer = await headerIdentity(config)(ctx);
+    const answer = await headerIdentity(config, () => auth)(ctx);
     const error = answer ? { status: answer.status, ...((await answer.json()) as { error: object }) } : undefined;
     return { error, principal: ctx.principal, priority: ctx.priority };
   }

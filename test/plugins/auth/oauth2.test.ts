@@ -78,6 +78,13 @@ describe("auth.mode oauth2 with inline keys", () => {
     });
   });
 
+  it("ignores blank identity headers: the token names the caller, so the core's header checks do not refuse them", async () => {
+    const rt = await start(oauth2Config(inlineKeys(key.jwk)));
+    const response = await chat(rt, { ...bearer(await tokenFor(rt, key, { sub: "alice", tier: "premium" })), "x-consumer": "", "x-user-type": " " });
+    expect(response.status).toBe(200);
+    expect((await response.json()).principal).toMatchObject({ consumer: "alice", user_type: "premium" });
+  });
+
   it("a token without the user type claim leaves the user type unset, whatever the header says", async () => {
     const rt = await start(oauth2Config(inlineKeys(key.jwk)));
     const response = await chat(rt, { ...bearer(await tokenFor(rt, key, { sub: "alice" })), "x-user-type": "enterprise" });

@@ -10,6 +10,10 @@ import { loadConfig } from "../../../plugins/config.ts";
 import { deprecationOf } from "../../../plugins/docs/openapi/deprecation.ts";
 import { buildDocument } from "../../support/openapi-document.ts";
 import { servedRoutes } from "../../../plugins/docs/served-routes.ts";
+import type { GatewayConfig } from "../../../core/config/schema.ts";
+
+/** The mode the auth plugin's `auth` service says for this config (the docs plugin asks it). */
+const authModeOf = (c: GatewayConfig) => c.auth.mode;
 
 const { config } = loadConfig(
   `
@@ -27,7 +31,7 @@ services:
 
 describe("the generated document", () => {
   it("documents every optional endpoint that is served and stays valid", async () => {
-    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => true, syncProxy: true });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     for (const path of ["/usage", "/-/usage", "/-/usage/report", "/jobs/asr", "/v1/asr/{path}", "/v1/models/{model}"]) expect(doc.paths[path], path).toBeDefined();
     for (const path of ["/-/queues", "/-/relay/deadletter", "/-/webhooks/retries", "/-/webhooks/deadletter", "/-/config", "/-/console"]) expect(doc.paths[path]?.get, path).toBeDefined();
@@ -41,7 +45,7 @@ describe("the generated document", () => {
   });
 
   it("documents every field a job record carries, the retry policy's attempts included", () => {
-    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => true, syncProxy: true });
     const record = (doc.components.schemas as Record<string, { properties?: Record<string, unknown> }>).JobRecord;
     expect(Object.keys(record.properties ?? {})).toEqual(expect.arrayContaining(["id", "status", "error", "attempts", "created_at"]));
   });
@@ -56,7 +60,7 @@ services:
 `,
       {},
     ).config;
-    const doc = buildDocument({ config: keys, visible: keys.services, served: () => true, syncProxy: true });
+    const doc = buildDocument({ config: keys, authMode: authModeOf(keys), visible: keys.services, served: () => true, syncProxy: true });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     expect(Object.keys(doc.paths["/-/keys"])).toEqual(["post", "get"]);
     expect(Object.keys(doc.paths["/-/keys/{id}"])).toEqual(["get", "patch", "delete"]);
@@ -64,17 +68,17 @@ services:
     expect(doc.components.securitySchemes).toEqual({ bearer: expect.objectContaining({ scheme: "bearer" }), apiKey: { type: "apiKey", in: "header", name: "x-api-key" } });
     const created = (doc.components.schemas as Record<string, { properties?: Record<string, unknown> }>).KeyCreated;
     expect(Object.keys(created.properties ?? {})).toEqual(expect.arrayContaining(["id", "key", "prefix", "consumer", "models", "limits", "expires_at", "created_at"]));
-    expect(buildDocument({ config: keys, visible: keys.services, served: () => false, syncProxy: true }).paths["/-/keys"]).toBeUndefined();
+    expect(buildDocument({ config: keys, authMode: authModeOf(keys), visible: keys.services, served: () => false, syncProxy: true }).paths["/-/keys"]).toBeUndefined();
   });
 
   it("documents the 413 an oversize admin body gets, and the 415 of one sent as another type than application/json", () => {
-    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => true, syncProxy: true });
     expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413", "415"]);
     for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) expect(Object.keys(doc.paths[path].post?.responses ?? {}), path).toContain("415");
   });
 
   it("documents a refused reload as a 500 with every problem, whether the file is wrong or a plugin failed", () => {
-    const doc = buildDocument({ config, visible: config.services, served: () => true, syncProxy: true });
+    const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => true, syncProxy: true });
     const responses = doc.paths["/-/reload"].post?.responses as Record<string, { content?: Record<string, { schema: unknown }> }>;
     expect(Object.keys(responses)).toEqual(["200", "500"]);
     expect(responses["500"].content?.["application/json"].schema).toEqual({ $ref: "#/components/schemas/ReloadError" });
@@ -88,7 +92,7 @@ services:
 `,
       {},
     );
-    const doc = buildDocument({ config: messages, visible: messages.services, served: () => true, syncProxy: true });
+    const doc = buildDocument({ config: messages, authMode: authModeOf(messages), visible: messages.services, served: () => true, syncProxy: true });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     const schemaOf = (path: string) => JSON.stringify(doc.paths[path].post?.requestBody);
     for (const path of ["/v1/messages", "/v1/messages/count_tokens"]) {
@@ -102,7 +106,7 @@ services:
   });
 
   it("leaves out what this runtime does not serve", async () => {
-    const doc = buildDocument({ config, visible: config.services, served: () => false, syncProxy: false });
+    const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => false, syncProxy: false });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     expect(Object.keys(doc.paths).sort()).toEqual(["/-/config", "/-/reload", "/docs", "/health", "/metrics", "/openapi.yaml"]);
     expect(doc.tags.map((t) => t.name)).toEqual(["Gateway", "Admin", "Docs"]);

@@ -1,13 +1,14 @@
 /**
- * The startup refusal of spec 2.9: `redis.pending_max_age` must be shorter than the input
- * object lifetime, the pending job TTL. The gc plugin's config rule computes that lifetime
- * itself (a plugin imports nothing from another's folder), so these tests also hold it to
- * async-jobs' own TTL rule.
+ * The startup refusal: `redis.pending_max_age` must be shorter than the input
+ * object lifetime, the pending job TTL. The gc plugin's config rule reads that lifetime from
+ * the job store's config facts (a plugin reads no other plugin's settings), so these tests also
+ * hold it to async-jobs' own TTL rule.
  */
 import { describe, expect, it } from "vitest";
 import { formatDuration } from "../../../core/config/duration.ts";
 import { validateConfig } from "../../../plugins/config.ts";
-import type { GatewayConfig } from "../../../core/config/schema.ts";
+import { fieldsOf, type GatewayConfig } from "../../../core/config/schema.ts";
+import { jobLifetimeFields } from "../../../plugins/async-jobs/config.ts";
 import { jobTtlMs } from "../../../plugins/async-jobs/ttl.ts";
 import { gcActive, gcSettings, MIN_INTERVAL_MS } from "../../../plugins/gc/settings.ts";
 
@@ -54,7 +55,7 @@ describe("redis.pending_max_age refusal", () => {
   it("uses the same lifetime as the job store's pending TTL", () => {
     const cases: Record<string, string>[] = [{}, { global: "45m" }, { pending: "10m", global: "1h" }, { pending: "36h" }, { failed: "5m" }];
     for (const jobTtl of cases) {
-      const lifetime = jobTtlMs(config({ lifecycle: { job_ttl: jobTtl } }).lifecycle, "pending");
+      const lifetime = jobTtlMs(fieldsOf(config({ lifecycle: { job_ttl: jobTtl } }), jobLifetimeFields), "pending");
       expect(problems({ pending_max_age: formatDuration(lifetime) }, jobTtl)).toHaveLength(1);
       expect(problems({ pending_max_age: formatDuration(lifetime - 1000) }, jobTtl)).toEqual([]);
     }

@@ -13,6 +13,8 @@ import { loadConfig } from "../../../plugins/config.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { Registry } from "../../../core/registry/registry.ts";
+import { fieldsOf } from "../../../core/config/schema.ts";
+import { jobLifetimeFields } from "../../../plugins/async-jobs/config.ts";
 import { KvJobStore } from "../../../plugins/async-jobs/store.ts";
 import type { JobRecord } from "../../../core/jobs/types.ts";
 import { relayMetrics } from "../../../plugins/relay/metrics.ts";
@@ -52,7 +54,7 @@ services:
   const kv = options.kv ?? new MemoryKv();
   const objects = new FsObjectStore({ dir });
   const registry = new Registry(config.services);
-  const jobs = new KvJobStore({ kv, objects, registry, config, clock: systemClock, ids: randomIds, log: silentLogger });
+  const jobs = new KvJobStore({ kv, objects, registry, lifetimes: fieldsOf(config, jobLifetimeFields), jobs: config.jobs, clock: systemClock, ids: randomIds, log: silentLogger });
   const metrics = new Metrics();
   const worker = new RelayWorker(
     jobs,
