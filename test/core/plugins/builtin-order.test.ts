@@ -233,32 +233,28 @@ const RELAY_LAYOUT: Layout = {
   listeners: { "llm.usage": ["limits"], "relay.processed": ["limits"], "job.expiry": ["limits"], "job.terminal": ["limits", "webhooks"] },
 };
 
-/**
- * The setup order: the numeric priorities' order (otel 300, audit-log 200, admin 150, auth 100,
- * sync-proxy -100) that the layers replaced, with the plugins that no longer wait for visibility
- * (model access is a core service now) placed by name among the first free ones.
- */
+/** The setup order under the numeric priorities (otel 300, audit-log 200, admin 150, auth 100, sync-proxy -100) that the layers replaced. */
 const GATEWAY_ORDER = [
   "otel",
   "audit-log",
   "admin",
-  "async-jobs",
   "console",
-  "docs",
-  "gc",
-  "idempotency",
   "providers",
   "backend-health",
   "provider-chat-completions",
   "provider-local-chat",
   "provider-messages-api",
   "provider-passthrough",
-  "relay",
   "response-cache",
   "visibility",
   "auth",
+  "async-jobs",
+  "docs",
+  "gc",
+  "idempotency",
   "policies",
   "limits",
+  "relay",
   "usage",
   "webhooks",
   "sync-proxy",
@@ -266,7 +262,7 @@ const GATEWAY_ORDER = [
 ];
 const RELAY_ORDER = ["otel", "async-jobs", "limits", "relay", "usage", "webhooks"];
 /** Every built-in plugin active (pricing included, which the config above leaves off). */
-const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 8), "pricing", ...GATEWAY_ORDER.slice(8)];
+const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 4), "pricing", ...GATEWAY_ORDER.slice(4)];
 
 const SEEDS = [1, 2, 3, 7, 42, 1234, 99991];
 
