@@ -1,9 +1,9 @@
 /**
- * Every error a caller can see, in one place. Requests: a code, its HTTP status, the `type` of
- * the error body and a message saying what to fix; body shape for every status:
- * `{"error":{"message":"...","type":"..."}}`, plus a stable `code` where a client may match
- * on it (`model_not_found`). Start and reload refusals: a stable code
- * (`START_ERROR_CODES`) on `ConfigError` and `PluginError`, printed by the adapters.
+ * Every error a caller can see, in one place. Requests: a stable code (`ERROR_CODES`), its HTTP
+ * status, the `type` of the error body and a message saying what to fix; body shape for every
+ * status: `{"error":{"message":"...","type":"...","code":"..."}}`. Start and reload refusals: a
+ * stable code with its message (`START_ERROR_CODES`) on `ConfigError` and `PluginError`,
+ * printed by the adapters.
  */
 
 export type ErrorType =
@@ -23,23 +23,101 @@ export type ErrorType =
   | "config_error"
   | "api_error";
 
+/**
+ * The stable codes an error body carries, for clients that branch on them (as OpenAI's `code`),
+ * each with the one status and type it is answered with. docs/errors.md lists the same table,
+ * with when each happens (a test keeps the two equal). A code is never renamed or reused:
+ * messages may change, codes do not.
+ */
+export const ERROR_CODES = {
+  invalid_request: { status: 400, type: "invalid_request_error" },
+  model_required: { status: 400, type: "invalid_request_error" },
+  guardrail_blocked: { status: 400, type: "invalid_request_error", reserved: true },
+  unauthorized: { status: 401, type: "authentication_error" },
+  forbidden: { status: 403, type: "permission_error" },
+  not_found: { status: 404, type: "not_found_error" },
+  no_route: { status: 404, type: "not_found_error" },
+  model_not_found: { status: 404, type: "not_found_error" },
+  job_not_found: { status: 404, type: "not_found_error" },
+  request_timeout: { status: 408, type: "timeout_error" },
+  conflict: { status: 409, type: "conflict_error" },
+  idempotency_conflict: { status: 409, type: "conflict_error" },
+  payload_too_large: { status: 413, type: "request_too_large" },
+  expectation_failed: { status: 417, type: "invalid_request_error" },
+  config_invalid: { status: 422, type: "config_error" },
+  rate_limited: { status: 429, type: "rate_limit_error" },
+  rate_limit_exceeded: { status: 429, type: "rate_limit_error" },
+  budget_exceeded: { status: 429, type: "rate_limit_error" },
+  concurrent_jobs_exceeded: { status: 429, type: "rate_limit_error" },
+  retry_after_refusal: { status: 429, type: "rate_limit_error" },
+  headers_too_large: { status: 431, type: "request_too_large" },
+  client_closed: { status: 499, type: "api_error" },
+  internal_error: { status: 500, type: "api_error" },
+  reload_failed: { status: 500, type: "api_error" },
+  provider_not_registered: { status: 500, type: "config_error" },
+  not_implemented: { status: 501, type: "not_implemented_error" },
+  backend_error: { status: 502, type: "backend_error" },
+  overloaded: { status: 503, type: "overloaded_error" },
+  concurrency_cap: { status: 503, type: "overloaded_error" },
+  store_unavailable: { status: 503, type: "store_error" },
+  auth_unavailable: { status: 503, type: "api_error" },
+  backend_timeout: { status: 504, type: "timeout_error" },
+  // An `error` event that ends a streamed answer: its 200 was sent before the failure.
+  stream_interrupted: { status: 200, type: "backend_error" },
+} as const satisfies Record<string, { status: number; type: ErrorType; reserved?: true }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
 export interface ErrorBody {
-  error: { message: string; type: ErrorType; code?: ErrorCode };
+  error: { message: string; type: ErrorType; code: ErrorCode };
 }
 
-/** The stable codes an error body may carry, for clients that branch on them (as OpenAI's `code`). */
-export type ErrorCode = "model_not_found";
+/** The code an error built without one carries (a plugin's own `new GatewayError`): the generic one of its status. */
+export function defaultErrorCode(status: number): ErrorCode {
+  switch (status) {
+    case 400:
+      return "invalid_request";
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 408:
+      return "request_timeout";
+    case 409:
+      return "conflict";
+    case 413:
+      return "payload_too_large";
+    case 429:
+      return "rate_limited";
+    case 499:
+      return "client_closed";
+    case 501:
+      return "not_implemented";
+    case 502:
+      return "backend_error";
+    case 503:
+      return "overloaded";
+    case 504:
+      return "backend_timeout";
+    default:
+      return status < 500 ? "invalid_request" : "internal_error";
+  }
+}
 
 export class GatewayError extends Error {
+  readonly code: ErrorCode;
   constructor(
     readonly status: number,
     readonly type: ErrorType,
     message: string,
     readonly headers: Record<string, string> = {},
-    readonly code?: ErrorCode,
+    code?: ErrorCode,
   ) {
     super(message);
     this.name = "GatewayError";
+    this.code = code ?? defaultErrorCode(status);
   }
 
   toResponse(): Response {
@@ -47,35 +125,74 @@ export class GatewayError extends Error {
   }
 }
 
+/** The gateway's error body; without a code, the generic one of the status (`defaultErrorCode`). */
+export function errorBody(status: number, type: ErrorType, message: string, code: ErrorCode = defaultErrorCode(status)): ErrorBody {
+  return { error: { message, type, code } };
+}
+
 export function errorResponse(status: number, type: ErrorType, message: string, headers: Record<string, string> = {}, code?: ErrorCode): Response {
-  const body: ErrorBody = { error: code === undefined ? { message, type } : { message, type, code } };
-  return new Response(JSON.stringify(body), {
+  return new Response(JSON.stringify(errorBody(status, type, message, code)), {
     status,
     headers: { "content-type": "application/json", ...headers },
   });
 }
 
-/** Constructors for the errors the gateway answers with; name them by situation, not status. */
+/** The error of a code, with the status and type the code is answered with. */
+function coded(code: ErrorCode, message: string, headers: Record<string, string> = {}): GatewayError {
+  const { status, type } = ERROR_CODES[code];
+  return new GatewayError(status, type, message, headers, code);
+}
+
+/** A 429 of a code, with Retry-After in whole seconds (at least 1). */
+const tooMany =
+  (code: ErrorCode) =>
+  (message: string, retryAfterSeconds: number, headers: Record<string, string> = {}): GatewayError =>
+    coded(code, message, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers });
+
+/**
+ * Constructors for the errors the gateway answers with; name them by situation, not status.
+ * Each sets its code: the generic one of its status, or the situation's own where a client
+ * may branch on it (`modelNotFound`, `budgetExceeded`...).
+ */
 export const errors = {
-  badRequest: (message: string) => new GatewayError(400, "invalid_request_error", message),
-  notFound: (message: string) => new GatewayError(404, "not_found_error", message),
+  badRequest: (message: string) => coded("invalid_request", message),
+  /** Several models serve the path, none is the default, and the request names none. */
+  modelRequired: (message: string) => coded("model_required", message),
+  notFound: (message: string) => coded("not_found", message),
   /** A model that does not exist, or that this caller may not see or use: the two read the same. */
-  modelNotFound: (message: string) => new GatewayError(404, "not_found_error", message, {}, "model_not_found"),
+  modelNotFound: (message: string) => coded("model_not_found", message),
+  /** A job that does not exist, expired from the store, or belongs to another consumer: the three read the same. */
+  jobNotFound: (message: string) => coded("job_not_found", message),
   /** A path nothing serves (to a request naming no model, a path whose every model is hidden from the caller reads the same). */
-  noRoute: (method: string, path: string) => new GatewayError(404, "not_found_error", `no route for ${method} ${path}`),
-  unauthorized: (message: string, challenge = "Bearer") =>
-    new GatewayError(401, "authentication_error", message, { "www-authenticate": challenge }),
-  forbidden: (message: string) => new GatewayError(403, "permission_error", message),
-  conflict: (message: string) => new GatewayError(409, "conflict_error", message),
-  tooLarge: (message: string) => new GatewayError(413, "request_too_large", message),
-  rateLimited: (message: string, retryAfterSeconds: number, headers: Record<string, string> = {}) =>
-    new GatewayError(429, "rate_limit_error", message, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers }),
-  notImplemented: (message: string) => new GatewayError(501, "not_implemented_error", message),
-  overloaded: (message: string) => new GatewayError(503, "overloaded_error", message),
-  storeUnavailable: (message: string) => new GatewayError(503, "store_error", message),
-  badGateway: (message: string) => new GatewayError(502, "backend_error", message),
-  gatewayTimeout: (message: string) => new GatewayError(504, "timeout_error", message),
-  internal: (message: string) => new GatewayError(500, "api_error", message),
+  noRoute: (method: string, path: string) => coded("no_route", `no route for ${method} ${path}`),
+  unauthorized: (message: string, challenge = "Bearer") => coded("unauthorized", message, { "www-authenticate": challenge }),
+  forbidden: (message: string) => coded("forbidden", message),
+  conflict: (message: string) => coded("conflict", message),
+  /** An Idempotency-Key used before for a job this request cannot be answered with. */
+  idempotencyConflict: (message: string) => coded("idempotency_conflict", message),
+  tooLarge: (message: string) => coded("payload_too_large", message),
+  /** A 429 without a more specific code below (a plugin's own limit). */
+  rateLimited: tooMany("rate_limited"),
+  /** A request-rate window is full (requests per period). */
+  rateLimitExceeded: tooMany("rate_limit_exceeded"),
+  /** A token, dollar or processing-time budget is used up, or held by requests in flight. */
+  budgetExceeded: tooMany("budget_exceeded"),
+  /** A consumer's concurrent jobs (pending or processing) are at their limit. */
+  concurrentJobsExceeded: tooMany("concurrent_jobs_exceeded"),
+  /** Every backend of the model is sitting out a Retry-After it sent. */
+  retryAfterRefusal: tooMany("retry_after_refusal"),
+  notImplemented: (message: string) => coded("not_implemented", message),
+  overloaded: (message: string) => coded("overloaded", message),
+  /** A model's sync concurrency cap (`max_concurrent_sync`) is reached. */
+  concurrencyCap: (message: string) => coded("concurrency_cap", message),
+  storeUnavailable: (message: string) => coded("store_unavailable", message),
+  /** Identity cannot be checked right now (the OAuth2 key set cannot be fetched). */
+  authUnavailable: (message: string) => coded("auth_unavailable", message),
+  badGateway: (message: string) => coded("backend_error", message),
+  gatewayTimeout: (message: string) => coded("backend_timeout", message),
+  /** A model names a provider no active plugin registered. */
+  providerNotRegistered: (message: string) => coded("provider_not_registered", message),
+  internal: (message: string) => coded("internal_error", message),
 };
 
 /** Any thrown value as a response; unknown errors become a 500 without leaking internals. */
@@ -86,7 +203,7 @@ export function toErrorResponse(error: unknown): Response {
   if (like && like.name === "GatewayError" && typeof like.status === "number" && typeof like.type === "string") {
     return errorResponse(like.status, like.type, String(like.message), like.headers ?? {}, like.code);
   }
-  return errorResponse(500, "api_error", "internal error; see the gateway log for details");
+  return errorResponse(500, "api_error", "internal error; see the gateway log for details", {}, "internal_error");
 }
 
 /**

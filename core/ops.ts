@@ -2,7 +2,7 @@
 import { Hono, type Context } from "hono";
 import { redactConfig } from "./config/redact.ts";
 import { EXPIRED, settleWithin } from "./deadline.ts";
-import { errorResponse, errors, toErrorResponse } from "./errors.ts";
+import { errorBody, errorResponse, errors, toErrorResponse } from "./errors.ts";
 import { counterChildren } from "./metric-labels.ts";
 import type { Runtime, RuntimeDeps } from "./plugins/host.ts";
 
@@ -95,7 +95,7 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
   // Before every route: `/v1/../-/reload` must not reach the reload route on runtimes that normalise.
   app.use("*", async function refuseUnnormalizedPaths(c, next) {
     const refusal = runtime.refusalOf(c.req.raw);
-    if (refusal) return errorResponse(400, "invalid_request_error", refusal);
+    if (refusal) return errorResponse(400, "invalid_request_error", refusal, {}, "invalid_request");
     await next();
   });
 
@@ -112,7 +112,7 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
     // 422, not 500: the request is fine and the gateway is healthy, the file is not. A 5xx
     // would page whoever watches errors and invite a retry, which cannot help until the file
     // is edited; 400 would blame the request. A plugin failing for another reason stays a 500.
-    if (result.cause === "config") return c.json({ error: { message, type: "config_error" }, problems: result.problems }, 422);
-    return c.json({ error: { message, type: "api_error" }, problems: result.problems }, 500);
+    if (result.cause === "config") return c.json({ ...errorBody(422, "config_error", message, "config_invalid"), problems: result.problems }, 422);
+    return c.json({ ...errorBody(500, "api_error", message, "reload_failed"), problems: result.problems }, 500);
   });
 }
