@@ -5,6 +5,7 @@
  * stable code with its message (`START_ERROR_CODES`) on `ConfigError` and `PluginError`,
  * printed by the adapters.
  */
+import { listenAddressProblem } from "./config/addr.ts";
 
 export type ErrorType =
   | "invalid_request_error"
@@ -207,74 +208,160 @@ export function toErrorResponse(error: unknown): Response {
 }
 
 /**
- * The stable codes of start (and reload) refusals and plugin errors, with when each happens
- * and what to do: docs/plugins.md "Start errors" lists the same table (a test keeps the two equal).
- * Fastify's error codes are the model: scripts and docs match on the code, not the wording.
+ * The stable codes of start (and reload) refusals and plugin errors, with when each happens,
+ * what to do, and the message each is raised with (a template taking the parts that vary): a
+ * throw site reads `throw startError("GW_PLUGIN_DUPLICATE", { of: "plugin", name })`.
+ * docs/plugins.md "Start errors" lists the same table (a test keeps the two equal). Fastify's
+ * error codes are the model: scripts and docs match on the code, not the wording.
  */
 export const START_ERROR_CODES = {
   GW_CONFIG_NOT_FOUND: {
     when: "No config file: CONFIG_PATH names a missing file, or neither ./config.yaml nor ./config.example.yaml exists.",
     fix: "Point CONFIG_PATH at the config file, or run from the directory that holds config.yaml.",
+    /** `from`: what chose the path (`--config`, `CONFIG_PATH`, or the default files). */
+    message: ({ path, from }: { path: string; from: string }) => {
+      if (from === "--config") return `--config names ${path}, which does not exist; give the path of your config file (relative to the working directory)`;
+      if (from === "CONFIG_PATH") return `CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
+      return "no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH";
+    },
   },
   GW_CONFIG_INVALID: {
     when: "The config file does not parse or does not validate; or a plugin found a problem in its settings.",
     fix: "Fix each listed problem; each names its key (`services[0].type: required`).",
+    /**
+     * Each problem is worded where it is found (the validator or the plugin names its key); every
+     * ConfigError, whatever its code, lists its problems under this heading.
+     */
+    message: ({ problems }: { problems: readonly string[] }) => `invalid configuration:\n  ${problems.join("\n  ")}`,
   },
   GW_ENV_INVALID: {
     when: "An address in the environment (GATEWAY_ADDR, PORT, RELAY_METRICS_ADDR) is not host:port or :port.",
     fix: "Correct or unset the variable the message names.",
+    // Worded as the same problem in server.addr is.
+    message: ({ variable, value }: { variable: string; value: string }) => listenAddressProblem(`${variable} (environment)`, value),
   },
   GW_LISTEN_FAILED: {
     when: "The listener could not open: port in use, no permission, address not on this host.",
     fix: "Choose another port or address (server.addr, GATEWAY_ADDR, PORT; relay.metrics_addr, RELAY_METRICS_ADDR).",
+    /** `cause`: the failure when the runtime named a known one, else `detail` (its message) says it; `settings`: where the address is set. */
+    message: ({ hostname, port, cause, detail, settings }: { hostname?: string; port: number; cause?: "in_use" | "no_permission" | "not_local"; detail: string; settings: string }) => {
+      const why =
+        cause === "in_use"
+          ? `the port ${port} is already in use by another process; stop that process or choose another port`
+          : cause === "no_permission"
+            ? `no permission to listen on port ${port} (ports below 1024 need privileges); choose a port from 1024`
+            : cause === "not_local"
+              ? `${hostname} is not an address of this machine; use one of its addresses, or ":${port}" for all`
+              : detail;
+      return `cannot listen on ${hostname ?? ""}:${port}: ${why} (${settings})`;
+    },
   },
   GW_PLUGIN_LOAD_FAILED: {
     when: "A `plugins.load` module cannot be imported, or its default export is not `definePlugin({...})`.",
     fix: "Check the path (relative to the config file) and that the module does `export default definePlugin({...})`.",
+    /** `importError`: why the import failed; absent, the module imported but exports no plugin. */
+    message: ({ index, path, importError }: { index: number; path: string; importError?: string }) =>
+      importError === undefined
+        ? `plugins.load[${index}]: "${path}" must export default definePlugin({ name, setup })`
+        : `plugins.load[${index}]: cannot import "${path}": ${importError}`,
   },
   GW_PLUGIN_DUPLICATE: {
     when: "Two plugins share a name, or a service, background task or LLM provider is registered twice.",
     fix: "Rename one of them, or remove the second copy from `plugins.load`.",
+    message: (what: { of: "plugin" | "provider" | "task"; name: string } | { of: "service"; name: string; plugin: string }) => {
+      if (what.of === "service") return `service "${what.name}" is already provided; plugin "${what.plugin}" cannot provide it again`;
+      if (what.of === "provider") return `LLM provider "${what.name}" is registered twice; give the second one another name`;
+      return what.of === "task" ? `background task "${what.name}" is registered twice` : `plugin "${what.name}" is registered twice`;
+    },
   },
   GW_PLUGIN_API_VERSION: {
     when: "A plugin declares an `apiVersion` other than this gateway's plugin API version (`PLUGIN_API_VERSION`).",
     fix: "Use a plugin release written for this gateway's version, or a gateway that provides the plugin's.",
+    message: ({ plugin, wanted, provided }: { plugin: string; wanted: number; provided: number }) =>
+      `plugin "${plugin}" was written for plugin API version ${wanted}, but this gateway provides version ${provided}; use a release of "${plugin}" written for version ${provided}, or a gateway that provides version ${wanted}`,
   },
   GW_PLUGIN_DEPENDENCY_MISSING: {
     when: "A plugin's `dependsOn` names a plugin that is not installed or is turned off; or `api.use` asks for a service no active plugin provides.",
     fix: "Install or enable the dependency, or turn the dependent plugin off (`plugins: {NAME: false}`).",
+    message: (
+      what:
+        | { of: "not_installed" | "disabled"; plugin: string; dependency: string }
+        | { of: "service"; plugin: string; service: string; dependsOn: readonly string[] },
+    ) => {
+      if (what.of === "service") {
+        return `plugin "${what.plugin}" uses service "${what.service}", which no active plugin provides (is its plugin in dependsOn: [${what.dependsOn.join(", ")}]?)`;
+      }
+      return what.of === "disabled"
+        ? `plugin "${what.plugin}" depends on "${what.dependency}", which is disabled; enable it or turn "${what.plugin}" off`
+        : `plugin "${what.plugin}" depends on "${what.dependency}", which is not installed`;
+    },
   },
   GW_PLUGIN_ORDER_UNKNOWN: {
     when: "A plugin's `before` or `after` names a plugin that is not installed.",
     fix: "Correct the name, or install the plugin it names.",
+    message: ({ plugin, field, other }: { plugin: string; field: "before" | "after"; other: string }) =>
+      `plugin "${plugin}" declares ${field}: ["${other}"], but no plugin "${other}" is installed; correct the name or install it`,
   },
   GW_PLUGIN_LAYER_UNKNOWN: {
     when: "A plugin's `layer` is not one of the layers (telemetry, audit, admin-guard, identity, routes, catch-all), or it declares the numeric `priority` that layers replaced.",
     fix: "Declare one of the layers (the message suggests the nearest), or `before` / `after` naming plugins.",
+    /** `layers`: every layer, outermost first; `near`: the layer closest to what was declared, if any. */
+    message: (
+      what:
+        | { of: "layer"; plugin: string; declared: unknown; near?: string; layers: readonly string[]; defaultLayer: string }
+        | { of: "priority"; plugin: string; layers: readonly string[] },
+    ) =>
+      what.of === "layer"
+        ? `plugin "${what.plugin}" declares layer: ${JSON.stringify(what.declared)}, which is not a layer${what.near ? `; did you mean "${what.near}"?` : ""} (the layers, outermost first: ${what.layers.join(", ")}; default ${what.defaultLayer})`
+        : `plugin "${what.plugin}" declares priority, which this gateway no longer reads; declare its layer instead (${what.layers.join(", ")}), or before / after naming plugins`,
   },
   GW_PLUGIN_ORDER_CYCLE: {
     when: "`dependsOn`, `optionalDependsOn`, `before` and `after` ask for an order that loops (the message lists the loop).",
     fix: "Drop or reverse one of the declarations in the loop.",
+    /** `loop`: the plugins, each to be set up after the next, the first repeated at the end. */
+    message: ({ loop }: { loop: readonly string[] }) =>
+      `plugin order cycle: ${loop.join(" -> ")} (each must be set up after the next, by dependsOn, optionalDependsOn, before or after); drop or reverse one of these declarations`,
   },
   GW_PLUGIN_UNDECLARED_USE: {
     when: "`api.use` or `api.has` reaches a service of a plugin that is in neither `dependsOn` nor `optionalDependsOn`.",
     fix: "Add the providing plugin to `dependsOn` (required) or `optionalDependsOn` (used when active).",
+    message: ({ plugin, service, provider }: { plugin: string; service: string; provider: string }) =>
+      `plugin "${plugin}" uses service "${service}" of plugin "${provider}" without declaring it; add "${provider}" to its dependsOn (required) or optionalDependsOn (used when active)`,
   },
   GW_HOOK_UNKNOWN: {
     when: "`api.on` names an event that neither the core nor any installed plugin declares.",
     fix: "Correct the event name, or declare it in `events` of the plugin that emits it.",
+    message: ({ plugin, event, events }: { plugin: string; event: string; events: readonly string[] }) =>
+      `plugin "${plugin}" listens to "${event}", which no plugin declares; events: ${events.join(", ")} (a plugin that emits a new event lists it in definePlugin({ events }))`,
   },
   GW_PLUGIN_REFUSED: {
     when: "A plugin's `setup` or `onReady` check refused the start (its message says why).",
     fix: "Do what the message says; it comes from the plugin named in it.",
+    /** The plugin's own words (`throw new PluginError("...")`). */
+    message: ({ reason }: { reason: string }) => reason,
   },
   GW_START_FAILED: {
     when: "An unexpected error while starting (printed with its stack trace).",
     fix: "Read the trace; report it if the gateway's own code failed.",
+    message: ({ error }: { error: unknown }) => (error as Error | undefined)?.stack ?? String(error),
   },
-} as const satisfies Record<string, { when: string; fix: string }>;
+} as const satisfies Record<string, { when: string; fix: string; message: (params: never) => string }>;
 
 export type StartErrorCode = keyof typeof START_ERROR_CODES;
+
+/** The parts a start error's message names (`{ name }`, `{ plugin, dependency }`...). */
+export type StartErrorParams<C extends StartErrorCode> = Parameters<(typeof START_ERROR_CODES)[C]["message"]>[0];
+
+/** The message of a start error, from its code's template. */
+export function startErrorMessage<C extends StartErrorCode>(code: C, params: StartErrorParams<C>): string {
+  const template = START_ERROR_CODES[code].message as (params: StartErrorParams<C>) => string;
+  return template(params);
+}
+
+/** A coded PluginError whose message is its code's (`throw startError("GW_PLUGIN_DUPLICATE", { of: "plugin", name })`). */
+export function startError<C extends StartErrorCode>(code: C, params: StartErrorParams<C>): PluginError {
+  return new PluginError(startErrorMessage(code, params), undefined, code);
+}
 
 /**
  * The config (or what a plugin found in it) refuses the start or the reload. `problems` each
@@ -286,7 +373,7 @@ export class ConfigError extends Error {
     readonly problems: string[],
     readonly code: StartErrorCode = "GW_CONFIG_INVALID",
   ) {
-    super(`invalid configuration:\n  ${problems.join("\n  ")}`);
+    super(startErrorMessage("GW_CONFIG_INVALID", { problems }));
   }
 }
 
