@@ -468,7 +468,7 @@ services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-e
       expect(await response.json()).toEqual(unknownType);
     }
     const missingType = await submitJob(gw, "auto-nosuch", "", outsider);
-    expect(await missingType.json()).toEqual({ error: { type: "not_found_error", message: 'unknown service type "auto-nosuch"; configured types: auto-emb, auto-tts' } });
+    expect(await missingType.json()).toEqual({ error: { type: "not_found_error", message: 'unknown service type "auto-nosuch"; configured types: auto-emb, auto-tts', code: "not_found" } });
     // The audience still reaches it.
     expect(await status(await post("/v1/auto-solo", staff))).toBe(200);
     expect(await jobModel(await submitJob(gw, "auto-solo", "", staff))).toBe("auto-solo-staff");
@@ -547,7 +547,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
   async function expectInvalid(response: Response, description: string) {
     expect(response.status).toBe(401);
     expect(response.headers.get("www-authenticate")).toBe(`Bearer error="invalid_token", error_description="${description}"`);
-    expect(await response.json()).toEqual({ error: { type: "authentication_error", message: `invalid bearer token: ${description}` } });
+    expect(await response.json()).toEqual({ error: { type: "authentication_error", message: `invalid bearer token: ${description}`, code: "unauthorized" } });
   }
 
   it("accepts a valid token and answers 401 with a Bearer challenge without one", async () => {

@@ -470,7 +470,7 @@ describe("bad input and failures", () => {
 
   it("answers an unknown path with 404", async () => {
     const error = await errorOf(await post("/v1/nowhere", { model: "echo-model" }), 404);
-    expect(error).toEqual({ message: "no route for POST /v1/nowhere", type: "not_found_error" });
+    expect(error).toEqual({ message: "no route for POST /v1/nowhere", type: "not_found_error", code: "no_route" });
   });
 
   it("answers an unknown model with 404 listing the models of that path", async () => {
