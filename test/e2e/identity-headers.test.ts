@@ -179,6 +179,7 @@ describe("an identity header sent twice", () => {
     expect(errorIn(twice)).toEqual({
       message: "the X-Roles header was sent 2 times; send it once (a proxy in front of the gateway must replace the client's X-Roles header, not add another)",
       type: "invalid_request_error",
+      code: "invalid_request",
     });
     expect(backend.paths.length).toBe(before);
     // Sent once, the role counts, and so does a list in one header line.

@@ -155,7 +155,7 @@ services:
       expect(response.status).toBe(200);
       const events = sseEvents(await response.text());
       expect(events.map((e) => e.event)).not.toContain("message_stop");
-      expect(events[events.length - 1]).toEqual({ event: "error", data: { type: "error", error: { type: "api_error", message: expect.stringContaining("incomplete") } } });
+      expect(events[events.length - 1]).toEqual({ event: "error", data: { type: "error", error: { type: "api_error", message: expect.stringContaining("incomplete"), code: "stream_interrupted" } } });
       // The SDK's stream helper raises it.
       const stream = client.messages.stream({ model, max_tokens: 64, messages: [{ role: "user", content: `[${fault}]` }] });
       await expect(stream.finalMessage()).rejects.toBeInstanceOf(Anthropic.APIError);
