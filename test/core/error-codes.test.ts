@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStores } from "../../adapters/stores.ts";
-import { defaultErrorCode, ERROR_CODES, errors, GatewayError, toErrorResponse, type ErrorCode } from "../../core/errors.ts";
+import { ConfigError, defaultErrorCode, ERROR_CODES, errors, GatewayError, PluginError, START_ERROR_CODES, startError, startErrorMessage, toErrorResponse, type ErrorCode } from "../../core/errors.ts";
 import { messagesErrorEvent } from "../../core/llm/messages.ts";
 import { errorEvent } from "../../core/llm/stream.ts";
 import { Gateway } from "../../core/gateway.ts";
@@ -188,5 +188,26 @@ services:
     const error = await errorOf(refused!);
     expect(error).toMatchObject({ code: "budget_exceeded", message: expect.stringContaining("token budget of") });
     expectDocumented(error, "token budget");
+  });
+});
+
+describe("start errors: each message lives with its code", () => {
+  it("every code has the template of its message; startError raises a PluginError with the code and that message", () => {
+    for (const [code, entry] of Object.entries(START_ERROR_CODES)) expect(typeof entry.message, code).toBe("function");
+    const error = startError("GW_PLUGIN_DUPLICATE", { of: "service", name: "jobs", plugin: "my-jobs" });
+    expect(error).toBeInstanceOf(PluginError);
+    expect(error.code).toBe("GW_PLUGIN_DUPLICATE");
+    expect(error.message).toBe('service "jobs" is already provided; plugin "my-jobs" cannot provide it again');
+  });
+
+  it("the messages the adapters print keep their wording", () => {
+    expect(startErrorMessage("GW_CONFIG_NOT_FOUND", { path: "my.yaml", from: "CONFIG_PATH" })).toBe(
+      "CONFIG_PATH names my.yaml, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml",
+    );
+    expect(startErrorMessage("GW_LISTEN_FAILED", { hostname: "10.9.9.9", port: 8080, cause: "not_local", detail: "", settings: "server.addr" })).toBe(
+      'cannot listen on 10.9.9.9:8080: 10.9.9.9 is not an address of this machine; use one of its addresses, or ":8080" for all (server.addr)',
+    );
+    expect(startErrorMessage("GW_LISTEN_FAILED", { port: 80, cause: undefined, detail: "something else", settings: "PORT" })).toBe("cannot listen on :80: something else (PORT)");
+    expect(new ConfigError(["services[0].type: required"]).message).toBe("invalid configuration:\n  services[0].type: required");
   });
 });
