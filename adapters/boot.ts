@@ -2,8 +2,8 @@
  * Start-up and shutdown shared by the Node and Deno entry points. It touches no runtime
  * API itself: each entry point passes the few primitives it needs (`Platform`).
  */
-import { listenAddressProblem, parseListenAddress, type ListenAddress } from "../core/config/addr.ts";
-import { ConfigError, type StartErrorCode } from "../core/errors.ts";
+import { parseListenAddress, type ListenAddress } from "../core/config/addr.ts";
+import { ConfigError, startErrorMessage, type StartErrorCode } from "../core/errors.ts";
 import { durationMs } from "../core/config/duration.ts";
 import { Gateway } from "../core/gateway.ts";
 import { createOpsApp } from "../core/ops.ts";
@@ -49,7 +49,7 @@ function listenOverride(env: Platform["env"], role: ProcessRole, port: number | 
       : env.GATEWAY_ADDR ? ["GATEWAY_ADDR", env.GATEWAY_ADDR] : env.PORT ? ["PORT", `:${env.PORT}`] : [];
   if (name === undefined || addr === undefined) return {};
   const address = parseListenAddress(addr);
-  return address ? { address } : { problem: listenAddressProblem(`${name} (environment)`, name === "PORT" ? env.PORT! : addr) };
+  return address ? { address } : { problem: startErrorMessage("GW_ENV_INVALID", { variable: name, value: name === "PORT" ? env.PORT! : addr }) };
 }
 
 /** What the command line chose (adapters/cli/args.ts); absent = the environment's or the default. */
@@ -93,7 +93,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
   log.info("config_source", { path, from });
   // Every refusal below is one short message saying what to fix, before anything starts.
   if (!platform.exists(path)) {
-    refuse(platform, "GW_CONFIG_NOT_FOUND", `cannot start: ${missingConfigMessage(path, from)}`);
+    refuse(platform, "GW_CONFIG_NOT_FOUND", `cannot start: ${startErrorMessage("GW_CONFIG_NOT_FOUND", { path, from })}`);
     return platform.exit(1);
   }
   const override = listenOverride(platform.env, role, options.port);
@@ -136,7 +136,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
     if (error instanceof ConfigError) {
       refuse(platform, error.code, `${path}: ${error.message}`);
     } else {
-      refuse(platform, "GW_START_FAILED", `cannot start: ${(error as Error).stack ?? String(error)}`);
+      refuse(platform, "GW_START_FAILED", `cannot start: ${startErrorMessage("GW_START_FAILED", { error })}`);
     }
     return platform.exit(1);
   }
@@ -145,13 +145,6 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
 /** A start refusal: its stable code (core/errors.ts, docs/plugins.md) first, then the message. */
 function refuse(platform: Platform, code: StartErrorCode, message: string): void {
   platform.writeError(`[${code}] ${message}\n`);
-}
-
-/** What to do about a config file that does not exist, by where its path came from. */
-export function missingConfigMessage(path: string, from: ConfigFrom): string {
-  if (from === "--config") return `--config names ${path}, which does not exist; give the path of your config file (relative to the working directory)`;
-  if (from === "CONFIG_PATH") return `CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
-  return `no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH`;
 }
 
 /**
@@ -164,16 +157,16 @@ export async function listenFailed(platform: Platform, booted: Booted, error: un
   const { code, name, message } = error as { code?: string; name?: string; message?: string };
   const listen = booted.metrics?.listen ?? booted.listen;
   const settings = booted.metrics ? RELAY_LISTEN_SETTINGS : GATEWAY_LISTEN_SETTINGS;
-  const where = `${listen.hostname ?? ""}:${listen.port}`;
-  const why =
+  const cause =
     code === "EADDRINUSE" || name === "AddrInUse"
-      ? `the port ${listen.port} is already in use by another process; stop that process or choose another port`
+      ? "in_use"
       : code === "EACCES" || name === "PermissionDenied"
-        ? `no permission to listen on port ${listen.port} (ports below 1024 need privileges); choose a port from 1024`
+        ? "no_permission"
         : code === "EADDRNOTAVAIL" || name === "AddrNotAvailable"
-          ? `${listen.hostname} is not an address of this machine; use one of its addresses, or ":${listen.port}" for all`
-          : (message ?? String(error));
-  refuse(platform, "GW_LISTEN_FAILED", `cannot start: cannot listen on ${where}: ${why} (${settings})`);
+          ? "not_local"
+          : undefined;
+  const refusal = startErrorMessage("GW_LISTEN_FAILED", { hostname: listen.hostname, port: listen.port, cause, detail: message ?? String(error), settings });
+  refuse(platform, "GW_LISTEN_FAILED", `cannot start: ${refusal}`);
   await booted.gateway.close().catch(() => undefined);
   return platform.exit(1);
 }

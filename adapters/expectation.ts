@@ -18,5 +18,6 @@ export function unmetExpectation(expect: string | null | undefined): GatewayErro
     `the Expect header ${JSON.stringify(expect)} cannot be met: the only expectation this server supports is "100-continue"; send that, or no Expect header`,
     // The body was not read (the client may be holding it back), so the connection is not reused.
     { connection: "close" },
+    "expectation_failed",
   );
 }

@@ -7,7 +7,7 @@ import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
 import { parseConfigFile, validateConfigWith } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import { CoreConfigSchema, type GatewayConfig } from "./config/schema.ts";
-import { ConfigError, errors, GatewayError, isPluginError, toErrorResponse } from "./errors.ts";
+import { ConfigError, errors, GatewayError, isPluginError, startErrorMessage, toErrorResponse } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes, type ReloadOutcome } from "./ops.ts";
@@ -291,12 +291,12 @@ async function loadConfig(options: GatewayOptions): Promise<LoadedConfig> {
     try {
       const module = (await options.importModule(String(path))) as { default?: unknown };
       if (!isPluginDefinition(module.default)) {
-        problems.push(`plugins.load[${index}]: "${path}" must export default definePlugin({ name, setup })`);
+        problems.push(startErrorMessage("GW_PLUGIN_LOAD_FAILED", { index, path: String(path) }));
       } else {
         userPlugins.push(module.default);
       }
     } catch (error) {
-      problems.push(`plugins.load[${index}]: cannot import "${path}": ${(error as Error).message}`);
+      problems.push(startErrorMessage("GW_PLUGIN_LOAD_FAILED", { index, path: String(path), importError: (error as Error).message }));
     }
   }
   const definitions = [...options.plugins, ...userPlugins];

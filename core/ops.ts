@@ -2,7 +2,7 @@
 import { Hono, type Context } from "hono";
 import { redactConfig } from "./config/redact.ts";
 import { EXPIRED, settleWithin } from "./deadline.ts";
-import { errorResponse, errors, toErrorResponse } from "./errors.ts";
+import { errorBody, errorResponse, errors, toErrorResponse } from "./errors.ts";
 import { counterChildren } from "./metric-labels.ts";
 import type { Runtime, RuntimeDeps } from "./plugins/host.ts";
 
@@ -95,7 +95,7 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
   // Before every route: `/v1/../-/reload` must not reach the reload route on runtimes that normalise.
   app.use("*", async function refuseUnnormalizedPaths(c, next) {
     const refusal = runtime.refusalOf(c.req.raw);
-    if (refusal) return errorResponse(400, "invalid_request_error", refusal);
+    if (refusal) return errorResponse(400, "invalid_request_error", refusal, {}, "invalid_request");
     await next();
   });
 
@@ -109,9 +109,9 @@ export function registerOpsRoutes(runtime: Runtime, actions: OpsActions): void {
     const result = await actions.reload();
     if (result.ok) return c.json({ status: "reloaded", services: result.services });
     const message = `config not reloaded, the previous one stays active: ${result.problems.join("; ")}`;
-    // A 500 either way, as the spec has it; the type tells a file to edit (config_error) from a
-    // plugin that failed for another reason (api_error).
-    const type = result.cause === "config" ? "config_error" : "api_error";
-    return c.json({ error: { message, type }, problems: result.problems }, 500);
+    // A 500 either way; the type and code tell a file to edit (config_error, config_invalid) from
+    // a plugin that failed for another reason (api_error, reload_failed).
+    if (result.cause === "config") return c.json({ ...errorBody(500, "config_error", message, "config_invalid"), problems: result.problems }, 500);
+    return c.json({ ...errorBody(500, "api_error", message, "reload_failed"), problems: result.problems }, 500);
   });
 }

@@ -45,7 +45,7 @@ export default definePlugin({
       mode: "sync",
       accepts: (service: ServiceConfig) => (service as ServiceConfig & EchoFields).echo,
       async handle(ctx: RequestContext, body: SyncBody): Promise<Response> {
-        // A thrown GatewayError is answered as the gateway's error body: {"error":{"message","type"}}.
+        // A thrown GatewayError is answered as the gateway's error body: {"error":{"message","type","code"}}.
         if (body.kind !== "json" || typeof body.value.input !== "string") {
           throw errors.badRequest('send a JSON body with a string "input", e.g. {"input": "hello"}');
         }

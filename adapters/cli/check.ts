@@ -6,13 +6,13 @@
  */
 import { systemClock } from "../../core/clock.ts";
 import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
-import { ConfigError } from "../../core/errors.ts";
+import { ConfigError, startErrorMessage } from "../../core/errors.ts";
 import { Gateway } from "../../core/gateway.ts";
 import type { Runtime } from "../../core/plugins/host.ts";
 import { PLUGIN_LAYERS } from "../../core/plugins/types.ts";
 import { createLogger, type LogEntry } from "../../core/log.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
-import { configSource, missingConfigMessage, type Platform } from "../boot.ts";
+import { configSource, type Platform } from "../boot.ts";
 import { MemoryKv } from "../kv-memory/index.ts";
 import { FsObjectStore } from "../objects-fs/index.ts";
 import { redisModeOf } from "../../core/config/redis-mode.ts";
@@ -28,7 +28,7 @@ export interface CheckResult {
 /** `verbose`: the summary also shows the plugin order (see `pluginOrder`). */
 export async function checkConfig(platform: Platform, configPath: string | undefined, options: { verbose?: boolean } = {}): Promise<CheckResult> {
   const { path, from } = configSource(platform, { configPath });
-  if (!platform.exists(path)) return { exitCode: 1, stdout: "", stderr: `[GW_CONFIG_NOT_FOUND] ${missingConfigMessage(path, from)}\n` };
+  if (!platform.exists(path)) return { exitCode: 1, stdout: "", stderr: `[GW_CONFIG_NOT_FOUND] ${startErrorMessage("GW_CONFIG_NOT_FOUND", { path, from })}\n` };
   // What plugins warn about while they set up is part of the answer; the rest is noise here.
   const warnings: LogEntry[] = [];
   const log = createLogger({ level: "warn", write: () => {}, repeatWindowMs: 0 });
@@ -50,7 +50,7 @@ export async function checkConfig(platform: Platform, configPath: string | undef
       deferStart: true,
     });
   } catch (error) {
-    if (!(error instanceof ConfigError)) return { exitCode: 1, stdout: "", stderr: `[GW_START_FAILED] ${path}: ${(error as Error).stack ?? String(error)}\n` };
+    if (!(error instanceof ConfigError)) return { exitCode: 1, stdout: "", stderr: `[GW_START_FAILED] ${path}: ${startErrorMessage("GW_START_FAILED", { error })}\n` };
     const count = error.problems.length === 1 ? "1 problem" : `${error.problems.length} problems`;
     return { exitCode: 1, stdout: "", stderr: `[${error.code}] ${path} (${from}): ${count}\n${error.problems.map((p) => `  ${p}\n`).join("")}` };
   }

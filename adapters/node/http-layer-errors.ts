@@ -1,6 +1,6 @@
 /**
  * Answers for the requests Node's HTTP server refuses before the gateway sees them, with the
- * gateway's error body (`{"error":{"message","type"}}`) instead of Node's empty one:
+ * gateway's error body (`{"error":{"message","type","code"}}`) instead of Node's empty one:
  * - unparsable framing (both Content-Length and Transfer-Encoding, a bad chunk size, a bad
  *   method...): 400; headers over Node's limit: 431; oversized chunk extensions: 413;
  * - a request not received within its time (`headersTimeout`, `requestTimeout`): 408;
@@ -9,13 +9,14 @@
  */
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import type { ErrorBody, ErrorType } from "../../core/errors.ts";
+import { errorBody, type ErrorCode, type ErrorType } from "../../core/errors.ts";
 import { unmetExpectation } from "../expectation.ts";
 import { endLingering } from "./linger.ts";
 
 interface Answer {
   status: number;
   type: ErrorType;
+  code: ErrorCode;
   message: string;
 }
 
@@ -42,23 +43,22 @@ function answerFor(error: ClientError, server: Server): Answer | undefined {
   const code = error.code ?? "";
   if (code === "HPE_HEADER_OVERFLOW") {
     // Node's limit (16 KiB unless started with --max-http-header-size), counted over all headers.
-    return { status: 431, type: "request_too_large", message: `the request's headers are larger than this server accepts (${maxHeaderSize} bytes in all); send fewer or shorter headers` };
+    return { status: 431, type: "request_too_large", code: "headers_too_large", message: `the request's headers are larger than this server accepts (${maxHeaderSize} bytes in all); send fewer or shorter headers` };
   }
   if (code === "HPE_CHUNK_EXTENSIONS_OVERFLOW") {
-    return { status: 413, type: "request_too_large", message: "the chunk extensions of the request body are larger than this server accepts; send the body without chunk extensions" };
+    return { status: 413, type: "request_too_large", code: "payload_too_large", message: "the chunk extensions of the request body are larger than this server accepts; send the body without chunk extensions" };
   }
-  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return { status: 408, type: "timeout_error", message: timeoutMessage(server) };
+  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return { status: 408, type: "timeout_error", code: "request_timeout", message: timeoutMessage(server) };
   if (code.startsWith("HPE_")) {
     const reason = error.reason ?? error.message;
-    return { status: 400, type: "invalid_request_error", message: `the request is not valid HTTP/1.1: ${reason}; fix how the client frames its request` };
+    return { status: 400, type: "invalid_request_error", code: "invalid_request", message: `the request is not valid HTTP/1.1: ${reason}; fix how the client frames its request` };
   }
   // ECONNRESET, EPIPE...: the connection itself failed; there is no one to answer.
   return undefined;
 }
 
-function bodyOf({ message, type }: Answer): string {
-  const body: ErrorBody = { error: { message, type } };
-  return JSON.stringify(body);
+function bodyOf({ status, type, message, code }: Answer): string {
+  return JSON.stringify(errorBody(status, type, message, code));
 }
 
 function rawResponse(answer: Answer): string {

@@ -56,7 +56,7 @@ export function judgeCost(budget: CostBudget, value: string | number | undefined
 }
 
 /** The 429 (with Retry-After) of a refused decision. */
-export const costRefusal = (decision: Extract<CostDecision, { allowed: false }>): GatewayError => errors.rateLimited(decision.message, decision.retryAfterSeconds);
+export const costRefusal = (decision: Extract<CostDecision, { allowed: false }>): GatewayError => errors.budgetExceeded(decision.message, decision.retryAfterSeconds);
 
 /** Adds a cost to a budget's window, opening it (for `periodMs`) when none is open. */
 export async function addCost(kv: KvStore, budget: Pick<CostBudget, "key" | "periodMs">, nanos: number): Promise<void> {

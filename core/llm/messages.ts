@@ -5,6 +5,7 @@
  * usage rule for answers it translates; the LLM proxy uses all of it for inbound Messages
  * requests (`POST /v1/messages`).
  */
+import type { ErrorCode } from "../errors.ts";
 import type { OutEvent, StreamEvent } from "./events.ts";
 import { isRecord, type JsonObject } from "./json.ts";
 import { usageFromCounts, type TokenUsage } from "./usage.ts";
@@ -80,9 +81,9 @@ export function messagesError(type: string, message: string, code?: string): Jso
   return { type: "error", error: code === undefined ? { type, message } : { type, message, code } };
 }
 
-/** The same as an event of a Messages stream (`event: error`, which its clients raise as an API error). */
+/** The gateway's own event ending a Messages stream it cannot finish (`event: error`, which its clients raise as an API error). */
 export function messagesErrorEvent(message: string, type = "api_error"): OutEvent {
-  return { event: "error", data: messagesError(type, message) };
+  return { event: "error", data: messagesError(type, message, "stream_interrupted" satisfies ErrorCode) };
 }
 
 /** The usage of a non-streaming Messages answer (`usage` at the top), as chat counts it. */

@@ -1,5 +1,5 @@
 /** The provider registry behind the `providers` service: a name -> provider map that refuses duplicates. */
-import { PluginError } from "../errors.ts";
+import { startError } from "../errors.ts";
 import type { ProviderDefinition, ProviderRegistry } from "./provider.ts";
 
 export function createProviderRegistry(): ProviderRegistry {
@@ -7,10 +7,8 @@ export function createProviderRegistry(): ProviderRegistry {
   return {
     register(provider) {
       // PluginError: a start or reload refuses with a config problem instead of a crash.
-      if (provider.name === "") throw new PluginError("an LLM provider needs a non-empty name");
-      if (providers.has(provider.name)) {
-        throw new PluginError(`LLM provider "${provider.name}" is registered twice; give the second one another name`, undefined, "GW_PLUGIN_DUPLICATE");
-      }
+      if (provider.name === "") throw startError("GW_PLUGIN_REFUSED", { reason: "an LLM provider needs a non-empty name" });
+      if (providers.has(provider.name)) throw startError("GW_PLUGIN_DUPLICATE", { of: "provider", name: provider.name });
       providers.set(provider.name, provider);
     },
     get: (name) => providers.get(name),

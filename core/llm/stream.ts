@@ -11,6 +11,7 @@
  * surface as an API error) instead of an end the client cannot tell from a complete answer.
  * Whatever the end, `onEnd` hears once how the stream ended and the usage it reported.
  */
+import type { ErrorCode } from "../errors.ts";
 import type { OutEvent, StreamEvent } from "./events.ts";
 import { NdjsonParser } from "./ndjson.ts";
 import type { Translator } from "./provider.ts";
@@ -99,8 +100,9 @@ function chunkReader(source: ReadableStream<Uint8Array>): ChunkReader {
   return { read: () => defaultReader.read(), cancel: (reason) => defaultReader.cancel(reason) };
 }
 
+/** The gateway's own event ending a stream it cannot finish (the 200 is already sent). */
 export function errorEvent(message: string): OutEvent {
-  return { data: { error: { message, type: "backend_error" } } };
+  return { data: { error: { message, type: "backend_error", code: "stream_interrupted" satisfies ErrorCode } } };
 }
 
 /** A backend stream whose first bytes have arrived (see `openStream`). */

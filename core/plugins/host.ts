@@ -17,7 +17,7 @@ import { ModelAccess } from "../registry/model-access.ts";
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
-import { PluginError } from "../errors.ts";
+import { PluginError, startError } from "../errors.ts";
 import { closestKey } from "../config/suggest.ts";
 import {
   CORE_EVENTS,
@@ -73,11 +73,7 @@ export { PluginError };
 function checkApiVersion(definition: PluginDefinition): void {
   const wanted = definition.apiVersion;
   if (wanted === undefined || wanted === PLUGIN_API_VERSION) return;
-  throw new PluginError(
-    `plugin "${definition.name}" was written for plugin API version ${wanted}, but this gateway provides version ${PLUGIN_API_VERSION}; use a release of "${definition.name}" written for version ${PLUGIN_API_VERSION}, or a gateway that provides version ${wanted}`,
-    undefined,
-    "GW_PLUGIN_API_VERSION",
-  );
+  throw startError("GW_PLUGIN_API_VERSION", { plugin: definition.name, wanted, provided: PLUGIN_API_VERSION });
 }
 
 /** Refuses a layer name the host does not know, and the numeric `priority` that layers replaced. */
@@ -85,18 +81,10 @@ function checkLayer(definition: PluginDefinition): void {
   const declared: unknown = definition.layer;
   if (declared !== undefined && !(PLUGIN_LAYERS as readonly unknown[]).includes(declared)) {
     const near = typeof declared === "string" ? closestKey(declared, PLUGIN_LAYERS) : undefined;
-    throw new PluginError(
-      `plugin "${definition.name}" declares layer: ${JSON.stringify(declared)}, which is not a layer${near ? `; did you mean "${near}"?` : ""} (the layers, outermost first: ${PLUGIN_LAYERS.join(", ")}; default ${DEFAULT_PLUGIN_LAYER})`,
-      undefined,
-      "GW_PLUGIN_LAYER_UNKNOWN",
-    );
+    throw startError("GW_PLUGIN_LAYER_UNKNOWN", { of: "layer", plugin: definition.name, declared, near, layers: PLUGIN_LAYERS, defaultLayer: DEFAULT_PLUGIN_LAYER });
   }
   if ("priority" in definition) {
-    throw new PluginError(
-      `plugin "${definition.name}" declares priority, which this gateway no longer reads; declare its layer instead (${PLUGIN_LAYERS.join(", ")}), or before / after naming plugins`,
-      undefined,
-      "GW_PLUGIN_LAYER_UNKNOWN",
-    );
+    throw startError("GW_PLUGIN_LAYER_UNKNOWN", { of: "priority", plugin: definition.name, layers: PLUGIN_LAYERS });
   }
 }
 
@@ -128,7 +116,7 @@ export interface PluginPlacement {
 export function placePlugins(definitions: readonly PluginDefinition[], active: ReadonlySet<string>, options: { complete?: boolean } = {}): PluginPlacement[] {
   const byName = new Map<string, PluginDefinition>();
   for (const definition of definitions) {
-    if (byName.has(definition.name)) throw new PluginError(`plugin "${definition.name}" is registered twice`, undefined, "GW_PLUGIN_DUPLICATE");
+    if (byName.has(definition.name)) throw startError("GW_PLUGIN_DUPLICATE", { of: "plugin", name: definition.name });
     byName.set(definition.name, definition);
     checkApiVersion(definition);
     checkLayer(definition);
@@ -142,19 +130,13 @@ export function placePlugins(definitions: readonly PluginDefinition[], active: R
   for (const definition of chosen) {
     const name = definition.name;
     for (const dependency of definition.dependsOn ?? []) {
-      if (!byName.has(dependency)) {
-        throw new PluginError(`plugin "${name}" depends on "${dependency}", which is not installed`, undefined, "GW_PLUGIN_DEPENDENCY_MISSING");
-      }
-      if (!active.has(dependency)) {
-        throw new PluginError(`plugin "${name}" depends on "${dependency}", which is disabled; enable it or turn "${name}" off`, undefined, "GW_PLUGIN_DEPENDENCY_MISSING");
-      }
+      if (!byName.has(dependency)) throw startError("GW_PLUGIN_DEPENDENCY_MISSING", { of: "not_installed", plugin: name, dependency });
+      if (!active.has(dependency)) throw startError("GW_PLUGIN_DEPENDENCY_MISSING", { of: "disabled", plugin: name, dependency });
       mustPrecede(dependency, name);
     }
     for (const [field, names] of [["before", definition.before], ["after", definition.after]] as const) {
       for (const other of names ?? []) {
-        if (!byName.has(other) && options.complete) {
-          throw new PluginError(`plugin "${name}" declares ${field}: ["${other}"], but no plugin "${other}" is installed; correct the name or install it`, undefined, "GW_PLUGIN_ORDER_UNKNOWN");
-        }
+        if (!byName.has(other) && options.complete) throw startError("GW_PLUGIN_ORDER_UNKNOWN", { plugin: name, field, other });
         if (field === "before") mustPrecede(name, other);
         else mustPrecede(other, name);
       }
@@ -196,11 +178,7 @@ function orderCycle(remaining: readonly PluginDefinition[], firsts: ReadonlyMap<
     path.push(waitingFor[0]!);
   }
   const loop = path.slice(path.indexOf(path[path.length - 1]!));
-  return new PluginError(
-    `plugin order cycle: ${loop.join(" -> ")} (each must be set up after the next, by dependsOn, optionalDependsOn, before or after); drop or reverse one of these declarations`,
-    undefined,
-    "GW_PLUGIN_ORDER_CYCLE",
-  );
+  return startError("GW_PLUGIN_ORDER_CYCLE", { loop });
 }
 
 /** Which plugins run: those for this role, on by their own rule, and not turned off in `plugins:`. */
@@ -419,11 +397,7 @@ export class Runtime {
     const reach = (key: string) => {
       const entry = this.services.get(key);
       if (entry && entry.plugin !== definition.name && !declared.has(entry.plugin)) {
-        throw new PluginError(
-          `plugin "${definition.name}" uses service "${key}" of plugin "${entry.plugin}" without declaring it; add "${entry.plugin}" to its dependsOn (required) or optionalDependsOn (used when active)`,
-          undefined,
-          "GW_PLUGIN_UNDECLARED_USE",
-        );
+        throw startError("GW_PLUGIN_UNDECLARED_USE", { plugin: definition.name, service: key, provider: entry.plugin });
       }
       return entry;
     };
@@ -468,34 +442,24 @@ export class Runtime {
       },
       stage: (stage, step) => this.pipeline.add(stage, step),
       task: (task) => {
-        if (this.tasks.some((t) => t.name === task.name)) throw new PluginError(`background task "${task.name}" is registered twice`, undefined, "GW_PLUGIN_DUPLICATE");
+        if (this.tasks.some((t) => t.name === task.name)) throw startError("GW_PLUGIN_DUPLICATE", { of: "task", name: task.name });
         this.tasks.push(task);
       },
       provide: (key, value) => {
-        if (this.services.has(key)) {
-          throw new PluginError(`service "${String(key)}" is already provided; plugin "${definition.name}" cannot provide it again`, undefined, "GW_PLUGIN_DUPLICATE");
-        }
+        if (this.services.has(key)) throw startError("GW_PLUGIN_DUPLICATE", { of: "service", name: String(key), plugin: definition.name });
         this.services.set(key, { value, plugin: definition.name });
       },
       use: <K extends keyof GatewayServices>(key: K): GatewayServices[K] => {
         const entry = reach(key);
         if (!entry) {
-          throw new PluginError(
-            `plugin "${definition.name}" uses service "${String(key)}", which no active plugin provides (is its plugin in dependsOn: [${[...(definition.dependsOn ?? [])].join(", ")}]?)`,
-            undefined,
-            "GW_PLUGIN_DEPENDENCY_MISSING",
-          );
+          throw startError("GW_PLUGIN_DEPENDENCY_MISSING", { of: "service", plugin: definition.name, service: String(key), dependsOn: definition.dependsOn ?? [] });
         }
         return entry.value as GatewayServices[K];
       },
       has: (key) => reach(key) !== undefined,
       on: (event, listener) => {
         if (!this.knownEvents.has(event)) {
-          throw new PluginError(
-            `plugin "${definition.name}" listens to "${event}", which no plugin declares; events: ${[...this.knownEvents].join(", ")} (a plugin that emits a new event lists it in definePlugin({ events }))`,
-            undefined,
-            "GW_HOOK_UNKNOWN",
-          );
+          throw startError("GW_HOOK_UNKNOWN", { plugin: definition.name, event, events: [...this.knownEvents] });
         }
         const list = this.listeners.get(event) ?? [];
         list.push(listener as (payload: never) => void);

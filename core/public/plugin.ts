@@ -37,7 +37,7 @@ export type { ConsolePanel } from "../console/panel.ts";
 
 // Errors: a PluginError refuses a start or reload; a GatewayError (or one of `errors`) answers a request.
 export { PluginError } from "../plugins/host.ts";
-export { errorResponse, errors, GatewayError, type ErrorBody, type ErrorType } from "../errors.ts";
+export { errorResponse, errors, GatewayError, type ErrorBody, type ErrorCode, type ErrorType } from "../errors.ts";
 
 // A custom LLM provider: its definition, its translator and the chat-completions builders.
 export * from "../llm/provider.ts";

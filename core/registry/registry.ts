@@ -225,6 +225,6 @@ export class Registry {
     if (candidates.length === 1) return ok(candidates[0]);
     const fallback = candidates.find((s) => s.default);
     if (fallback) return ok(fallback);
-    return fail(errors.badRequest(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(candidates.filter(caller.mayUse))}`));
+    return fail(errors.modelRequired(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(candidates.filter(caller.mayUse))}`));
   }
 }

@@ -37,7 +37,7 @@ export const expiredResponse = (): Response =>
 export async function findJob(api: PluginApi, store: JobStore, c: Context): Promise<JobAccess> {
   const type = c.req.param("type") ?? "";
   const id = c.req.param("id") ?? "";
-  const missing = errors.notFound(`job "${id}" of service type "${type}" not found`);
+  const missing = errors.jobNotFound(`job "${id}" of service type "${type}" not found`);
   // A blank consumer header is sent, so no bypass; it names nobody, so it owns no job (404
   // as for another consumer's job) where every other request refuses it (400).
   if (sentBlankConsumer(api.config, c.req.raw, callerAuthOf(api))) throw missing;

@@ -57,7 +57,7 @@ export function tokenVerifier(oauth2: OAuth2Config, deps: OAuth2Deps): Verifier 
       const problem = describeTokenError(error);
       if (problem.kind === "invalid_token") throw rejected(problem.description);
       deps.log.warn("auth_keys_unavailable", { jwks_url: oauth2.jwks_url, error: problem.description });
-      throw new GatewayError(503, "api_error", `cannot verify bearer tokens right now (${problem.description}); retry later`);
+      throw errors.authUnavailable(`cannot verify bearer tokens right now (${problem.description}); retry later`);
     }
   };
 }

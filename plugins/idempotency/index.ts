@@ -75,7 +75,7 @@ export default definePlugin({
     const conflict = (ctx: RequestContext, key: string): Response => {
       count(ctx, "conflict");
       return errors
-        .conflict(`Idempotency-Key "${key}" was already used for a job that no longer exists; send a new key to submit again`)
+        .idempotencyConflict(`Idempotency-Key "${key}" was already used for a job that no longer exists; send a new key to submit again`)
         .toResponse();
     };
 
@@ -83,7 +83,7 @@ export default definePlugin({
     const otherType = (ctx: RequestContext, key: string, original: JobAccepted): Response => {
       count(ctx, "conflict");
       return errors
-        .conflict(`Idempotency-Key "${key}" was already used for job ${original.job_id} of service type "${original.service_type}"; send a new key for a job of service type "${ctx.serviceType}"`)
+        .idempotencyConflict(`Idempotency-Key "${key}" was already used for job ${original.job_id} of service type "${original.service_type}"; send a new key for a job of service type "${ctx.serviceType}"`)
         .toResponse();
     };
 

@@ -68,7 +68,7 @@ export async function reserveJobSlot(deps: JobSlotDeps, ctx: RequestContext, con
   ctx.responseHeaders.set(LIMIT_HEADER, String(limits.maxConcurrent));
   ctx.responseHeaders.set(REMAINING_HEADER, String(Math.max(0, limits.maxConcurrent - inUse)));
   if (taken === 0) {
-    throw errors.rateLimited(
+    throw errors.concurrentJobsExceeded(
       `concurrent job limit reached for service type "${ctx.serviceType}": ${limits.maxConcurrent} jobs pending or processing; retry when one of them has finished`,
       RETRY_AFTER_SECONDS,
     );

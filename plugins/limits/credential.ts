@@ -84,7 +84,7 @@ export async function checkCredentialLimits(deps: LimitDeps, ctx: RequestContext
     if (used > limit) {
       deps.metrics.rate(ctx.serviceType, label, "rejected", used === limit + 1);
       const retryAfter = retryAfterSeconds(Number(reply[1]), counted.periodMs(limits));
-      throw errors.rateLimited(`${counted.refusal(used, limit, counted.periodMs(limits))}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
+      throw errors.rateLimitExceeded(`${counted.refusal(used, limit, counted.periodMs(limits))}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
     }
   }
   for (const [index, m] of budgets.entries()) {
@@ -97,7 +97,7 @@ export async function checkCredentialLimits(deps: LimitDeps, ctx: RequestContext
     deps.metrics.tokens(ctx.serviceType, label, "rejected");
     if (used < limit) throw tokenRefusal("this API key", used, held, limit, m.periodMs(limits), Number(reply[at + 1]));
     const retryAfter = retryAfterSeconds(Number(reply[at + 1]), m.periodMs(limits));
-    throw errors.rateLimited(`${m.refusal(used, limit, m.periodMs(limits))}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
+    throw errors.budgetExceeded(`${m.refusal(used, limit, m.periodMs(limits))}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
   }
 }
 

@@ -37,7 +37,7 @@ export async function checkProcessingTime(deps: LimitDeps, ctx: RequestContext, 
   ctx.responseHeaders.set(REMAINING_HEADER, formatSeconds(Math.max(0, limits.processingTime - used)));
   if (used < limits.processingTime) return;
   const retryAfter = retryAfterSeconds(ttlMs, limits.processingPeriodMs);
-  throw errors.rateLimited(
+  throw errors.budgetExceeded(
     `processing-time budget used up for service type "${ctx.serviceType}": ${formatSeconds(used)} of ${limits.processingTime} inference seconds per ${formatDuration(limits.processingPeriodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
     retryAfter,
   );

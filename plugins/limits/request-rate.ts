@@ -31,7 +31,7 @@ export function judgeRequestRate(deps: LimitDeps, serviceType: string, userType:
   }
   deps.metrics.rate(serviceType, label, "rejected", count === limits.rate + 1);
   const retryAfter = retryAfterSeconds(ttlMs, limits.periodMs);
-  throw errors.rateLimited(
+  throw errors.rateLimitExceeded(
     `request rate limit reached for service type "${serviceType}": ${limits.rate} requests per ${formatDuration(limits.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
     retryAfter,
   );

@@ -54,7 +54,7 @@ export function syncCap(deps: LimitDeps) {
     }
     const { keys, args } = ctx.priority ? pools.priority : pools.normal;
     const busy = () =>
-      errors.overloaded(
+      errors.concurrencyCap(
         `model "${service.model || service.type}" is at its concurrency cap (max_concurrent_sync ${service.max_concurrent_sync}${service.priority_reserved_sync > 0 ? `, ${Math.min(service.priority_reserved_sync, service.max_concurrent_sync)} reserved for priority requests` : ""}); retry shortly`,
       );
     // Every slot is reserved and this request is not a priority one.

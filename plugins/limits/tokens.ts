@@ -85,10 +85,10 @@ export function judgeTokens(
 export function tokenRefusal(scope: string, used: number, held: number, rate: number, periodMs: number, pttlMs: number): GatewayError {
   const per = `${rate} tokens per ${formatDuration(periodMs)}`;
   if (used < rate) {
-    return errors.rateLimited(`token budget of ${scope} is held by requests in flight: ${used} used and ${held} held of ${per}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`, HELD_RETRY_SECONDS);
+    return errors.budgetExceeded(`token budget of ${scope} is held by requests in flight: ${used} used and ${held} held of ${per}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`, HELD_RETRY_SECONDS);
   }
   const retryAfter = retryAfterSeconds(pttlMs, periodMs);
-  return errors.rateLimited(`token budget of ${scope} used up: ${used} of ${per}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
+  return errors.budgetExceeded(`token budget of ${scope} used up: ${used} of ${per}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
 }
 
 /**

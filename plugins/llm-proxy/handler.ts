@@ -104,9 +104,7 @@ interface Attempt {
 }
 
 function unknownProvider(service: ServiceConfig, providers: ProviderRegistry): GatewayError {
-  return new GatewayError(
-    500,
-    "config_error",
+  return errors.providerNotRegistered(
     `model "${service.model}": provider "${service.provider}" is not registered; registered providers: ${providers.names().join(", ") || "(none)"}. Fix services[].provider or load the provider's plugin with plugins.load`,
   );
 }
@@ -313,7 +311,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const waitMs = deps.health.waitingOutRetryAfter(targets);
     if (waitMs !== undefined) {
       labels.backend_model = backendModelOf(targets[0], body.value, service.model);
-      const refusal = errors.rateLimited(`every backend of model "${service.model}" is sitting out the Retry-After it sent; retry in ${Math.ceil(waitMs / 1000)}s`, waitMs / 1000, MISS);
+      const refusal = errors.retryAfterRefusal(`every backend of model "${service.model}" is sitting out the Retry-After it sent; retry in ${Math.ceil(waitMs / 1000)}s`, waitMs / 1000, MISS);
       deps.metrics.retryAfterRefusal(labels);
       deps.metrics.request(labels, refusal.status, seconds(ctx));
       return refusal.toResponse();
@@ -328,7 +326,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       let failure: Response;
       if (ctx.clientGone.aborted) {
         // Nobody reads this; the status is for the counters and logs (nginx's 499).
-        failure = errorResponse(499, "api_error", "the client closed the request before a backend answered");
+        failure = errorResponse(499, "api_error", "the client closed the request before a backend answered", {}, "client_closed");
       } else if (result.error instanceof BackendTimeoutError) {
         failure = errors.gatewayTimeout(`the backend for model "${service.model}" did not answer in time: ${tried}`).toResponse();
       } else {

@@ -42,7 +42,7 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
       if (limits.rate > 0) {
         const [count, ttlMs] = await kv.run(windowIncrement, [requestKey(ruleIndex, consumer)], [1, limits.periodMs]);
         if (count > limits.rate) {
-          throw errors.rateLimited(
+          throw errors.rateLimitExceeded(
             `group quota of policies.rules[${ruleIndex}] exceeded: ${limits.rate} requests per ${formatDuration(limits.periodMs)}; retry after the window resets`,
             ttlMs / 1000,
           );
@@ -53,7 +53,7 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
         const used = Number((await kv.get(key)) ?? "0");
         if (used >= limits.tokenRate) {
           const ttlMs = await kv.pttl(key);
-          throw errors.rateLimited(
+          throw errors.budgetExceeded(
             `group token quota of policies.rules[${ruleIndex}] exceeded: ${limits.tokenRate} tokens per ${formatDuration(limits.tokenPeriodMs)}; retry after the window resets`,
             (ttlMs > 0 ? ttlMs : limits.tokenPeriodMs) / 1000,
           );

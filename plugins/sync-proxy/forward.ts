@@ -81,7 +81,7 @@ export async function forward(targets: readonly BackendTarget[], build: BuildAtt
   if (result.response) return await relayResponse(result.response, method);
   if (options.clientSignal.aborted) {
     // Nobody reads this; the status is for the request counter and logs (nginx's 499).
-    return errorResponse(499, "api_error", "the client closed the request before a backend answered");
+    return errorResponse(499, "api_error", "the client closed the request before a backend answered", {}, "client_closed");
   }
   const tried = result.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
   if (result.error instanceof BackendTimeoutError) {

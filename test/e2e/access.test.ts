@@ -220,6 +220,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
     expect(((await denied.json()) as ErrorBody).error).toEqual({
       type: "permission_error",
       message: 'access denied: no access policy allows this caller to use model "acc-ga-1" (service type "acc-chat"); ask the gateway operator for a grant',
+      code: "forbidden",
     });
     expect(backend.paths.length).toBe(before);
     await waitUntil(() => events(gw, "security_denied").some((e) => (e.principal as { consumer?: string }).consumer === "dave"));
@@ -255,6 +256,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
     expect(((await limited.json()) as ErrorBody).error).toEqual({
       type: "rate_limit_error",
       message: "group quota of policies.rules[8] exceeded: 2 requests per 1m; retry after the window resets",
+      code: "rate_limit_exceeded",
     });
     // Another member has a budget of their own; anonymous members are not limited.
     expect(await status(await chat(gw, "acc-quota", { "x-consumer": "grace", "x-groups": "trial" }))).toBe(200);
@@ -445,7 +447,7 @@ services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-e
   });
 
   it("answers a path or type whose every model is hidden like one with no model for the caller: nothing hidden is named", async () => {
-    const noRoute = (path: string) => ({ error: { type: "not_found_error", message: `no route for POST ${path}` } });
+    const noRoute = (path: string) => ({ error: { type: "not_found_error", message: `no route for POST ${path}`, code: "no_route" } });
     const missingPath = await post("/v1/auto-nothing", outsider);
     expect(missingPath.status).toBe(404);
     expect(await missingPath.json()).toEqual(noRoute("/v1/auto-nothing"));
@@ -461,14 +463,14 @@ services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-e
         error: { type: "not_found_error", message: `model "${model}" is not available on /v1/auto-solo; available models: (none)`, code: "model_not_found" },
       });
     }
-    const unknownType = { error: { type: "not_found_error", message: 'unknown service type "auto-solo"; configured types: auto-emb, auto-tts' } };
+    const unknownType = { error: { type: "not_found_error", message: 'unknown service type "auto-solo"; configured types: auto-emb, auto-tts', code: "not_found" } };
     for (const model of ["", "auto-solo-staff", "auto-other"]) {
       const response = await submitJob(gw, "auto-solo", model, outsider);
       expect(response.status).toBe(404);
       expect(await response.json()).toEqual(unknownType);
     }
     const missingType = await submitJob(gw, "auto-nosuch", "", outsider);
-    expect(await missingType.json()).toEqual({ error: { type: "not_found_error", message: 'unknown service type "auto-nosuch"; configured types: auto-emb, auto-tts' } });
+    expect(await missingType.json()).toEqual({ error: { type: "not_found_error", message: 'unknown service type "auto-nosuch"; configured types: auto-emb, auto-tts', code: "not_found" } });
     // The audience still reaches it.
     expect(await status(await post("/v1/auto-solo", staff))).toBe(200);
     expect(await jobModel(await submitJob(gw, "auto-solo", "", staff))).toBe("auto-solo-staff");
@@ -547,7 +549,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
   async function expectInvalid(response: Response, description: string) {
     expect(response.status).toBe(401);
     expect(response.headers.get("www-authenticate")).toBe(`Bearer error="invalid_token", error_description="${description}"`);
-    expect(await response.json()).toEqual({ error: { type: "authentication_error", message: `invalid bearer token: ${description}` } });
+    expect(await response.json()).toEqual({ error: { type: "authentication_error", message: `invalid bearer token: ${description}`, code: "unauthorized" } });
   }
 
   it("accepts a valid token and answers 401 with a Bearer challenge without one", async () => {

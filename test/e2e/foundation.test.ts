@@ -131,7 +131,7 @@ services:
     const gw = await start("services: []\n");
     const response = await fetch(`${gw.url}/nowhere`);
     expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({ error: { message: "no route for GET /nowhere", type: "not_found_error" } });
+    expect(await response.json()).toEqual({ error: { message: "no route for GET /nowhere", type: "not_found_error", code: "no_route" } });
   });
 
   it("shuts down cleanly on SIGTERM", async () => {

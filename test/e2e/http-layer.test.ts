@@ -21,7 +21,7 @@ import { startSlowLink, type SlowLink } from "../support/slow-link.ts";
 const MIB = 1024 * 1024;
 
 interface ErrorBody {
-  error: { message: string; type: string };
+  error: { message: string; type: string; code: string };
 }
 
 let backend: FakeBackend;
@@ -77,6 +77,7 @@ describe("requests the HTTP server refuses", () => {
     }
     const error = errorOf(answer);
     expect(error.type).toBe("invalid_request_error");
+    expect(error.code).toBe("invalid_request");
     expect(error.message).toBe("the request is not valid HTTP/1.1: Transfer-Encoding can't be present with Content-Length; fix how the client frames its request");
   });
 
@@ -107,6 +108,7 @@ describe("requests the HTTP server refuses", () => {
     expect(answer.status).toBe(431);
     const error = errorOf(answer);
     expect(error.type).toBe("request_too_large");
+    expect(error.code).toBe("headers_too_large");
     expect(error.message).toBe("the request's headers are larger than this server accepts (16384 bytes in all); send fewer or shorter headers");
     expect(answer.error).toBeUndefined();
   });
@@ -116,6 +118,7 @@ describe("requests the HTTP server refuses", () => {
     expect(answer.status).toBe(417);
     const error = errorOf(answer);
     expect(error.type).toBe("invalid_request_error");
+    expect(error.code).toBe("expectation_failed");
     expect(error.message).toBe('the Expect header "teapot" cannot be met: the only expectation this server supports is "100-continue"; send that, or no Expect header');
     expect(backend.requests.filter((r) => r.path === "/v1/echo")).toHaveLength(0);
   });
@@ -180,6 +183,7 @@ describe.skipIf(onDeno)("requests that do not arrive within server.read_timeout 
     expect(answer.status).toBe(408);
     const error = errorOf(answer);
     expect(error.type).toBe("timeout_error");
+    expect(error.code).toBe("request_timeout");
     expect(error.message).toBe("the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout");
     // Checked every second, not every 30 s (Node's default).
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -188,7 +192,7 @@ describe.skipIf(onDeno)("requests that do not arrive within server.read_timeout 
   it("answers a body that stops coming with 408, while the gateway waits for it", async () => {
     const answer = await rawExchange(gw.port, 'POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":');
     expect(answer.status).toBe(408);
-    expect(errorOf(answer)).toEqual({ type: "timeout_error", message: "the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout" });
+    expect(errorOf(answer)).toEqual({ type: "timeout_error", code: "request_timeout", message: "the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout" });
   });
 });
 

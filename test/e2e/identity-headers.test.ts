@@ -114,7 +114,7 @@ describe.each(Object.keys(STORES) as Array<keyof typeof STORES>)("a blank consum
     const submitted = await submitJob(gw, { "x-consumer": ann });
     expect(submitted.status).toBe(202);
     const { job_id: id } = (await submitted.json()) as { job_id: string };
-    const notFound = { message: `job "${id}" of service type "id-jobs" not found`, type: "not_found_error" };
+    const notFound = { message: `job "${id}" of service type "id-jobs" not found`, type: "not_found_error", code: "job_not_found" };
 
     for (const blank of ["X-Consumer:", "X-Consumer:    "]) {
       for (const method of ["GET", "DELETE"]) {
@@ -138,8 +138,8 @@ describe.each(Object.keys(STORES) as Array<keyof typeof STORES>)("a blank consum
     const ann = someone("ann");
     expect((await submitJob(gw, { "x-consumer": ann })).status).toBe(202);
     const before = backend.paths.length;
-    const blankConsumer = { message: "the X-Consumer header is empty: send a consumer name or leave the header out", type: "invalid_request_error" };
-    const blankUserType = { message: "the X-User-Type header is empty: send a user type or leave the header out", type: "invalid_request_error" };
+    const blankConsumer = { message: "the X-Consumer header is empty: send a consumer name or leave the header out", type: "invalid_request_error", code: "invalid_request" };
+    const blankUserType = { message: "the X-User-Type header is empty: send a user type or leave the header out", type: "invalid_request_error", code: "invalid_request" };
     const calls: Array<[string, () => Promise<Response>, ErrorBody["error"]]> = [
       ["submit", () => submitJob(gw, { "x-consumer": "" }), blankConsumer],
       ["list", () => fetch(`${gw.url}/jobs`, { headers: { "x-consumer": "" } }), blankConsumer],
@@ -211,6 +211,7 @@ describe("an identity header sent twice", () => {
     expect(errorIn(twice)).toEqual({
       message: "the X-Roles header was sent 2 times; send it once (a proxy in front of the gateway must replace the client's X-Roles header, not add another)",
       type: "invalid_request_error",
+      code: "invalid_request",
     });
     expect(backend.paths.length).toBe(before);
     // Sent once, the role counts, and so does a list in one header line.

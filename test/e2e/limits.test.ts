@@ -254,7 +254,7 @@ describe("limits on one gateway", () => {
       expect(refused.status).toBe(429);
       expectRetryAfter(refused, 60);
       const body = (await refused.json()) as ErrorBody;
-      expect(body).toEqual({ error: { message: expect.stringContaining(`token budget of service type "chat" used up: ${2 * TOKENS} of 30 tokens per 1m`), type: "rate_limit_error" } });
+      expect(body).toEqual({ error: { message: expect.stringContaining(`token budget of service type "chat" used up: ${2 * TOKENS} of 30 tokens per 1m`), type: "rate_limit_error", code: "budget_exceeded" } });
       const text = await metrics(gw);
       expect(metricValue(text, "svc_token_ratelimit_checked_total", { service_type: "chat", user_type: "*", result: "allowed" })).toBeGreaterThanOrEqual(2);
       expect(metricValue(text, "svc_token_ratelimit_checked_total", { service_type: "chat", user_type: "*", result: "rejected" })).toBeGreaterThanOrEqual(1);
@@ -334,7 +334,7 @@ describe("limits on one gateway", () => {
       const retryAfter = Number(refused.headers.get("retry-after"));
       expect(retryAfter).toBeGreaterThan(3_000);
       expect(retryAfter).toBeLessThanOrEqual(3_600);
-      expect(((await refused.json()) as ErrorBody).error).toEqual({ message: expect.stringContaining("processing-time budget used up"), type: "rate_limit_error" });
+      expect(((await refused.json()) as ErrorBody).error).toEqual({ message: expect.stringContaining("processing-time budget used up"), type: "rate_limit_error", code: "budget_exceeded" });
       const window = (await usageOf(gw, "ptime-a")).usage.find((u) => u.service_type === "transcription")?.window;
       expect(window?.processing_time_seconds).toBeGreaterThan(1);
     });

@@ -574,7 +574,7 @@ services:
         const { status, headers, body } = await postJson(gw, { model, messages: [user("hi")], marker, ...field }, {}, path);
         expect({ model, status }).toEqual({ model, status: 400 });
         expect(headers.get("content-type")).toContain("application/json");
-        expect(body).toEqual({ error: { type: "invalid_request_error", message } });
+        expect(body).toEqual({ error: { type: "invalid_request_error", message, code: "invalid_request" } });
       }
       expect(receivedWith(backend, marker)).toHaveLength(0);
     });
@@ -601,10 +601,10 @@ services:
       for (const headers of [{ "content-type": "application/json" }, { "content-type": "text/plain" }]) {
         const response = await fetch(`${gw.url}${CHAT}`, { method: "POST", headers, body: twice });
         expect(response.status).toBe(400);
-        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once' } });
+        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once', code: "invalid_request" } });
       }
       const escaped = `{"model":"cached","messages":[{"role":"user","content":"shape-twice"}],"stream":false,"str\u0065am":true}`;
-      expect(await (await post(gw, escaped)).json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "stream" more than once; send each field once' } });
+      expect(await (await post(gw, escaped)).json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "stream" more than once; send each field once', code: "invalid_request" } });
       expect(receivedWith(backend, "shape-twice")).toHaveLength(0);
     });
   });

@@ -155,7 +155,7 @@ services:
       expect(response.status).toBe(200);
       const events = sseEvents(await response.text());
       expect(events.map((e) => e.event)).not.toContain("message_stop");
-      expect(events[events.length - 1]).toEqual({ event: "error", data: { type: "error", error: { type: "api_error", message: expect.stringContaining("incomplete") } } });
+      expect(events[events.length - 1]).toEqual({ event: "error", data: { type: "error", error: { type: "api_error", message: expect.stringContaining("incomplete"), code: "stream_interrupted" } } });
       // The SDK's stream helper raises it.
       const stream = client.messages.stream({ model, max_tokens: 64, messages: [{ role: "user", content: `[${fault}]` }] });
       await expect(stream.finalMessage()).rejects.toBeInstanceOf(Anthropic.APIError);
@@ -228,7 +228,7 @@ services:
           body: JSON.stringify({ model, max_tokens: 64, messages: [{ role: "user", content: marker }], ...field }),
         });
         expect({ model, status: response.status }).toEqual({ model, status: 400 });
-        expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message } });
+        expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message, code: "invalid_request" } });
       }
       expect(backend.received.filter((r) => JSON.stringify(r.body).includes(marker))).toHaveLength(0);
     });
@@ -240,7 +240,7 @@ services:
         body: '{"model":"claude-native","max_tokens":64,"messages":[{"role":"user","content":"msg-twice"}],"model":"claude-chat"}',
       });
       expect(response.status).toBe(400);
-      expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once' } });
+      expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once', code: "invalid_request" } });
       await expect(client.messages.create({ model: "claude-native", max_tokens: 64, messages: [{ role: "user", content: "msg-shape-sdk" }], stream: "yes" as unknown as false })).rejects.toBeInstanceOf(
         Anthropic.BadRequestError,
       );
@@ -258,7 +258,7 @@ services:
     );
     const bad = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "claude-chat", max_tokens: 64 }) });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: expect.stringContaining('"messages" must be an array') } });
+    expect(await bad.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: expect.stringContaining('"messages" must be an array'), code: "invalid_request" } });
     const unknown = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "no-such-model", max_tokens: 1, messages: [] }) });
     expect(await unknown.json()).toEqual({ type: "error", error: { type: "not_found_error", message: expect.stringContaining("no-such-model"), code: "model_not_found" } });
     // Chat-completions clients keep the chat-completions error shape.

@@ -73,7 +73,7 @@ describe("a plugin outside the repository, importing only inference-gateway/plug
     // The plugin's GatewayError is the gateway's own class: answered as such, not logged as a crash.
     const refused = await fetch(`${gw.url}/greet/refused`);
     expect(refused.status).toBe(403);
-    expect(await refused.json()).toEqual({ error: { message: "the greeter refuses; ask for /greet", type: "permission_error" } });
+    expect(await refused.json()).toEqual({ error: { message: "the greeter refuses; ask for /greet", type: "permission_error", code: "forbidden" } });
     expect(gw.output()).not.toContain("route_failed");
   });
 
@@ -119,7 +119,7 @@ services:
 
     const refused = await say('{"text": "hello"}');
     expect(refused.status).toBe(400);
-    expect(await refused.json()).toEqual({ error: { message: 'send a JSON body with a string "input", e.g. {"input": "hello"}', type: "invalid_request_error" } });
+    expect(await refused.json()).toEqual({ error: { message: 'send a JSON body with a string "input", e.g. {"input": "hello"}', type: "invalid_request_error", code: "invalid_request" } });
 
     // Counted as the sync requests it served, after the pipeline resolved the service.
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();

@@ -109,7 +109,7 @@ describe("a standalone relay with relay.metrics_addr", () => {
     // Only the two endpoints: the gateway's API is not served by a relay.
     const other = await fetch(`${relay.url}/jobs/transcribe/${jobId}`);
     expect(other.status).toBe(404);
-    expect(await other.json()).toEqual({ error: { message: `no route for GET /jobs/transcribe/${jobId}`, type: "not_found_error" } });
+    expect(await other.json()).toEqual({ error: { message: `no route for GET /jobs/transcribe/${jobId}`, type: "not_found_error", code: "no_route" } });
 
     // SIGTERM closes the listener too: the relay stops cleanly.
     const code = await relay.stop();

@@ -167,12 +167,12 @@ async function echoOf(response: Response): Promise<Echo> {
   return (await response.json()) as Echo;
 }
 
-/** The error body of `response`: exactly `message` and `type`, and `code` when one is expected. */
-async function errorOf(response: Response, status: number, code?: string): Promise<ErrorBody["error"]> {
-  const body = (await response.json()) as ErrorBody & { error: { code?: string } };
+/** The error body of `response`: exactly `message`, `type` and `code`, the code the one expected. */
+async function errorOf(response: Response, status: number, code: string): Promise<ErrorBody["error"]> {
+  const body = (await response.json()) as ErrorBody & { error: { code: string } };
   expect(response.status, JSON.stringify(body)).toBe(status);
   expect(Object.keys(body)).toEqual(["error"]);
-  expect(Object.keys(body.error).sort()).toEqual(code === undefined ? ["message", "type"] : ["code", "message", "type"]);
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message", "type"]);
   expect(body.error.code).toBe(code);
   return body.error;
 }
@@ -434,7 +434,7 @@ describe("bad input and failures", () => {
     expect((await post("/v1/echo", atCap)).status).toBe(200);
 
     const over = JSON.stringify({ model: "echo-model", pad: "x".repeat(MIB - frame.length + 1) });
-    const error = await errorOf(await post("/v1/echo", over), 413);
+    const error = await errorOf(await post("/v1/echo", over), 413, "payload_too_large");
     expect(error.type).toBe("request_too_large");
     expect(error.message).toContain("server.max_body_mb");
     // Only the body at the cap reached the backend.
@@ -458,19 +458,19 @@ describe("bad input and failures", () => {
       body,
       duplex: "half",
     } as RequestInit);
-    expect((await errorOf(response, 413)).type).toBe("request_too_large");
+    expect((await errorOf(response, 413, "payload_too_large")).type).toBe("request_too_large");
   });
 
   it("answers invalid JSON with 400 saying where it broke", async () => {
-    const error = await errorOf(await post("/v1/echo", '{\n  "model": "echo-model",\n  "x": [1, 2,,]\n}'), 400);
+    const error = await errorOf(await post("/v1/echo", '{\n  "model": "echo-model",\n  "x": [1, 2,,]\n}'), 400, "invalid_request");
     expect(error.type).toBe("invalid_request_error");
     expect(error.message).toBe('the request body is not valid JSON: expected a value, found "," at line 3, column 14 (character 40)');
     expect(fakes.echo.requests).toHaveLength(0);
   });
 
   it("answers an unknown path with 404", async () => {
-    const error = await errorOf(await post("/v1/nowhere", { model: "echo-model" }), 404);
-    expect(error).toEqual({ message: "no route for POST /v1/nowhere", type: "not_found_error" });
+    const error = await errorOf(await post("/v1/nowhere", { model: "echo-model" }), 404, "no_route");
+    expect(error).toEqual({ message: "no route for POST /v1/nowhere", type: "not_found_error", code: "no_route" });
   });
 
   it("answers an unknown model with 404 listing the models of that path", async () => {
@@ -481,7 +481,7 @@ describe("bad input and failures", () => {
   });
 
   it("answers a path with several models and none chosen with 400 listing them", async () => {
-    const error = await errorOf(await post("/v1/shared", { input: 1 }), 400);
+    const error = await errorOf(await post("/v1/shared", { input: 1 }), 400, "model_required");
     expect(error.type).toBe("invalid_request_error");
     expect(error.message).toContain("alpha, beta");
     // The chosen one is served.
@@ -489,7 +489,7 @@ describe("bad input and failures", () => {
   });
 
   it("answers 502 naming the backend when it is unreachable", async () => {
-    const error = await errorOf(await post("/v1/down", {}), 502);
+    const error = await errorOf(await post("/v1/down", {}), 502, "backend_error");
     expect(error.type).toBe("backend_error");
     expect(error.message).toContain(deadUrl);
     expect(error.message).toContain("down-model");
@@ -516,7 +516,7 @@ services:
   it("answers 504 when the backend sends no headers within server.backend_timeout, and aborts it", async () => {
     const started = Date.now();
     const response = await fetch(`${slow.url}/v1/slow`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-    const error = await errorOf(response, 504);
+    const error = await errorOf(response, 504, "backend_timeout");
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     expect(error.type).toBe("timeout_error");
     expect(error.message).toContain(fakes.hang.url);

@@ -150,7 +150,7 @@ describe("without server.consumer_header", () => {
     for (const path of ["/usage", "/-/usage", `/-/usage/report?type=echo&period=daily&from=${isoDay()}&to=${isoDay()}`]) {
       const { status, body } = await get(gw, path, { "x-consumer": "nobody" });
       expect(status).toBe(501);
-      expect(body).toEqual({ error: { message: expect.stringContaining("set server.consumer_header"), type: "not_implemented_error" } });
+      expect(body).toEqual({ error: { message: expect.stringContaining("set server.consumer_header"), type: "not_implemented_error", code: "not_implemented" } });
     }
     expect(await withRedis((client) => client.keys("usage:*"))).toEqual([]);
     await gw.kill();
@@ -213,7 +213,7 @@ ${stores()}${services()}`);
   it("GET /usage: 400 without the consumer header; an unknown consumer has an empty record", async () => {
     const missing = await get(gw, "/usage");
     expect(missing.status).toBe(400);
-    expect(missing.body).toEqual({ error: { message: expect.stringContaining("X-Consumer"), type: "invalid_request_error" } });
+    expect(missing.body).toEqual({ error: { message: expect.stringContaining("X-Consumer"), type: "invalid_request_error", code: "invalid_request" } });
     expect((await get(gw, "/usage", { "x-consumer": "stranger" })).body).toEqual({ consumer: "stranger", retention: "8760h", usage: [] });
   });
 

@@ -5,6 +5,7 @@
  */
 import { Type, type TSchema } from "@sinclair/typebox";
 import { ref, StringEnum } from "../../../core/openapi/schema.ts";
+import { ERROR_CODES } from "../../../core/errors.ts";
 
 export const coreSchemas: Record<string, TSchema> = {
   Error: Type.Object(
@@ -12,7 +13,7 @@ export const coreSchemas: Record<string, TSchema> = {
       error: Type.Object({
         message: Type.String({ description: "What went wrong and what to change" }),
         type: Type.String({ description: "Error class, e.g. invalid_request_error, not_found_error, rate_limit_error", example: "not_found_error" }),
-        code: Type.Optional(StringEnum(["model_not_found"], { description: "A stable code to branch on: model_not_found for a model that does not exist or that the caller may not see or use" })),
+        code: StringEnum(Object.keys(ERROR_CODES), { description: "A stable code to branch on, e.g. model_not_found, budget_exceeded (docs/errors.md lists them)", example: "model_not_found" }),
       }),
     },
     { description: "Every error the gateway answers with has this body" },
@@ -28,6 +29,6 @@ export const coreSchemas: Record<string, TSchema> = {
     error: ref("ErrorDetail"),
     problems: Type.Array(Type.String(), { description: "Every problem of the refused file, each with its path" }),
   }),
-  ErrorDetail: Type.Object({ message: Type.String(), type: Type.String() }),
+  ErrorDetail: Type.Object({ message: Type.String(), type: Type.String(), code: StringEnum(["config_invalid", "reload_failed"]) }),
   RunningConfig: Type.Object({}, { additionalProperties: true, description: 'The running config, every secret as "***" (an unset one stays empty)' }),
 };

@@ -89,7 +89,7 @@ describe("translateStream", () => {
       },
     });
     expect(await text(out)).toBe(
-      'data: {"ok":true}\n\ndata: {"error":{"message":"stream translation failed: unexpected chunk","type":"backend_error"}}\n\n',
+      'data: {"ok":true}\n\ndata: {"error":{"message":"stream translation failed: unexpected chunk","type":"backend_error","code":"stream_interrupted"}}\n\n',
     );
     expect(reasons).toEqual(["stream translation failed"]);
     expect(cancelled).toBe(true);
@@ -102,7 +102,7 @@ describe("translateStream", () => {
       translator: { translateStreamEvent: (event) => [{ data: event.data }] },
     });
     expect(await text(out)).toBe(
-      'data: 1\n\ndata: {"error":{"message":"the backend stream broke off: socket hang up","type":"backend_error"}}\n\n',
+      'data: 1\n\ndata: {"error":{"message":"the backend stream broke off: socket hang up","type":"backend_error","code":"stream_interrupted"}}\n\n',
     );
   });
 });
@@ -123,7 +123,7 @@ describe("how a stream ended", () => {
   it("ends a stream that closes without its end with one error event, told as no_end with the usage so far", async () => {
     const outcomes: StreamOutcome[] = [];
     const out = passStream(source(["data: USAGE\n\n", "data: 1"]), () => {}, { translator: watching(), onEnd: (o) => outcomes.push(o) });
-    expect(await text(out)).toBe(`data: USAGE\n\ndata: 1\n\ndata: {"error":{"message":"the backend stream ended before the end of the answer: the answer is incomplete","type":"backend_error"}}\n\n`);
+    expect(await text(out)).toBe(`data: USAGE\n\ndata: 1\n\ndata: {"error":{"message":"the backend stream ended before the end of the answer: the answer is incomplete","type":"backend_error","code":"stream_interrupted"}}\n\n`);
     expect(outcomes).toEqual([{ incomplete: "no_end", usage: { prompt_tokens: 2, completion_tokens: 3 } }]);
   });
 
@@ -166,7 +166,7 @@ describe("how a stream ended", () => {
     const outcomes: StreamOutcome[] = [];
     const backend = stalling(["data: 1\n\n", "data: 2\n\n"]);
     const out = passStream(backend.stream, () => {}, { idleTimeoutMs: 40, onEnd: (o) => outcomes.push(o) });
-    expect(await text(out)).toBe('data: 1\n\ndata: 2\n\ndata: {"error":{"message":"the backend stream fell silent for 40 ms (llm.stream_idle_timeout): the answer is incomplete","type":"backend_error"}}\n\n');
+    expect(await text(out)).toBe('data: 1\n\ndata: 2\n\ndata: {"error":{"message":"the backend stream fell silent for 40 ms (llm.stream_idle_timeout): the answer is incomplete","type":"backend_error","code":"stream_interrupted"}}\n\n');
     expect(outcomes).toEqual([{ incomplete: "idle", usage: undefined }]);
     expect(backend.state.cancelled).toBe(true);
   });
@@ -205,7 +205,7 @@ describe.each([
     vi.resetModules();
     ({ passStream } = await import("../../../core/llm/stream.ts"));
   });
-  const broke = 'data: {"error":{"message":"the backend stream broke off: reset","type":"backend_error"}}\n\n';
+  const broke = 'data: {"error":{"message":"the backend stream broke off: reset","type":"backend_error","code":"stream_interrupted"}}\n\n';
 
   it("passes every byte on unchanged, chunks larger than its read buffer included", async () => {
     const big = `data: ${"x".repeat(10_000)}\n\n`;

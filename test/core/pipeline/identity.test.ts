@@ -31,7 +31,7 @@ describe("headerIdentity", () => {
     const error = answer ? { status: answer.status, ...((await answer.json()) as { error: object }) } : undefined;
     return { error, principal: ctx.principal, priority: ctx.priority };
   }
-  const refusal = (message: string) => ({ status: 400, error: { message, type: "invalid_request_error" } });
+  const refusal = (message: string) => ({ status: 400, error: { message, type: "invalid_request_error", code: "invalid_request" } });
 
   it("refuses a blank consumer or user type, which names nobody and must not pass for an absent header", async () => {
     expect((await identify(none, { "x-consumer": "" })).error).toEqual(refusal("the X-Consumer header is empty: send a consumer name or leave the header out"));

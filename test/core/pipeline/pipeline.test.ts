@@ -153,7 +153,7 @@ describe("Pipeline answers", () => {
     const response = await pipeline.run(newContext(), mode(() => new Response("ok")));
     expect(response.status).toBe(403);
     expect(response.headers.get("content-type")).toBe("application/json");
-    expect(await response.json()).toEqual({ error: { message: 'model "large" is not allowed for you', type: "permission_error" } });
+    expect(await response.json()).toEqual({ error: { message: 'model "large" is not allowed for you', type: "permission_error", code: "forbidden" } });
     expect(calls).toEqual([]);
   });
 
@@ -165,7 +165,7 @@ describe("Pipeline answers", () => {
     const response = await pipeline.run(newContext(), mode(() => new Response("ok")));
     expect(response.status).toBe(429);
     expect(response.headers.get("retry-after")).toBe("13");
-    expect(await response.json()).toEqual({ error: { message: "rate limit of 5 per 1m reached", type: "rate_limit_error" } });
+    expect(await response.json()).toEqual({ error: { message: "rate limit of 5 per 1m reached", type: "rate_limit_error", code: "rate_limited" } });
   });
 
   it("turns an error thrown by the handler into a response", async () => {
@@ -177,7 +177,7 @@ describe("Pipeline answers", () => {
       }),
     );
     expect(response.status).toBe(502);
-    expect(await response.json()).toEqual({ error: { message: "backend answered garbage", type: "backend_error" } });
+    expect(await response.json()).toEqual({ error: { message: "backend answered garbage", type: "backend_error", code: "backend_error" } });
   });
 
   it("turns an unknown error into a 500 with a generic message and logs the real one", async () => {
@@ -188,8 +188,8 @@ describe("Pipeline answers", () => {
     });
     const response = await pipeline.run(newContext("/jobs/ocr"), mode(() => new Response("ok")));
     expect(response.status).toBe(500);
-    const body = (await response.json()) as { error: { message: string; type: string } };
-    expect(body).toEqual({ error: { message: "internal error; see the gateway log for details", type: "api_error" } });
+    const body = (await response.json()) as { error: { message: string; type: string; code: string } };
+    expect(body).toEqual({ error: { message: "internal error; see the gateway log for details", type: "api_error", code: "internal_error" } });
     expect(JSON.stringify(body)).not.toContain("secret");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: "error", event: "request_failed", path: "/jobs/ocr" });
@@ -337,7 +337,7 @@ describe("Pipeline finalizers", () => {
     const response = await pipeline.run(newContext(), mode(() => new Response("ok")));
     expect(response.status).toBe(403);
     expect(calls).toEqual([]);
-    expect(await response.json()).toEqual({ error: { message: "denied", type: "permission_error" } });
+    expect(await response.json()).toEqual({ error: { message: "denied", type: "permission_error", code: "forbidden" } });
     expect(calls).toEqual(["cleanup"]);
   });
 

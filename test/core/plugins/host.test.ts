@@ -331,7 +331,7 @@ describe("Runtime.install", () => {
 
     const denied = await runtime.handle(new Request("http://x/v1/echo", { method: "POST" }));
     expect(denied.status).toBe(403);
-    expect(await denied.json()).toEqual({ error: { message: "a consumer is required", type: "permission_error" } });
+    expect(await denied.json()).toEqual({ error: { message: "a consumer is required", type: "permission_error", code: "forbidden" } });
   });
 });
 

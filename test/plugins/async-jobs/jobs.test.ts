@@ -584,7 +584,7 @@ describe("GET /jobs", () => {
     expect((await gw.request("/jobs?offset=-1", { headers: ann })).status).toBe(400);
     // One reading of page parameters everywhere: digits only, a huge limit is cut to the maximum.
     const offset1e3 = await gw.request("/jobs?offset=1e3", { headers: ann });
-    expect([offset1e3.status, await offset1e3.json()]).toEqual([400, { error: { message: 'query parameter "offset" must be a whole number of at least 0; got "1e3"', type: "invalid_request_error" } }]);
+    expect([offset1e3.status, await offset1e3.json()]).toEqual([400, { error: { message: 'query parameter "offset" must be a whole number of at least 0; got "1e3"', type: "invalid_request_error", code: "invalid_request" } }]);
     expect(((await (await gw.request("/jobs?limit=99999999999999999999", { headers: ann })).json()) as typeof all).limit).toBe(100);
   });
 });
@@ -648,6 +648,7 @@ describe("idempotency", () => {
       error: {
         message: `Idempotency-Key "k-3" was already used for job ${first.job_id} of service type "asr"; send a new key for a job of service type "broken"`,
         type: "conflict_error",
+        code: "idempotency_conflict",
       },
     });
     // The original still replays on its own type, and nothing was stored for the refused one.

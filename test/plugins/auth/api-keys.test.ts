@@ -179,6 +179,7 @@ policies:
       error: {
         message: 'access denied: no access policy allows this caller to use model "small-1" (service type "chat"); ask the gateway operator for a grant',
         type: "permission_error",
+        code: "forbidden",
       },
     });
   });

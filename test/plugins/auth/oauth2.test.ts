@@ -59,7 +59,7 @@ async function tokenFor(rt: AccessRuntime, signer: SigningKey, claims: Record<st
 async function expectRejected(response: Response, description: string) {
   expect(response.status).toBe(401);
   expect(response.headers.get("www-authenticate")).toBe(`Bearer error="invalid_token", error_description="${description}"`);
-  expect(await response.json()).toEqual({ error: { message: `invalid bearer token: ${description}`, type: "authentication_error" } });
+  expect(await response.json()).toEqual({ error: { message: `invalid bearer token: ${description}`, type: "authentication_error", code: "unauthorized" } });
 }
 
 describe("auth.mode oauth2 with inline keys", () => {

@@ -83,7 +83,7 @@ describe("every backend sitting out a Retry-After", () => {
     for (const answer of storm) {
       expect(answer).toMatchObject({ status: 429, retryAfter: "10" });
       expect(JSON.parse(answer.body)).toEqual({
-        error: { message: 'every backend of model "solo" is sitting out the Retry-After it sent; retry in 10s', type: "rate_limit_error" },
+        error: { message: 'every backend of model "solo" is sitting out the Retry-After it sent; retry in 10s', type: "rate_limit_error", code: "retry_after_refusal" },
       });
     }
     expect(await refusals("solo")).toBe(60);

@@ -88,7 +88,7 @@ describe("concurrent async jobs (spec 8.3)", () => {
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(refused.headers.get("x-concurrent-limit")).toBe("1");
     expect(refused.headers.get("x-concurrent-remaining")).toBe("0");
-    expect(await refused.json()).toEqual({ error: { message: expect.stringContaining("concurrent job limit"), type: "rate_limit_error" } });
+    expect(await refused.json()).toEqual({ error: { message: expect.stringContaining("concurrent job limit"), type: "rate_limit_error", code: "concurrent_jobs_exceeded" } });
 
     upload.finish();
     const accepted = await first;
@@ -344,7 +344,7 @@ describe("sync concurrency cap (spec 4.11)", () => {
     // The one shared slot is taken: a non-priority request is refused without reaching the backend.
     const busy = await call(g);
     expect(busy.status).toBe(503);
-    expect(await busy.json()).toEqual({ error: { message: expect.stringContaining("max_concurrent_sync 2, 1 reserved"), type: "overloaded_error" } });
+    expect(await busy.json()).toEqual({ error: { message: expect.stringContaining("max_concurrent_sync 2, 1 reserved"), type: "overloaded_error", code: "concurrency_cap" } });
     // A priority request takes the reserved slot; a second one finds both pools full.
     const priority = call(g, true, "vip");
     await until(() => g.backend.waiting.length === 2, "the priority request at the backend");

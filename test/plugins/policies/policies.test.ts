@@ -59,6 +59,7 @@ describe("policy decisions", () => {
       error: {
         message: 'access denied: no access policy allows this caller to use model "gpt-large" (service type "chat"); ask the gateway operator for a grant',
         type: "permission_error",
+        code: "forbidden",
       },
     });
     expect((await rt.request("/v1/ocr", { headers: { "x-consumer": "ocr-bot" }, body: { model: "reader" } })).status).toBe(200);
@@ -134,6 +135,7 @@ describe("per-group quotas", () => {
     expect(limited.headers.get("retry-after")).toBe("60");
     expect(((await limited.json()) as { error: { type: string; message: string } }).error).toEqual({
       type: "rate_limit_error",
+      code: "rate_limit_exceeded",
       message: "group quota of policies.rules[0] exceeded: 2 requests per 1m; retry after the window resets",
     });
     // Another member has a budget of their own; a rule without limits gives none.
