@@ -66,6 +66,7 @@ describe.each([
     expect(await answer.json()).toEqual({
       error: {
         type: "permission_error",
+        code: "forbidden",
         message: "cross-site request refused: Origin http://evil.example is not this gateway's own (http://gateway); admin endpoints answer only the gateway's own pages (the console) and clients that are not browsers (curl, scripts)",
       },
     });

@@ -65,6 +65,7 @@ describe("the content type of an admin route's JSON body", () => {
     expect(await purge.json()).toEqual({
       error: {
         type: "invalid_request_error",
+        code: "unsupported_media_type",
         message: `admin endpoints take JSON only as Content-Type: application/json (got no Content-Type); send a JSON body {"model": "<model alias>"} with that header (curl: -H 'content-type: application/json')`,
       },
     });

@@ -319,7 +319,7 @@ describe("submission forms the gateway refuses", () => {
         const values = name === "model" ? ["whisper", "whisper-large"] : name === "operation" ? ["transcribe", "translate"] : ["http://a.example/hook", "http://b.example/hook"];
         const response = await gw.request("/jobs/asr", { method: "POST", body: form([[name, values[0]], [name, values[1]]], fileFirst) });
         expect(response.status, `${name}, file first: ${fileFirst}`).toBe(400);
-        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", message: `form field "${name}" was sent more than once; send it once` } });
+        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", code: "invalid_request", message: `form field "${name}" was sent more than once; send it once` } });
       }
     }
     expect(await objectKeys(gw.objects)).toEqual([]);
@@ -339,6 +339,7 @@ describe("submission forms the gateway refuses", () => {
       expect(await response.json()).toEqual({
         error: {
           type: "invalid_request_error",
+          code: "invalid_request",
           message: 'the multipart boundary is empty (boundary=""); give the boundary that separates the body\'s parts (1 to 70 characters), or let the HTTP client set the content type',
         },
       });
@@ -612,7 +613,7 @@ describe("POST /-/jobs/purge", () => {
     const refused = await purge("m".repeat(10 * 1024));
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({
-      error: { type: "invalid_request_error", message: '"model": at most 256 characters (got 10240); name the model alias whose jobs to delete' },
+      error: { type: "invalid_request_error", code: "invalid_request", message: '"model": at most 256 characters (got 10240); name the model alias whose jobs to delete' },
     });
     expect(await (await purge("m".repeat(256))).json()).toEqual({ model: "m".repeat(256), deleted: 0 });
   });
