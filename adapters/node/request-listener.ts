@@ -1,13 +1,13 @@
 /**
  * The gateway's request listener on Node: @hono/node-server's, with the gateway's error body
- * (`{"error":{"message","type"}}`) where it would answer an empty 400 (a request it cannot
+ * (`{"error":{"message","type","code"}}`) where it would answer an empty 400 (a request it cannot
  * turn into a `Request`: an invalid Host header, a backslash in the path...), and the Host rule
  * of ../host-header.ts applied before it (the server is created with Node's own Host check off,
  * see ./server-options.ts).
  */
 import { getRequestListener, RequestError, type HttpBindings } from "@hono/node-server";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { errors, toErrorResponse } from "../../core/errors.ts";
+import { errorBody, errors, toErrorResponse } from "../../core/errors.ts";
 import { hostRefusal } from "../host-header.ts";
 import { timesSentIn } from "./header-repeats.ts";
 import { closeLingering } from "./linger.ts";
@@ -44,7 +44,7 @@ export function gatewayRequestListener(fetch: Fetch, listenHostname: string | un
   return function gatewayRequest(incoming, outgoing) {
     const sent = timesSentIn(incoming.rawHeaders)("host");
     const refusal = hostRefusal(sent, incoming.httpVersionMajor === 1 && incoming.httpVersionMinor >= 1);
-    if (refusal) return refuse(outgoing, incoming, refusal.status, refusal.headers, JSON.stringify({ error: { message: refusal.message, type: refusal.type } }));
+    if (refusal) return refuse(outgoing, incoming, refusal.status, refusal.headers, JSON.stringify(errorBody(refusal.status, refusal.type, refusal.message, refusal.code)));
     void listener(incoming, outgoing);
   };
 }

@@ -128,6 +128,7 @@ describe("requests the HTTP server refuses", () => {
     expect(answer.status).toBe(400);
     expect(errorOf(answer)).toEqual({
       type: "invalid_request_error",
+      code: "invalid_request",
       message: "the request has no Host header, which HTTP/1.1 requires; send Host: <host>:<port> of the gateway (HTTP clients do this by themselves)",
     });
     expect(backend.requests.filter((r) => r.path === "/v1/echo")).toHaveLength(0);
@@ -145,7 +146,7 @@ describe("requests the HTTP server refuses", () => {
       expect(answer).toMatchObject({ body: "", headers: { connection: "close", "content-length": "0" } });
       return;
     }
-    expect(errorOf(answer)).toEqual({ type: "invalid_request_error", message: "the Host header was sent 2 times; send it once" });
+    expect(errorOf(answer)).toEqual({ type: "invalid_request_error", code: "invalid_request", message: "the Host header was sent 2 times; send it once" });
   });
 
   it.skipIf(onDeno)("answers a Host or target that cannot make a URL with 400 and the error body (Node)", async () => {
@@ -157,6 +158,7 @@ describe("requests the HTTP server refuses", () => {
       expect([head, answer.status]).toEqual([head, 400]);
       expect(errorOf(answer)).toEqual({
         type: "invalid_request_error",
+        code: "invalid_request",
         message: `the request's target or Host header cannot be read (${reason}); send a path starting with "/" and the gateway's host:port as Host`,
       });
     }
