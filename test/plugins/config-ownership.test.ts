@@ -252,6 +252,14 @@ services:
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * Provider folders whose translators are built and tested but not registered as plugins yet:
+ * their backends need provider-contract hooks (a URL per model, async request signing, binary
+ * stream framing) the contract does not have yet (docs/providers-bedrock.md,
+ * docs/providers-gemini.md). Once one is registered, the first test below says to drop it here.
+ */
+const NOT_YET_PLUGINS = new Set(["provider-bedrock", "provider-gemini"]);
+
 /** Plugin folders by name: every folder under plugins/ is a built-in plugin of that name. */
 const folders = new Map(
   readdirSync(join(root, "plugins"))
@@ -292,7 +300,8 @@ async function installRecorded(role: ProcessRole, found: Set<string>): Promise<s
 
 describe("a plugin reads only its own config", () => {
   it("every plugin folder is a built-in plugin of that name (so its owner is known)", () => {
-    expect([...folders.keys()].sort()).toEqual(builtinPlugins.map((p) => p.name).sort());
+    expect([...folders.keys()].filter((name) => !NOT_YET_PLUGINS.has(name)).sort()).toEqual(builtinPlugins.map((p) => p.name).sort());
+    expect(builtinPlugins.filter((p) => NOT_YET_PLUGINS.has(p.name)).map((p) => p.name), "registered now: drop it from NOT_YET_PLUGINS").toEqual([]);
   });
 
   it("no plugin's source reads a section or field another plugin owns, or names the config otherwise", () => {
