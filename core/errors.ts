@@ -109,7 +109,7 @@ export const START_ERROR_CODES = {
     fix: "Check the path (relative to the config file) and that the module does `export default definePlugin({...})`.",
   },
   GW_PLUGIN_DUPLICATE: {
-    when: "Two plugins share a name, or a service, background task or LLM provider is registered twice.",
+    when: "Two plugins share a name; a service, background task, LLM provider or client protocol is registered twice; or two client protocols claim the same path.",
     fix: "Rename one of them, or remove the second copy from `plugins.load`.",
   },
   GW_PLUGIN_API_VERSION: {

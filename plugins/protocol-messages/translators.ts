@@ -1,30 +1,18 @@
 /**
- * Inbound Messages requests (`POST /v1/messages`, `/v1/messages/count_tokens`): clients that
- * speak the Messages API instead of chat completions. Two ways to a backend:
+ * The translators of one backend attempt for a Messages client, one per way to the backend:
  *
- * - a provider that `speaksMessages` gets the request as it is; its answer comes back as it
- *   is, its usage and stream end read here (`nativeMessages`);
+ * - a provider that speaks Messages gets the request as it is; its answer comes back as it is,
+ *   followed here for its stream end and usage (`nativeMessages`);
  * - any other provider gets the chat-completions request (messages-to-chat-request.ts) through
  *   its own translator, and the answer, errors and stream come back through that translator
  *   and then into Messages form (`messagesFromChat`).
  */
-import type { OutEvent, StreamEvent } from "../../core/llm/events.ts";
-import { messagesAnswerUsage, messagesErrorEvent, MessagesStreamWatch } from "../../core/llm/messages.ts";
+import type { StreamEvent } from "../../core/llm/events.ts";
+import { MessagesStreamWatch } from "../../core/llm/messages.ts";
 import type { TranslatedResponse, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { usageOf } from "../../core/llm/usage.ts";
 import { chatToMessagesError, chatToMessagesResponse } from "./chat-to-messages-answer.ts";
 import { ChatStreamToMessages } from "./chat-stream-to-messages.ts";
-
-/** Where a translated Messages request goes for a provider: the chat-completions path it expects. */
-export const CHAT_PATH = "/v1/chat/completions";
-
-export { messagesRoute, type MessagesRoute } from "../../core/llm/messages.ts";
-
-/** The stream's own end for a Messages client: an `error` event its SDKs raise. */
-export const messagesStreamError = (message: string): OutEvent => messagesErrorEvent(message);
-
-/** What a native answer's usage is read with (a Messages body, not a chat one). */
-export const nativeUsage = messagesAnswerUsage;
 
 /** For a provider that speaks Messages: nothing translated, the stream followed for its end and usage. */
 export function nativeMessages(): Translator {
