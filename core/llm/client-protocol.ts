@@ -23,10 +23,10 @@
  * The LLM proxy owns everything else (cache, backends, failover, accounting, metrics), and
  * never names a protocol: the built-in Messages one (plugins/protocol-messages) registers like this.
  */
-import type { OutEvent } from "./events.ts";
+import type { OutEvent, StreamEvent } from "./events.ts";
 import type { JsonObject } from "./json.ts";
 import type { ProviderDefinition, Translator, TranslatorContext } from "./provider.ts";
-import type { TokenUsage } from "./usage.ts";
+import { usageOf, type TokenUsage } from "./usage.ts";
 
 // The shape checks a protocol runs on a request's well-known fields.
 export {
@@ -127,6 +127,28 @@ export interface ClientProtocol {
    * error. Absent: the chat-completions one, `data: {"error":{"message","type"}}`.
    */
   streamErrorEvent?(message: string): OutEvent;
+}
+
+/*
+ * Reading the provider's translator in `fromChat`: a method it leaves out means that part
+ * already is chat completions. These give each part in chat completions either way.
+ */
+
+/** A 2xx answer (parsed) as a chat-completions body with its usage (the body as it came when the provider does not translate answers). */
+export function chatAnswer(chat: Translator, body: unknown): { body: unknown; usage: TokenUsage | undefined } {
+  return chat.translateResponse ? chat.translateResponse(body) : { body, usage: usageOf(body) };
+}
+
+/** One backend stream event as the chat-completions events' data (a parsed chunk, or the string `[DONE]`). */
+export function chatStreamData(chat: Translator, event: StreamEvent): unknown[] {
+  if (chat.translateStreamEvent) return chat.translateStreamEvent(event).map((out) => out.data);
+  chat.observeStreamEvent?.(event);
+  return [event.json ?? event.data];
+}
+
+/** A non-2xx answer's body (parsed, or its text) as a chat-completions error body, or as it came when the provider does not translate errors. */
+export function chatErrorBody(chat: Translator, status: number, body: unknown): unknown {
+  return chat.translateError ? chat.translateError(status, body) : body;
 }
 
 /** The `clientProtocols` service: protocol plugins register here; the LLM proxy finds a request's protocol by its path. */

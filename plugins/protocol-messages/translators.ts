@@ -7,10 +7,9 @@
  *   its own translator, and the answer, errors and stream come back through that translator
  *   and then into Messages form (`messagesFromChat`).
  */
-import type { StreamEvent } from "../../core/llm/events.ts";
+import { chatAnswer, chatErrorBody, chatStreamData } from "../../core/llm/client-protocol.ts";
 import { MessagesStreamWatch } from "../../core/llm/messages.ts";
 import type { TranslatedResponse, Translator, TranslatorContext } from "../../core/llm/provider.ts";
-import { usageOf } from "../../core/llm/usage.ts";
 import { chatToMessagesError, chatToMessagesResponse } from "./chat-to-messages-answer.ts";
 import { ChatStreamToMessages } from "./chat-stream-to-messages.ts";
 
@@ -24,20 +23,15 @@ export function nativeMessages(): Translator {
 export function messagesFromChat(inner: Translator, context: TranslatorContext): Translator {
   const messageId = () => `msg_${context.newId().replace(/-/g, "")}`;
   const stream = new ChatStreamToMessages(messageId);
-  const chatEvents = (event: StreamEvent): unknown[] => {
-    if (inner.translateStreamEvent) return inner.translateStreamEvent(event).map((out) => out.data);
-    inner.observeStreamEvent?.(event);
-    return [event.json ?? event.data];
-  };
   return {
     ...(inner.translateRequest ? { translateRequest: (body) => inner.translateRequest!(body) } : {}),
     translateResponse(body): TranslatedResponse {
-      const chat = inner.translateResponse ? inner.translateResponse(body) : { body, usage: usageOf(body) };
+      const chat = chatAnswer(inner, body);
       return { body: chatToMessagesResponse(chat.body, messageId), usage: chat.usage };
     },
-    translateStreamEvent: (event) => chatEvents(event).flatMap((data) => stream.event(data)),
+    translateStreamEvent: (event) => chatStreamData(inner, event).flatMap((data) => stream.event(data)),
     translateStreamEnd: () => [...(inner.translateStreamEnd?.() ?? []).flatMap((out) => stream.event(out.data)), ...stream.end()],
     ...(inner.streamProgress ? { streamProgress: () => inner.streamProgress!() } : {}),
-    translateError: (status, body) => chatToMessagesError(status, inner.translateError ? inner.translateError(status, body) : body),
+    translateError: (status, body) => chatToMessagesError(status, chatErrorBody(inner, status, body)),
   };
 }
