@@ -22,29 +22,22 @@
  * path. Nothing here names a protocol or a provider: the service's `provider` is looked up in
  * the registry too.
  */
-import type { CacheLookup, PendingLookup } from "../../core/llm/cache.ts";
+import type { CacheLookup } from "../../core/llm/cache.ts";
 import type { ProviderRegistry } from "../../core/llm/provider.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
-import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { backendOrder, type BackendTarget } from "../../core/proxy/backends.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { Accounting } from "./accounting.ts";
 import { backendAnswer, MISS, type Answer } from "./answer.ts";
 import { forward, noAnswer, prepareAttempts } from "./attempts.ts";
+import { beginLookup, cachedResponse, fillCache, lookUp } from "./cache-step.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
 import { genAiSpanAttributes, operationOf } from "./genai.ts";
 import { protocolRoute, providerBody, type JsonBody } from "./protocol-route.ts";
 
 export type { LlmModeDeps } from "./deps.ts";
-
-declare module "../../core/pipeline/context.ts" {
-  interface RequestVars {
-    /** The response cache's read, started as soon as the model was resolved (`prepare`). */
-    llmCacheLookup: PendingLookup | undefined;
-  }
-}
 
 function unknownProvider(service: ServiceConfig, providers: ProviderRegistry): GatewayError {
   return new GatewayError(
@@ -67,10 +60,6 @@ function backendModelOf(target: BackendTarget | undefined, body: Record<string, 
 
 export function createLlmMode(deps: LlmModeDeps): SyncMode {
   const accounting = new Accounting(deps);
-
-  function beginLookup(ctx: RequestContext, service: ServiceConfig, body: JsonBody): PendingLookup | undefined {
-    return deps.cache()?.begin({ service, body: body.value, headers: ctx.request.headers, pathAndQuery: `${ctx.url.pathname}${ctx.url.search}` });
-  }
 
   /** Every backend asked for a pause (a Retry-After): refused at once rather than calling one early. */
   function retryAfterRefusal(request: LlmRequest, targets: readonly BackendTarget[], body: JsonBody): Response | undefined {
@@ -146,16 +135,9 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       },
     };
 
-    // 1. Cache lookup (its store read started in `prepare`): the cache decides what bypasses it
-    //    (streams unless llm.cache_streams, no-cache, TTL 0). A stored stream is replayed whole.
-    const pending = ctx.vars.llmCacheLookup ?? beginLookup(ctx, service, clientBody);
-    const lookup: CacheLookup = pending ? await pending.result() : { kind: "bypass" };
-    if (lookup.kind === "hit") {
-      const { answer } = lookup;
-      return wholeBody(new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, "x-cache": "HIT" } }));
-    }
-    // Identical requests may be waiting on this one (coalescing): whatever way it ends, let them go.
-    if (lookup.kind === "miss") ctx.defer(() => lookup.share(undefined));
+    // 1. Cache lookup.
+    const lookup = await lookUp(deps, ctx, service, clientBody);
+    if (lookup.kind === "hit") return cachedResponse(lookup.answer);
     // The cache keys on what the client sent; everything after it on what the provider gets.
     const body = providerBody(request.route, clientBody, { path: ctx.url.pathname, model: service.model, provider: provider.name });
 
@@ -174,15 +156,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (outcome instanceof Response) return outcome;
     answered = outcome;
 
-    // 7. Cache fill after the response is written: a finalizer runs once the body is sent. The
-    //    requests waiting on this one get the answer now.
-    if (lookup.kind === "miss") lookup.share(outcome.stored);
-    if (lookup.kind === "miss" && outcome.stored) {
-      const stored = outcome.stored;
-      ctx.defer(() => {
-        void lookup.fill(stored);
-      });
-    }
+    // 7. Cache fill once the response is written.
+    fillCache(ctx, lookup, outcome.stored);
 
     // 6. The response (its `X-Cache: MISS` was set when it was built).
     return outcome.response;
@@ -197,7 +172,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       if (problem !== undefined) throw errors.badRequest(problem);
     },
     prepare(ctx, body) {
-      if (ctx.service && body.kind === "json") ctx.vars.llmCacheLookup = beginLookup(ctx, ctx.service, body);
+      if (ctx.service && body.kind === "json") ctx.vars.llmCacheLookup = beginLookup(deps, ctx, ctx.service, body);
     },
     handle,
   };
