@@ -25,7 +25,7 @@ export interface LlmModeDeps {
   /** The response cache, when a plugin provides one (looked up per request: plugins may set up later). */
   cache(): ResponseCache | undefined;
   fetch: typeof fetch;
-  /** Which answers fail over, which backends sit out (the spec's rule without the backend-health plugin). */
+  /** Which answers fail over, which backends sit out (the default rule without the backend-health plugin). */
   health: BackendHealth;
   backendTimeoutMs: number;
   clock: Clock;
@@ -40,7 +40,7 @@ export interface LlmModeDeps {
   /** Prices counted answers (the `pricing` plugin), when some model has a price. */
   pricing?: Pricing;
   emitUsage(event: LlmUsageEvent): void;
-  /** `llm.count_streamed_tokens`: count the usage a stream reports (the spec counts none). */
+  /** `llm.count_streamed_tokens`: count the usage a stream reports (off: a stream counts as a request only). */
   countStreamedTokens: boolean;
   /** `llm.stream_idle_timeout` in ms; 0 = no limit. */
   streamIdleTimeoutMs: number;

@@ -1,7 +1,7 @@
 /**
- * The LLM proxy (spec 1 mode 3, 4.6): a sync mode that takes `POST /v1/*` JSON requests for
- * services with a `provider`, registered with the sync proxy, which owns the routes, reads the
- * body and resolves the model. Providers and client protocols come from the registries of the
+ * The LLM proxy: a sync mode that takes `POST /v1/*` JSON requests for services with a
+ * `provider`, registered with the sync proxy, which owns the routes, reads the body and
+ * resolves the model. Providers and client protocols come from the registries of the
  * `providers` plugin; the response cache is used when the `response-cache` plugin is on. On
  * when some service sets `provider`.
  */

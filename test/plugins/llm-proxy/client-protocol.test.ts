@@ -24,7 +24,7 @@ const contentOf = (chat: unknown): unknown => (isRecord(chat) && Array.isArray(c
 const deltaOf = (chunk: unknown): unknown => (isRecord(chunk) && Array.isArray(chunk.choices) && isRecord(chunk.choices[0]) && isRecord(chunk.choices[0].delta) ? chunk.choices[0].delta.content : undefined);
 
 /** The toy protocol: `{model, prompt, stream}` in; `{text}` out; `{failure}` for errors; streams of `{delta}` events. */
-const plain: ClientProtocol = {
+const plain = {
   name: "plain",
   paths: ["/v1/plain"],
   shapeProblem: (body) => fieldProblem(body, [["prompt", STRING]]),
@@ -51,14 +51,14 @@ const plain: ClientProtocol = {
   },
   errorBody: (_status, body) => ({ failure: body.error.message }),
   streamErrorEvent: (message) => ({ event: "failure", data: { failure: message } }),
-};
+} satisfies ClientProtocol;
 
 const protocolPlain = definePlugin({
   name: "protocol-plain",
   dependsOn: ["providers"],
   setup(api) {
     api.use("clientProtocols").register(plain);
-    if (listsAnyPath(api.config.services, plain.paths)) api.middleware(protocolErrors({ ...plain, errorBody: plain.errorBody! }));
+    if (listsAnyPath(api.config.services, plain.paths)) api.middleware(protocolErrors(plain));
   },
 });
 
