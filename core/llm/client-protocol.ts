@@ -52,8 +52,8 @@ export {
 export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 
 /**
- * Thrown by `toChatRequest` (or a provider's request translation) when the request cannot be
- * expressed: the client gets 400 with the message.
+ * Thrown by `toChatRequest` when the request cannot be expressed: the client gets 400 with the
+ * message. (A provider's `translateRequest` may throw any error to the same end.)
  */
 export class UntranslatableRequest extends Error {
   override name = "UntranslatableRequest";

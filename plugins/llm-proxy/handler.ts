@@ -139,7 +139,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const lookup = await lookUp(deps, ctx, service, clientBody);
     if (lookup.kind === "hit") return cachedResponse(lookup.answer);
     // The cache keys on what the client sent; everything after it on what the provider gets.
-    const body = providerBody(request.route, clientBody, { path: ctx.url.pathname, model: service.model, provider: provider.name });
+    const body = providerBody(request, clientBody);
 
     // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
     let answered: Answer | undefined;

@@ -8,6 +8,7 @@ import { CHAT_COMPLETIONS_PATH, speaksNatively, UntranslatableRequest, type Clie
 import type { ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { errors } from "../../core/errors.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";
+import type { LlmRequest } from "./deps.ts";
 
 export type JsonBody = Extract<SyncBody, { kind: "json" }>;
 
@@ -25,9 +26,10 @@ export function protocolRoute(protocol: ClientProtocol, provider: ProviderDefini
 const translated = (route: ProtocolRoute) => !route.native && route.protocol.toChatRequest !== undefined;
 
 /** The body the provider gets: the client's, or its chat-completions translation. */
-export function providerBody(route: ProtocolRoute, body: JsonBody, request: ProtocolRequest): JsonBody {
+export function providerBody({ route, ctx, service, provider }: LlmRequest, body: JsonBody): JsonBody {
   const { protocol } = route;
   if (route.native || !protocol.toChatRequest) return body;
+  const request: ProtocolRequest = { path: ctx.url.pathname, model: service.model, provider: provider.name };
   try {
     const value = protocol.toChatRequest(body.value, request);
     return { ...body, value, bytes: new TextEncoder().encode(JSON.stringify(value)) };
