@@ -271,7 +271,7 @@ export const START_ERROR_CODES = {
         : `plugins.load[${index}]: cannot import "${path}": ${importError}`,
   },
   GW_PLUGIN_DUPLICATE: {
-    when: "Two plugins share a name; a service, background task or LLM provider is registered twice; or two plugins declare the same OpenAPI schema or tag, or console panel id.",
+    when: "Two plugins share a name; a service, background task, LLM provider or client protocol is registered twice; two client protocols claim the same path; or two plugins declare the same OpenAPI schema or tag, or console panel id.",
     fix: "Rename one of them, or remove the second copy from `plugins.load`.",
     message: (what: { of: "plugin" | "provider" | "task"; name: string } | { of: "service"; name: string; plugin: string }) => {
       if (what.of === "service") return `service "${what.name}" is already provided; plugin "${what.plugin}" cannot provide it again`;

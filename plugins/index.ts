@@ -20,6 +20,7 @@ import llmProxy from "./llm-proxy/index.ts";
 import otel from "./otel/index.ts";
 import policies from "./policies/index.ts";
 import pricing from "./pricing/index.ts";
+import protocolMessages from "./protocol-messages/index.ts";
 import providerChatCompletions from "./provider-chat-completions/index.ts";
 import providerLocalChat from "./provider-local-chat/index.ts";
 import providerMessagesApi from "./provider-messages-api/index.ts";
@@ -48,6 +49,7 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   otel,
   policies,
   pricing,
+  protocolMessages,
   providerChatCompletions,
   providerLocalChat,
   providerMessagesApi,

@@ -1,16 +1,19 @@
 /**
- * The Messages API's shapes that both sides of the gateway need: its usage counts read as the
- * chat-completions format counts them, its error body, and a watch over a Messages event
- * stream passed on as it is (its end and its usage). The `messages_api` provider uses the
- * usage rule for answers it translates; the LLM proxy uses all of it for inbound Messages
- * requests (`POST /v1/messages`).
+ * The Messages API's shapes that both sides of the gateway need, written once: its paths, its
+ * usage counts read as the chat-completions format counts them, its stop reasons against the
+ * chat finish reasons, a tool call in either format, its error body, and a watch over a
+ * Messages event stream passed on as it is (its end and its usage). The `messages_api` provider
+ * (plugins/provider-messages-api) translates chat completions to a Messages backend with them;
+ * the Messages client protocol (plugins/protocol-messages) translates Messages clients to chat
+ * completions, and follows the answers of a backend that speaks Messages itself.
  */
 import type { ErrorCode } from "../errors.ts";
+import type { ChatToolCall, FinishReason } from "./chat.ts";
 import type { OutEvent, StreamEvent } from "./events.ts";
 import { isRecord, type JsonObject } from "./json.ts";
 import { usageFromCounts, type TokenUsage } from "./usage.ts";
 
-/** The inbound Messages routes: a service lists them among its operations. */
+/** The Messages API's paths: where a Messages backend takes requests, and the routes a service lists for Messages clients. */
 export const MESSAGES_PATH = "/v1/messages";
 export const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 
@@ -47,6 +50,37 @@ export function messagesUsage(raw: unknown): MessagesUsage | undefined {
   // Kept apart as well, so cache reads and writes can be priced at their own rates.
   const usage: TokenUsage = { ...counts, ...(read !== undefined ? { cached_tokens: read } : {}), ...(written !== undefined ? { cache_creation_tokens: written } : {}) };
   return { usage, cachedTokens: read !== undefined || written !== undefined ? (read ?? 0) : undefined };
+}
+
+/** The stop reasons that have a finish reason of their own; any other is the model stopping on its own (`end_turn` <-> `stop`). */
+const STOP_AND_FINISH: ReadonlyArray<readonly [stop: string, finish: FinishReason]> = [
+  ["max_tokens", "length"],
+  ["tool_use", "tool_calls"],
+  ["refusal", "content_filter"],
+];
+const FINISH_BY_STOP = new Map<unknown, FinishReason>(STOP_AND_FINISH);
+// `function_call` is the chat format's older name for a tool call.
+const STOP_BY_FINISH = new Map<unknown, string>([...STOP_AND_FINISH.map(([stop, finish]) => [finish, stop] as const), ["function_call", "tool_use"]]);
+
+/** A Messages `stop_reason` as a chat `finish_reason` (end_turn, stop_sequence, pause_turn and anything newer: `stop`); null stays null. */
+export function finishReasonOf(stopReason: unknown): FinishReason | null {
+  if (stopReason === null || stopReason === undefined) return null;
+  return FINISH_BY_STOP.get(stopReason) ?? "stop";
+}
+
+/** A chat `finish_reason` as a Messages `stop_reason` (`stop` and anything unknown: `end_turn`); null stays null. */
+export function stopReasonOf(finishReason: unknown): string | null {
+  if (finishReason === null || finishReason === undefined) return null;
+  return STOP_BY_FINISH.get(finishReason) ?? "end_turn";
+}
+
+/** A Messages `tool_use` block {id, name, input} as a chat tool call (its input as a JSON string). */
+export function toolCallOf(block: JsonObject): ChatToolCall {
+  return {
+    id: String(block.id ?? ""),
+    type: "function",
+    function: { name: String(block.name ?? ""), arguments: JSON.stringify(block.input ?? {}) },
+  };
 }
 
 /** The error types the Messages API names; its clients map the status, these only label it. */

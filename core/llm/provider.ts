@@ -1,9 +1,9 @@
 /**
  * The public API of an LLM provider: the one module a provider plugin imports.
  *
- * A provider is a protocol the LLM proxy can speak to a backend. Clients speak the
- * chat-completions format to the gateway (or the Messages API, which the gateway turns into
- * chat completions first unless the provider `speaksMessages`); a provider's translator turns
+ * A provider is a protocol the LLM proxy can speak to a backend. Inside, the gateway speaks the
+ * chat-completions format (a client protocol such as the Messages API is turned into it first,
+ * unless the provider `speaks` that protocol: client-protocol.ts); a provider's translator turns
  * that into its backend's protocol and the answer back. The proxy owns everything else (backend choice,
  * failover, headers, timeouts, the cache, metrics, token accounting), so a provider is small:
  *
@@ -122,13 +122,15 @@ export interface ProviderDefinition {
   /** The backend path for a request the client sent to `clientPath` (default: the same path). */
   backendPath?(clientPath: string): string;
   /**
-   * The backend speaks the Messages API itself. An inbound Messages request (`POST /v1/messages`,
-   * `/v1/messages/count_tokens`) then goes to it as it is (only the model rewritten, headers
-   * applied, to `backendPath` of the client's path) and its answer comes back as it is: the
-   * gateway reads the usage and follows the stream itself, and `createTranslator` is not used
-   * for it. Without it, such a request is translated to chat completions and then goes through
-   * this provider's translator like any other (count_tokens then answers 404).
+   * The client protocols (by name, e.g. `["messages"]`) the backend speaks itself; `"all"` for a
+   * backend that takes every protocol as it is. A request in one of them goes to it as it is
+   * (only the model rewritten, headers applied, to `backendPath` of the client's path) and its
+   * answer comes back as it is: the protocol reads the usage and the gateway follows the stream,
+   * and `createTranslator` is not used for it. A request in any other protocol is translated to
+   * chat completions first and then goes through this provider's translator like any other.
    */
+  readonly speaks?: readonly string[] | "all";
+  /** @deprecated The same as `speaks: ["messages"]`; kept for plugins written before `speaks`. */
   readonly speaksMessages?: boolean;
   createTranslator(context: TranslatorContext): Translator;
 }

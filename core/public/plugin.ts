@@ -2,7 +2,7 @@
  * The public entry point for plugin authors: `import { definePlugin } from "inference-gateway/plugin"`
  * (package.json `exports`). Everything a plugin written outside this repository needs: the
  * plugin definition and API with every type they name (test/core/public/entry-exports.test.ts
- * walks them), the provider API and its builders, the errors a plugin may throw or answer
+ * walks them), the provider and client protocol APIs and their builders, the errors a plugin may throw or answer
  * with, and the contracts of the services it may use, a request mode's included. Built-in
  * plugins import the same modules by relative path.
  */
@@ -41,6 +41,9 @@ export { errorResponse, errors, GatewayError, type ErrorBody, type ErrorCode, ty
 
 // A custom LLM provider: its definition, its translator and the chat-completions builders.
 export * from "../llm/provider.ts";
+// A custom client protocol: its definition, the shape checks, and the middleware that puts the gateway's errors in its shape.
+export * from "../llm/client-protocol.ts";
+export { inErrorShape, listsAnyPath, protocolErrors } from "../llm/protocol-errors.ts";
 
 // Requests: the pipeline a mode runs them through, its context, and the registry that resolves services.
 export type { ModeHandlers, Pipeline, StageName, StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";

@@ -1,9 +1,10 @@
 /**
- * A backend's answer as the client gets it (spec 4.6 step 4): translated back to chat
- * completions when the provider translates, else the backend's bytes unchanged; the usage it
+ * A backend's answer as the client gets it (step 4 of the processing order in handler.ts):
+ * translated back (to chat completions by the provider, then to the client's protocol) when
+ * the attempt's translator translates, else the backend's bytes unchanged; the usage it
  * reported; and what the cache may store.
  */
-import type { CachedAnswer } from "../../core/llm/cache.ts";
+import type { CacheLookup, CachedAnswer } from "../../core/llm/cache.ts";
 import { parseJson, type Bytes } from "../../core/llm/json.ts";
 import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts";
 import { passStream, translateStream, type OpenedStream, type StreamTranslation } from "../../core/llm/stream.ts";
@@ -12,6 +13,10 @@ import { errors } from "../../core/errors.ts";
 import { withEndHook, type EndHook } from "../../core/pipeline/end-hook.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
+import type { Accounting } from "./accounting.ts";
+import type { Attempt } from "./attempts.ts";
+import type { LlmModeDeps, LlmRequest } from "./deps.ts";
+import { streamEndHooks } from "./stream-end.ts";
 
 export interface Answer {
   response: Response;
@@ -24,6 +29,40 @@ export interface Answer {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const JSON_TYPE = "application/json";
+
+/** Set on answers as they are built (a header added afterwards costs a `Headers` per response). */
+export const MISS: Readonly<Record<string, string>> = Object.freeze({ "x-cache": "MISS" });
+
+type AnswerDeps = Pick<LlmModeDeps, "log" | "metrics" | "firstToken" | "countStreamedTokens" | "streamIdleTimeoutMs">;
+
+/**
+ * The answer of the attempt that answered: an error (keeping the backend's Retry-After, a 429
+ * every backend sent), a stream piped as it arrives (its end told to stream-end.ts), or a
+ * complete answer read whole. In the client's protocol: the attempt's translator takes it
+ * there, and a native answer's usage is read as its protocol says.
+ */
+export async function backendAnswer(deps: AnswerDeps, accounting: Accounting, request: LlmRequest, backend: Response, attempt: Attempt, lookup: CacheLookup): Promise<Answer> {
+  const { protocol, native } = request.route;
+  if (backend.status < 200 || backend.status > 299) {
+    const retryAfter = backend.headers.get("retry-after");
+    return errorAnswer(backend, attempt.received, attempt.translator, retryAfter === null ? MISS : { ...MISS, "retry-after": retryAfter });
+  }
+  if (request.stream) {
+    let answer: Answer | undefined;
+    const hooks = streamEndHooks(deps, accounting, request, attempt.target.url, lookup, backend.status, () => answer?.response.headers.get("content-type") ?? null);
+    const options = {
+      format: request.provider.streamFormat ?? "sse",
+      idleTimeoutMs: deps.streamIdleTimeoutMs,
+      errorEvent: protocol.streamErrorEvent?.bind(protocol),
+      ...hooks,
+    } satisfies Omit<StreamTranslation, "translator">;
+    answer = streamAnswer(backend, attempt.opened, attempt.translator, options, MISS);
+    return answer;
+  }
+  const nativeAnswers = native ? protocol.native : undefined;
+  const readUsage = nativeAnswers ? (body: unknown) => nativeAnswers.answerUsage(body) : undefined;
+  return completeAnswer(backend, attempt.received, attempt.translator, MISS, readUsage);
+}
 
 async function readBody(backend: Response): Promise<Bytes> {
   try {

@@ -1,8 +1,9 @@
 /**
- * The LLM proxy (spec 1 mode 3, 4.6): a sync mode that takes `POST /v1/*` JSON requests for
- * services with a `provider`, registered with the sync proxy, which owns the routes, reads the
- * body and resolves the model. Providers come from the `providers` registry; the response cache
- * is used when the `response-cache` plugin is on. On when some service sets `provider`.
+ * The LLM proxy: a sync mode that takes `POST /v1/*` JSON requests for services with a
+ * `provider`, registered with the sync proxy, which owns the routes, reads the body and
+ * resolves the model. Providers and client protocols come from the registries of the
+ * `providers` plugin; the response cache is used when the `response-cache` plugin is on. On
+ * when some service sets `provider`.
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { fieldsOf } from "../../core/config/schema.ts";
@@ -14,8 +15,6 @@ import { FirstTokenTimes } from "./first-token.ts";
 import { GenAiTokenUsage } from "./genai.ts";
 import { createLlmMode } from "./handler.ts";
 import { LlmMetrics } from "./metrics.ts";
-import { messagesErrors } from "./messages-errors.ts";
-import { messagesRoute } from "./messages-inbound.ts";
 import { llmProxyOpenApi } from "./openapi.ts";
 
 /** What other plugins need of the `llm` section (the limits hold a streamed request's budgets only when its tokens are counted). */
@@ -52,11 +51,10 @@ export default definePlugin({
       api.task({ name: "llm-consumer-tokens-top", everyMs: TOP_REFRESH_MS, runAtStart: true, run: () => tracker.refresh() });
       tokens = tracker;
     }
-    // Only where a service takes inbound Messages requests: every other request skips the check.
-    if (config.services.some((service) => Object.values(service.operations).flat().some((path) => messagesRoute(path)))) api.middleware(messagesErrors);
     api.use("syncModes").register(
       createLlmMode({
         providers: api.use("providers"),
+        protocols: api.use("clientProtocols"),
         cache: () => (api.has("responseCache") ? api.use("responseCache") : undefined),
         fetch: api.fetch,
         health: api.has("backendHealth") ? api.use("backendHealth") : SPEC_FAILOVER,

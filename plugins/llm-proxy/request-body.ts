@@ -1,18 +1,15 @@
 /**
- * What goes to one backend (spec 4.6 "Processing order", step 3): the model rewritten for the
- * target, `stream_options.include_usage` injected on streams when missing, then the provider's
- * request translation. A body nothing changed is sent as the client's exact bytes.
+ * What goes to one backend (step 3 of the processing order in handler.ts): the model rewritten
+ * for the target, `stream_options.include_usage` injected on streams when missing, then the
+ * provider's request translation. A body nothing changed is sent as the client's exact bytes.
+ * A translation that throws becomes an `UntranslatableRequest`: the client gets 400.
  */
+import { UntranslatableRequest } from "../../core/llm/client-protocol.ts";
 import { asBytes, type Bytes } from "../../core/llm/json.ts";
 import { isRecord, type JsonObject, type Translator } from "../../core/llm/provider.ts";
 import type { BackendTarget } from "../../core/proxy/backends.ts";
 
 const encoder = new TextEncoder();
-
-/** Thrown when the provider cannot express the request; the client gets 400 with the reason. */
-export class UntranslatableRequest extends Error {
-  override name = "UntranslatableRequest";
-}
 
 /**
  * The chat-completions body for `target`. `model` becomes `backends[].model`, else

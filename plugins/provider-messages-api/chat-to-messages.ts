@@ -21,6 +21,7 @@
  * chat-completions `metadata`, ...)
  * is dropped: a Messages-style API refuses fields it does not know.
  */
+import { shownValue as describe } from "../../core/llm/field-rules.ts";
 import { isRecord, type JsonObject } from "../../core/llm/provider.ts";
 
 /** Used when the client sets neither `max_tokens` nor `max_completion_tokens`. */
@@ -197,12 +198,6 @@ function stopSequences(stop: unknown): string[] {
   if (typeof stop === "string") return [stop];
   if (Array.isArray(stop) && stop.every((s) => typeof s === "string")) return stop as string[];
   throw refuse(`"stop" must be a string or an array of strings, not ${describe(stop)}`);
-}
-
-/** The offending value as the client wrote it, cut short. */
-function describe(value: unknown): string {
-  const text = JSON.stringify(value);
-  return text.length > 40 ? `${text.slice(0, 40)}...` : text;
 }
 
 /**

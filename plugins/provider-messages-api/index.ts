@@ -3,13 +3,15 @@
  * chat completions; requests, responses, errors and streams are translated both ways (the
  * tables are in the files named by the protocol pair). Whatever path the client called, the
  * request goes to the backend's Messages endpoint, `/v1/messages`. Clients that speak Messages
- * themselves (`POST /v1/messages`) are forwarded untranslated (`speaksMessages`).
+ * themselves (`POST /v1/messages`, the `messages` client protocol) are forwarded untranslated
+ * (`speaks`).
  *
  * Such APIs want a version header and an API key header; they are plain `inference_headers`
  * (or `backends[].headers`) in the service entry, so nothing here names them.
  */
 import type { JsonObject, ProviderDefinition } from "../../core/llm/provider.ts";
 import { wantsStreamUsage } from "../../core/llm/provider.ts";
+import { COUNT_TOKENS_PATH, MESSAGES_PATH } from "../../core/llm/messages.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { chatToMessagesRequest } from "./chat-to-messages.ts";
 import { messagesToChatError, messagesToChatResponse } from "./messages-to-chat.ts";
@@ -17,8 +19,6 @@ import { MessagesStreamTranslator } from "./messages-stream-to-chat.ts";
 
 /** The hosted Messages API; set `inference_url` for any other. */
 export const MESSAGES_API_DEFAULT_URL = "https://api.anthropic.com";
-export const MESSAGES_PATH = "/v1/messages";
-const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 
 export const messagesApiProvider: ProviderDefinition = {
   name: "messages_api",
@@ -26,8 +26,8 @@ export const messagesApiProvider: ProviderDefinition = {
   streamFormat: "sse",
   // Token counting is the one other endpoint a Messages client calls (inbound, untranslated).
   backendPath: (clientPath) => (clientPath === COUNT_TOKENS_PATH ? COUNT_TOKENS_PATH : MESSAGES_PATH),
-  // Inbound Messages requests go as they are (the LLM proxy follows their answers itself).
-  speaksMessages: true,
+  // Messages clients' requests go as they are (the Messages client protocol reads their answers).
+  speaks: ["messages"],
   createTranslator(context) {
     let includeUsage = false;
     const stream = new MessagesStreamTranslator(context, () => includeUsage);

@@ -31,7 +31,8 @@ import {
   type StreamProgress,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";
-import { finishReason, withCachedTokens } from "./messages-to-chat.ts";
+import { finishReasonOf } from "../../core/llm/messages.ts";
+import { withCachedTokens } from "./messages-to-chat.ts";
 
 export class MessagesStreamTranslator {
   private envelope: ChunkEnvelope;
@@ -121,7 +122,7 @@ export class MessagesStreamTranslator {
   private messageDelta(data: Record<string, unknown>): OutEvent[] {
     if (isRecord(data.usage)) this.usage.add(data.usage);
     const delta = isRecord(data.delta) ? data.delta : {};
-    const reason = finishReason(delta.stop_reason);
+    const reason = finishReasonOf(delta.stop_reason);
     return reason === null ? [] : [chatChunk(this.envelope, {}, reason)];
   }
 

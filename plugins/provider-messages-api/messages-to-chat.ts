@@ -17,43 +17,8 @@
  *
  * Other blocks (thinking, ...) are not part of the chat-completions answer and are left out.
  */
-import {
-  chatCompletion,
-  chatError,
-  errorTypeFor,
-  isRecord,
-  messagesUsage,
-  type ChatToolCall,
-  type FinishReason,
-  type JsonObject,
-  type TranslatedResponse,
-  type TranslatorContext,
-} from "../../core/llm/provider.ts";
-
-export function finishReason(stopReason: unknown): FinishReason | null {
-  switch (stopReason) {
-    case null:
-    case undefined:
-      return null;
-    case "max_tokens":
-      return "length";
-    case "tool_use":
-      return "tool_calls";
-    case "refusal":
-      return "content_filter";
-    default:
-      // end_turn, stop_sequence, pause_turn, and anything newer: the model stopped on its own.
-      return "stop";
-  }
-}
-
-export function toolCall(block: JsonObject): ChatToolCall {
-  return {
-    id: String(block.id ?? ""),
-    type: "function",
-    function: { name: String(block.name ?? ""), arguments: JSON.stringify(block.input ?? {}) },
-  };
-}
+import { finishReasonOf, toolCallOf } from "../../core/llm/messages.ts";
+import { chatCompletion, chatError, errorTypeFor, isRecord, messagesUsage, type JsonObject, type TranslatedResponse, type TranslatorContext } from "../../core/llm/provider.ts";
 
 /** Adds `prompt_tokens_details.cached_tokens` to a chat-completions `usage` object that `withTotal` built. */
 export function withCachedTokens<T extends object>(usage: T, cachedTokens: number | undefined): T | (T & { prompt_tokens_details: { cached_tokens: number } }) {
@@ -66,7 +31,7 @@ export function messagesToChatResponse(body: unknown, context: TranslatorContext
   }
   const blocks = body.content.filter(isRecord);
   const texts = blocks.filter((b) => b.type === "text").map((b) => (typeof b.text === "string" ? b.text : ""));
-  const toolCalls = blocks.filter((b) => b.type === "tool_use").map(toolCall);
+  const toolCalls = blocks.filter((b) => b.type === "tool_use").map(toolCallOf);
   const counted = messagesUsage(body.usage);
   const usage = counted?.usage;
   const chat = chatCompletion({
@@ -78,7 +43,7 @@ export function messagesToChatResponse(body: unknown, context: TranslatorContext
       content: texts.length === 0 && toolCalls.length > 0 ? null : texts.join(""),
       ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     },
-    finishReason: finishReason(body.stop_reason),
+    finishReason: finishReasonOf(body.stop_reason),
     usage,
   });
   if (counted && isRecord(chat.usage)) chat.usage = withCachedTokens(chat.usage, counted.cachedTokens);

@@ -15,8 +15,8 @@ import { definePlugin } from "../../core/plugins/types.ts";
 export const passthroughProvider: ProviderDefinition = {
   name: "passthrough",
   defaultUrl: "",
-  // Verbatim for Messages clients too: `/v1/messages` goes on as it is, as it always did.
-  speaksMessages: true,
+  // Verbatim whatever the client speaks: `/v1/messages` goes on as it is, as it always did.
+  speaks: "all",
   createTranslator: () => ({}),
 };
 

@@ -1,12 +1,14 @@
 /**
- * The `providers` service: the registry LLM provider plugins add themselves to, built-in and
- * user ones alike (`dependsOn: ["providers"]`, then `api.use("providers").register(...)`).
- * Always on: it is an empty map until a provider registers, and a user provider plugin must
- * be loadable whatever the services say. Once every plugin is set up it checks that each
- * service's `provider` was registered, so a typo refuses the start (or the reload) instead
- * of failing every request to that model.
+ * The `providers` and `clientProtocols` services: the registries LLM provider plugins (the
+ * protocols the gateway speaks to backends) and client protocol plugins (the ones clients
+ * speak to it) add themselves to, built-in and user ones alike (`dependsOn: ["providers"]`,
+ * then `api.use("providers").register(...)` or `api.use("clientProtocols").register(...)`).
+ * Always on: a registry holds nothing (client protocols: chat completions alone) until a plugin
+ * registers, and a user plugin must be loadable whatever the services say. Once every plugin
+ * is set up it checks that each service's `provider` was registered, so a typo refuses the
+ * start (or the reload) instead of failing every request to that model.
  */
-import { createProviderRegistry } from "../../core/llm/registry.ts";
+import { createClientProtocolRegistry, createProviderRegistry } from "../../core/llm/registry.ts";
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 
@@ -15,6 +17,7 @@ export default definePlugin({
   setup(api) {
     const providers = createProviderRegistry();
     api.provide("providers", providers);
+    api.provide("clientProtocols", createClientProtocolRegistry());
     api.onReady(() => {
       const registered = providers.names().join(", ") || "(none)";
       // Each problem names the service by its index, as every other services[] problem does.

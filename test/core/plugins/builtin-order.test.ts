@@ -241,6 +241,7 @@ const GATEWAY_ORDER = [
   "console",
   "providers",
   "backend-health",
+  "protocol-messages",
   "provider-chat-completions",
   "provider-local-chat",
   "provider-messages-api",

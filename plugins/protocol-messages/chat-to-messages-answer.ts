@@ -1,5 +1,5 @@
 /**
- * A chat-completions answer -> the Messages answer an inbound Messages client expects.
+ * A chat-completions answer -> the Messages answer a Messages client expects.
  *
  * | chat completions                                   | Messages                                        |
  * |----------------------------------------------------|-------------------------------------------------|
@@ -11,24 +11,7 @@
  * | error `{error:{message, type}}`                    | `{type:"error", error:{type, message}}`, the status kept |
  */
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
-import { messagesError, messagesErrorType } from "../../core/llm/messages.ts";
-
-export function stopReason(finish: unknown): string | null {
-  switch (finish) {
-    case null:
-    case undefined:
-      return null;
-    case "length":
-      return "max_tokens";
-    case "tool_calls":
-    case "function_call":
-      return "tool_use";
-    case "content_filter":
-      return "refusal";
-    default:
-      return "end_turn";
-  }
-}
+import { messagesError, messagesErrorType, stopReasonOf } from "../../core/llm/messages.ts";
 
 /** Tool arguments as an object: a chat backend sends a JSON string, sometimes not valid JSON. */
 export function toolInput(args: unknown): unknown {
@@ -71,7 +54,7 @@ export function chatToMessagesResponse(body: unknown, messageId: () => string): 
     role: "assistant",
     model: typeof body.model === "string" ? body.model : "",
     content,
-    stop_reason: stopReason(choice.finish_reason),
+    stop_reason: stopReasonOf(choice.finish_reason),
     stop_sequence: null,
     usage: messagesUsageOf(body.usage) ?? { input_tokens: 0, output_tokens: 0 },
   };

@@ -1,5 +1,5 @@
 /**
- * An inbound Messages request -> the chat-completions request the gateway sends on to a
+ * A Messages request (from a client) -> the chat-completions request the gateway sends on to a
  * provider that does not speak Messages (its translator then takes it from there).
  *
  * | Messages                                          | chat completions                                  |
@@ -17,9 +17,10 @@
  * Thinking blocks, `top_k` and other Messages-only fields have no chat-completions equivalent
  * and are left out.
  */
+import { shownValue as describe, UntranslatableRequest } from "../../core/llm/client-protocol.ts";
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
-import { UntranslatableRequest } from "./request-body.ts";
-import { shownValue as describe } from "./request-shape.ts";
+import type { ChatToolCall } from "../../core/llm/chat.ts";
+import { toolCallOf } from "../../core/llm/messages.ts";
 
 const refuse = (message: string) => new UntranslatableRequest(message);
 
@@ -67,13 +68,11 @@ function assistantMessage(content: unknown, where: string): JsonObject {
   if (typeof content === "string") return { role: "assistant", content };
   if (!Array.isArray(content)) throw refuse(`${where}.content must be a string or an array of content blocks`);
   const texts: string[] = [];
-  const calls: JsonObject[] = [];
+  const calls: ChatToolCall[] = [];
   content.forEach((block, i) => {
     if (!isRecord(block)) throw refuse(`${where}.content[${i}] must be an object`);
     if (block.type === "text" && typeof block.text === "string") texts.push(block.text);
-    else if (block.type === "tool_use") {
-      calls.push({ id: String(block.id ?? ""), type: "function", function: { name: String(block.name ?? ""), arguments: JSON.stringify(block.input ?? {}) } });
-    }
+    else if (block.type === "tool_use") calls.push(toolCallOf(block));
     // Thinking blocks are the model's own notes: a chat backend has nowhere to take them.
   });
   const message: JsonObject = { role: "assistant", content: texts.length === 0 && calls.length > 0 ? null : texts.join("") };

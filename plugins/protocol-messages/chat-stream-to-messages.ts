@@ -1,5 +1,5 @@
 /**
- * A chat-completions event stream -> the Messages event stream an inbound Messages client
+ * A chat-completions event stream -> the Messages event stream a Messages client
  * expects (each event named by its `type`, as the Messages API sends them).
  *
  * | chat completions                                 | Messages                                          |
@@ -14,8 +14,8 @@
  */
 import type { OutEvent } from "../../core/llm/events.ts";
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
-import { messagesErrorType } from "../../core/llm/messages.ts";
-import { chatToMessagesError, messagesUsageOf, stopReason } from "./chat-to-messages-answer.ts";
+import { messagesErrorType, stopReasonOf } from "../../core/llm/messages.ts";
+import { chatToMessagesError, messagesUsageOf } from "./chat-to-messages-answer.ts";
 
 const named = (data: JsonObject): OutEvent => ({ event: String(data.type), data });
 
@@ -52,7 +52,7 @@ export class ChatStreamToMessages {
       out.push(this.delta({ type: "text_delta", text: delta.content }));
     }
     if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) if (isRecord(call)) out.push(...this.toolCall(call));
-    if (typeof choice.finish_reason === "string") this.stop = stopReason(choice.finish_reason);
+    if (typeof choice.finish_reason === "string") this.stop = stopReasonOf(choice.finish_reason);
     return out;
   }
 

@@ -1,7 +1,7 @@
 /** The gateway's own error responses on the Messages routes, rewritten into the Messages error shape. */
 import { describe, expect, it } from "vitest";
 import { errors } from "../../../core/errors.ts";
-import { asMessagesError } from "../../../plugins/llm-proxy/messages-errors.ts";
+import { asMessagesError } from "../../../plugins/protocol-messages/errors.ts";
 
 describe("asMessagesError", () => {
   it("rewrites a gateway error body, keeping the status and headers (Retry-After) and dropping the old length", async () => {

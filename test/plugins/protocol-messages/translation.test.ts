@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from "vitest";
 import type { OutEvent, StreamEvent, Translator, TranslatorContext } from "../../../core/llm/provider.ts";
-import { chatToMessagesError, chatToMessagesResponse } from "../../../plugins/llm-proxy/chat-to-messages-answer.ts";
-import { ChatStreamToMessages } from "../../../plugins/llm-proxy/chat-stream-to-messages.ts";
-import { messagesFromChat, nativeMessages } from "../../../plugins/llm-proxy/messages-inbound.ts";
-import { messagesToChatRequest } from "../../../plugins/llm-proxy/messages-to-chat-request.ts";
-import { UntranslatableRequest } from "../../../plugins/llm-proxy/request-body.ts";
+import { chatToMessagesError, chatToMessagesResponse } from "../../../plugins/protocol-messages/chat-to-messages-answer.ts";
+import { ChatStreamToMessages } from "../../../plugins/protocol-messages/chat-stream-to-messages.ts";
+import { messagesFromChat, nativeMessages } from "../../../plugins/protocol-messages/translators.ts";
+import { messagesToChatRequest } from "../../../plugins/protocol-messages/messages-to-chat-request.ts";
+import { UntranslatableRequest } from "../../../core/llm/client-protocol.ts";
 
 const context: TranslatorContext = { stream: false, now: () => 1_700_000_000_000, newId: () => "0000-1111" };
 const id = () => "msg_new";

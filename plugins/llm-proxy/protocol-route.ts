@@ -1,0 +1,53 @@
+/**
+ * How a request travels for the client protocol it came in: translated to chat completions for
+ * the provider and back (the protocol's `toChatRequest` and `fromChat`; nothing to do for chat
+ * completions itself), or, when the provider's backend speaks the client's protocol, as it is
+ * both ways (`native`). Nothing here names a protocol.
+ */
+import { CHAT_COMPLETIONS_PATH, speaksNatively, UntranslatableRequest, type ClientProtocol, type ProtocolRequest } from "../../core/llm/client-protocol.ts";
+import type { ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
+import { errors } from "../../core/errors.ts";
+import type { SyncBody } from "../../core/proxy/modes.ts";
+import type { LlmRequest } from "./deps.ts";
+
+export type JsonBody = Extract<SyncBody, { kind: "json" }>;
+
+export interface ProtocolRoute {
+  readonly protocol: ClientProtocol;
+  /** The backend speaks the client's protocol: the request goes as it is, the answer comes back as it is. */
+  readonly native: boolean;
+}
+
+export function protocolRoute(protocol: ClientProtocol, provider: ProviderDefinition): ProtocolRoute {
+  return { protocol, native: speaksNatively(provider, protocol) };
+}
+
+/** Whether the request becomes a chat-completions request on its way (and its answer goes back through `fromChat`). */
+const translated = (route: ProtocolRoute) => !route.native && route.protocol.toChatRequest !== undefined;
+
+/** The body the provider gets: the client's, or its chat-completions translation. */
+export function providerBody({ route, ctx, service, provider }: LlmRequest, body: JsonBody): JsonBody {
+  const { protocol } = route;
+  if (route.native || !protocol.toChatRequest) return body;
+  const request: ProtocolRequest = { path: ctx.url.pathname, model: service.model, provider: provider.name };
+  try {
+    const value = protocol.toChatRequest(body.value, request);
+    return { ...body, value, bytes: new TextEncoder().encode(JSON.stringify(value)) };
+  } catch (error) {
+    if (error instanceof UntranslatableRequest) throw errors.badRequest(error.message);
+    throw error;
+  }
+}
+
+/** The path the provider's `backendPath` is asked about: a translated request is a chat-completions one from here on. */
+export function routedPath(route: ProtocolRoute, clientPath: string): string {
+  return translated(route) ? CHAT_COMPLETIONS_PATH : clientPath;
+}
+
+/** One backend attempt's translator: the protocol's watch of a native answer, else the provider's, followed by the protocol's way back. */
+export function attemptTranslator(route: ProtocolRoute, provider: ProviderDefinition, context: TranslatorContext): Translator {
+  const { protocol } = route;
+  if (route.native && protocol.native) return protocol.native.watch();
+  const translator = provider.createTranslator(context);
+  return protocol.fromChat ? protocol.fromChat(translator, context) : translator;
+}
