@@ -48,6 +48,7 @@ export async function backendAnswer(deps: AnswerDeps, accounting: Accounting, re
     return errorAnswer(backend, attempt.received, attempt.translator, retryAfter === null ? MISS : { ...MISS, "retry-after": retryAfter });
   }
   if (request.stream) {
+    // deno-lint-ignore prefer-const -- read by the stream-end hooks, which exist before the answer does
     let answer: Answer | undefined;
     const hooks = streamEndHooks(deps, accounting, request, attempt.target.url, lookup, backend.status, () => answer?.response.headers.get("content-type") ?? null);
     const options = {

@@ -140,6 +140,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const body = providerBody(request, clientBody);
 
     // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
+    // deno-lint-ignore prefer-const -- read by the span callback, which may run before the answer exists
     let answered: Answer | undefined;
     ctx.vars.spanAttributes = () =>
       genAiSpanAttributes({

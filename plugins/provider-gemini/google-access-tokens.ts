@@ -83,6 +83,7 @@ export class GoogleAccessTokens {
   private async fetchToken(): Promise<CachedToken> {
     const library = await import("google-auth-library");
     const base = this.options.fetch ?? fetch;
+    // deno-lint-ignore prefer-const -- read by the fetch callback below, which exists before it is assigned
     let auth: GoogleAuth | undefined;
     // The key file is read by the library before it asks for a token: its `token_uri` is known then.
     const fetchImplementation = (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {

@@ -204,7 +204,7 @@ describe("the composed translator", () => {
       translateRequest: (body) => ({ ...body, translated: true }),
       translateStreamEvent: (event) => (event.data === "end" ? ((ended = true), [{ data: chunk({}, "stop") }, { data: "[DONE]" }]) : [{ data: chunk({ content: event.data }) }]),
       streamProgress: () => ({ ended, usage: undefined }),
-      translateError: (status, body) => ({ error: { message: `inner: ${String(body)}`, type: "invalid_request_error" } }),
+      translateError: (_status, body) => ({ error: { message: `inner: ${String(body)}`, type: "invalid_request_error" } }),
     };
     const translator = messagesFromChat(inner, context);
     expect(translator.translateRequest?.({ model: "m" })).toEqual({ model: "m", translated: true });

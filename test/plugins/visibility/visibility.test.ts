@@ -101,7 +101,7 @@ describe("hidden models on requests", () => {
   });
 
   it("works without an auth mode for user types", async () => {
-    const rt = await start(catalog().replace(/\n    visibility: \{groups: \[ml\]\}|\n    visibility: \{user_types: \[staff\], groups: \[ops\]\}/g, ""));
+    const rt = await start(catalog().replace(/\n {4}visibility: \{groups: \[ml\]\}|\n {4}visibility: \{user_types: \[staff\], groups: \[ops\]\}/g, ""));
     expect((await chat(rt, "premium-only")).status).toBe(404);
     expect((await chat(rt, "premium-only", { "x-user-type": "premium" })).status).toBe(200);
   });
