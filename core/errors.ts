@@ -112,6 +112,14 @@ export const START_ERROR_CODES = {
     when: "The listener could not open: port in use, no permission, address not on this host.",
     fix: "Choose another port or address (server.addr, GATEWAY_ADDR, PORT; relay.metrics_addr, RELAY_METRICS_ADDR).",
   },
+  GW_WORKERS_NEED_REDIS: {
+    when: "`server.workers` is above 1 while the key-value store is the embedded one (no `redis.addr`, `redis.sentinel` or `redis.cluster`).",
+    fix: "Set `redis.addr` (or Sentinel / Cluster): limits, usage, jobs and the cache must be shared by the workers. Or set `server.workers: 1`.",
+  },
+  GW_WORKERS_UNSUPPORTED: {
+    when: "`server.workers` is above 1 where this runtime cannot run workers: Deno outside Linux (no load-balancing `reusePort`), or Deno without `--allow-run`.",
+    fix: "Run the gateway on Node, on Linux, or with `--allow-run` as the message says; or set `server.workers: 1` and run replicas.",
+  },
   GW_PLUGIN_LOAD_FAILED: {
     when: "A `plugins.load` module cannot be imported, or its default export is not `definePlugin({...})`.",
     fix: "Check the path (relative to the config file) and that the module does `export default definePlugin({...})`.",
