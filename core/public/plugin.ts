@@ -59,7 +59,7 @@ export type { AtomicOp, EvictableUsage, KvData, KvReply, KvStore, ListEnd, ScanP
 export type { ObjectInfo, ObjectStore, PutOptions, StoredObject } from "../stores/objects.ts";
 export type { Clock, IdSource } from "../clock.ts";
 export type { LogEntry, LogFields, Logger, LogLevel } from "../log.ts";
-export type { CounterSpec, HistogramSpec, Metrics } from "../metrics.ts";
+export type { CounterSpec, HistogramSpec, Metrics, MetricsSnapshot } from "../metrics.ts";
 export type { ConfigSection, ConfigSections, CoreConfig, GatewayConfig, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
 
 // The contracts of the built-in services a plugin may `use` (typed by declaration merging), and of the core's events.
