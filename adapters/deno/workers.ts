@@ -29,6 +29,8 @@ export function denoWorkersUnsupported(): string | undefined {
 function workerCommand(): string[] {
   const line = Deno.readTextFileSync("/proc/self/cmdline").split("\0");
   if (line[line.length - 1] === "") line.pop();
+  // A `deno compile`d gateway: the executable is the program, its flags built in.
+  if (line[1] !== "run") return [...Deno.args];
   // [deno, run, ...flags, module, ...Deno.args]
   const moduleAt = line.length - Deno.args.length - 1;
   const flags = line.slice(2, moduleAt);

@@ -6,17 +6,21 @@
  * its own (`connection: close`), as connections, not requests, are spread over the workers.
  * No sleeps: every wait polls with a deadline.
  */
-import { mkdtempSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startHeldBackend, type HeldBackend } from "../fixtures/held-backend.ts";
 import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { exitCode, onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { exitCode, onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { startRedis, type RunningServer } from "../support/servers.ts";
 
 const PID_PLUGIN = new URL("../fixtures/plugins/worker-pid.ts", import.meta.url).pathname;
+const EXIT_PLUGIN = new URL("../fixtures/plugins/exit-in-worker.ts", import.meta.url).pathname;
 const SPREAD = { connection: "close" };
 
 let redis: RunningServer;
@@ -203,6 +207,71 @@ describe("server.workers: 2 on Redis", () => {
     expect(now).not.toContain(pids[1]);
     expect(lines(gw, "worker_exited")[0]).toContain('"signal":"SIGKILL"');
     expect(lines(gw, "worker_restarted")).toHaveLength(1);
+  });
+});
+
+describe("server.workers: workers that cannot start or stay up", () => {
+  it("fails once, with the first worker's reason, when the port is taken", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      const gw = await startGateway(config(), { noWait: true, env: { GATEWAY_ADDR: `127.0.0.1:${port}` } });
+      running.push(gw);
+      expect(await exitCode(gw)).toBe(1);
+      expect(gw.output().match(/\[GW_LISTEN_FAILED\]/g)).toHaveLength(1);
+      expect(lines(gw, "workers_not_started")).toHaveLength(1);
+      expect(lines(gw, "config_source").filter((line) => line.includes('"worker":2'))).toEqual([]);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it("stops every worker and exits 1 when one keeps dying soon after its start", { timeout: 60_000 }, async () => {
+    const yaml = config().replace(JSON.stringify(PID_PLUGIN), `${JSON.stringify(PID_PLUGIN)}, ${JSON.stringify(EXIT_PLUGIN)}`);
+    const gw = await startGateway(yaml, { env: { EXIT_IN_WORKER: "2" } });
+    running.push(gw);
+    expect(await exitCode(gw, 45_000)).toBe(1);
+    const loop = lines(gw, "workers_crash_loop");
+    expect(loop).toHaveLength(1);
+    expect(loop[0]).toContain('"worker":2');
+    expect(loop[0]).toContain("exited 5 times in a row");
+    expect(lines(gw, "worker_exited").map((line) => JSON.parse(line).restart_in_ms)).toEqual([500, 1000, 2000, 4000]);
+    // Worker 1 was stopped as on SIGTERM.
+    expect(lines(gw, "stopped").filter((line) => line.includes('"worker":1'))).toHaveLength(1);
+  });
+
+  it("leaves no worker running when the primary is killed", async () => {
+    const gw = await start(config());
+    const pids = [...(await eachWorker<{ pid: number }>(gw, "/test/pid")).values()].map((body) => body.pid);
+    await gw.kill();
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await waitUntil(() => !pids.some(alive), 15_000, () => `workers still running: ${pids.filter(alive).join(", ")}`);
+  });
+
+  it.runIf(onDeno)("refuses on Deno without the permission to start the workers", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-workers-"));
+    writeFileSync(join(dir, "config.yaml"), config());
+    // Every permission the gateway uses but --allow-run.
+    const permissions = ["--allow-read", "--allow-write", "--allow-env", "--allow-net", "--allow-sys", "--allow-ffi"];
+    const child = spawn(process.execPath, ["run", "--unstable-no-legacy-abort", ...permissions, join(repoRoot, "adapters/deno/cli.ts"), "--config", join(dir, "config.yaml")], {
+      cwd: repoRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(1);
+    expect(output).toContain("[GW_WORKERS_UNSUPPORTED]");
+    expect(output).toContain("--allow-run");
   });
 });
 
