@@ -19,6 +19,7 @@ import type { Platform } from "../boot.ts";
 import { watchParent } from "../parent-watch.ts";
 import { sumOfProcesses, workerMetrics } from "./metrics.ts";
 import { isWorkerMessage, type ConfigText, type PrimaryMessage, type WorkerMessage } from "./protocol.ts";
+import { afterExit, SOON_AFTER_START_MS } from "./restarts.ts";
 
 /** One worker process, as the runtime's launcher started it. */
 export interface WorkerProcess {
@@ -32,13 +33,6 @@ export interface WorkerProcess {
 /** Starts worker number `index` (1..N): the same gateway command, as a worker (protocol.ts `WORKER_INDEX_ENV`). */
 export type WorkerLauncher = (index: number) => WorkerProcess;
 
-/** The first restart of a worker waits this long, each further one twice the last (to `MAX_RESTART_DELAY_MS`). */
-export const FIRST_RESTART_DELAY_MS = 500;
-const MAX_RESTART_DELAY_MS = 10_000;
-/** A worker that exits within this time of its start died "soon": a sign of a loop. */
-export const SOON_AFTER_START_MS = 30_000;
-/** This many deaths in a row of one worker, each soon after its start, and the primary gives up. */
-export const CRASH_LOOP_DEATHS = 5;
 /** How long a worker may take to answer the primary (a reload's check, its metrics). */
 const ANSWER_TIMEOUT_MS = 60_000;
 const METRICS_TIMEOUT_MS = 5_000;
@@ -229,20 +223,20 @@ export async function runPrimary(platform: Platform, options: PrimaryOptions): P
       stopAll(code || 1);
       return;
     }
-    const soon = Date.now() - slot.startedAt < SOON_AFTER_START_MS;
-    slot.soonDeaths = soon ? slot.soonDeaths + 1 : 1;
-    if (slot.soonDeaths >= CRASH_LOOP_DEATHS) {
+    const next = afterExit(slot.soonDeaths, Date.now() - slot.startedAt);
+    slot.soonDeaths = next.soonDeaths;
+    if ("giveUp" in next) {
       log.error("workers_crash_loop", {
         worker: slot.index,
-        deaths: slot.soonDeaths,
+        deaths: next.soonDeaths,
         code,
         signal,
-        message: `worker ${slot.index} exited ${slot.soonDeaths} times in a row, each within ${SOON_AFTER_START_MS / 1000} s of its start: stopping every worker and exiting; see the workers' lines above for why they exit`,
+        message: `worker ${slot.index} exited ${next.soonDeaths} times in a row, each within ${SOON_AFTER_START_MS / 1000} s of its start: stopping every worker and exiting; see the workers' lines above for why they exit`,
       });
       stopAll(1);
       return;
     }
-    const delay = Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (slot.soonDeaths - 1));
+    const delay = next.restartInMs;
     log.warn("worker_exited", { worker: slot.index, pid: worker.pid, code, signal, restart_in_ms: delay });
     slot.restartTimer = setTimeout(() => {
       slot.restartTimer = undefined;
