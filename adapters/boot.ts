@@ -8,7 +8,8 @@ import { durationMs } from "../core/config/duration.ts";
 import { Gateway } from "../core/gateway.ts";
 import { createOpsApp } from "../core/ops.ts";
 import { createLogger, type Logger, type LogLevel } from "../core/log.ts";
-import type { PinnedFetch, ProcessRole } from "../core/plugins/types.ts";
+import type { GatewayConfig } from "../core/config/schema.ts";
+import type { PinnedFetch, PluginDefinition, ProcessRole } from "../core/plugins/types.ts";
 import { builtinPlugins } from "../plugins/index.ts";
 import { watchParent, type ProcessTable } from "./parent-watch.ts";
 import { openStores } from "./stores.ts";
@@ -32,6 +33,10 @@ export interface Platform {
   readAsset(path: string): Promise<Uint8Array>;
   /** The HTTP client for backends (webhooks use `fetchPinned`), when the runtime has a faster one than its global fetch. */
   fetch?: typeof fetch;
+  /** The CPU cores this process may run on (`server.workers: auto`). */
+  availableParallelism(): number;
+  /** Why this runtime cannot run `server.workers` above 1 here, or undefined when it can. */
+  workersUnsupported?(): string | undefined;
 }
 
 /**
@@ -58,6 +63,18 @@ export interface BootOptions {
   configPath?: string;
   /** `--port N`: the process's listener on every interface, before `GATEWAY_ADDR` / `PORT` / `RELAY_METRICS_ADDR`. */
   port?: number;
+}
+
+/**
+ * A gateway process that is one of several workers of one listener (`server.workers`): its
+ * number, the config text its primary hands it, and whether it runs the embedded relay.
+ */
+export interface WorkerBoot {
+  /** 1..N; every log line carries it as `worker`. */
+  index: number;
+  readConfig(): Promise<string>;
+  /** False: the relay plugin stays off here even with `relay.embedded`, so the relay runs in one worker only. */
+  runsRelay: boolean;
 }
 
 /** What chose the config file (the `from` of the `config_source` log line). */
@@ -87,9 +104,15 @@ export interface Booted {
 const GATEWAY_LISTEN_SETTINGS = "server.addr, or the GATEWAY_ADDR / PORT environment variables";
 const RELAY_LISTEN_SETTINGS = "relay.metrics_addr, or the RELAY_METRICS_ADDR environment variable";
 
-export async function boot(platform: Platform, role: ProcessRole, options: BootOptions = {}): Promise<Booted> {
+/** The built-in plugins, with the relay kept out of the gateway unless `worker` runs it. */
+function pluginsFor(worker: WorkerBoot | undefined): readonly PluginDefinition[] {
+  if (!worker || worker.runsRelay) return builtinPlugins;
+  return builtinPlugins.map((plugin) => (plugin.name === "relay" ? { ...plugin, enabled: (_config: GatewayConfig, role: ProcessRole) => role === "relay" } : plugin));
+}
+
+export async function boot(platform: Platform, role: ProcessRole, options: BootOptions = {}, worker?: WorkerBoot): Promise<Booted> {
   const { path, from } = configSource(platform, options);
-  const log = createLogger({ level: (platform.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: { role } });
+  const log = createLogger({ level: (platform.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: worker ? { role, worker: worker.index } : { role } });
   log.info("config_source", { path, from });
   // Every refusal below is one short message saying what to fix, before anything starts.
   if (!platform.exists(path)) {
@@ -105,7 +128,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
   try {
     const gateway = await Gateway.create({
       role,
-      readConfig: () => platform.readTextFile(path),
+      readConfig: worker ? () => worker.readConfig() : () => platform.readTextFile(path),
       env: platform.env,
       importModule: (specifier) => platform.importModule(specifier, baseDir),
       openStores,
@@ -113,7 +136,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
       fetchPinned: platform.fetchPinned,
       readAsset: platform.readAsset,
       fetch: platform.fetch,
-      plugins: builtinPlugins,
+      plugins: pluginsFor(worker),
       log,
       // The tasks start once the process listens (adapters call gateway.start()): a process that
       // cannot listen takes no job. A relay without a metrics listener starts them below.
@@ -143,7 +166,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
 }
 
 /** A start refusal: its stable code (core/errors.ts, docs/plugins.md) first, then the message. */
-function refuse(platform: Platform, code: StartErrorCode, message: string): void {
+export function refuse(platform: Platform, code: StartErrorCode, message: string): void {
   platform.writeError(`[${code}] ${message}\n`);
 }
 
@@ -171,14 +194,24 @@ export async function listenFailed(platform: Platform, booted: Booted, error: un
   return platform.exit(1);
 }
 
+/** Why a process stops: a signal, its wrapper gone, or (a worker) its primary asking or gone. */
+export type ShutdownCause = { signal: string } | { reason: "parent_gone" | "primary_stop" | "primary_gone" };
+
 /**
  * SIGTERM/SIGINT, or the command that started the process gone (parent-watch.ts): stop
- * accepting, let in-flight requests finish, stop tasks, close stores.
+ * accepting, let in-flight requests finish, stop tasks, close stores. Returns what starts the
+ * same shutdown from elsewhere (a worker's primary); once stopping, calling it does nothing.
  */
-export function handleShutdown(platform: Platform, booted: Booted, stopServer: () => Promise<void>): void {
+export function handleShutdown(platform: Platform, booted: Booted, stopServer: () => Promise<void>): (cause: ShutdownCause) => void {
   let stopping = false;
-  const shutDown = (cause: { signal: string } | { reason: "parent_gone" }) => {
+  // A worker told to stop by its primary often gets the same stop as a signal of its own too
+  // (Ctrl-C reaches the whole process group, systemd signals every process of the service):
+  // that first signal is not the "second signal" that means now.
+  let signalIsSecond = false;
+  const shutDown = (cause: ShutdownCause) => {
+    if (stopping) return;
     stopping = true;
+    signalIsSecond = "signal" in cause || cause.reason === "parent_gone";
     unwatch?.();
     booted.log.info("shutdown", cause);
     void (async () => {
@@ -189,6 +222,10 @@ export function handleShutdown(platform: Platform, booted: Booted, stopServer: (
     })();
   };
   platform.onSignals(["SIGTERM", "SIGINT"], (signal) => {
+    if (stopping && !signalIsSecond) {
+      signalIsSecond = true;
+      return;
+    }
     if (stopping) {
       // A second signal means "now": an operator (or a second Ctrl-C) does not have to wait
       // for a request hung on a slow backend, which may take up to server.backend_timeout.
@@ -206,4 +243,5 @@ export function handleShutdown(platform: Platform, booted: Booted, stopServer: (
     });
     shutDown({ reason: "parent_gone" });
   });
+  return shutDown;
 }

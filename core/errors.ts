@@ -261,6 +261,21 @@ export const START_ERROR_CODES = {
       return `cannot listen on ${hostname ?? ""}:${port}: ${why} (${settings})`;
     },
   },
+  GW_WORKERS_NEED_REDIS: {
+    when: "`server.workers` is above 1 while the key-value store is the embedded one (no `redis.addr`, `redis.sentinel` or `redis.cluster`).",
+    fix: "Set `redis.addr` (or Sentinel / Cluster): limits, usage, jobs and the cache must be shared by the workers. Or set `server.workers: 1`.",
+    /** `workers`: the setting as given, with what `auto` came to. */
+    message: ({ workers }: { workers: string }) =>
+      `cannot start: server.workers is ${workers}, but the key-value store is the embedded one (redis.addr is empty), ` +
+      "which lives inside one process: each worker would keep limits, usage, jobs and cached answers of its own. " +
+      "Set redis.addr (or redis.sentinel / redis.cluster) so the workers share them, or set server.workers: 1",
+  },
+  GW_WORKERS_UNSUPPORTED: {
+    when: "`server.workers` is above 1 where this runtime cannot run workers: Deno outside Linux (no load-balancing `reusePort`), or Deno without `--allow-run`.",
+    fix: "Run the gateway on Node, on Linux, or with `--allow-run` as the message says; or set `server.workers: 1` and run replicas.",
+    /** `why`: what this runtime lacks, from the adapter. */
+    message: ({ workers, why }: { workers: string; why: string }) => `cannot start: server.workers is ${workers}, but ${why}`,
+  },
   GW_PLUGIN_LOAD_FAILED: {
     when: "A `plugins.load` module cannot be imported, or its default export is not `definePlugin({...})`.",
     fix: "Check the path (relative to the config file) and that the module does `export default definePlugin({...})`.",

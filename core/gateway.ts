@@ -67,6 +67,9 @@ function isPluginDefinition(value: unknown): value is PluginDefinition {
 export class Gateway {
   private current!: Runtime;
   private reloading: Promise<unknown> = Promise.resolve();
+  /** A reload built but neither committed nor discarded yet (`stageReload`). */
+  private staged: StagedReload | undefined;
+  private closing = false;
   /** Runtimes a reload replaced that are still finishing their work (see `retire`). */
   private readonly retiring = new Set<Runtime>();
 
@@ -162,19 +165,72 @@ export class Gateway {
    * any problem the old runtime stays.
    */
   reload(): Promise<ReloadOutcome> {
-    const next = this.reloading.then(() => this.reloadNow());
-    this.reloading = next.catch(() => undefined);
-    return next;
+    return this.stageReload().then((staged) => staged.commit());
+  }
+
+  /**
+   * A reload in two steps, for gateways that must change together (the workers of one
+   * listener): the new runtime is built from the file and checked, but not swapped in until
+   * `commit()`; `discard()` drops it and keeps the running one. Other reloads wait until one of
+   * the two is called. A refused file gives a refusal `outcome`; both calls then return it.
+   */
+  stageReload(): Promise<StagedReload> {
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const staged = this.reloading.then(() => this.prepareReload()).then((prepared): StagedReload => {
+      if (!prepared.ok) {
+        settle();
+        return { outcome: prepared, commit: () => prepared, discard: async () => undefined };
+      }
+      let done = false;
+      const handle: StagedReload = {
+        outcome: prepared.outcome,
+        commit: () => {
+          if (!done) this.apply(prepared);
+          done = true;
+          this.staged = undefined;
+          settle();
+          return prepared.outcome;
+        },
+        discard: async () => {
+          if (done) return;
+          done = true;
+          this.staged = undefined;
+          await prepared.runtime.close();
+          settle();
+        },
+      };
+      this.staged = handle;
+      // Built while the gateway was closing: nobody will commit it.
+      if (this.closing) void handle.discard();
+      return handle;
+    });
+    this.reloading = staged.then(() => settled, () => undefined);
+    return staged;
+  }
+
+  /**
+   * What `POST /-/reload` runs: this gateway's `reload`, unless the adapter coordinates the
+   * reloads of several processes (`reloadWith`).
+   */
+  private reloadEverywhere: () => Promise<ReloadOutcome> = () => this.reload();
+
+  /** Has `POST /-/reload` run `reloadAll` instead: the adapter of a worker reloads every worker together. */
+  reloadWith(reloadAll: () => Promise<ReloadOutcome>): void {
+    this.reloadEverywhere = reloadAll;
   }
 
   async close(): Promise<void> {
+    // A reload staged and never decided (its coordinator went away) is dropped.
+    this.closing = true;
+    await this.staged?.discard();
     await this.reloading;
     // A runtime still retiring is closed now too: shutdown does not wait for its work.
     await Promise.all([this.current, ...this.retiring].map((runtime) => runtime.close()));
     await Promise.allSettled([this.deps.kv.close(), this.deps.objects.close()]);
   }
 
-  private async reloadNow(): Promise<ReloadOutcome> {
+  private async prepareReload(): Promise<PreparedReload | Extract<ReloadOutcome, { ok: false }>> {
     let runtime: Runtime;
     let definitions: readonly PluginDefinition[];
     try {
@@ -187,6 +243,10 @@ export class Gateway {
       this.deps.log.warn("reload_refused", { code: invalid ? error.code : "GW_START_FAILED", problems });
       return { ok: false, cause: invalid ? "config" : "failure", problems };
     }
+    return { ok: true, runtime, definitions, outcome: { ok: true, services: runtime.config.services.length } };
+  }
+
+  private apply({ runtime, definitions }: PreparedReload): void {
     const previous = this.current;
     // Against the start, not the previous file: a reload never applied these keys, so a file
     // that puts back the started values needs no restart.
@@ -199,7 +259,6 @@ export class Gateway {
     if (this.startedTasks) runtime.startTasks(); // else start() will
     this.deps.log.info("reloaded", { plugins: runtime.activePlugins, middleware: runtime.middlewareOrder, services: runtime.config.services.length });
     this.retire(previous);
-    return { ok: true, services: runtime.config.services.length };
   }
 
   /**
@@ -216,7 +275,7 @@ export class Gateway {
 
   private async build(loaded: LoadedConfig): Promise<Runtime> {
     const runtime = new Runtime(loaded.config, loaded.extra, this.deps);
-    registerOpsRoutes(runtime, { reload: () => this.reload() });
+    registerOpsRoutes(runtime, { reload: () => this.reloadEverywhere() });
     try {
       // The built-in plugins and plugins.load: every plugin this gateway has.
       await runtime.install(loaded.definitions, { complete: true });
@@ -233,6 +292,22 @@ export class Gateway {
     runtime.app.notFound((c) => errors.noRoute(c.req.method, new URL(c.req.url).pathname).toResponse());
     return runtime;
   }
+}
+
+/** A reload built and checked, not yet in force (`Gateway.stageReload`). */
+export interface StagedReload {
+  outcome: ReloadOutcome;
+  /** Swaps the new runtime in (the replaced one finishes its work); returns `outcome`. */
+  commit(): ReloadOutcome;
+  /** Drops the new runtime; the running one stays. */
+  discard(): Promise<void>;
+}
+
+interface PreparedReload {
+  ok: true;
+  runtime: Runtime;
+  definitions: readonly PluginDefinition[];
+  outcome: ReloadOutcome;
 }
 
 /** The whole config a runtime runs: the core's and built-in sections, and those of loaded plugins. */
@@ -257,6 +332,7 @@ function restartOnlyChanges(running: RunningConfig, next: RunningConfig, plugins
     "server.read_timeout": (c) => c.server.read_timeout,
     "server.write_timeout": (c) => c.server.write_timeout,
     "server.idle_timeout": (c) => c.server.idle_timeout,
+    "server.workers": (c) => c.server.workers,
   };
   const valueAt = (section: string, key: string) => (c: GatewayConfig) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section] ?? {})[key];
   // Listeners first (the standalone relay's), then the plugins' counters, as the log always listed them.

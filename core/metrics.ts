@@ -28,7 +28,16 @@ export interface CounterSpec {
   name: string;
   help: string;
   labelNames?: readonly string[];
+  /**
+   * How the values of several worker processes combine on `/metrics` (prom-client's
+   * aggregators): "sum" (default) for what each process counts or holds itself, "max" for a
+   * value every process reads from the shared store, or a flag any of them may raise.
+   */
+  aggregator?: client.Aggregator;
 }
+
+/** A registry's series as plain data (prom-client's `getMetricsAsJSON`), for another process to combine. */
+export type MetricsSnapshot = Awaited<ReturnType<client.Registry["getMetricsAsJSON"]>>;
 
 export interface HistogramSpec extends CounterSpec {
   buckets?: number[];
@@ -75,9 +84,25 @@ export class Metrics {
     return this.registry.contentType;
   }
 
+  /** What `/metrics` answers: this process's series, or what `answerWith` gives. */
   async text(): Promise<string> {
-    return await this.registry.metrics();
+    return this.source ? await this.source() : await this.registry.metrics();
   }
+
+  /** This process's own series as data, whatever `answerWith` says. */
+  async snapshot(): Promise<MetricsSnapshot> {
+    return await this.registry.getMetricsAsJSON();
+  }
+
+  /**
+   * Has `text()` answer from `source` (same content type): a worker process answers the sum of
+   * every worker's series (adapters/workers), which it gathers from their `snapshot()`s.
+   */
+  answerWith(source: () => Promise<string>): void {
+    this.source = source;
+  }
+
+  private source: (() => Promise<string>) | undefined;
 
   /** The metric already registered under the name (its `collect` replaced when one is given), else a new one. */
   private reuse<T>(spec: { name: string; collect?: unknown }, create: () => T): T {

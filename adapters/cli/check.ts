@@ -10,7 +10,7 @@ import { ConfigError, startErrorMessage } from "../../core/errors.ts";
 import { Gateway } from "../../core/gateway.ts";
 import type { Runtime } from "../../core/plugins/host.ts";
 import { PLUGIN_LAYERS } from "../../core/plugins/types.ts";
-import { createLogger, type LogEntry } from "../../core/log.ts";
+import { createLogger, type LogEntry, type Logger } from "../../core/log.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
 import { configSource, type Platform } from "../boot.ts";
 import { MemoryKv } from "../kv-memory/index.ts";
@@ -35,20 +35,7 @@ export async function checkConfig(platform: Platform, configPath: string | undef
   log.tap((entry) => warnings.push(entry));
   let gateway: Gateway;
   try {
-    gateway = await Gateway.create({
-      role: "gateway",
-      readConfig: () => platform.readTextFile(path),
-      env: platform.env,
-      importModule: (specifier) => platform.importModule(specifier, platform.dirname(path)),
-      // Stand-ins: constructing them touches no disk and no network.
-      openStores: async (config) => ({ kv: new MemoryKv(systemClock), objects: new FsObjectStore({ dir: config.object_store.dir }) }),
-      lookupHost: platform.lookupHost,
-      fetchPinned: platform.fetchPinned,
-      readAsset: platform.readAsset,
-      plugins: builtinPlugins,
-      log,
-      deferStart: true,
-    });
+    gateway = await createOffline(platform, path, log);
   } catch (error) {
     if (!(error instanceof ConfigError)) return { exitCode: 1, stdout: "", stderr: `[GW_START_FAILED] ${path}: ${startErrorMessage("GW_START_FAILED", { error })}\n` };
     const count = error.problems.length === 1 ? "1 problem" : `${error.problems.length} problems`;
@@ -59,6 +46,28 @@ export async function checkConfig(platform: Platform, configPath: string | undef
   const { config } = gateway;
   await gateway.close();
   return { exitCode: 0, stdout: summary(path, from, config, plugins, warnings, order), stderr: "" };
+}
+
+/**
+ * The gateway a start would build from the file at `path` (the same validation, plugin loading
+ * and setups), on stand-in stores that open nothing, its tasks not started. Throws what the
+ * start would (a `ConfigError` for the file). Close it once read.
+ */
+export function createOffline(platform: Platform, path: string, log: Logger): Promise<Gateway> {
+  return Gateway.create({
+    role: "gateway",
+    readConfig: () => platform.readTextFile(path),
+    env: platform.env,
+    importModule: (specifier) => platform.importModule(specifier, platform.dirname(path)),
+    // Stand-ins: constructing them touches no disk and no network.
+    openStores: async (config) => ({ kv: new MemoryKv(systemClock), objects: new FsObjectStore({ dir: config.object_store.dir }) }),
+    lookupHost: platform.lookupHost,
+    fetchPinned: platform.fetchPinned,
+    readAsset: platform.readAsset,
+    plugins: builtinPlugins,
+    log,
+    deferStart: true,
+  });
 }
 
 /**

@@ -1,8 +1,10 @@
 /** The Deno primitives the shared boot code needs. */
 import { lookup } from "node:dns/promises";
+import { availableParallelism } from "node:os";
 import type { Platform } from "../boot.ts";
 import { readPackageAsset } from "../package-asset.ts";
 import { fetchPinned } from "../pinned-fetch.ts";
+import { denoWorkersUnsupported } from "./workers.ts";
 
 function resolvePath(path: string, baseDir: string): string {
   if (path.startsWith("/")) return path;
@@ -31,6 +33,8 @@ export const denoPlatform: Platform = {
   lookupHost: async (hostname) => (await lookup(hostname, { all: true })).map((entry) => entry.address),
   fetchPinned,
   readAsset: readPackageAsset,
+  availableParallelism,
+  workersUnsupported: denoWorkersUnsupported,
   onSignals(signals, handler) {
     for (const signal of signals) Deno.addSignalListener(signal as Deno.Signal, () => handler(signal));
   },

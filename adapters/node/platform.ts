@@ -1,5 +1,6 @@
 /** The Node primitives the shared boot code needs. */
 import { lookup } from "node:dns/promises";
+import { availableParallelism } from "node:os";
 import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -48,6 +49,7 @@ export const nodePlatform: Platform = {
   readAsset: readPackageAsset,
   // Node 20's global fetch costs about 3x node:http per backend call (see http-client.ts).
   fetch: createNodeFetch(),
+  availableParallelism,
   onSignals(signals, handler) {
     for (const signal of signals) process.on(signal, () => handler(signal));
   },

@@ -1,8 +1,16 @@
-/** The gateway's HTTP server on Node (`inference-gateway`, adapters/node/cli.ts). */
+/**
+ * The gateway's HTTP server on Node (`inference-gateway`, adapters/node/cli.ts): one process,
+ * or with `server.workers` above 1 a primary (adapters/workers/primary.ts) and its workers,
+ * each of which serves here.
+ */
 import type { HttpBindings } from "@hono/node-server";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { boot, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
+import { boot, configSource, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
+import { workerMetrics } from "../workers/metrics.ts";
+import { workersWanted } from "../workers/plan.ts";
+import { runPrimary } from "../workers/primary.ts";
+import { workerLink, type WorkerLink } from "../workers/worker.ts";
 import { timesSentIn } from "./header-repeats.ts";
 import { clientGoneOf } from "./client-gone.ts";
 import { answerHttpLayerErrors } from "./http-layer-errors.ts";
@@ -11,9 +19,24 @@ import { gatewayRequestListener } from "./request-listener.ts";
 import { respondedOf } from "./responded.ts";
 import { serverOptions } from "./server-options.ts";
 import { closeIfBodyUnread } from "./unread-body.ts";
+import { launchNodeWorker } from "./workers.ts";
 
 export async function serveGateway(options: BootOptions = {}): Promise<void> {
-  const booted = await boot(nodePlatform, "gateway", options);
+  const link = workerLink();
+  if (link) return await serve(options, link);
+  const count = await workersWanted(nodePlatform, options);
+  if (count === 1) return await serve(options);
+  await runPrimary(nodePlatform, {
+    count,
+    configPath: configSource(nodePlatform, options).path,
+    launch: launchNodeWorker,
+    runtime: `node ${process.version}`,
+  });
+}
+
+/** This process serves: the only one, or one worker of several (`link`). */
+async function serve(options: BootOptions, link?: WorkerLink): Promise<void> {
+  const booted = await boot(nodePlatform, "gateway", options, link);
   const { hostname, port } = booted.listen;
   const fetch = (request: Request, env: HttpBindings) =>
     closeIfBodyUnread(
@@ -31,14 +54,17 @@ export async function serveGateway(options: BootOptions = {}): Promise<void> {
     const info = server.address() as AddressInfo;
     booted.log.info("listening", { address: info.address, port: info.port, runtime: `node ${process.version}` });
     booted.gateway.start();
+    link?.ready();
   });
   // A failed listen (EADDRINUSE, EACCES) is emitted here; unhandled, Node would print a stack trace.
   server.once("error", (error) => void listenFailed(nodePlatform, booted, error));
   server.timeout = booted.timeouts.write;
   answerHttpLayerErrors(server);
 
-  handleShutdown(nodePlatform, booted, () => new Promise((resolve) => {
+  const stop = handleShutdown(nodePlatform, booted, () => new Promise((resolve) => {
     server.close(() => resolve());
     server.closeIdleConnections();
   }));
+  if (link) link.attach(booted.gateway, stop);
+  else workerMetrics(booted.gateway.runtime.deps.metrics, () => 1);
 }

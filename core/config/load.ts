@@ -2,7 +2,7 @@
  * Turns config text into a validated, defaulted, frozen `GatewayConfig`, or into the
  * complete list of problems, each prefixed with its path (`services[2].backends[0].url: required`).
  */
-import { Type, type TObject, type TSchema } from "@sinclair/typebox";
+import { Kind, Type, type TObject, type TSchema } from "@sinclair/typebox";
 import { Value, type ValueError, ValueErrorType } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
@@ -110,9 +110,28 @@ function describe(error: ValueError, rootKeys: readonly string[]): string {
       if (error.schema.anyOf?.every((s: TSchema) => "const" in s)) {
         return `must be one of ${error.schema.anyOf.map((s: TSchema) => JSON.stringify(s.const)).join(", ")}, got ${JSON.stringify(error.value)}`;
       }
+      if (Array.isArray(error.schema.anyOf)) return `must be ${error.schema.anyOf.map(alternative).join(" or ")}, got ${JSON.stringify(error.value)}`;
       return error.message;
     default:
       return `${error.message.toLowerCase()}, got ${JSON.stringify(error.value)}`;
+  }
+}
+
+/** One alternative of a union, as a problem names it: `an integer of at least 1`, `"auto"`. */
+function alternative(schema: TSchema): string {
+  if ("const" in schema) return JSON.stringify(schema.const);
+  const least = schema.minimum === undefined ? "" : ` of at least ${schema.minimum}`;
+  switch (schema[Kind]) {
+    case "Integer":
+      return `an integer${least}`;
+    case "Number":
+      return `a number${least}`;
+    case "String":
+      return "a string";
+    case "Boolean":
+      return "true or false";
+    default:
+      return String(schema[Kind]).toLowerCase();
   }
 }
 

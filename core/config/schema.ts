@@ -75,12 +75,18 @@ export const CoreConfigSchema = Type.Object(
         consumer_header: Type.String({ default: "", description: "Header naming the consumer; empty = off, and so are usage, per-consumer limits and GET /jobs. Sent blank or twice: 400" }),
         priority_header: Type.String({ default: "", description: "Header marking priority requests (present = priority, whatever its value); empty = off. Sent twice: 400" }),
         user_type_header: Type.String({ default: "", description: "Header carrying the user type; empty = off. Sent blank or twice: 400" }),
+        workers: Type.Union([Type.Integer({ minimum: 1 }), Type.Literal("auto")], {
+          default: 1,
+          description:
+            'Gateway processes sharing the listener: a number, or "auto" = the available CPU cores; above 1 needs Redis (redis.addr, sentinel or cluster). Read at start; not for a standalone relay',
+        }),
       },
       "HTTP server",
       "`read_timeout`, `write_timeout` and `idle_timeout` are applied by the Node server; the Deno server does not use them. " +
         "On Node a request not received within `read_timeout` (its headers within 60 s, or `read_timeout` if shorter; `0s` " +
         "leaves only the 60 s for the headers) is answered 408 with the error body; the limits are checked every second. " +
-        "Identity headers sent blank or twice: see [Identity headers as sent](access-control.md#identity-headers-as-sent).",
+        "Identity headers sent blank or twice: see [Identity headers as sent](access-control.md#identity-headers-as-sent). " +
+        "`workers`: see [Several workers on one machine](deployment.md#several-workers-on-one-machine).",
     ),
     metrics: Section(
       {

@@ -62,7 +62,7 @@ export type { AtomicOp, EvictableUsage, KvData, KvReply, KvStore, ListEnd, ScanP
 export type { ObjectInfo, ObjectStore, PutOptions, StoredObject } from "../stores/objects.ts";
 export type { Clock, IdSource } from "../clock.ts";
 export type { LogEntry, LogFields, Logger, LogLevel } from "../log.ts";
-export type { CounterSpec, HistogramSpec, Metrics } from "../metrics.ts";
+export type { CounterSpec, HistogramSpec, Metrics, MetricsSnapshot } from "../metrics.ts";
 export type { ConfigFacts, ConfigSection, ConfigSections, CoreConfig, GatewayConfig, SectionFieldSet, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
 export { fieldsOf } from "../config/schema.ts";
 

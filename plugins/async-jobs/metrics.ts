@@ -48,6 +48,8 @@ export function reportQueueDepth(metrics: Metrics, depth: () => Promise<number>)
   metrics.gauge({
     name: "svc_relay_queue_depth",
     help: "Jobs waiting in the relay queues (relay:<model>), summed over every model",
+    // Read from the shared store by every worker: the same value, not a share of it.
+    aggregator: "max",
     async collect() {
       const source = depthSources.get(metrics);
       if (!source) return;

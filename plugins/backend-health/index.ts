@@ -69,6 +69,8 @@ export default definePlugin({
       name: "svc_backend_ejected",
       help: "1 while a backend sits out (Retry-After or ejection), else 0",
       labelNames: ["service_type", "backend"],
+      // Each worker tracks its own backends: out when any of them has it out.
+      aggregator: "max",
       collect() {
         this.reset();
         const now = api.clock.now();

@@ -46,6 +46,8 @@ export class ConsumerTokens {
       name: "svc_llm_consumer_tokens_top",
       help: "Cumulative LLM tokens of the top consumers (metrics.top_consumers), by user type and type",
       labelNames: ["consumer", "user_type", "type"],
+      // Read from the shared store by every worker: the same value, not a share of it.
+      aggregator: "max",
     });
   }
 

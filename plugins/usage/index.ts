@@ -38,13 +38,18 @@ export default definePlugin({
         api.on("llm.usage", (event) => recorder.tokens(event));
         api.on("job.submitted", ({ job }) => recorder.submitted(job));
         // A request's counts are visible once its client has the whole answer: the answer's
-        // end waits for the write they are part of. In `admit`, which only a request the
+        // end waits for the write they are part of (`usage.write: after_answer`: it does not
+        // wait, the counts land a few ms later). In `admit`, which only a request the
         // pipeline runs to its end reaches (after `identify`: the caller is known).
+        const waitForWrite = api.config.usage.write === "before_answer";
         api.stage("admit", function countUsageAtEnd(ctx) {
           const consumer = ctx.principal.consumer;
           if (consumer === undefined || consumer === "") return;
           const key = ctx.principal.keyId;
-          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", key }, status));
+          ctx.beforeEnd((status) => {
+            const written = recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", key }, status);
+            return waitForWrite ? written : undefined;
+          });
         });
       }
     }

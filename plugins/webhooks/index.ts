@@ -69,6 +69,8 @@ export default definePlugin({
     const depth = api.metrics.gauge({
       name: "svc_webhook_retry_queue_depth",
       help: "Webhook deliveries waiting for a retry or being attempted (all replicas)",
+      // Read from the shared store by every worker: the same value, not a share of it.
+      aggregator: "max",
     });
 
     const policy = { allowPrivateNetworks: settings.allow_private_networks, lookupHost: api.lookupHost };

@@ -229,3 +229,40 @@ describe("hot reload with a plugin from plugins.load", () => {
     expect(gw.entries.filter((e) => e.event === "reload_needs_restart")).toEqual([]);
   });
 });
+
+describe("a reload in two steps (the workers of server.workers reload together)", () => {
+  it("serves the running config until commit; discard keeps it; POST /-/reload goes where reloadWith says", async () => {
+    const gw = await start(fileA);
+    gw.file.text = fileA.replace(service("a"), service("a") + service("b"));
+    const staged = await gw.gateway.stageReload();
+    expect(staged.outcome).toEqual({ ok: true, services: 2 });
+    expect(await gw.models()).toEqual(["a"]);
+    await staged.discard();
+    expect(await gw.models()).toEqual(["a"]);
+
+    const again = await gw.gateway.stageReload();
+    expect(again.commit()).toEqual({ ok: true, services: 2 });
+    expect(await gw.models()).toEqual(["a", "b"]);
+    expect(gw.entries.filter((e) => e.event === "reloaded")).toHaveLength(1);
+
+    gw.file.text = "";
+    const refused = await gw.gateway.stageReload();
+    expect(refused.outcome).toMatchObject({ ok: false, cause: "config" });
+    expect(refused.commit()).toMatchObject({ ok: false, cause: "config" });
+    expect(await gw.models()).toEqual(["a", "b"]);
+
+    gw.gateway.reloadWith(async () => ({ ok: false, cause: "failure", problems: ["worker 2 stopped"] }));
+    const answer = await gw.reload(fileA);
+    expect(answer.status).toBe(500);
+    expect(answer.body.problems).toEqual(["worker 2 stopped"]);
+    expect(await gw.models()).toEqual(["a", "b"]);
+  });
+
+  it("drops a staged reload nobody decided when the gateway closes", async () => {
+    const gw = await start(fileA);
+    gw.file.text = fileA.replace(service("a"), service("b"));
+    await gw.gateway.stageReload();
+    await gw.gateway.close();
+    expect(gw.entries.filter((e) => e.event === "reloaded")).toEqual([]);
+  });
+});

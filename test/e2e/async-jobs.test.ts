@@ -59,7 +59,22 @@ async function start(yaml: string, role: "gateway" | "relay" = "gateway"): Promi
   return proc;
 }
 
+/** A gateway of `workers` processes, once all of them serve. */
+async function startWorkers(yaml: string, workers: number): Promise<GatewayProcess> {
+  const gw = await start(yaml);
+  await waitUntil(async () => (await metricsOf(gw)).includes(`\nsvc_workers ${workers}\n`), 20_000, () => gw.output());
+  return gw;
+}
+
+/**
+ * Each request on a connection of its own: with `server.workers: 2` connections, not requests,
+ * are spread over the workers, so one kept-alive connection would meet one worker only.
+ */
+const SPREAD = { connection: "close" };
+
 interface Options {
+  /** `server.workers`: 2 runs the same checks on two worker processes. */
+  workers?: number;
   db?: number;
   relay?: string;
   extra?: string;
@@ -68,7 +83,7 @@ interface Options {
   objectDir?: string;
 }
 
-function config({ db = 2, relay = "embedded: true", extra = "", stores = "production", objectDir }: Options = {}): string {
+function config({ workers = 1, db = 2, relay = "embedded: true", extra = "", stores = "production", objectDir }: Options = {}): string {
   const storeSection =
     stores === "production"
       ? `
@@ -80,6 +95,7 @@ object_store:
 `;
   return `
 server:
+  workers: ${workers}
   consumer_header: X-Consumer
   priority_header: X-Priority
 ${storeSection}
@@ -143,7 +159,7 @@ async function submit(
   options: { fields?: Record<string, string>; file?: { name: string; content: string | Uint8Array<ArrayBuffer> } | null; headers?: Record<string, string>; fileFirst?: boolean } = {},
 ): Promise<Response> {
   const file = options.file === null ? undefined : (options.file ?? { name: "clip.wav", content: "audio bytes" });
-  return await fetch(`${gw.url}/jobs/${type}`, { method: "POST", body: form(options.fields ?? {}, file, options.fileFirst), headers: options.headers });
+  return await fetch(`${gw.url}/jobs/${type}`, { method: "POST", body: form(options.fields ?? {}, file, options.fileFirst), headers: { ...SPREAD, ...options.headers } });
 }
 
 async function accepted(response: Response): Promise<Accepted> {
@@ -152,7 +168,7 @@ async function accepted(response: Response): Promise<Accepted> {
 }
 
 async function getJob(gw: GatewayProcess, type: string, id: string, headers: Record<string, string> = {}): Promise<{ status: number; body: JobView }> {
-  const response = await fetch(`${gw.url}/jobs/${type}/${id}`, { headers });
+  const response = await fetch(`${gw.url}/jobs/${type}/${id}`, { headers: { ...SPREAD, ...headers } });
   return { status: response.status, body: (await response.json()) as JobView };
 }
 
@@ -188,12 +204,14 @@ async function s3Keys(): Promise<string[]> {
 }
 
 async function metricsOf(gw: GatewayProcess): Promise<string> {
-  return await (await fetch(`${gw.url}/metrics`)).text();
+  return await (await fetch(`${gw.url}/metrics`, { headers: SPREAD })).text();
 }
 
 describe("async jobs on Redis and S3", () => {
-  it("runs a job through its lifecycle: pending -> processing -> completed with the result", async () => {
-    const gw = await start(config({ extra: "lifecycle:\n  persists_result: true" }));
+  // The tests marked (server.workers: N) run again on two worker processes: the job is
+  // submitted, read and cancelled through either, and the embedded relay runs in one of them.
+  it.each([1, 2])("runs a job through its lifecycle: pending -> processing -> completed with the result (server.workers: %i)", async (workers) => {
+    const gw = await startWorkers(config({ workers, extra: "lifecycle:\n  persists_result: true" }), workers);
     backend.hold();
     const job = await accepted(await submit(gw, "transcription", { headers: { "x-consumer": "ann" }, file: { name: "meeting.wav", content: "hello world" } }));
     expect(job).toEqual({ job_id: expect.stringMatching(/^[0-9a-f-]{36}$/), service_type: "transcription", model: "whisper", status: "pending" });
@@ -279,8 +297,8 @@ describe("async jobs on Redis and S3", () => {
     expect(fine.model).toBe("whisper-large");
   });
 
-  it("replays an Idempotency-Key (200), answers 409 once its job is gone, and keeps distinct keys apart", async () => {
-    const gw = await start(config({ relay: "embedded: false" }));
+  it.each([1, 2])("replays an Idempotency-Key (200), answers 409 once its job is gone, and keeps distinct keys apart (server.workers: %i)", async (workers) => {
+    const gw = await startWorkers(config({ workers, relay: "embedded: false" }), workers);
     const headers = { "idempotency-key": "order-42", "x-consumer": "ann" };
     const first = await accepted(await submit(gw, "transcription", { headers }));
     const replay = await submit(gw, "transcription", { headers });
@@ -352,13 +370,13 @@ describe("async jobs on Redis and S3", () => {
     expect((await getJob(gw, "transcription", job.job_id)).body.status).toBe("cancelled");
   });
 
-  it("DELETE of a processing job aborts the backend call; the relay marks it cancelled", async () => {
-    const gw = await start(config());
+  it.each([1, 2])("DELETE of a processing job aborts the backend call; the relay marks it cancelled (server.workers: %i)", async (workers) => {
+    const gw = await startWorkers(config({ workers }), workers);
     backend.hold();
     const job = await accepted(await submit(gw, "transcription"));
     await waitForStatus(gw, "transcription", job.job_id, "processing");
     await waitUntil(() => backend.held === 1);
-    const response = await fetch(`${gw.url}/jobs/transcription/${job.job_id}`, { method: "DELETE" });
+    const response = await fetch(`${gw.url}/jobs/transcription/${job.job_id}`, { method: "DELETE", headers: SPREAD });
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ job_id: job.job_id, status: "processing" });
     await waitForStatus(gw, "transcription", job.job_id, "cancelled");

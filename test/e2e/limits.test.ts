@@ -64,8 +64,14 @@ const identity = (consumer?: string, userType?: string, priority = false): Recor
   ...(priority ? { "x-priority": "1" } : {}),
 });
 
+/**
+ * Each request on a connection of its own: with `server.workers: 2` connections, not requests,
+ * are spread over the workers, so one kept-alive connection would meet one worker only.
+ */
+const SPREAD = { connection: "close" };
+
 function echo(gw: GatewayProcess, headers: Record<string, string> = {}, path = "/v1/echo"): Promise<Response> {
-  return fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
+  return fetch(`${gw.url}${path}`, { method: "POST", headers: { ...SPREAD, "content-type": "application/json", ...headers }, body: "{}" });
 }
 
 /** Sends `n` requests one after the other; the statuses (bodies read, so every slot is given back). */
@@ -82,7 +88,7 @@ async function statuses(n: number, send: () => Promise<Response>): Promise<numbe
 function chat(gw: GatewayProcess, model: string, headers: Record<string, string>, extra: Json = {}): Promise<Response> {
   return fetch(`${gw.url}/v1/chat/completions`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...headers },
+    headers: { ...SPREAD, "content-type": "application/json", ...headers },
     body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }], ...extra }),
   });
 }
@@ -90,11 +96,11 @@ function chat(gw: GatewayProcess, model: string, headers: Record<string, string>
 function submit(gw: GatewayProcess, headers: Record<string, string>): Promise<Response> {
   const form = new FormData();
   form.append("file", new Blob(["audio"], { type: "audio/wav" }), "a.wav");
-  return fetch(`${gw.url}/jobs/transcription`, { method: "POST", body: form, headers });
+  return fetch(`${gw.url}/jobs/transcription`, { method: "POST", body: form, headers: { ...SPREAD, ...headers } });
 }
 
 async function usageOf(gw: GatewayProcess, consumer: string): Promise<UsageView> {
-  const response = await fetch(`${gw.url}/usage`, { headers: identity(consumer) });
+  const response = await fetch(`${gw.url}/usage`, { headers: { ...SPREAD, ...identity(consumer) } });
   expect(response.status).toBe(200);
   return (await response.json()) as UsageView;
 }
@@ -109,11 +115,12 @@ function expectRetryAfter(response: Response, atMost: number): void {
   expect(value).toBeLessThanOrEqual(atMost);
 }
 
-const metrics = async (gw: GatewayProcess) => await (await fetch(`${gw.url}/metrics`)).text();
+const metrics = async (gw: GatewayProcess) => await (await fetch(`${gw.url}/metrics`, { headers: SPREAD })).text();
 
-function mainConfig(): string {
+function mainConfig(workers = 1): string {
   return `
 server:
+  workers: ${workers}
   consumer_header: X-Consumer
   user_type_header: X-User-Type
   priority_header: X-Priority
@@ -160,10 +167,18 @@ services:
 `;
 }
 
-describe("limits on one gateway", () => {
+// Again with two worker processes (server.workers: 2): every window, budget and job slot is
+// the store's, so the answers are the same whichever worker takes each request.
+describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await start(mainConfig());
+    await withRedis((client) => client.flushDb());
+    gw = await start(mainConfig(workers));
+    await waitUntil(async () => metricValue(await metrics(gw), "svc_workers", {}) === workers, 20_000, () => gw.output());
+  });
+  // Its relay would take the next block's jobs, whose files are in another directory.
+  afterAll(async () => {
+    await gw.kill();
   });
 
   describe("request rate (spec 8.1)", () => {

@@ -107,15 +107,21 @@ async function start(yaml: string): Promise<GatewayProcess> {
   return gw;
 }
 
+/**
+ * Each request on a connection of its own: with `server.workers: 2` connections, not requests,
+ * are spread over the workers, so one kept-alive connection would meet one worker only.
+ */
+const SPREAD = { connection: "close" };
+
 const get = async (gw: GatewayProcess, path: string, headers: Record<string, string> = {}) => {
-  const response = await fetch(`${gw.url}${path}`, { headers });
+  const response = await fetch(`${gw.url}${path}`, { headers: { ...SPREAD, ...headers } });
   return { status: response.status, body: (await response.json()) as Json };
 };
 
 async function echo(gw: GatewayProcess, consumer: string | undefined, model = "echo"): Promise<number> {
   const response = await fetch(`${gw.url}/v1/echo`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...(consumer ? { "x-consumer": consumer } : {}) },
+    headers: { ...SPREAD, "content-type": "application/json", ...(consumer ? { "x-consumer": consumer } : {}) },
     body: JSON.stringify({ model }),
   });
   await response.arrayBuffer();
@@ -125,7 +131,7 @@ async function echo(gw: GatewayProcess, consumer: string | undefined, model = "e
 async function chat(gw: GatewayProcess, consumer: string): Promise<number> {
   const response = await fetch(`${gw.url}/v1/chat/completions`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-consumer": consumer },
+    headers: { ...SPREAD, "content-type": "application/json", "x-consumer": consumer },
     body: JSON.stringify({ model: "gpt", messages: [{ role: "user", content: "hi" }] }),
   });
   await response.arrayBuffer();
@@ -135,7 +141,7 @@ async function chat(gw: GatewayProcess, consumer: string): Promise<number> {
 async function submit(gw: GatewayProcess, consumer: string): Promise<string> {
   const form = new FormData();
   form.append("file", new Blob(["audio"], { type: "audio/wav" }), "a.wav");
-  const response = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body: form, headers: { "x-consumer": consumer } });
+  const response = await fetch(`${gw.url}/jobs/transcription`, { method: "POST", body: form, headers: { ...SPREAD, "x-consumer": consumer } });
   expect(response.status).toBe(202);
   return ((await response.json()) as { job_id: string }).job_id;
 }
@@ -157,11 +163,15 @@ describe("without server.consumer_header", () => {
   });
 });
 
-describe("with consumer identification", () => {
+// Again with two worker processes (server.workers: 2): the counts are the store's, so the
+// records and reports are the same whichever worker counted each request.
+describe.each([1, 2])("with consumer identification (server.workers: %i)", (workers) => {
   let gw: GatewayProcess;
   beforeAll(async () => {
+    await withRedis((client) => client.flushDb());
     gw = await start(`
 server:
+  workers: ${workers}
   consumer_header: X-Consumer
 usage:
   retention: 8760h
@@ -169,6 +179,7 @@ rate_limits:
   echo:
     "*": { rate: 100, period: 1m }
 ${stores()}${services()}`);
+    await waitUntil(async () => (await (await fetch(`${gw.url}/metrics`, { headers: SPREAD })).text()).includes(`\nsvc_workers ${workers}\n`), 20_000, () => gw.output());
     // alice: 2 echo, 1 chat, 1 job; bob: 3 echo; carol: 1 echo, 2 chats. Anonymous and refused requests are not usage.
     for (const [consumer, n] of [["alice", 2], ["bob", 3], ["carol", 1]] as const) {
       for (let i = 0; i < n; i++) expect(await echo(gw, consumer)).toBe(200);
@@ -179,7 +190,7 @@ ${stores()}${services()}`);
     expect(await chat(gw, "carol")).toBe(200);
     expect(await chat(gw, "carol")).toBe(200);
     const jobId = await submit(gw, "alice");
-    await waitUntil(async () => (await get(gw, `/jobs/transcription/${jobId}`, {})).body.status === "completed", 15_000, () => "the job never completed");
+    await waitUntil(async () => (await get(gw, `/jobs/transcription/${jobId}`, {})).body.status === "completed", 15_000, () => `the job never completed:\n${gw.output()}`);
     // Counting happens after each response: wait until the last counts are in.
     await waitUntil(async () => {
       const { body } = await get(gw, "/usage", { "x-consumer": "alice" });
@@ -187,6 +198,10 @@ ${stores()}${services()}`);
       return Number(job?.total.processing_time_seconds ?? 0) > 0;
     }, 15_000, () => "alice's job was never counted");
     await waitUntil(async () => (await get(gw, "/-/usage?type=chat", {})).body.total === 2, 10_000, () => "chat usage never counted");
+  });
+  // Its relay would take the next block's jobs, whose files are in another directory.
+  afterAll(async () => {
+    await gw.kill();
   });
 
   it("GET /usage: the caller's record, per service type, with the live window", async () => {

@@ -221,7 +221,7 @@ describe("problems", () => {
 
   it("lists the keys allowed there when no key is close to the unknown one", () => {
     expect(problemsOf("server:\n  colour: blue\n")).toEqual([
-      "server.colour: unknown key; the keys allowed here: addr, read_timeout, write_timeout, idle_timeout, backend_timeout, max_body_mb, consumer_header, priority_header, user_type_header",
+      "server.colour: unknown key; the keys allowed here: addr, read_timeout, write_timeout, idle_timeout, backend_timeout, max_body_mb, consumer_header, priority_header, user_type_header, workers",
     ]);
   });
 
@@ -240,6 +240,14 @@ describe("problems", () => {
 
   it("lists the allowed values of an enumeration", () => {
     expect(problemsOf("auth:\n  mode: ldap\n")).toEqual(['auth.mode: must be one of "none", "proxy", "oauth2", "api_key", got "ldap"']);
+  });
+
+  it("names each kind of value a union takes", () => {
+    for (const value of ["0", "two", "-3"]) {
+      expect(problemsOf(`server:\n  workers: ${value}\n`)).toEqual([`server.workers: must be an integer of at least 1 or "auto", got ${/^-?\d+$/.test(value) ? value : `"${value}"`}`]);
+    }
+    expect(load("server:\n  workers: auto\n").server.workers).toBe("auto");
+    expect(load("services: []\n").server.workers).toBe(1);
   });
 
   it("reports a value out of range with the value given", () => {
