@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { SlowFirstSequencer } from "./test/support/sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -14,5 +15,7 @@ export default defineConfig({
     // (likely Redis replies later than redis.command_timeout, 500ms, failing the limit open):
     // run the suite on a machine that is not busy with something else.
     maxWorkers: 2,
+    // The longest files start first, also on a fresh clone (test/support/sequencer.ts).
+    sequence: { sequencer: SlowFirstSequencer },
   },
 });
