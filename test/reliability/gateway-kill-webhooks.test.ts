@@ -8,9 +8,11 @@
  * each topology with a fresh backend and receiver.
  *
  * 30 jobs run to their end and make their inline delivery (some delivered, most with a retry
- * scheduled 2s later); 10 more are submitted while the backend holds every request, so 4 are
- * mid-job. Then the gateway is SIGKILLed and started again on the same stores. Every job must
- * end completed with its notification acknowledged (2xx) exactly once, carrying its own result.
+ * scheduled 1s later, the next ones 2s apart: short, so the deliveries after the restart take
+ * seconds, long enough that most are still scheduled at the kill); 10 more are submitted while
+ * the backend holds every request, so 4 are mid-job. Then the gateway is SIGKILLed and started
+ * again on the same stores. Every job must end completed with its notification acknowledged
+ * (2xx) exactly once, carrying its own result.
  *
  * What "once" can mean after a SIGKILL: an attempt the receiver answered 2xx while the dead
  * process had not yet recorded the answer is sent again (at-least-once; X-Job-ID is the
@@ -68,8 +70,8 @@ lifecycle:
   gc: { enabled: true, interval: 1s, max_reap_attempts: 5 }
 webhooks:
   allow_private_networks: true
-  retry_backoff: 2s
-  max_backoff: 4s
+  retry_backoff: 1s
+  max_backoff: 2s
   max_retries: 8
   timeout: 2s
 services:
