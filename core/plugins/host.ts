@@ -459,8 +459,16 @@ export class Runtime {
       newContext(request: Request, mode: RequestMode, serviceType: string) {
         const slot = slotOf(request);
         const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), slot.responded, slot.clientGone);
+        if (slot.dispatched) {
+          ctx.principal = slot.dispatched.principal;
+          ctx.origin = slot.dispatched.origin;
+        }
         slot.context = ctx;
         return ctx;
+      },
+      dispatchAs: (principal, request, origin) => {
+        slotOf(request).dispatched = { principal, origin };
+        return this.handle(request);
       },
       stage: (stage, step) => this.pipeline.add(stage, step),
       task: (task) => {

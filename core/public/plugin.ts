@@ -44,7 +44,7 @@ export * from "../llm/provider.ts";
 
 // Requests: the pipeline a mode runs them through, its context, and the registry that resolves services.
 export type { ModeHandlers, Pipeline, StageName, StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";
-export type { EndStep, Principal, RequestContext, RequestMode, RequestState, RequestVars } from "../pipeline/context.ts";
+export type { EndStep, Principal, RequestContext, RequestMode, RequestOrigin, RequestState, RequestVars } from "../pipeline/context.ts";
 export type { ClientGone } from "../proxy/client-gone.ts";
 export type { JobTarget, PathMatch, Registry, Resolution, SyncRequestLine, CallerModels } from "../registry/registry.ts";
 export type { ModelAccess, ModelRule } from "../registry/model-access.ts";
