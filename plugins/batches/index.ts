@@ -3,20 +3,44 @@
  * Batches, run by the gateway itself on any configured model. Files stream into the object
  * store; batches and their lines live in the key-value store, where every gateway process takes
  * lines with a lease and runs each through the same LLM path as a direct request of the batch's
- * owner. See docs/batches.md.
+ * owner (`api.dispatchAs`). See docs/batches.md.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { BatchEngine } from "./batches/engine.ts";
+import { registerBatchRoutes } from "./batches/routes.ts";
+import { LINE_LEASE_MS } from "./batches/worker.ts";
 import { batchesSection } from "./config.ts";
 import { registerFileRoutes } from "./files/routes.ts";
 import { FileStore } from "./files/store.ts";
+import { batchMetrics } from "./metrics.ts";
 import { spanMs } from "./span.ts";
 
 /** How often each process deletes the files past their retention. */
 const FILE_SWEEP_MS = 60_000;
+/** How often each process looks for batches to move along and lapsed line leases. */
+const SWEEP_MS = 250;
+/** How often each process starts lines of models that were idle (a line's end starts the next at once). */
+const LINES_MS = 100;
+
+/** The batch engine of this process, for health checks and tests. */
+export interface BatchesService {
+  /** Lines running in this process. */
+  readonly busy: number;
+  /** Resolves when this process's lines and batch work have ended. */
+  idle(): Promise<void>;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    batches: BatchesService;
+  }
+}
 
 export default definePlugin({
   name: "batches",
   section: batchesSection,
+  // A batch's callback_url is vetted by the webhooks plugin.
+  optionalDependsOn: ["webhooks"],
   enabled: (config) => config.batches.enabled,
   setup(api) {
     const section = api.section;
@@ -27,7 +51,24 @@ export default definePlugin({
       uuid: () => api.ids.newId(),
       retentionMs: spanMs(section.retention) ?? 0,
     });
+    const engine = new BatchEngine(api, section, files, batchMetrics(api.metrics, () => {}));
     registerFileRoutes(api, files);
+    registerBatchRoutes(api, engine, files);
+    api.provide("batches", {
+      get busy() {
+        return engine.worker.busy;
+      },
+      idle: () => engine.idle(),
+    });
     api.task({ name: "batches.files", everyMs: FILE_SWEEP_MS, run: () => files.sweep().then(() => undefined) });
+    api.task({ name: "batches.sweep", everyMs: SWEEP_MS, runAtStart: true, run: () => engine.sweep.tick() });
+    api.task({ name: "batches.lines", everyMs: LINES_MS, runAtStart: true, run: () => engine.worker.poll() });
+    api.task({ name: "batches.leases", everyMs: LINE_LEASE_MS / 3, run: () => engine.worker.renew() });
+    // A reload lets running lines finish; shutdown gives them a grace period, then puts them back.
+    api.onRetire(() => engine.worker.retire());
+    api.onClose(async () => {
+      await engine.worker.close();
+      await engine.sweep.idle();
+    });
   },
 });

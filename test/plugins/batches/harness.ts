@@ -85,3 +85,48 @@ export function fileForm(content: string, purpose: string | null = "batch", file
   if (!purposeFirst && purpose !== null) form.append("purpose", purpose);
   return form;
 }
+
+/** One request line of an OpenAI batch input file. */
+export function chatLine(customId: string, content: string, model = "chat-small", extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ custom_id: customId, method: "POST", url: "/v1/chat/completions", body: { model, messages: [{ role: "user", content }], ...extra } });
+}
+
+/**
+ * Drives the batch plugin's background work (the sweep, then the lines, each until its work has
+ * ended) until `done` says so, polling with a deadline.
+ */
+export async function drive(gw: BatchRuntime, done: () => Promise<boolean>, deadlineMs = 15_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  const batches = gw.api.use("batches");
+  while (Date.now() < deadline) {
+    await gw.runtime.runTaskNow("batches.sweep");
+    await batches.idle();
+    await gw.runtime.runTaskNow("batches.lines");
+    await batches.idle();
+    if (await done()) return;
+  }
+  throw new Error(`the batch work did not reach the expected state within ${deadlineMs} ms`);
+}
+
+/** Uploads `lines` as a batch input file and creates a batch on it; the batch object answered. */
+export async function createBatch(gw: BatchRuntime, lines: readonly string[], options: { headers?: Record<string, string>; endpoint?: string; body?: Record<string, unknown> } = {}): Promise<Record<string, unknown>> {
+  const upload = await gw.json("/v1/files", { method: "POST", body: fileForm(lines.join("\n") + "\n"), headers: options.headers });
+  if (upload.status !== 200) throw new Error(`upload failed: ${JSON.stringify(upload)}`);
+  const created = await gw.json("/v1/batches", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...options.headers },
+    body: JSON.stringify({ input_file_id: upload.body.id, endpoint: options.endpoint ?? "/v1/chat/completions", completion_window: "24h", ...options.body }),
+  });
+  if (created.status !== 200) throw new Error(`create failed: ${JSON.stringify(created)}`);
+  return created.body;
+}
+
+/** The lines of a file's content, parsed. */
+export async function fileLines(gw: BatchRuntime, id: string, headers: Record<string, string> = {}): Promise<Array<Record<string, unknown>>> {
+  const response = await gw.request(`/v1/files/${id}/content`, { headers });
+  if (response.status !== 200) throw new Error(`file ${id}: ${response.status} ${await response.text()}`);
+  return (await response.text())
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
