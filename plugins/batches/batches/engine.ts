@@ -85,7 +85,7 @@ export class BatchEngine {
       unfinished: (model, ending) => events.line(model, ending),
       log: api.log,
       maxLines: section.max_lines,
-      maxLineBytes: Math.max(1, api.config.server.max_body_mb || 1) * MIB,
+      maxLineBytes: Math.floor((api.config.server.max_body_mb || 1) * MIB),
       models,
       rulesFor: (batch) => this.rulesFor(batch),
       ended: (batch) => events.ended(batch),

@@ -402,18 +402,25 @@ return due
 };
 
 /**
- * Sets when the sweep looks at a batch next, if it is still on the schedule (an ended batch is not put back).
- * KEYS[1] schedule. ARGV[1] due (ms), ARGV[2] id. Reply: 1 when set, 0 when the batch is not on it.
+ * Sets when the sweep looks at a batch next, if it is still on the schedule (an ended batch is
+ * not put back). With "earlier", only a sooner time than the one set is taken: a wake-up set
+ * meanwhile (a batch's last line ended) is never pushed back by a later plan.
+ * KEYS[1] schedule. ARGV[1] due (ms), ARGV[2] id, ARGV[3] "earlier" or "any".
+ * Reply: 1 when set, 0 otherwise.
  */
 export const scheduleSet: AtomicOp<number> = {
   name: "batchScheduleSet",
   lua: `
-if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
+local current = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not current then return 0 end
+if ARGV[3] == 'earlier' and tonumber(current) <= tonumber(ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `,
-  js: (data, [schedule], [due, id]) => {
-    if (data.zscore(schedule, id) === null) return 0;
+  js: (data, [schedule], [due, id, mode]) => {
+    const current = data.zscore(schedule, id);
+    if (current === null) return 0;
+    if (mode === "earlier" && current <= Number(due)) return 0;
     data.zadd(schedule, Number(due), id);
     return 1;
   },

@@ -185,9 +185,12 @@ export class BatchStore {
     return this.kv.run(scheduleTake, [batchKeys.active], [now, leaseUntil, max]);
   }
 
-  /** When the sweep looks at `id` next (ignored once the batch ended). */
-  async schedule(id: string, due: number): Promise<void> {
-    await this.kv.run(scheduleSet, [batchKeys.active], [due, id]);
+  /**
+   * When the sweep looks at `id` next (ignored once the batch ended): `due` if sooner than what
+   * is set; "extend" sets it whatever (a long piece of work keeping its hold on the batch).
+   */
+  async schedule(id: string, due: number, mode: "earlier" | "extend" = "earlier"): Promise<void> {
+    await this.kv.run(scheduleSet, [batchKeys.active], [due, id, mode === "extend" ? "any" : "earlier"]);
   }
 
   /** Takes a batch whose record is gone off the schedule. */

@@ -88,7 +88,7 @@ export class BatchSweep {
       maxLines: this.deps.maxLines,
       maxLineBytes: this.deps.maxLineBytes,
       now: () => this.deps.now(),
-      keepAlive: () => this.deps.store.schedule(id, this.deps.now() + SWEEP_LEASE_MS),
+      keepAlive: () => this.deps.store.schedule(id, this.deps.now() + SWEEP_LEASE_MS, "extend"),
     };
   }
 

@@ -7,8 +7,9 @@
 import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
-import type { Clock } from "../../../core/clock.ts";
+import type { Clock, ManualClock } from "../../../core/clock.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
+import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 import { startRedis, type RunningServer } from "../../support/servers.ts";
@@ -42,17 +43,24 @@ export interface BatchRuntimeOptions {
   redisUrl?: () => string;
   clock?: Clock;
   fetch?: typeof fetch;
+  /** Another runtime's store (a second process on the same memory store); left open on close. */
+  kv?: KvStore;
+  /** Redis: keep what the store holds (a second process joining the first). */
+  keepData?: boolean;
+  /** Another runtime's object store (a second process); left open on close. */
+  objects?: ObjectStore;
 }
 
 export async function batchRuntime(yaml: string, options: BatchRuntimeOptions): Promise<BatchRuntime> {
   const url = options.redisUrl?.() ?? "";
-  if (options.store === "redis") await flush(url);
+  if (options.store === "redis" && !options.keepData) await flush(url);
   const redis = options.store === "redis" ? await RedisKv.connect({ url }) : undefined;
+  const kv = redis ?? options.kv;
   const started = await startTestRuntime(yaml, builtinPlugins, {
-    objects: "files",
+    objects: options.objects ?? "files",
     clock: options.clock,
     fetch: options.fetch,
-    ...(redis ? { kv: redis } : {}),
+    ...(kv ? { kv } : {}),
   });
   return {
     ...started,
@@ -93,12 +101,15 @@ export function chatLine(customId: string, content: string, model = "chat-small"
 
 /**
  * Drives the batch plugin's background work (the sweep, then the lines, each until its work has
- * ended) until `done` says so, polling with a deadline.
+ * ended) until `done` says so, polling with a deadline; `advance` moves a manual clock each round
+ * (retries of a line that met a transient failure are due later).
  */
-export async function drive(gw: BatchRuntime, done: () => Promise<boolean>, deadlineMs = 15_000): Promise<void> {
+export async function drive(gw: BatchRuntime, done: () => Promise<boolean>, options: { deadlineMs?: number; advance?: { clock: ManualClock; byMs: number } } = {}): Promise<void> {
+  const deadlineMs = options.deadlineMs ?? 15_000;
   const deadline = Date.now() + deadlineMs;
   const batches = gw.api.use("batches");
   while (Date.now() < deadline) {
+    options.advance?.clock.advance(options.advance.byMs);
     await gw.runtime.runTaskNow("batches.sweep");
     await batches.idle();
     await gw.runtime.runTaskNow("batches.lines");
