@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
-import { batchRuntime, chatLine, createBatch, drive, fileLines, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
+import { batchRuntime, chatLine, createBatch, drive, fileForm, fileLines, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
 
 const redisUrl = ownRedis();
 let backend: FakeBackend;
@@ -90,5 +90,41 @@ describe.each(STORES)("batches on the %s store", (store) => {
     const output = await fileLines(gw, (await batch(id)).body.output_file_id as string, alice);
     expect(output.map((l) => l.custom_id).sort()).toEqual(["e1", "e2"]);
     expect((output[0].response as { body: { object: string } }).body.object).toBe("list");
+  });
+
+  it("lists the caller's batches newest first, paging with after", async () => {
+    await start();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await createBatch(gw, [chatLine(`r${i}`, "x")], { headers: alice })).id as string);
+    await createBatch(gw, [chatLine("b", "x")], { headers: { "x-consumer": "bob" } });
+    const newest = [...ids].sort().reverse();
+    const first = await gw.json("/v1/batches?limit=2", { headers: alice });
+    expect(first.body).toMatchObject({ object: "list", has_more: true, first_id: newest[0], last_id: newest[1] });
+    expect((first.body.data as Array<{ id: string }>).map((b) => b.id)).toEqual(newest.slice(0, 2));
+    const second = await gw.json(`/v1/batches?limit=2&after=${newest[1]}`, { headers: alice });
+    expect((second.body.data as Array<{ id: string }>).map((b) => b.id)).toEqual([newest[2]]);
+    expect(second.body.has_more).toBe(false);
+    expect((await gw.json(`/v1/batches/${ids[0]}`, { headers: { "x-consumer": "bob" } })).status).toBe(404);
+    expect((await gw.json(`/v1/batches/${ids[0]}/cancel`, { method: "POST", headers: { "x-consumer": "bob" } })).status).toBe(404);
+  });
+
+  it("answers a repeated Idempotency-Key with the batch it created", async () => {
+    await start();
+    const upload = await gw.json("/v1/files", { method: "POST", body: fileForm(chatLine("a", "x") + "\n"), headers: alice });
+    const create = () =>
+      gw.request("/v1/batches", {
+        method: "POST",
+        headers: { ...alice, "content-type": "application/json", "idempotency-key": "k1" },
+        body: JSON.stringify({ input_file_id: upload.body.id, endpoint: "/v1/chat/completions", completion_window: "24h", metadata: { run: "1" } }),
+      });
+    const first = await create();
+    const firstBody = (await first.json()) as Record<string, unknown>;
+    expect(first.headers.get("x-idempotent-replay")).toBeNull();
+    const again = await create();
+    expect(again.status).toBe(200);
+    expect(again.headers.get("x-idempotent-replay")).toBe("true");
+    expect(((await again.json()) as Record<string, unknown>).id).toBe(firstBody.id);
+    expect(firstBody.metadata).toEqual({ run: "1" });
+    expect(((await gw.json("/v1/batches", { headers: alice })).body.data as unknown[]).length).toBe(1);
   });
 });
