@@ -4,7 +4,7 @@
  * gateway's own logic, which is the same code on both runtimes. Deno runs the tests whose
  * outcome can depend on the runtime:
  * - the store adapters and the core (the runtime's streams, timers, crypto, fetch under them);
- * - one end-to-end file per mode (sync proxy, LLM proxy and its inbound Messages API, async jobs), each a real gateway
+ * - one end-to-end file per mode (sync proxy, LLM proxy and its inbound Messages API, async jobs, batches), each a real gateway
  *   process on Deno (adapters/deno) in front of fake backends;
  * - the tests of runtime behaviour: the command line (cli), the HTTP server itself (http-layer, header repeats in
  *   identity-headers), start/reload/signals/shutdown (foundation, a standalone relay's exit
@@ -27,6 +27,7 @@ export const denoSubset = [
   "test/e2e/backend-retry.test.ts",
   "test/e2e/llm-stream-cache.test.ts",
   "test/e2e/async-jobs.test.ts",
+  "test/e2e/batches.test.ts",
   "test/e2e/http-layer.test.ts",
   "test/e2e/identity-headers.test.ts",
   "test/e2e/foundation.test.ts",
