@@ -12,6 +12,7 @@ import type { PinnedFetch, ProcessRole } from "../core/plugins/types.ts";
 import { builtinPlugins } from "../plugins/index.ts";
 import { watchParent, type ProcessTable } from "./parent-watch.ts";
 import { openStores } from "./stores.ts";
+import { asyncWorkScope } from "./work-scope.ts";
 
 export interface Platform {
   env: Readonly<Record<string, string | undefined>>;
@@ -113,6 +114,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
       fetchPinned: platform.fetchPinned,
       readAsset: platform.readAsset,
       fetch: platform.fetch,
+      workScope: asyncWorkScope(),
       plugins: builtinPlugins,
       log,
       // The tasks start once the process listens (adapters call gateway.start()): a process that

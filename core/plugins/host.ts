@@ -33,6 +33,7 @@ import {
   type PluginDefinition,
   type PluginLayer,
   type ProcessRole,
+  type WorkScope,
 } from "./types.ts";
 
 export interface RuntimeDeps {
@@ -51,6 +52,8 @@ export interface RuntimeDeps {
   fetchPinned?: PinnedFetch;
   /** Reads a file of an installed package ("swagger-ui-dist/swagger-ui.css"); absent in some embeddings and tests. */
   readAsset?: (path: string) => Promise<Uint8Array>;
+  /** Carries a dispatched request's origin through its work (`PluginApi.originOfWork`); absent in some embeddings and tests. */
+  workScope?: WorkScope;
 }
 
 /** Runs plugin middleware in registration order, then the rest of the app. */
@@ -468,8 +471,10 @@ export class Runtime {
       },
       dispatchAs: (principal, request, origin) => {
         slotOf(request).dispatched = { principal, origin };
-        return this.handle(request);
+        const scope = deps.workScope;
+        return scope ? scope.run(origin, () => this.handle(request)) : this.handle(request);
       },
+      originOfWork: () => deps.workScope?.origin() ?? "client",
       stage: (stage, step) => this.pipeline.add(stage, step),
       task: (task) => {
         if (this.tasks.some((t) => t.name === task.name)) throw new PluginError(`background task "${task.name}" is registered twice`, undefined, "GW_PLUGIN_DUPLICATE");

@@ -95,6 +95,17 @@ export const DEFAULT_PLUGIN_LAYER: PluginLayer = "routes";
 /** The process a runtime is built for: the HTTP gateway or a standalone relay worker. */
 export type ProcessRole = "gateway" | "relay";
 
+/**
+ * A value carried through the asynchronous work started inside `run`: the runtime's
+ * AsyncLocalStorage, given by the adapter. It tells code that gets no request context (pricing
+ * an answer) that it runs for a request the gateway dispatched itself (`dispatchAs`).
+ */
+export interface WorkScope {
+  run<T>(origin: RequestOrigin, fn: () => T): T;
+  /** The origin of the dispatched request this work runs for; undefined outside one. */
+  origin(): RequestOrigin | undefined;
+}
+
 export interface BackgroundTask {
   name: string;
   /** Time between the end of one run and the start of the next. */
@@ -172,6 +183,12 @@ export interface PluginApi<Section = unknown> {
    * answer a client would get; its body must be read or cancelled.
    */
   dispatchAs(principal: Principal, request: Request, origin: Exclude<RequestOrigin, "client">): Promise<Response>;
+  /**
+   * The origin of the request the current work runs for, where no request context is at hand
+   * (pricing an answer inside the LLM proxy): `dispatchAs`'s origin within the work of such a
+   * request, else "client" (also in a runtime whose adapter gives no `WorkScope`).
+   */
+  originOfWork(): RequestOrigin;
   stage(stage: StepStage, step: StageStep): void;
   task(task: BackgroundTask): void;
   provide<K extends keyof GatewayServices>(key: K, value: GatewayServices[K]): void;

@@ -25,6 +25,7 @@ export {
   type PluginDefinition,
   type PluginLayer,
   type ProcessRole,
+  type WorkScope,
 } from "../plugins/types.ts";
 
 // Routes and middleware: `api.routes` is a Hono app, `api.middleware` takes a Hono middleware.

@@ -6,6 +6,7 @@
  * owner (`api.dispatchAs`). See docs/batches.md.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
+import { registerAdminRoutes } from "./admin.ts";
 import { BatchEngine } from "./batches/engine.ts";
 import { registerBatchRoutes } from "./batches/routes.ts";
 import { LINE_LEASE_MS } from "./batches/worker.ts";
@@ -14,6 +15,7 @@ import { registerFileRoutes } from "./files/routes.ts";
 import { FileStore } from "./files/store.ts";
 import { batchMetrics } from "./metrics.ts";
 import { spanMs } from "./span.ts";
+import { notifyEnded } from "./webhook.ts";
 
 /** How often each process deletes the files past their retention. */
 const FILE_SWEEP_MS = 60_000;
@@ -39,7 +41,7 @@ declare module "../../core/plugins/types.ts" {
 export default definePlugin({
   name: "batches",
   section: batchesSection,
-  // A batch's callback_url is vetted by the webhooks plugin.
+  // A batch's callback_url is vetted and notified by the webhooks plugin.
   optionalDependsOn: ["webhooks"],
   enabled: (config) => config.batches.enabled,
   setup(api) {
@@ -51,9 +53,10 @@ export default definePlugin({
       uuid: () => api.ids.newId(),
       retentionMs: spanMs(section.retention) ?? 0,
     });
-    const engine = new BatchEngine(api, section, files, batchMetrics(api.metrics, () => {}));
+    const engine = new BatchEngine(api, section, files, batchMetrics(api.metrics, (batch) => notifyEnded(api, batch)));
     registerFileRoutes(api, files);
     registerBatchRoutes(api, engine, files);
+    registerAdminRoutes(api, engine);
     api.provide("batches", {
       get busy() {
         return engine.worker.busy;

@@ -44,7 +44,7 @@ export default definePlugin({
           const consumer = ctx.principal.consumer;
           if (consumer === undefined || consumer === "") return;
           const key = ctx.principal.keyId;
-          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", key }, status));
+          ctx.beforeEnd((status) => recorder.requestEnded({ mode: ctx.mode, origin: ctx.origin, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", key }, status));
         });
       }
     }

@@ -265,8 +265,8 @@ const GATEWAY_ORDER = [
   "llm-proxy",
 ];
 const RELAY_ORDER = ["otel", "async-jobs", "limits", "relay", "usage", "webhooks"];
-/** Every built-in plugin active (pricing included, which the config above leaves off). */
-const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 8), "pricing", ...GATEWAY_ORDER.slice(8)];
+/** Every built-in plugin active (pricing and batches included, which the config above leaves off). */
+const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 8), "pricing", ...GATEWAY_ORDER.slice(8, 22), "batches", ...GATEWAY_ORDER.slice(22)];
 
 const SEEDS = [1, 2, 3, 7, 42, 1234, 99991];
 
