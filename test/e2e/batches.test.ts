@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
 import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
 import { startRedis, type RunningServer } from "../support/servers.ts";
+import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { createHmac } from "node:crypto";
 
 type Json = Record<string, unknown>;
 
@@ -38,16 +40,20 @@ describe.each(STORES)("batches through the openai client on $name", ({ name, yam
   let gw: GatewayProcess;
   let client: OpenAI;
   let redis: RunningServer | undefined;
+  let receiver: ReceiverProcess;
   const dir = mkdtempSync(join(tmpdir(), "gw-batches-e2e-"));
 
   beforeAll(async () => {
-    backend = await startLlmBackend();
+    [backend, receiver] = await Promise.all([startLlmBackend(), startReceiverProcess()]);
     if (name === "Redis and S3") redis = await startRedis();
     gw = await startGateway(`
 server:
   addr: ":{{PORT}}"
 batches:
   enabled: true
+webhooks:
+  allow_private_networks: true
+  signing_secret: batch-secret
 ${yaml(dir, redis)}${services(backend.url)}`);
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "unused", maxRetries: 0 });
   }, 60_000);
@@ -55,6 +61,7 @@ ${yaml(dir, redis)}${services(backend.url)}`);
   afterAll(async () => {
     await gw?.stop();
     await backend?.stop();
+    await receiver?.stop();
     await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -112,5 +119,21 @@ ${yaml(dir, redis)}${services(backend.url)}`);
     expect(new Set(seen).size).toBe(seen.length);
     for (const id of ids) expect(seen.indexOf(id) >= 0 || (await client.batches.list({ limit: 100 })).data.some((b) => b.id === id)).toBe(true);
     expect(seen.slice(0, 3)).toEqual([...ids].reverse());
+  });
+
+  it("notifies the callback_url, signed, when a batch ends, and lists it for operators", async () => {
+    const file = await upload([{ custom_id: "w", method: "POST", url: "/v1/chat/completions", body: { model: "chat-small", messages: [{ role: "user", content: "w" }] } }]);
+    const params = { input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h", callback_url: `${receiver.url}/hook` } as unknown as OpenAI.BatchCreateParams;
+    const created = await client.batches.create(params);
+    await until(created.id, "completed");
+    let deliveries: Awaited<ReturnType<ReceiverProcess["received"]>> = [];
+    await waitUntil(async () => (deliveries = await receiver.received(created.id)).length > 0, 20_000);
+    const [delivery] = deliveries;
+    const body = JSON.parse(delivery.body) as Json;
+    expect(body).toEqual({ id: expect.stringMatching(/^evt_/), type: "batch.completed", created_at: expect.any(Number), data: { id: created.id } });
+    const [t, v1] = String(delivery.headers["x-svc-signature"]).split(",").map((part) => part.split("=")[1]);
+    expect(v1).toBe(createHmac("sha256", "batch-secret").update(`${t}.${delivery.body}`).digest("hex"));
+    const listed = (await (await fetch(`${gw.url}/-/batches?limit=100`)).json()) as { data: Json[] };
+    expect(listed.data.find((b) => b.id === created.id)).toMatchObject({ status: "completed", api: "openai", owner: "", request_counts: { total: 1, completed: 1, failed: 0 } });
   });
 });
