@@ -14,6 +14,7 @@ import { batchesSection } from "./config.ts";
 import { registerFileRoutes } from "./files/routes.ts";
 import { FileStore } from "./files/store.ts";
 import { batchMetrics } from "./metrics.ts";
+import { registerMessageBatchRoutes } from "./messages/routes.ts";
 import { spanMs } from "./span.ts";
 import { notifyEnded } from "./webhook.ts";
 
@@ -56,6 +57,7 @@ export default definePlugin({
     const engine = new BatchEngine(api, section, files, batchMetrics(api.metrics, (batch) => notifyEnded(api, batch)));
     registerFileRoutes(api, files);
     registerBatchRoutes(api, engine, files);
+    registerMessageBatchRoutes(api, engine, files);
     registerAdminRoutes(api, engine);
     api.provide("batches", {
       get busy() {

@@ -4,8 +4,12 @@
  * stores and on Redis with S3: upload a JSONL file, create a batch, retrieve it until
  * `completed`, read the output file (one line per input line, with its custom_id and answer),
  * against a chat-completions backend, a Messages-style backend behind translation and an
- * embeddings backend; cancel; list pages with `after`.
+ * embeddings backend; cancel; list pages with `after`; a signed webhook when a batch ends. And
+ * the official `@anthropic-ai/sdk`: `messages.batches.create`, `retrieve` until `ended`,
+ * `results()` iterating every line, against a Messages-style backend (as is) and a chat one
+ * (translated).
  */
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI, { toFile } from "openai";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,6 +28,8 @@ services:
   - { type: chat, model: chat-small, provider: chat_completions, inference_url: ${url}, operations: { chat: [/v1/chat/completions] } }
   - { type: chat, model: claude-like, provider: messages_api, inference_url: ${url}, operations: { chat: [/v1/chat/completions] } }
   - { type: embed, model: embed-small, provider: chat_completions, inference_url: ${url}, operations: { embeddings: [/v1/embeddings] } }
+  - { type: chat, model: claude-native, provider: messages_api, inference_url: ${url}, operations: { messages: [/v1/messages] } }
+  - { type: chat, model: claude-chat, provider: chat_completions, inference_url: ${url}, operations: { messages: [/v1/messages] } }
 `;
 
 const STORES = [
@@ -135,5 +141,31 @@ ${yaml(dir, redis)}${services(backend.url)}`);
     expect(v1).toBe(createHmac("sha256", "batch-secret").update(`${t}.${delivery.body}`).digest("hex"));
     const listed = (await (await fetch(`${gw.url}/-/batches?limit=100`)).json()) as { data: Json[] };
     expect(listed.data.find((b) => b.id === created.id)).toMatchObject({ status: "completed", api: "openai", owner: "", request_counts: { total: 1, completed: 1, failed: 0 } });
+  });
+
+  it("runs a Message Batch through the official Anthropic SDK", async () => {
+    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: "unused", maxRetries: 0 });
+    const params = (model: string, text: string) => ({ model, max_tokens: 64, messages: [{ role: "user" as const, content: text }] });
+    const created = await anthropic.messages.batches.create({
+      requests: [
+        { custom_id: "native-1", params: params("claude-native", "hi native") },
+        { custom_id: "chat-1", params: params("claude-chat", "hi chat") },
+        { custom_id: "native-2", params: params("claude-native", "again") },
+      ],
+    });
+    expect(created).toMatchObject({ type: "message_batch", processing_status: "in_progress", request_counts: { processing: 3, succeeded: 0 }, results_url: null });
+    let batch = created;
+    await waitUntil(async () => (batch = await anthropic.messages.batches.retrieve(created.id)).processing_status === "ended", 30_000, () => JSON.stringify(batch));
+    expect(batch.request_counts).toEqual({ processing: 0, succeeded: 3, errored: 0, canceled: 0, expired: 0 });
+    expect(batch.results_url).toBe(`${gw.url}/v1/messages/batches/${created.id}/results`);
+    const results: Array<{ custom_id: string; result: { type: string; message?: { type: string; content: Array<{ text?: string }> } } }> = [];
+    for await (const line of await anthropic.messages.batches.results(created.id)) results.push(line as (typeof results)[number]);
+    expect(results.map((r) => r.custom_id).sort()).toEqual(["chat-1", "native-1", "native-2"]);
+    for (const r of results) expect(r.result).toMatchObject({ type: "succeeded", message: { type: "message" } });
+    const chat = results.find((r) => r.custom_id === "chat-1");
+    expect(chat?.result.message?.content[0]?.text).toBe("echo: hi chat");
+    const page = await anthropic.messages.batches.list({ limit: 10 });
+    expect(page.data.map((b) => b.id)).toContain(created.id);
+    await expect(anthropic.messages.batches.create({ requests: [{ custom_id: "x", params: params("no-such-model", "x") }] })).rejects.toMatchObject({ status: 400 });
   });
 });

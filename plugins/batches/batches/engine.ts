@@ -14,7 +14,9 @@ import { OutputWriter } from "./output.ts";
 import { pathOf } from "./run-line.ts";
 import type { BatchApi, BatchRecord } from "./record.ts";
 import { BatchStore, ID_PREFIX } from "./store.ts";
-import { BatchSweep } from "./sweep.ts";
+import { deleteBatchObjects } from "./chunks.ts";
+import { BatchSweep, CHECK_MS, SWEEP_LEASE_MS } from "./sweep.ts";
+import { checkInput, enqueueRest, type Validated, type ValidationDeps } from "./validate.ts";
 import { LineWorker } from "./worker.ts";
 
 const MIB = 1024 * 1024;
@@ -42,6 +44,7 @@ export class BatchEngine {
   readonly sweep: BatchSweep;
   private readonly output: OutputWriter;
   private readonly retentionMs: number;
+  private readonly maxLineBytes: number;
 
   constructor(
     private readonly api: PluginApi,
@@ -52,6 +55,7 @@ export class BatchEngine {
     const now = () => api.clock.now();
     const uuid = () => api.ids.newId();
     this.retentionMs = spanMs(section.retention) ?? 0;
+    this.maxLineBytes = Math.floor((api.config.server.max_body_mb || 1) * MIB);
     this.store = new BatchStore(api.kv);
     this.output = new OutputWriter(this.store, api.kv, api.objects, uuid);
     const models = () => [...new Set(api.registry.models().map((service) => service.model))];
@@ -85,7 +89,7 @@ export class BatchEngine {
       unfinished: (model, ending) => events.line(model, ending),
       log: api.log,
       maxLines: section.max_lines,
-      maxLineBytes: Math.floor((api.config.server.max_body_mb || 1) * MIB),
+      maxLineBytes: this.maxLineBytes,
       models,
       rulesFor: (batch) => this.rulesFor(batch),
       ended: (batch) => events.ended(batch),
@@ -100,8 +104,19 @@ export class BatchEngine {
   /** Saves a new batch (validated in the background by the sweep); with an Idempotency-Key already used, the batch it created. */
   async create(owner: { owner: string; principal: BatchRecord["principal"] }, input: NewBatch, idempotencyKey?: string): Promise<{ batch: BatchRecord; replay: boolean } | { gone: string }> {
     const now = this.api.clock.now();
+    const record = this.draft(owner, input);
+    const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, ttlMs: IDEMPOTENCY_TTL_MS };
+    const saved = await this.store.create(record, now, idempotency);
+    if (saved.created) return { batch: record, replay: false };
+    const original = await this.store.get(saved.id);
+    return original ? { batch: original, replay: true } : { gone: saved.id };
+  }
+
+  /** A new batch's record, not saved yet (its id is known before its lines are checked). */
+  draft(owner: { owner: string; principal: BatchRecord["principal"] }, input: NewBatch): BatchRecord {
+    const now = this.api.clock.now();
     const windowMs = this.windowMs(input.completion_window) ?? 0;
-    const record: BatchRecord = {
+    return {
       id: newId(ID_PREFIX[input.api], now, this.api.ids.newId()),
       api: input.api,
       owner: owner.owner,
@@ -124,11 +139,41 @@ export class BatchEngine {
       chunks: [],
       enqueued: 0,
     };
+  }
+
+  /** Checks a drafted batch's input now (its chunks are written under its id); nothing is saved. */
+  check(batch: BatchRecord): Promise<Validated> {
+    return checkInput(batch, this.rulesFor(batch), this.validation(batch.id));
+  }
+
+  /**
+   * Saves a batch whose lines were checked already, running, and queues its lines; with an
+   * Idempotency-Key already used, the batch it created (the checked lines are then dropped).
+   */
+  async createChecked(batch: BatchRecord, checked: Extract<Validated, { ok: true }>, idempotencyKey?: string): Promise<{ batch: BatchRecord; replay: boolean } | { gone: string }> {
+    const now = this.api.clock.now();
+    const running: BatchRecord = { ...batch, status: "in_progress", in_progress_at: Math.floor(now / 1000), total: checked.total, chunks: checked.chunks, enqueued: 0 };
     const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, ttlMs: IDEMPOTENCY_TTL_MS };
-    const saved = await this.store.create(record, now, idempotency);
-    if (saved.created) return { batch: record, replay: false };
-    const original = await this.store.get(saved.id);
-    return original ? { batch: original, replay: true } : { gone: saved.id };
+    const saved = await this.store.create(running, Math.min(running.expires_ms, now + CHECK_MS), idempotency);
+    if (!saved.created) {
+      await deleteBatchObjects(this.api.objects, batch.id);
+      const original = await this.store.get(saved.id);
+      return original ? { batch: original, replay: true } : { gone: saved.id };
+    }
+    await enqueueRest(running, this.validation(batch.id), checked.models);
+    return { batch: running, replay: false };
+  }
+
+  private validation(id: string): ValidationDeps {
+    return {
+      store: this.store,
+      files: this.files,
+      objects: this.api.objects,
+      maxLines: this.section.max_lines,
+      maxLineBytes: this.maxLineBytes,
+      now: () => this.api.clock.now(),
+      keepAlive: () => this.store.schedule(id, this.api.clock.now() + SWEEP_LEASE_MS, "extend"),
+    };
   }
 
   /** Asks a batch to stop: no new line starts, the running ones finish. The record after the call. */

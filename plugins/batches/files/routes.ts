@@ -8,6 +8,7 @@ import type { PluginApi } from "../../../core/plugins/types.ts";
 import { readMultipartForm, sanitizeFilename, type FilePart, type FormRules } from "../../../core/request-body/multipart-form.ts";
 import { answering, identifyCaller, json, listLimit, type Caller } from "../caller.ts";
 import { idTime } from "../ids.ts";
+import { capped } from "../upload-cap.ts";
 import { fileView, UPLOAD_PURPOSES, type FileRecord, type FilePurpose, type FileStore } from "./store.ts";
 
 const FILE_FORM: FormRules = { singleValued: new Set(["purpose"]), what: "the file" };
@@ -19,26 +20,6 @@ function purposeProblem(purpose: string | undefined): GatewayError | undefined {
   if (purpose !== undefined && (UPLOAD_PURPOSES as readonly string[]).includes(purpose)) return undefined;
   const got = purpose === undefined || purpose === "" ? 'no "purpose" field' : `purpose "${purpose.slice(0, 50)}"`;
   return errors.badRequest(`${got}: this gateway accepts files for the batch API only; send purpose ${UPLOAD_PURPOSES.map((p) => `"${p}"`).join(" or ")}`);
-}
-
-/** The upload's bytes, refused with a 413 past `maxBytes` (the object store then keeps nothing). */
-function capped(stream: ReadableStream<Uint8Array>, maxBytes: number): { stream: ReadableStream<Uint8Array>; exceeded(): boolean } {
-  let received = 0;
-  let over = false;
-  const counted = stream.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        received += chunk.byteLength;
-        if (received > maxBytes) {
-          over = true;
-          controller.error(new Error("upload size limit reached"));
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  return { stream: counted, exceeded: () => over };
 }
 
 export function registerFileRoutes(api: PluginApi, files: FileStore): void {
