@@ -14,6 +14,7 @@ import { batchesSection } from "./config.ts";
 import { registerFileRoutes } from "./files/routes.ts";
 import { FileStore } from "./files/store.ts";
 import { batchMetrics } from "./metrics.ts";
+import { batchesOpenApi } from "./openapi.ts";
 import { registerMessageBatchRoutes } from "./messages/routes.ts";
 import { spanMs } from "./span.ts";
 import { notifyEnded } from "./webhook.ts";
@@ -44,6 +45,7 @@ export default definePlugin({
   section: batchesSection,
   // A batch's callback_url is vetted and notified by the webhooks plugin.
   optionalDependsOn: ["webhooks"],
+  openapi: batchesOpenApi,
   enabled: (config) => config.batches.enabled,
   setup(api) {
     const section = api.section;
