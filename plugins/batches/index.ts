@@ -11,6 +11,7 @@ import { BatchEngine } from "./batches/engine.ts";
 import { registerBatchRoutes } from "./batches/routes.ts";
 import { LINE_LEASE_MS } from "./batches/worker.ts";
 import { batchesSection } from "./config.ts";
+import { batchesPanel } from "./console-panel.ts";
 import { registerFileRoutes } from "./files/routes.ts";
 import { FileStore } from "./files/store.ts";
 import { batchMetrics } from "./metrics.ts";
@@ -46,6 +47,7 @@ export default definePlugin({
   // A batch's callback_url is vetted and notified by the webhooks plugin.
   optionalDependsOn: ["webhooks"],
   openapi: batchesOpenApi,
+  consolePanels: [batchesPanel],
   enabled: (config) => config.batches.enabled,
   setup(api) {
     const section = api.section;
