@@ -39,6 +39,8 @@ export class BatchSweep {
 
   async tick(): Promise<void> {
     const now = this.deps.now();
+    // Lapsed leases only exist while some batch is unfinished.
+    if ((await this.deps.store.activeCount()) === 0) return;
     for (const model of this.deps.models()) await this.deps.store.reap(model, now);
     const ids = await this.deps.store.take(now, now + SWEEP_LEASE_MS, TAKEN_PER_TICK);
     for (const id of ids) {

@@ -58,8 +58,14 @@ export class LineWorker {
     return this.running.size;
   }
 
-  /** Starts lines on every model that has some waiting (the background task). */
+  /** Starts lines on every model that has some waiting (the background task); one read when no batch is unfinished anywhere. */
   async poll(): Promise<void> {
+    try {
+      if ((await this.deps.store.activeCount()) === 0) return;
+    } catch (error) {
+      this.logError("batch_line_claim_failed", error);
+      return;
+    }
     await Promise.all(this.deps.models().map((model) => this.fill(model)));
   }
 
