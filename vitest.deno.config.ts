@@ -22,7 +22,7 @@
  *
  * A parity set, one end-to-end file per request mode, so each mode is seen answering on
  * Deno from request to backend and back: sync-proxy, llm-proxy with llm-streams (SSE through
- * the runtime's streams), async-jobs. Within async-jobs the queue's own logic is left to Node
+ * the runtime's streams), async-jobs, batches. Within async-jobs the queue's own logic is left to Node
  * (`inDenoSubset`, test/support/gateway-process.ts).
  *
  * Left to Node: the inbound Messages API, the stream cache and backend retry rounds (the
@@ -43,6 +43,7 @@ export const denoSubset = [
   "test/e2e/llm-proxy.test.ts",
   "test/e2e/llm-streams.test.ts",
   "test/e2e/async-jobs.test.ts",
+  "test/e2e/batches.test.ts",
   "test/e2e/http-layer.test.ts",
   "test/e2e/identity-headers.test.ts",
   "test/e2e/foundation.test.ts",

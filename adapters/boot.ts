@@ -13,6 +13,7 @@ import type { PinnedFetch, PluginDefinition, ProcessRole } from "../core/plugins
 import { builtinPlugins } from "../plugins/index.ts";
 import { watchParent, type ProcessTable } from "./parent-watch.ts";
 import { openStores } from "./stores.ts";
+import { asyncWorkScope } from "./work-scope.ts";
 
 export interface Platform {
   env: Readonly<Record<string, string | undefined>>;
@@ -136,6 +137,7 @@ export async function boot(platform: Platform, role: ProcessRole, options: BootO
       fetchPinned: platform.fetchPinned,
       readAsset: platform.readAsset,
       fetch: platform.fetch,
+      workScope: asyncWorkScope(),
       plugins: pluginsFor(worker),
       log,
       // The tasks start once the process listens (adapters call gateway.start()): a process that

@@ -32,6 +32,8 @@ export interface ConfigOptions {
   relayConcurrency?: number;
   /** `llm.cache_streams`: streamed answers recorded into the response cache. */
   cacheStreams?: boolean;
+  /** `batches.enabled`, with this many lines of a model in flight at once. */
+  batchConcurrency?: number;
 }
 
 /** A rate high enough never to trigger during a bench run, so every request does the limit work and passes. */
@@ -61,7 +63,7 @@ redis:
   addr: "${options.redisAddr}"
 object_store:
   dir: "${options.objectDir}"
-${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}relay:
+${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}${options.batchConcurrency ? `batches:\n  enabled: true\n  concurrency: ${options.batchConcurrency}\n` : ""}relay:
   embedded: ${options.relay}
   concurrency: ${options.relayConcurrency ?? 8}
 services:

@@ -1,4 +1,5 @@
 /** The results: the JSON written to bench/results/, the tables printed, and the targets judged. */
+import type { BatchBenchResult } from "./batches.ts";
 import type { JobsResult } from "./jobs.ts";
 import type { LoadId, RowResult } from "./matrix.ts";
 import type { Figures } from "./measure.ts";
@@ -21,6 +22,7 @@ export interface Results {
   machine: Machine;
   rows: RowResult[];
   jobs?: JobsResult & { directUploadsPerSecond?: number };
+  batches?: BatchBenchResult;
   uploads: Array<{ name: string; target: string } & UploadResult>;
   /** Plugins active in the gateway per variant (from its start-up log line). */
   plugins: Record<string, string[]>;
@@ -187,6 +189,17 @@ export function asyncTable(results: Results): string {
       `${fmt(jobs.cpuUsPerJob)} µs CPU/job`,
       `${fmt(jobs.peakRssMb)} MB peak RSS`,
       String(jobs.errors + jobs.invalid),
+    ]);
+  }
+  const batch = results.batches;
+  if (batch) {
+    const slower = (during: number, alone: number) => `${(during / alone).toFixed(2)}x`;
+    lines.push([
+      `batch end to end (upload, create, poll), ${batch.lines} chat lines`,
+      `${fmt(batch.linesPerSecond)} lines/s; interactive p50/p99 ${fmt(batch.interactive.p50Ms, 1)}/${fmt(batch.interactive.p99Ms, 1)} ms alone, ${fmt(batch.interactiveDuringBatch.p50Ms, 1)}/${fmt(batch.interactiveDuringBatch.p99Ms, 1)} ms during the batch (${slower(batch.interactiveDuringBatch.p50Ms, batch.interactive.p50Ms)}/${slower(batch.interactiveDuringBatch.p99Ms, batch.interactive.p99Ms)})`,
+      `${fmt(batch.cpuUsPerLine)} µs CPU/line (interactive ${fmt(batch.interactive.cpuUsPerRequest)} µs/request)`,
+      `${fmt(batch.peakRssMb)} MB peak RSS`,
+      String(batch.errors + batch.interactive.errors + batch.interactiveDuringBatch.errors),
     ]);
   }
   for (const upload of results.uploads) {

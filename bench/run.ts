@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { parseArgs, selected, timingFor, type BenchArgs } from "./args.ts";
 import { gatewayConfig, MODELS, PATHS, type ConfigOptions } from "./config.ts";
 import { machine, redisInstalled, repoRoot, resultsDir, startFlags, startGateway, startRedis, type Gateway } from "./gateway.ts";
+import { runBatchEndToEnd } from "./batches.ts";
 import { runJobsEndToEnd } from "./jobs.ts";
 import { wrkInstalled } from "./load/wrk.ts";
 import { runScenario, type LoadId, type RowContext } from "./matrix.ts";
@@ -192,6 +193,25 @@ async function main(): Promise<number> {
         rmSync(objectDir, { recursive: true, force: true });
       }
     }
+
+    if (selected(args, "batches")) {
+      const objectDir = mkdtempSync(join(workDir, "objects-"));
+      const gateway = await startVariant(args, "batches", gatewayConfig({ production: false, relay: false, mockUrl, objectDir, redisAddr: "", batchConcurrency: 16 }), workDir);
+      results.plugins.batches = gateway.plugins;
+      try {
+        const batch = await runBatchEndToEnd(gateway.target, args.quick ? 2000 : 10_000);
+        results.batches = batch;
+        log(
+          `  batch end to end: ${batch.linesPerSecond.toFixed(0)} lines/s, ${batch.cpuUsPerLine.toFixed(0)} µs CPU/line (interactive: ${batch.interactive.cpuUsPerRequest.toFixed(0)} µs/request), ${batch.peakRssMb.toFixed(0)} MB; ` +
+            `interactive p50/p99 ${batch.interactive.p50Ms.toFixed(1)}/${batch.interactive.p99Ms.toFixed(1)} ms alone, ${batch.interactiveDuringBatch.p50Ms.toFixed(1)}/${batch.interactiveDuringBatch.p99Ms.toFixed(1)} ms during the batch; wrong ${batch.errors}`,
+        );
+      } catch (error) {
+        throw crashed(gateway.service, error);
+      } finally {
+        await gateway.service.stop();
+        rmSync(objectDir, { recursive: true, force: true });
+      }
+    }
   } finally {
     for (const service of services.reverse()) await service.stop();
     rmSync(workDir, { recursive: true, force: true });
@@ -200,6 +220,7 @@ async function main(): Promise<number> {
   results.wrong =
     results.rows.reduce((sum, row) => sum + Object.values(row.figures).reduce((s, f) => s + f.errors + f.invalid, 0), 0) +
     (results.jobs ? results.jobs.errors + results.jobs.invalid : 0) +
+    (results.batches ? results.batches.errors + results.batches.interactive.errors + results.batches.interactiveDuringBatch.errors : 0) +
     results.uploads.filter((u) => !u.ok).length;
   const otherPath = join(resultsDir, `latest-${args.runtime === "node" ? "deno" : "node"}.json`);
   const other = existsSync(otherPath) ? (JSON.parse(readFileSync(otherPath, "utf8")) as Results) : undefined;

@@ -13,7 +13,7 @@ import { Metrics } from "./metrics.ts";
 import { registerOpsRoutes, type ReloadOutcome } from "./ops.ts";
 import { configPartsOf } from "./plugins/config-parts.ts";
 import { Runtime, type RuntimeDeps } from "./plugins/host.ts";
-import type { PinnedFetch, PluginDefinition, ProcessRole } from "./plugins/types.ts";
+import type { PinnedFetch, PluginDefinition, ProcessRole, WorkScope } from "./plugins/types.ts";
 import { instrumentKv, instrumentObjects } from "./stores/instrument.ts";
 import type { KvStore } from "./stores/kv.ts";
 import type { ObjectStore } from "./stores/objects.ts";
@@ -45,6 +45,8 @@ export interface GatewayOptions {
   fetchPinned?: PinnedFetch;
   /** Reads a file of an installed package (API docs assets); adapters pass one. */
   readAsset?: (path: string) => Promise<Uint8Array>;
+  /** The runtime's AsyncLocalStorage, carrying a dispatched request's origin (adapters pass one). */
+  workScope?: WorkScope;
   /**
    * Leave the background tasks and the `gateway_started` line to `start()`, which the server
    * adapter calls once it listens: a gateway that cannot listen then takes no job and does not
@@ -104,6 +106,7 @@ export class Gateway {
       }),
       fetchPinned: options.fetchPinned,
       readAsset: options.readAsset,
+      workScope: options.workScope,
     };
     const gateway = new Gateway(options, deps, { ...loaded.config, ...loaded.extra });
     gateway.current = await gateway.build(loaded);

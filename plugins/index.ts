@@ -11,6 +11,7 @@ import asyncJobs from "./async-jobs/index.ts";
 import auditLog from "./audit-log/index.ts";
 import auth from "./auth/index.ts";
 import backendHealth from "./backend-health/index.ts";
+import batches from "./batches/index.ts";
 import consolePlugin from "./console/index.ts";
 import docs from "./docs/index.ts";
 import gc from "./gc/index.ts";
@@ -40,6 +41,7 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   auditLog,
   auth,
   backendHealth,
+  batches,
   consolePlugin,
   docs,
   gc,

@@ -9,9 +9,16 @@
 import type { ServiceConfig } from "../config/schema.ts";
 import type { CredentialLimits } from "../limits/windows.ts";
 import type { ClientGone } from "../proxy/client-gone.ts";
+import type { StageName } from "./pipeline.ts";
 
 /** How the request is served: decides which stage steps apply. */
 export type RequestMode = "sync" | "llm" | "async";
+
+/**
+ * Who sent the request: a client of the gateway, or the gateway itself on someone's behalf
+ * (a batch line, run for the batch's owner; see `PluginApi.dispatchAs`).
+ */
+export type RequestOrigin = "client" | "batch";
 
 /** Who is calling, resolved once per request in the `identify` stage. */
 export interface Principal {
@@ -43,6 +50,14 @@ export interface RequestContext {
   principal: Principal;
   /** The request carried `server.priority_header`. */
   priority: boolean;
+  /**
+   * "client" for a request from outside; otherwise the gateway sent it itself as `principal`
+   * (`PluginApi.dispatchAs`): the identify stage did not run, and steps that treat such
+   * requests differently (a batch line is not held to the request rate) read it here.
+   */
+  readonly origin: RequestOrigin;
+  /** The stage the request is in; once answered, the stage whose step (or mode) answered it. */
+  readonly stage: StageName;
   /** Clock time the request entered the gateway (ms). */
   readonly startedAt: number;
   /** Headers every response to this request carries (limit headers, for example). */
@@ -88,6 +103,8 @@ export class RequestState implements RequestContext {
   service?: ServiceConfig;
   principal: Principal = anonymous;
   priority = false;
+  origin: RequestOrigin = "client";
+  stage: StageName = "identify";
   readonly vars: Partial<RequestVars> = {};
   backendHeaders?: Readonly<Record<string, string | null>>;
   readonly finalizers: Array<() => void | Promise<void>> = [];

@@ -61,8 +61,11 @@ export class Pipeline {
     return await finish(response, ctx, ctx.finalizers, this.log);
   }
 
-  private async runStages(ctx: RequestContext, mode: ModeHandlers): Promise<Response> {
+  private async runStages(ctx: RequestState, mode: ModeHandlers): Promise<Response> {
     for (const stage of STAGES) {
+      ctx.stage = stage;
+      // A request the gateway sent itself runs as the principal it was given (PluginApi.dispatchAs).
+      if (stage === "identify" && ctx.origin !== "client") continue;
       if (stage === "resolve") {
         const answered = await mode.resolve(ctx);
         if (answered) return answered;
@@ -88,6 +91,7 @@ export class Pipeline {
    * it), so the audience rule lives in one visibility step for listing and requests alike.
    */
   async runStage(stage: StepStage, ctx: RequestContext): Promise<Response | undefined> {
+    if (stage === "identify" && ctx.origin !== "client") return undefined;
     for (const step of this.steps.get(stage) ?? []) {
       const answered = await step(ctx);
       if (answered) return answered;

@@ -10,7 +10,7 @@
  * this slot ~170-250 KB), the long pauses of the p99.
  */
 import type { ClientGone } from "../proxy/client-gone.ts";
-import type { RequestState } from "./context.ts";
+import type { Principal, RequestOrigin, RequestState } from "./context.ts";
 
 export interface RequestSlot {
   /** Settles once the server adapter has sent the response (see `Gateway.fetch`). */
@@ -27,6 +27,12 @@ export interface RequestSlot {
   /** The client going away, when the server adapter tells it without the request's `signal` (see `Gateway.fetch`). */
   clientGone?: ClientGone;
   context?: RequestState;
+  /**
+   * Set only by `PluginApi.dispatchAs` on a Request the gateway built itself: who it runs as.
+   * A request from outside never has it (the adapter builds a new Request per client request),
+   * so no header or body can make a request run as someone else.
+   */
+  dispatched?: { principal: Principal; origin: Exclude<RequestOrigin, "client"> };
 }
 
 const SLOT: unique symbol = Symbol("gateway.requestSlot");

@@ -34,6 +34,7 @@ import {
   type PluginDefinition,
   type PluginLayer,
   type ProcessRole,
+  type WorkScope,
 } from "./types.ts";
 
 export interface RuntimeDeps {
@@ -52,6 +53,8 @@ export interface RuntimeDeps {
   fetchPinned?: PinnedFetch;
   /** Reads a file of an installed package ("swagger-ui-dist/swagger-ui.css"); absent in some embeddings and tests. */
   readAsset?: (path: string) => Promise<Uint8Array>;
+  /** Carries a dispatched request's origin through its work (`PluginApi.originOfWork`); absent in some embeddings and tests. */
+  workScope?: WorkScope;
 }
 
 /** Runs plugin middleware in registration order, then the rest of the app. */
@@ -437,9 +440,19 @@ export class Runtime {
       newContext(request: Request, mode: RequestMode, serviceType: string) {
         const slot = slotOf(request);
         const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), slot.responded, slot.clientGone);
+        if (slot.dispatched) {
+          ctx.principal = slot.dispatched.principal;
+          ctx.origin = slot.dispatched.origin;
+        }
         slot.context = ctx;
         return ctx;
       },
+      dispatchAs: (principal, request, origin) => {
+        slotOf(request).dispatched = { principal, origin };
+        const scope = deps.workScope;
+        return scope ? scope.run(origin, () => this.handle(request)) : this.handle(request);
+      },
+      originOfWork: () => deps.workScope?.origin() ?? "client",
       stage: (stage, step) => this.pipeline.add(stage, step),
       task: (task) => {
         if (this.tasks.some((t) => t.name === task.name)) throw startError("GW_PLUGIN_DUPLICATE", { of: "task", name: task.name });

@@ -17,7 +17,7 @@ import type { Registry } from "../registry/registry.ts";
 import type { ModelAccess } from "../registry/model-access.ts";
 import type { KvStore } from "../stores/kv.ts";
 import type { ObjectStore } from "../stores/objects.ts";
-import type { RequestContext, RequestMode, RequestState } from "../pipeline/context.ts";
+import type { Principal, RequestContext, RequestMode, RequestOrigin, RequestState } from "../pipeline/context.ts";
 
 /**
  * Services plugins offer each other (a provider registry, the job store, ...). A plugin
@@ -95,6 +95,17 @@ export const DEFAULT_PLUGIN_LAYER: PluginLayer = "routes";
 /** The process a runtime is built for: the HTTP gateway or a standalone relay worker. */
 export type ProcessRole = "gateway" | "relay";
 
+/**
+ * A value carried through the asynchronous work started inside `run`: the runtime's
+ * AsyncLocalStorage, given by the adapter. It tells code that gets no request context (pricing
+ * an answer) that it runs for a request the gateway dispatched itself (`dispatchAs`).
+ */
+export interface WorkScope {
+  run<T>(origin: RequestOrigin, fn: () => T): T;
+  /** The origin of the dispatched request this work runs for; undefined outside one. */
+  origin(): RequestOrigin | undefined;
+}
+
 export interface BackgroundTask {
   name: string;
   /** Time between the end of one run and the start of the next. */
@@ -168,6 +179,21 @@ export interface PluginApi<Section = unknown> {
   readonly pipeline: Pipeline;
   /** A request context for a mode's route handler. */
   newContext(request: Request, mode: RequestMode, serviceType: string): RequestState;
+  /**
+   * Runs a request the gateway sends itself on someone's behalf (a batch line, for the batch's
+   * owner) through this runtime's routes and pipeline, exactly as a client's request, except
+   * that it runs as `principal`: the identify stage is skipped, so nothing the request carries
+   * (headers, credentials) changes who it runs as, and `ctx.origin` is `origin`. Only a Request
+   * object handed to this call is marked so; one from outside never is. Resolves with the
+   * answer a client would get; its body must be read or cancelled.
+   */
+  dispatchAs(principal: Principal, request: Request, origin: Exclude<RequestOrigin, "client">): Promise<Response>;
+  /**
+   * The origin of the request the current work runs for, where no request context is at hand
+   * (pricing an answer inside the LLM proxy): `dispatchAs`'s origin within the work of such a
+   * request, else "client" (also in a runtime whose adapter gives no `WorkScope`).
+   */
+  originOfWork(): RequestOrigin;
   stage(stage: StepStage, step: StageStep): void;
   task(task: BackgroundTask): void;
   provide<K extends keyof GatewayServices>(key: K, value: GatewayServices[K]): void;

@@ -25,6 +25,7 @@ export {
   type PluginDefinition,
   type PluginLayer,
   type ProcessRole,
+  type WorkScope,
 } from "../plugins/types.ts";
 
 // Routes and middleware: `api.routes` is a Hono app, `api.middleware` takes a Hono middleware.
@@ -47,7 +48,7 @@ export { inErrorShape, listsAnyPath, protocolErrors } from "../llm/protocol-erro
 
 // Requests: the pipeline a mode runs them through, its context, and the registry that resolves services.
 export type { ModeHandlers, Pipeline, StageName, StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";
-export type { EndStep, Principal, RequestContext, RequestMode, RequestState, RequestVars } from "../pipeline/context.ts";
+export type { EndStep, Principal, RequestContext, RequestMode, RequestOrigin, RequestState, RequestVars } from "../pipeline/context.ts";
 export type { ClientGone } from "../proxy/client-gone.ts";
 export type { JobTarget, PathMatch, Registry, Resolution, SyncRequestLine, CallerModels } from "../registry/registry.ts";
 export type { ModelAccess, ModelRule } from "../registry/model-access.ts";

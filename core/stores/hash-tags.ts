@@ -20,6 +20,8 @@
  * | rsv:<window key>                                           | the window's tag  | what requests in flight hold of a budget, judged with its window
  * | apikey:id:                                                 | apikeys           | the admin listing reads every key record at once
  * | sem:<type>:<model>:shared / :reserved                      | s:<type>:<model>  | the shared and reserved pools of one model
+ * | batch:                                                     | batches           | a batch line's claim reads its batch's record next to its
+ * |                                                            |                   | model's queue, and a batch's end moves files and indexes together
  * | anything else                                              | none (own slot)   | only read or written one key at a time
  *
  * Key segments of consumers, types and models are URI-encoded, so they hold no ":", "{" or "}".
@@ -35,6 +37,7 @@ export function hashTagOf(key: string): string | undefined {
   if (key.startsWith(HELD)) return hashTagOf(key.slice(HELD.length));
   if (JOBS.some((prefix) => key.startsWith(prefix))) return "jobs";
   if (key.startsWith("usage:")) return "usage";
+  if (key.startsWith("batch:")) return "batches";
   if (key.startsWith("apikey:id:")) return "apikeys";
   if (PER_CONSUMER.some((prefix) => key.startsWith(prefix))) {
     const consumer = key.split(":")[2];

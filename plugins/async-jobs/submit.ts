@@ -18,10 +18,10 @@ import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { EVERY_MODEL, type CallerModels, type JobTarget } from "../../core/registry/registry.ts";
 import type { SubmissionCounter } from "./metrics.ts";
-import { readJobForm, type FilePart } from "./multipart.ts";
+import { readMultipartForm, sanitizeFilename, type FilePart, type FormRules } from "../../core/request-body/multipart-form.ts";
 import type { KvJobStore } from "./store.ts";
 import type { JobAccepted, JobRecord } from "../../core/jobs/types.ts";
-import { checkExtension, checkSize, maxUploadBytes, sanitizeFilename } from "./upload-rules.ts";
+import { checkExtension, checkSize, maxUploadBytes } from "./upload-rules.ts";
 
 interface Upload {
   key: string;
@@ -29,6 +29,9 @@ interface Upload {
   filename: string;
   mimeType: string;
 }
+
+/** The job fields read from the form (each must come once). */
+const JOB_FORM: FormRules = { singleValued: new Set(["model", "operation", "callback_url"]), what: "the job" };
 
 function validCallback(value: string | undefined): string | undefined {
   if (value === undefined || value.trim() === "") return undefined;
@@ -81,9 +84,9 @@ class Submission {
       if (answer) return answer;
     }
 
-    let form: Awaited<ReturnType<typeof readJobForm>>;
+    let form: Awaited<ReturnType<typeof readMultipartForm>>;
     try {
-      form = await readJobForm(ctx.request, (part, fieldsSoFar) => this.storeFile(type, services, part, fieldsSoFar));
+      form = await readMultipartForm(ctx.request, (part, fieldsSoFar) => this.storeFile(type, services, part, fieldsSoFar), JOB_FORM);
     } catch (error) {
       if (error instanceof HiddenModelNamed) return await this.hiddenModel(ctx, error.service);
       throw error;

@@ -39,11 +39,3 @@ export function checkSize(service: ServiceConfig, size: number): void {
     `the file is ${size} bytes, larger than the ${service.max_file_size_mb} MB max_file_size_mb of model "${service.model || service.type}"; send a smaller file`,
   );
 }
-
-/** The name passed on to the backend: no path, no control characters, bounded length. */
-export function sanitizeFilename(name: string): string {
-  const base = name.split(/[\\/]/).pop() ?? "";
-  // deno-lint-ignore no-control-regex -- control characters are exactly what is removed from a file name
-  const clean = base.replace(/[\u0000-\u001f\u007f"]/g, "").trim().slice(-200);
-  return clean === "" ? "upload" : clean;
-}

@@ -38,7 +38,8 @@ const MEASURES: readonly Measure[] = [
     key: limitKeys.credentialRate,
     limit: (l) => l.rate,
     periodMs: (l) => l.periodMs,
-    applies: () => true,
+    // A batch line is held to the key's budgets, not to its request rate.
+    applies: (ctx) => ctx.origin !== "batch",
     refusal: (_used, limit, periodMs) => `request rate limit of this API key reached: ${limit} requests per ${formatDuration(periodMs)}`,
   },
   {

@@ -45,10 +45,28 @@ function measure(table: LimitTable, type: string, model: string, userType: strin
   return { limits, tokens, costs, windows, syncKeys, llmKeys, admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0, rated ? limits.rate : 0] };
 }
 
+/**
+ * The measures of a batch line: the same budgets, no request rate (a batch is one request of its
+ * owner's; its lines are held to the token and dollar budgets, not to the request rate).
+ */
+function unrated(measures: Measures): Measures {
+  if (measures.syncKeys.length === 0) return measures;
+  return { ...measures, limits: measures.limits && { ...measures.limits, rate: 0 }, syncKeys: [], llmKeys: measures.llmKeys.slice(1), admitArgs: [0, 0, 0] };
+}
+
 export class MeasuresCache {
   /** Service type -> model -> consumer -> user type: looked up without building a key from the four. */
   private readonly byType = new Map<string, Map<string, Map<string, Map<string | undefined, Measures>>>>();
+  private readonly unratedOf = new WeakMap<Measures, Measures>();
   private size = 0;
+
+  /** `of` without the request rate (a batch line's). */
+  withoutRate(type: string, model: string, userType: string | undefined, consumer: string): Measures {
+    const measures = this.of(type, model, userType, consumer);
+    let result = this.unratedOf.get(measures);
+    if (!result) this.unratedOf.set(measures, (result = unrated(measures)));
+    return result;
+  }
 
   constructor(private readonly table: LimitTable) {}
 

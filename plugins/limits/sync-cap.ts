@@ -6,6 +6,10 @@
  * slot they may use is busy the answer is 503 at once (no queue). The slot is given back
  * before the client has its whole answer (before the last byte of the body goes out), or
  * when the client went away. Store errors fail open.
+ *
+ * A batch line yields to the interactive traffic: it takes a shared slot only while at least
+ * half of the shared slots are free (one, when there is a single shared slot) and never a
+ * reserved one; when it cannot, its 503 tells the batch to run it again a moment later.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
@@ -27,6 +31,7 @@ interface Pools {
 interface ServicePools {
   normal: Pools;
   priority: Pools;
+  batch: Pools;
 }
 
 function poolsOf(service: ServiceConfig): ServicePools {
@@ -38,7 +43,7 @@ function poolsOf(service: ServiceConfig): ServicePools {
     const usable = list.filter((pool) => pool.size > 0);
     return { keys: usable.map((pool) => pool.key), args: [SLOT_SAFETY_TTL_MS, ...usable.map((pool) => pool.size)] };
   };
-  return { normal: build([shared]), priority: build([reservedPool, shared]) };
+  return { normal: build([shared]), priority: build([reservedPool, shared]), batch: build([{ key: shared.key, size: Math.min(shared.size, Math.max(1, Math.floor(shared.size / 2))) }]) };
 }
 
 export function syncCap(deps: LimitDeps) {
@@ -52,7 +57,7 @@ export function syncCap(deps: LimitDeps) {
       pools = poolsOf(service);
       cache.set(service, pools);
     }
-    const { keys, args } = ctx.priority ? pools.priority : pools.normal;
+    const { keys, args } = ctx.origin === "batch" ? pools.batch : ctx.priority ? pools.priority : pools.normal;
     const busy = () =>
       errors.concurrencyCap(
         `model "${service.model || service.type}" is at its concurrency cap (max_concurrent_sync ${service.max_concurrent_sync}${service.priority_reserved_sync > 0 ? `, ${Math.min(service.priority_reserved_sync, service.max_concurrent_sync)} reserved for priority requests` : ""}); retry shortly`,

@@ -23,7 +23,8 @@ type Reply = (string | number)[];
 export function checkSyncLimits(deps: LimitDeps, ctx: RequestContext, service: ServiceConfig | undefined, consumer: string): Promise<void> | undefined {
   // Token and cost budgets measure LLM requests to a known model.
   const llm = ctx.mode === "llm" && service !== undefined;
-  const measures = deps.measures.of(ctx.serviceType, service?.model ?? "", ctx.principal.userType, consumer);
+  // A batch line is held to its owner's token and dollar budgets, not to the request rate.
+  const measures = (ctx.origin === "batch" ? deps.measures.withoutRate : deps.measures.of).call(deps.measures, ctx.serviceType, service?.model ?? "", ctx.principal.userType, consumer);
   const keys = llm ? measures.llmKeys : measures.syncKeys;
   // The caller's API key's own dollar budget: checked alongside (in parallel), not in the same
   // operation, since on a Redis Cluster a key's windows live in their own slot.

@@ -39,7 +39,8 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
     if (!target || ctx.mode !== "llm" || consumer === undefined) return;
     const { ruleIndex, limits } = target;
     try {
-      if (limits.rate > 0) {
+      // A batch line is held to the quota's tokens, not to its request rate.
+      if (limits.rate > 0 && ctx.origin !== "batch") {
         const [count, ttlMs] = await kv.run(windowIncrement, [requestKey(ruleIndex, consumer)], [1, limits.periodMs]);
         if (count > limits.rate) {
           throw errors.rateLimitExceeded(

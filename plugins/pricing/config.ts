@@ -28,9 +28,14 @@ export const PricingSchema = Section(
     currency: Type.String({ default: "USD", minLength: 1, description: "The currency of every price and cost (a label: nothing is converted)" }),
     models: PriceMap("Prices by model alias: {MODEL: {input, output, cached_input, cache_write, per_second}}"),
     backend_models: PriceMap("Prices by backend model (the model sent to the backend); wins over `models` when both match"),
+    batch_multiplier: Type.Number({
+      minimum: 0,
+      default: 1,
+      description: "What a batch line costs, as a multiple of the same request sent directly (providers charge 0.5 for batches)",
+    }),
   },
   "Prices of models: cost in usage, metrics and dollar budgets",
-  "See [Cost](cost.md). A model priced in neither map costs nothing and is counted in `svc_cost_unpriced_total`.",
+  "See [Cost](cost.md). A model priced in neither map costs nothing and is counted in `svc_cost_unpriced_total`. `batch_multiplier` applies to the lines of [batches](batches.md): their cost in usage, metrics and dollar budgets.",
 );
 
 export type ModelPrice = Static<typeof ModelPriceSchema>;

@@ -6,7 +6,7 @@
  * the new price.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
-import { NANOS_PER_UNIT, type Pricing } from "../../core/pricing/price.ts";
+import { NANOS_PER_UNIT, type PricedUsage, type Pricing, type PriceQuery } from "../../core/pricing/price.ts";
 import { pricingOn, pricingSection } from "./config.ts";
 import { PriceTable } from "./table.ts";
 
@@ -29,10 +29,17 @@ export default definePlugin({
       labelNames: ["service_type", "model"],
     });
     const warned = new Set<string>();
+    // A batch line costs batch_multiplier times the same request sent directly (the LLM proxy
+    // prices it without its request at hand: the work scope says it runs for a batch).
+    const priced = (query: PriceQuery, usage: PricedUsage): number | undefined => {
+      const nanos = table.nanos(query, usage);
+      if (nanos === undefined || section.batch_multiplier === 1 || api.originOfWork() !== "batch") return nanos;
+      return Math.round(nanos * section.batch_multiplier);
+    };
     const pricing: Pricing = {
       currency: section.currency,
       charge(query, usage) {
-        const nanos = table.nanos(query, usage);
+        const nanos = priced(query, usage);
         const labels = { service_type: query.serviceType, model: query.model };
         if (nanos === undefined) {
           unpriced.inc(labels);
@@ -53,7 +60,7 @@ export default definePlugin({
         return amount;
       },
       quote(query, usage) {
-        const nanos = table.nanos(query, usage);
+        const nanos = priced(query, usage);
         return nanos === undefined ? undefined : nanos / NANOS_PER_UNIT;
       },
     };

@@ -41,7 +41,7 @@ export const usagePanel: ConsolePanel = {
 
     var type = ui.el("select", { "data-control": "type" });
     var period = ui.el("select", { "data-control": "period" }, ["daily", "weekly", "monthly"].map(function (p) { return ui.el("option", { value: p }, p); }));
-    var groupBy = ui.el("select", { "data-control": "group-by" }, ["consumer", "model", "key"].map(function (g) { return ui.el("option", { value: g }, "per " + g); }));
+    var groupBy = ui.el("select", { "data-control": "group-by" }, ["consumer", "model", "key", "mode"].map(function (g) { return ui.el("option", { value: g }, "per " + g); }));
     var out = ui.el("div", {});
     var controls = ui.el("div", { class: "controls" },
       ui.el("label", {}, "Service type ", type), ui.el("label", {}, "Period ", period), ui.el("label", {}, "Groups ", groupBy), ui.button("Refresh", load));

@@ -15,8 +15,9 @@
  * | usage:weekly:<type>:<YYYY-Www>       | hash | the same per ISO week (weeks start on Monday)                  | 800 days from the bucket's first write
  * | usage:monthly:<type>:<YYYYMM>        | hash | the same per calendar month                                    | none (kept)
  * | usage:groups:<period>:<type>:<label> | hash | per bucket as above, the report's `group_by` groups: field     | as the bucket of that period
- * |                                      |      | `<dimension>|<key>|<counter>` (dimension consumer, model or    |
- * |                                      |      | key; key URI-encoded; counter requests, tokens, cost_nanos)    |
+ * |                                      |      | `<dimension>|<key>|<counter>` (dimension consumer, model, key  |
+ * |                                      |      | or mode (`interactive`, `batch`); key URI-encoded; counter     |
+ * |                                      |      | requests, tokens, cost_nanos)                                  |
  *
  * A counter field exists only once something was added to it, which is how a report
  * tells "no tokens tracked in this bucket" from zero. When a consumer's hash expired
@@ -32,7 +33,7 @@ export const COUNTERS = ["requests", "jobs", "processing_seconds", "prompt_token
 export type Counter = (typeof COUNTERS)[number];
 
 /** What `GET /-/usage/report?group_by=` groups by. */
-export const GROUP_DIMENSIONS = ["consumer", "model", "key"] as const;
+export const GROUP_DIMENSIONS = ["consumer", "model", "key", "mode"] as const;
 export type GroupDimension = (typeof GROUP_DIMENSIONS)[number];
 export type GroupCounter = "requests" | "tokens" | "cost_nanos";
 

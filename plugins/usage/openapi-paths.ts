@@ -50,7 +50,7 @@ export function usagePaths(input: DocInput): Paths {
           { name: "from", in: "query", required: true, schema: { type: "string", format: "date" } },
           { name: "to", in: "query", required: true, schema: { type: "string", format: "date" } },
           { name: "total", in: "query", schema: { type: "boolean" } },
-          { name: "group_by", in: "query", description: "Adds `groups`, ranked by cost", schema: { type: "string", enum: ["consumer", "model", "key"] } },
+          { name: "group_by", in: "query", description: "Adds `groups`, ranked by cost; `mode` groups `interactive` requests and `batch` lines", schema: { type: "string", enum: ["consumer", "model", "key", "mode"] } },
         ],
         responses: { "200": jsonResponse("UsageReport", "One entry per bucket"), ...errors(400, 501) },
       },

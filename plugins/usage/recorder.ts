@@ -11,8 +11,12 @@
  * - `relay.processed` adds inference seconds, in whichever process ran the job.
  *
  * Costs (the `cost` of `llm.usage` and `relay.processed`, when pricing is on) are added as
- * whole nano-units next to the tokens. The report groups (`group_by`: per consumer, model and
- * API key) get each request, its tokens and its cost in a second operation of the same batch.
+ * whole nano-units next to the tokens. The report groups (`group_by`: per consumer, model,
+ * API key and mode, a client's request or a batch line) get each request, its tokens and its
+ * cost in a second operation of the same batch. A request's tokens wait for its end under its
+ * consumer, type and key, not its mode: a batch line and a client's request of the same
+ * consumer, type and key ending at the same moment may have their tokens counted in the
+ * other's mode (their requests never are).
  *
  * A request's own counts are in the store before the client has its whole answer:
  * `requestEnded` gives the write they are part of, which the answer's end waits for (the
@@ -23,7 +27,7 @@
  */
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
-import type { RequestMode } from "../../core/pipeline/context.ts";
+import type { RequestMode, RequestOrigin } from "../../core/pipeline/context.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
@@ -57,6 +61,8 @@ interface Increments {
 /** The request whose answer is ending, as `requestEnded` reads it. */
 export interface EndedRequest {
   mode: RequestMode;
+  /** "batch" for a batch line the gateway ran for its owner; the report's `mode` groups tell the two apart. */
+  origin: RequestOrigin;
   serviceType: string;
   consumer: string;
   /** The served model alias ("" when unknown). */
@@ -115,6 +121,9 @@ export interface GroupOf {
   key?: string;
 }
 
+/** The report's `mode` group of a request: a client's request or a batch line. */
+const modeOf = (origin: RequestOrigin): string => (origin === "batch" ? "batch" : "interactive");
+
 /** The fields of one group of the report (keys.ts `groupField`), one per counter. */
 type GroupFields = Record<GroupCounter, string>;
 
@@ -138,12 +147,13 @@ function addTo(groups: Map<string, number>, field: string, amount: number): void
   groups.set(field, (groups.get(field) ?? 0) + amount);
 }
 
-/** Adds `amount` of one counter to the groups of a consumer, a model and a key. */
-function addToGroups(groups: Map<string, number>, counter: GroupCounter, amount: number, consumer: GroupFields, model: GroupFields, key: GroupFields): void {
+/** Adds `amount` of one counter to the groups of a consumer, a model, a key and a mode. */
+function addToGroups(groups: Map<string, number>, counter: GroupCounter, amount: number, consumer: GroupFields, model: GroupFields, key: GroupFields, mode: GroupFields): void {
   if (amount === 0) return;
   addTo(groups, consumer[counter], amount);
   addTo(groups, model[counter], amount);
   addTo(groups, key[counter], amount);
+  addTo(groups, mode[counter], amount);
 }
 
 /** The held counts of one model, added when missing. */
@@ -162,7 +172,7 @@ export class UsageRecorder {
   /** Keys built once rather than for every request or batch (`usageKeys`). */
   private readonly dayKeys = new Map<string, DayKeys>();
   private readonly consumerKeys = new Map<string, string>();
-  private readonly groupFields: Record<GroupDimension, Map<string, GroupFields>> = { consumer: new Map(), model: new Map(), key: new Map() };
+  private readonly groupFields: Record<GroupDimension, Map<string, GroupFields>> = { consumer: new Map(), model: new Map(), key: new Map(), mode: new Map() };
 
   constructor(private readonly deps: RecorderDeps) {}
 
@@ -207,12 +217,13 @@ export class UsageRecorder {
     sum.requests += served;
     const byConsumer = this.groupFieldsOf("consumer", consumer);
     const byKey = this.groupFieldsOf("key", request.key ?? consumer);
-    addToGroups(batch.groups, "requests", served, byConsumer, this.groupFieldsOf("model", request.model), byKey);
+    const byMode = this.groupFieldsOf("mode", modeOf(request.origin));
+    addToGroups(batch.groups, "requests", served, byConsumer, this.groupFieldsOf("model", request.model), byKey, byMode);
     if (held) {
       for (const counts of held.models) {
         const byModel = this.groupFieldsOf("model", counts.model);
-        addToGroups(batch.groups, "tokens", Math.round(counts.tokens), byConsumer, byModel, byKey);
-        addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos), byConsumer, byModel, byKey);
+        addToGroups(batch.groups, "tokens", Math.round(counts.tokens), byConsumer, byModel, byKey, byMode);
+        addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos), byConsumer, byModel, byKey, byMode);
       }
       sum.prompt += Math.round(held.prompt);
       sum.completion += Math.round(held.completion);
@@ -243,9 +254,11 @@ export class UsageRecorder {
       const byConsumer = this.groupFieldsOf("consumer", consumer);
       const byModel = this.groupFieldsOf("model", group.model);
       const byKey = this.groupFieldsOf("key", group.key ?? consumer);
-      addToGroups(batch.groups, "requests", Math.round(counts.requests ?? 0), byConsumer, byModel, byKey);
-      addToGroups(batch.groups, "tokens", Math.round((counts.prompt ?? 0) + (counts.completion ?? 0)), byConsumer, byModel, byKey);
-      addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos ?? 0), byConsumer, byModel, byKey);
+      // Jobs and their processing come from clients' submissions.
+      const byMode = this.groupFieldsOf("mode", modeOf("client"));
+      addToGroups(batch.groups, "requests", Math.round(counts.requests ?? 0), byConsumer, byModel, byKey, byMode);
+      addToGroups(batch.groups, "tokens", Math.round((counts.prompt ?? 0) + (counts.completion ?? 0)), byConsumer, byModel, byKey, byMode);
+      addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos ?? 0), byConsumer, byModel, byKey, byMode);
     }
     const sum = this.gathered(batch, consumer, now);
     sum.requests += Math.round(counts.requests ?? 0);

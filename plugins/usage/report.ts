@@ -2,7 +2,7 @@
  * `GET /-/usage/report` (spec 2.6, 4.8): cross-consumer totals of one service type per
  * UTC day, ISO week or month, every bucket of the range present (zero-filled), read in
  * one round trip. The query is validated first, each problem naming its parameter.
- * `group_by=consumer|model|key` adds the range's groups, read in the same round trip from the
+ * `group_by=consumer|model|key|mode` adds the range's groups, read in the same round trip from the
  * group hashes of the same buckets, ranked by cost (issue 31).
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";

@@ -44,6 +44,21 @@ export interface DispatcherOptions {
   observe: { delivered(): void; deadLettered(): void; depth(value: number): void };
 }
 
+/**
+ * A notification of something other than a job's end (a batch's), sent with the same signing,
+ * retries and dead letters: `id` names the delivery (one per id) and is sent as X-Job-ID.
+ */
+export interface EventNotification {
+  id: string;
+  /** What the notification is about, for the retry and dead-letter views (`service_type`): "batch". */
+  kind: string;
+  /** The event's status (`batch.completed`, ...), for the same views. */
+  status: string;
+  url: string;
+  /** The exact JSON body. */
+  body: string;
+}
+
 /** Spec 2.7: `error` is "" when there is none; `result` is null when the job has none. */
 export function notificationBody(job: TerminalJob): string {
   const completedAt = typeof job.completedAt === "number" ? new Date(job.completedAt).toISOString() : job.completedAt;
@@ -71,6 +86,22 @@ export class Dispatcher {
    */
   dispatch(job: TerminalJob | Promise<TerminalJob>, mode: CreateMode = "any"): Promise<void> {
     return this.track(Promise.resolve(job).then((ready) => this.persistAndAttempt(ready, mode)));
+  }
+
+  /** Persists an event's delivery, then makes its inline attempt (as `dispatch` for a job). */
+  dispatchEvent(event: EventNotification): Promise<void> {
+    const now = this.options.clock.now();
+    const record: DeliveryRecord = {
+      id: event.id,
+      job_id: event.id,
+      service_type: event.kind,
+      status: event.status,
+      url: event.url,
+      body: event.body,
+      attempts: 1,
+      created_at: new Date(now).toISOString(),
+    };
+    return this.track(this.persistRecordAndAttempt(record, "any"));
   }
 
   /** Deliveries this process has under way (the outbox sweep takes no more than the room left). */
@@ -101,9 +132,7 @@ export class Dispatcher {
     observe.depth(await queue.depth());
   }
 
-  private async persistAndAttempt(job: TerminalJob, mode: CreateMode): Promise<void> {
-    const { queue, clock, log } = this.options;
-    const now = clock.now();
+  private persistAndAttempt(job: TerminalJob, mode: CreateMode): Promise<void> {
     const record: DeliveryRecord = {
       id: job.jobId,
       job_id: job.jobId,
@@ -112,11 +141,16 @@ export class Dispatcher {
       url: job.callbackUrl,
       body: notificationBody(job),
       attempts: 1,
-      created_at: new Date(now).toISOString(),
+      created_at: new Date(this.options.clock.now()).toISOString(),
     };
+    return this.persistRecordAndAttempt(record, mode);
+  }
+
+  private async persistRecordAndAttempt(record: DeliveryRecord, mode: CreateMode): Promise<void> {
+    const { queue, clock, log } = this.options;
     // Stored (leased) before the attempt: if this process dies during it, the delivery becomes due again.
-    if (!(await queue.create(record, now + this.options.leaseMs, mode))) {
-      log.info("webhook_duplicate_ignored", { job_id: job.jobId });
+    if (!(await queue.create(record, clock.now() + this.options.leaseMs, mode))) {
+      log.info("webhook_duplicate_ignored", { job_id: record.job_id });
       return;
     }
     await this.attemptAndSettle(record);

@@ -13,7 +13,7 @@ import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
 import { webhooksSection } from "./config.ts";
 import { webhooksPanel } from "./console-panel.ts";
 import { registerWebhookAdminRoutes, WebhookAdmin } from "./deadletters.ts";
-import { Dispatcher, notificationBody, type TerminalJob } from "./dispatcher.ts";
+import { Dispatcher, notificationBody, type EventNotification, type TerminalJob } from "./dispatcher.ts";
 import { webhooksOpenApi } from "./openapi.ts";
 import { OutboxSweep } from "./outbox.ts";
 import { DeliveryQueue } from "./queue.ts";
@@ -22,6 +22,12 @@ import { checkCallbackUrl } from "./target.ts";
 export interface WebhookService {
   /** Null when `url` may be used as a callback URL, else the reason it is refused (for a 400). */
   validateCallbackUrl(url: string): Promise<string | null>;
+  /**
+   * Sends a signed notification of something other than a job (a batch's end) with the jobs'
+   * signing, durable retries and dead letters; one delivery per `id`. Resolves once the inline
+   * attempt settled (the retries are persisted before it); never rejects.
+   */
+  notify(event: EventNotification): Promise<void>;
 }
 
 declare module "../../core/plugins/types.ts" {
@@ -108,6 +114,7 @@ export default definePlugin({
         const checked = await checkCallbackUrl(url, policy);
         return checked.ok ? null : checked.reason;
       },
+      notify: (event) => dispatcher.dispatchEvent(event),
     });
 
     api.on("job.terminal", (event) => {

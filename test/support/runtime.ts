@@ -22,6 +22,7 @@ import type { ObjectStore } from "../../core/stores/objects.ts";
 import { loadConfig } from "../../plugins/config.ts";
 import { slotChecked } from "./slot-checked-kv.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
+import { asyncWorkScope } from "../../adapters/work-scope.ts";
 
 const notUsed = (): never => {
   throw new Error("this test runtime has no object store (pass objects: \"files\")");
@@ -89,6 +90,7 @@ export async function startTestRuntime(yaml: string, plugins: readonly PluginDef
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     fetchPinned: options.fetchPinned,
     lookupHost: options.lookupHost ?? (async () => ["127.0.0.1"]),
+    workScope: asyncWorkScope(),
   });
   const close = async () => {
     await runtime.close();

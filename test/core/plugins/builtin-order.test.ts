@@ -262,8 +262,8 @@ const GATEWAY_ORDER = [
   "llm-proxy",
 ];
 const RELAY_ORDER = ["otel", "async-jobs", "limits", "relay", "usage", "webhooks"];
-/** Every built-in plugin active (pricing included, which the config above leaves off). */
-const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 4), "pricing", ...GATEWAY_ORDER.slice(4)];
+/** Every built-in plugin active (pricing and batches included, which the config above leaves off). */
+const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 4), "pricing", ...GATEWAY_ORDER.slice(4, GATEWAY_ORDER.indexOf("sync-proxy")), "batches", ...GATEWAY_ORDER.slice(GATEWAY_ORDER.indexOf("sync-proxy"))];
 
 const SEEDS = [1, 2, 3, 7, 42, 1234, 99991];
 

@@ -112,7 +112,7 @@ describe("a plugin in its own folder", () => {
     const gateway = await start("services: []\n");
     const page = await (await get(gateway, "/-/console")).text();
     const tabs = [...page.matchAll(/data-tab="([^"]+)"/g)].map((match) => match[1]);
-    expect(tabs).toEqual(["usage", "queues", "webhooks", "keys", "backends", "config", "greetings"]);
+    expect(tabs).toEqual(["usage", "queues", "webhooks", "keys", "backends", "config", "batches", "greetings"]);
     const script = await (await get(gateway, "/-/console/app.js")).text();
     expect(script).toContain('// panel: greetings\ngatewayConsole.panel({\n  id: "greetings"');
   });

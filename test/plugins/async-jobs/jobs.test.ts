@@ -62,7 +62,7 @@ services:
 const acceptingWebhooks = definePlugin({
   name: "webhooks",
   setup(api) {
-    api.provide("webhooks", { validateCallbackUrl: async () => null });
+    api.provide("webhooks", { validateCallbackUrl: async () => null, notify: async () => {} });
   },
 });
 

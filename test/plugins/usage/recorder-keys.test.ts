@@ -33,9 +33,9 @@ it("credits overlapping requests of two keys of one consumer to their own keys; 
   recorder.tokens(usage("cheap", 11, 7, 0.000078, "key_a"));
   recorder.tokens(usage("dear", 11, 7, 0.00025, "key_b"));
   recorder.tokens(usage("cheap", 1, 1, 0.000001));
-  const a = recorder.requestEnded({ mode: "llm", serviceType: "chat", consumer: "team", model: "cheap", key: "key_a" }, 200);
-  const b = recorder.requestEnded({ mode: "llm", serviceType: "chat", consumer: "team", model: "dear", key: "key_b" }, 200);
-  const none = recorder.requestEnded({ mode: "llm", serviceType: "chat", consumer: "team", model: "cheap" }, 200);
+  const a = recorder.requestEnded({ mode: "llm", origin: "client", serviceType: "chat", consumer: "team", model: "cheap", key: "key_a" }, 200);
+  const b = recorder.requestEnded({ mode: "llm", origin: "client", serviceType: "chat", consumer: "team", model: "dear", key: "key_b" }, 200);
+  const none = recorder.requestEnded({ mode: "llm", origin: "client", serviceType: "chat", consumer: "team", model: "cheap" }, 200);
   await Promise.all([a, b, none]);
   await recorder.flush();
 

@@ -26,11 +26,11 @@ it("writes a turn that crosses midnight to each day's buckets and groups", async
   const kv = new MemoryKv(clock);
   const recorder = new UsageRecorder({ kv, clock, log: silentLogger, retentionMs: 0 });
   recorder.tokens(usage("small", 10, 5));
-  const first = recorder.requestEnded({ mode: "llm", serviceType: "chat", consumer: "team", model: "small" }, 200);
+  const first = recorder.requestEnded({ mode: "llm", origin: "client", serviceType: "chat", consumer: "team", model: "small" }, 200);
   clock.advance(200);
   recorder.tokens(usage("small", 3, 1));
-  const second = recorder.requestEnded({ mode: "llm", serviceType: "chat", consumer: "team", model: "small" }, 200);
-  recorder.requestEnded({ mode: "sync", serviceType: "chat", consumer: "other", model: "small" }, 200);
+  const second = recorder.requestEnded({ mode: "llm", origin: "client", serviceType: "chat", consumer: "team", model: "small" }, 200);
+  recorder.requestEnded({ mode: "sync", origin: "client", serviceType: "chat", consumer: "other", model: "small" }, 200);
   await Promise.all([first, second]);
 
   const before = await report(kv, "2026-03-10", BEFORE_MIDNIGHT - (BEFORE_MIDNIGHT % DAY));
@@ -48,7 +48,7 @@ it("groups the tokens a request left for two models under each model, and the re
   recorder.tokens(usage("small", 10, 5));
   recorder.tokens(usage("big", 20, 10));
   recorder.tokens(usage("small", 1, 1));
-  await recorder.requestEnded({ mode: "llm", serviceType: "chat", consumer: "team", model: "small" }, 200);
+  await recorder.requestEnded({ mode: "llm", origin: "client", serviceType: "chat", consumer: "team", model: "small" }, 200);
 
   const day = await report(kv, "2026-03-10", BEFORE_MIDNIGHT - (BEFORE_MIDNIGHT % DAY));
   expect(day.total).toMatchObject({ requests: 1, tokens: { prompt: 31, completion: 16 } });

@@ -1,5 +1,5 @@
 /**
- * Streams a job submission's multipart body (spec 4.1) without holding the file: busboy
+ * Streams a multipart upload (a job submission, a batch input file) without holding the file: busboy
  * parses chunks read from the Web `ReadableStream`, text fields are collected, and the
  * `file` part is handed over as a Web stream the moment it starts, so it can flow straight
  * into the object store. Backpressure runs end to end: a slow store pauses the file part,
@@ -8,18 +8,11 @@
  * Fields may come before or after the file; the file handler sees the fields read so far.
  */
 import busboy from "busboy";
-import { errors } from "../../core/errors.ts";
-import { discardRest } from "../../core/request-body/read-bytes.ts";
+import { errors } from "../errors.ts";
+import { discardRest } from "./read-bytes.ts";
 
-/** Fields are small (model, operation, callback_url); the file is the only big part. */
+/** Fields are small (model, operation, callback_url, purpose); the file is the only big part. */
 const LIMITS = { fields: 32, fieldSize: 64 * 1024, fieldNameSize: 200, files: 8, parts: 64, headerPairs: 100 } as const;
-
-/**
- * The fields the gateway reads, each of which must come once: with two `model` fields, a
- * reader keeping the first and one keeping the last would pick different models. Fields the
- * gateway does not read may repeat (OpenAI's `timestamp_granularities[]` does).
- */
-const SINGLE_VALUED = new Set(["model", "operation", "callback_url"]);
 
 /** The `boundary` parameter of a multipart content type as sent (quotes removed), or undefined without one. */
 function boundaryOf(contentType: string): string | undefined {
@@ -132,10 +125,22 @@ class Interruptible {
   }
 }
 
-export async function readJobForm(request: Request, onFile: FileHandler): Promise<FormResult> {
+/**
+ * What a form's reader expects. `singleValued`: the fields the gateway reads, each of which
+ * must come once: with two `model` fields, a reader keeping the first and one keeping the last
+ * would pick different models. Fields the gateway does not read may repeat (OpenAI's
+ * `timestamp_granularities[]` does). `what`: the upload, as the 400 for a body that is not
+ * multipart names it ("the job").
+ */
+export interface FormRules {
+  singleValued: ReadonlySet<string>;
+  what: string;
+}
+
+export async function readMultipartForm(request: Request, onFile: FileHandler, rules: FormRules): Promise<FormResult> {
   const contentType = request.headers.get("content-type") ?? "";
   if (!/^multipart\/form-data\b/i.test(contentType.trim())) {
-    throw errors.badRequest(`send the job as multipart/form-data with a "file" part (got content-type "${contentType || "none"}")`);
+    throw errors.badRequest(`send ${rules.what} as multipart/form-data with a "file" part (got content-type "${contentType || "none"}")`);
   }
   // A parser takes an empty boundary and then finds parts where the client meant none.
   if (boundaryOf(contentType) === "") throw errors.badRequest(`the multipart boundary is empty (boundary=""); give the boundary that separates the body's parts (1 to 70 characters), or let the HTTP client set the content type`);
@@ -166,7 +171,7 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
       fail(errors.badRequest(`form field "${name.slice(0, 50)}" is too long (fields are limited to ${LIMITS.fieldSize} bytes)`));
       return;
     }
-    if (fields.has(name) && SINGLE_VALUED.has(name)) {
+    if (fields.has(name) && rules.singleValued.has(name)) {
       fail(errors.badRequest(`form field "${name}" was sent more than once; send it once`));
       return;
     }
@@ -227,4 +232,12 @@ export async function readJobForm(request: Request, onFile: FileHandler): Promis
     throw failure.error;
   }
   return { fields, hadFile };
+}
+
+/** An uploaded file's name as the gateway keeps it (and passes it on to a backend): no path, no control characters, bounded length. */
+export function sanitizeFilename(name: string): string {
+  const base = name.split(/[\\/]/).pop() ?? "";
+  // deno-lint-ignore no-control-regex -- control characters are exactly what is removed from a file name
+  const clean = base.replace(/[\u0000-\u001f\u007f"]/g, "").trim().slice(-200);
+  return clean === "" ? "upload" : clean;
 }

@@ -1,0 +1,83 @@
+/**
+ * The batch APIs (`batches.enabled`): OpenAI's Files and Batches and Anthropic's Message
+ * Batches, run by the gateway itself on any configured model. Files stream into the object
+ * store; batches and their lines live in the key-value store, where every gateway process takes
+ * lines with a lease and runs each through the same LLM path as a direct request of the batch's
+ * owner (`api.dispatchAs`). See docs/batches.md.
+ */
+import { definePlugin } from "../../core/plugins/types.ts";
+import { registerAdminRoutes } from "./admin.ts";
+import { BatchEngine } from "./batches/engine.ts";
+import { registerBatchRoutes } from "./batches/routes.ts";
+import { LINE_LEASE_MS } from "./batches/worker.ts";
+import { batchesSection } from "./config.ts";
+import { batchesPanel } from "./console-panel.ts";
+import { registerFileRoutes } from "./files/routes.ts";
+import { FileStore } from "./files/store.ts";
+import { batchMetrics } from "./metrics.ts";
+import { batchesOpenApi } from "./openapi.ts";
+import { registerMessageBatchRoutes } from "./messages/routes.ts";
+import { spanMs } from "./span.ts";
+import { notifyEnded } from "./webhook.ts";
+
+/** How often each process deletes the files past their retention. */
+const FILE_SWEEP_MS = 60_000;
+/** How often each process looks for batches to move along and lapsed line leases. */
+const SWEEP_MS = 250;
+/** How often each process starts lines of models that were idle (a line's end starts the next at once). */
+const LINES_MS = 100;
+
+/** The batch engine of this process, for health checks and tests. */
+export interface BatchesService {
+  /** Lines running in this process. */
+  readonly busy: number;
+  /** Resolves when this process's lines and batch work have ended. */
+  idle(): Promise<void>;
+}
+
+declare module "../../core/plugins/types.ts" {
+  interface GatewayServices {
+    batches: BatchesService;
+  }
+}
+
+export default definePlugin({
+  name: "batches",
+  section: batchesSection,
+  // A batch's callback_url is vetted and notified by the webhooks plugin.
+  optionalDependsOn: ["webhooks"],
+  openapi: batchesOpenApi,
+  consolePanels: [batchesPanel],
+  enabled: (config) => config.batches.enabled,
+  setup(api) {
+    const section = api.section;
+    const files = new FileStore({
+      kv: api.kv,
+      objects: api.objects,
+      now: () => api.clock.now(),
+      uuid: () => api.ids.newId(),
+      retentionMs: spanMs(section.retention) ?? 0,
+    });
+    const engine = new BatchEngine(api, section, files, batchMetrics(api.metrics, (batch) => notifyEnded(api, batch)));
+    registerFileRoutes(api, files);
+    registerBatchRoutes(api, engine, files);
+    registerMessageBatchRoutes(api, engine, files);
+    registerAdminRoutes(api, engine);
+    api.provide("batches", {
+      get busy() {
+        return engine.worker.busy;
+      },
+      idle: () => engine.idle(),
+    });
+    api.task({ name: "batches.files", everyMs: FILE_SWEEP_MS, run: () => files.sweep().then(() => undefined) });
+    api.task({ name: "batches.sweep", everyMs: SWEEP_MS, runAtStart: true, run: () => engine.sweep.tick() });
+    api.task({ name: "batches.lines", everyMs: LINES_MS, runAtStart: true, run: () => engine.worker.poll() });
+    api.task({ name: "batches.leases", everyMs: LINE_LEASE_MS / 3, run: () => engine.worker.renew() });
+    // A reload lets running lines finish; shutdown gives them a grace period, then puts them back.
+    api.onRetire(() => engine.worker.retire());
+    api.onClose(async () => {
+      await engine.worker.close();
+      await engine.sweep.idle();
+    });
+  },
+});
