@@ -6,8 +6,8 @@
  * backend request is on the wire, the backend's time, and the server's work after the backend's
  * answer head until the client's answer is written (p50 and p90 over every round). The difference
  * between the two rows is the gateway's own work on the request's path, which is what the
- * latency targets of issue 11 measure; CPU per request (`npm run bench`) also counts what runs
- * off that path (cache fill, usage batching, garbage collection).
+ * latency targets (docs/design.md#performance-targets) measure; CPU per request (`npm run bench`)
+ * also counts what runs off that path (cache fill, usage batching, garbage collection).
  */
 import { mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -336,7 +336,10 @@ function denoVsNode(results: Results, other: Results | undefined): TargetCheck[]
   ];
 }
 
-/** Checks of the earlier targets still worth keeping (memory): not issue 34's, labelled so. */
+/**
+ * Checks of the earlier targets still worth keeping (memory): not the current ones
+ * (docs/design.md#performance-targets), labelled so.
+ */
 function memoryChecks(results: Results): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const top = results.rows
@@ -353,9 +356,10 @@ function memoryChecks(results: Results): TargetCheck[] {
 }
 
 /**
- * Judges issue 34's targets on this run's figures, against the framework floor; `other`: the
- * other runtime's results, for the Deno check. Where a config runs no floor (cache hit and stream
- * in the prod configs), the floor's figure is the basic config's of the same scenario and load.
+ * Judges the performance targets (docs/design.md#performance-targets) on this run's figures,
+ * against the framework floor; `other`: the other runtime's results, for the Deno check. Where a
+ * config runs no floor (cache hit and stream in the prod configs), the floor's figure is the basic
+ * config's of the same scenario and load.
  */
 export function checkTargets(results: Results, other?: Results): TargetCheck[] {
   const rows = results.rows;
@@ -400,7 +404,7 @@ export function printAll(results: Results): string {
     "",
     "## Targets",
     "",
-    "Issue 34's targets, against the framework floor; the last rows are earlier targets kept as guards.",
+    "The performance targets (docs/design.md#performance-targets), against the framework floor; the last rows are earlier targets kept as guards.",
     "",
     targetsTable(results),
     "",

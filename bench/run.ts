@@ -29,8 +29,9 @@ interface Variant {
   config: Omit<ConfigOptions, "mockUrl" | "objectDir" | "redisAddr"> & { redis: boolean };
   /**
    * Scenarios with the loads to run and whether the bare proxy and the framework floor run
-   * alongside (at every load: the floor's p99, first event and CPU are what issue 34's targets
-   * are judged against; configs without it borrow the basic config's, see bench/report.ts).
+   * alongside (at every load: the floor's p99, first event and CPU are what the performance targets
+   * (docs/design.md#performance-targets) are judged against; configs without it borrow the basic
+   * config's, see bench/report.ts).
    */
   scenarios: Array<{ id: ScenarioId; loads: LoadId[]; bare: boolean; floor?: boolean }>;
   consumers?: number;

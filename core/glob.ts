@@ -1,6 +1,6 @@
 /**
- * Shell-style globs for model aliases and service types (spec 4.9): `*` any run of
- * characters (including `/`, since aliases such as `meta/llama-3` are names, not paths),
+ * Shell-style globs for model aliases and service types (docs/design.md#access-policies): `*` any
+ * run of characters (including `/`, since aliases such as `meta/llama-3` are names, not paths),
  * `?` one character, `[abc]` / `[a-z]` a class, `[!abc]` / `[^abc]` a negated class.
  * Everything else is literal; matching is case-sensitive over the whole string.
  * Compiled once per runtime: rules never change while a runtime lives.

@@ -198,11 +198,11 @@ function coreRuleProblems(config: GatewayConfig): string[] {
 }
 
 /**
- * A service without `model` (allowed, spec 2.8) is chosen only when a request names no model
- * (spec 4.1 rule 3): as the only service of its type or path, or as the type's default. One
- * that is neither the only service of its type, nor the default, nor alone on one of its paths
- * can never be chosen: almost certainly a forgotten `model:`, so it is refused rather than
- * silently dead. A `{model}` path does not count: it always names a model.
+ * A service without `model` (allowed, docs/design.md#services) is chosen only when a request names
+ * no model (docs/design.md#model-resolution): as the only service of its type or path, or as the
+ * type's default. One that is neither the only service of its type, nor the default, nor alone on
+ * one of its paths can never be chosen: almost certainly a forgotten `model:`, so it is refused
+ * rather than silently dead. A `{model}` path does not count: it always names a model.
  */
 function unreachableServiceProblems(services: readonly ServiceConfig[]): string[] {
   const onPath = new Map<string, number>();

@@ -1,7 +1,8 @@
 /**
- * The core's part of the configuration schema (spec sections 2.8 and 2.9, with the spec's
- * defaults): the HTTP server, the stores, the Prometheus endpoint, the plugin switches, and
- * the fields of a service that the core itself reads (routing, backends, the catalogue).
+ * The core's part of the configuration schema (docs/design.md#services and
+ * docs/design.md#other-settings, with their defaults): the HTTP server, the stores, the Prometheus
+ * endpoint, the plugin switches, and the fields of a service that the core itself reads (routing,
+ * backends, the catalogue).
  *
  * Every feature's settings live with its plugin: a plugin declares a top-level `section`, may
  * add per-service fields (`serviceFields`) and fields to a section it does not own

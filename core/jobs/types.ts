@@ -15,8 +15,8 @@ export const JOB_STATUSES: readonly JobStatus[] = ["pending", "processing", "com
 export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed", "cancelled"];
 
 /**
- * A stored job (a KV hash, see keys.ts). Field names are the wire names of spec 2.2 so the
- * record, the API view and the logs say the same thing.
+ * A stored job (a KV hash, see keys.ts). Field names are the wire names (docs/design.md#job-record)
+ * so the record, the API view and the logs say the same thing.
  */
 export interface JobRecord {
   id: string;
@@ -70,7 +70,10 @@ export interface JobRecord {
   traceparent?: string;
 }
 
-/** The submission answer (spec 2.1); also the body an idempotent replay repeats. */
+/**
+ * The submission answer (docs/design.md#job-submission); also the body an idempotent replay
+ * repeats.
+ */
 export interface JobAccepted {
   job_id: string;
   service_type: string;
@@ -162,7 +165,10 @@ export interface JobStore {
   lookup(id: string): Promise<JobLookup>;
   /** Atomic status change from one of `from`; the record TTL follows the new status. */
   transition(job: JobRecord, from: readonly JobStatus[], to: JobStatus, fields?: FinishFields): Promise<Transition>;
-  /** DELETE semantics (DESIGN 4): pending -> cancelled and unqueued; processing -> cancel signal. Null when gone. */
+  /**
+   * DELETE semantics (docs/design.md#cancelling-a-job): pending -> cancelled and unqueued;
+   * processing -> cancel signal. Null when gone.
+   */
   cancel(job: JobRecord): Promise<{ status: JobStatus; job?: JobRecord } | null>;
   cancelRequested(id: string): Promise<boolean>;
   /** The stored result of a completed job (parsed JSON); undefined when the object is gone. */
@@ -227,7 +233,7 @@ declare module "../plugins/types.ts" {
     "job.terminal": { job: JobRecord; result?: unknown };
     /**
      * A relay finished calling the backend for a job: inference seconds for the
-     * processing-time budget (spec 8.4). Emitted in the relay's process.
+     * processing-time budget (docs/design.md#processing-time). Emitted in the relay's process.
      */
     "relay.processed": {
       consumer?: string;
@@ -245,7 +251,7 @@ declare module "../plugins/types.ts" {
      * An unfinished job's record was given a longer life: it now expires at `expiresAt` (ms,
      * at the latest). Emitted when a relay starts the job or renews its lease (in the relay's
      * process) and when the GC reaper requeues it. The limits plugin keeps the job's
-     * concurrent-job slot that long (spec 8.3).
+     * concurrent-job slot that long (docs/design.md#concurrent-jobs).
      */
     "job.expiry": { job: JobRecord; expiresAt: number };
   }

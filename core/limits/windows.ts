@@ -1,7 +1,7 @@
 /**
  * What the limits plugin offers other plugins: the live windows of a consumer's limits
- * (the usage plugin shows them in `GET /usage`, spec 2.4 `usage[].window`), declared into
- * the core's `GatewayServices` by declaration merging.
+ * (the usage plugin shows them in `GET /usage`, `usage[].window` in docs/design.md#usage-record),
+ * declared into the core's `GatewayServices` by declaration merging.
  */
 
 /** The current fixed windows of one consumer on one service type; a field is absent when its window is not live. */

@@ -1,7 +1,8 @@
 /**
- * The `responseCache` service the LLM proxy uses when a cache plugin provides one (spec 4.6
- * "Caching"). The contract keeps every cache rule (key, bypass, TTL, what may be stored) on the
- * cache's side; the proxy only asks before forwarding and offers the answer afterwards.
+ * The `responseCache` service the LLM proxy uses when a cache plugin provides one
+ * (docs/design.md#response-cache). The contract keeps every cache rule (key, bypass, TTL, what may
+ * be stored) on the cache's side; the proxy only asks before forwarding and offers the answer
+ * afterwards.
  */
 import type { ServiceConfig } from "../config/schema.ts";
 import type { Bytes, JsonObject } from "./json.ts";

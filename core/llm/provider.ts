@@ -66,7 +66,10 @@ export interface StreamProgress {
 export interface TranslatedResponse {
   /** A chat-completions response body (`object: "chat.completion"`). */
   body: JsonObject;
-  /** Unknown usage stays `undefined`, never zeros: token accounting is then skipped (spec 4.6). */
+  /**
+   * Unknown usage stays `undefined`, never zeros: token accounting is then skipped
+   * (docs/design.md#usage-requirement).
+   */
   usage: TokenUsage | undefined;
 }
 

@@ -20,7 +20,7 @@ const isCount = (value: unknown): value is number => typeof value === "number" &
 
 /**
  * The top-level `usage {prompt_tokens, completion_tokens}` of a chat-completions body, or
- * `undefined` when it is absent or malformed (spec 4.6 "Usage requirement"). An embeddings
+ * `undefined` when it is absent or malformed (docs/design.md#usage-requirement). An embeddings
  * answer reports `prompt_tokens` alone (it generates nothing): that counts as zero completion
  * tokens, so embeddings are counted too; a `completion_tokens` that is there but not a count
  * still makes the usage malformed.
@@ -58,9 +58,10 @@ export interface LlmUsageEvent {
   /** What the response cost in `pricing.currency`; absent when no price applies (unpriced or no pricing). */
   cost?: number;
   /**
-   * Whether token budgets count this response (spec 8.2). False when the request carried
-   * `Cache-Control: no-cache`; token metrics count it either way. Streaming responses (unless
-   * `llm.count_streamed_tokens`), cache hits and responses without usage emit no event at all.
+   * Whether token budgets count this response (docs/design.md#token-budget). False when the request
+   * carried `Cache-Control: no-cache`; token metrics count it either way. Streaming responses
+   * (unless `llm.count_streamed_tokens`), cache hits and responses without usage emit no event at
+   * all.
    */
   counted: boolean;
   /** The caller's credential limits (an API key's), whose token and cost windows count this response too. */
@@ -77,8 +78,9 @@ export const countedRequest = (headers: Headers): boolean => !/no-cache/i.test(h
 declare module "../plugins/types.ts" {
   interface GatewayEvents {
     /**
-     * An LLM response with usage was written (spec 8.2): a non-streaming one after the
-     * response, a stream (with `llm.count_streamed_tokens`) as it ends, before its last byte.
+     * An LLM response with usage was written (docs/design.md#token-budget): a non-streaming one
+     * after the response, a stream (with `llm.count_streamed_tokens`) as it ends, before its last
+     * byte.
      */
     "llm.usage": LlmUsageEvent;
   }

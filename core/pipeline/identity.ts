@@ -1,12 +1,12 @@
 /**
  * The core's identify step: the consumer, user type and priority signal from the headers
- * the config names (spec 5.1). An auth plugin adds a later identify step that replaces
- * the principal with a verified one.
+ * the config names (docs/design.md#authentication). An auth plugin adds a later identify step that
+ * replaces the principal with a verified one.
  *
  * A header that is sent counts as sent, whatever its value: a blank consumer or user type
  * is refused (400), never read as an absent header, since an absent consumer header is the
- * admin/internal bypass of job ownership (spec 5.2) and a blank one names nobody. An
- * identity header sent twice is refused too (`repeatedIdentityHeader`).
+ * admin/internal bypass of job ownership (docs/design.md#consumers-and-ownership) and a blank one
+ * names nobody. An identity header sent twice is refused too (`repeatedIdentityHeader`).
  */
 import type { GatewayConfig } from "../config/schema.ts";
 import { errors, type GatewayError } from "../errors.ts";
@@ -29,7 +29,8 @@ export function headerIdentity(config: GatewayConfig, auth: () => CallerAuth | u
   const checks: Array<[header: string, names: string | undefined]> = [
     [consumerHeader, "a consumer name"],
     [userTypeHeader, "a user type"],
-    // Blank is fine here: the priority header marks a request by being there (spec 4.1).
+    // Blank is fine here: the priority header marks a request by being there
+    // (docs/design.md#job-submission).
     [priorityHeader, undefined],
   ];
   const headers = checks.filter(([header]) => header !== "");

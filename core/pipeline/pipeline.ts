@@ -3,12 +3,14 @@
  *
  *   identify  -> who is calling (principal: consumer, user type, groups)
  *   admit     -> checks that must run before the body is read (async: an idempotent
- *                replay, then request rate, processing time, concurrent jobs; spec 4.1
- *                rule 2; a replay creates nothing, so no limit applies to it, spec 3)
+ *                replay, then request rate, processing time, concurrent jobs;
+ *                docs/design.md#job-submission; a replay creates nothing, so no limit applies to
+ *                it, docs/design.md#idempotency)
  *   resolve   -> the mode reads what it needs of the body and resolves the model
- *   visibility-> hidden models answer 404 (spec 4.10)
- *   policy    -> access policies answer 403 (spec 4.9)
- *   limits    -> sync: rate limit, token limit, concurrency cap, in that order (spec 4.5)
+ *   visibility-> hidden models answer 404 (docs/design.md#model-visibility)
+ *   policy    -> access policies answer 403 (docs/design.md#access-policies)
+ *   limits    -> sync: rate limit, token limit, concurrency cap, in that order
+ *                (docs/design.md#check-order)
  *   handler   -> the mode's handler produces the response
  *
  * A step either passes (returns nothing, possibly adding to the context) or answers with

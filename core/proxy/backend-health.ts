@@ -52,7 +52,9 @@ export interface RetryRounds {
   started(serviceType: string): void;
 }
 
-/** Spec 4.6 "Backend routing": a network error or a 5xx fails over; no backend ever sits out. */
+/**
+ * docs/design.md#backend-routing: a network error or a 5xx fails over; no backend ever sits out.
+ */
 export const SPEC_FAILOVER: BackendHealth = {
   failsOver: (status) => status >= 500,
   available: (_serviceType, targets) => targets,

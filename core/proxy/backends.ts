@@ -1,6 +1,6 @@
 /**
  * Backend selection and failover, shared by the sync direct proxy and the LLM proxy
- * (spec 4.6 "Backend routing"):
+ * (docs/design.md#backend-routing):
  *  1. one backend picked by weighted random among those with weight > 0;
  *  2. on a network error or a 5xx the next is tried: the remaining weight > 0 backends by
  *     descending weight, then the weight = 0 (fallback-only) ones;

@@ -1,4 +1,7 @@
-/** Header rules for requests forwarded to backends (spec 2.8 `inference_headers`, RFC 9110 hop-by-hop). */
+/**
+ * Header rules for requests forwarded to backends (`inference_headers` in docs/design.md#services,
+ * RFC 9110 hop-by-hop).
+ */
 
 // `expect` too: the gateway's own server answers `100-continue` to the client, and a
 // forwarded `expect` makes Node's fetch refuse the request (curl sends it on uploads > 1 MB).

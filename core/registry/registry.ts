@@ -146,11 +146,11 @@ export class Registry {
   }
 
   /**
-   * Sync model resolution (spec 4.5): the `{model}` path segment, else the body's `model`,
-   * else the only service on the path, else the `default: true` one, else an error listing
-   * them. Only the services the caller sees are candidates for the automatic choice
-   * (spec 4.10: to this caller the others do not exist); a model named outright is found
-   * even when hidden, so the visibility stage answers (and counts) it.
+   * Sync model resolution (docs/design.md#model-resolution): the `{model}` path segment, else the
+   * body's `model`, else the only service on the path, else the `default: true` one, else an error
+   * listing them. Only the services the caller sees are candidates for the automatic choice
+   * (docs/design.md#model-visibility: to this caller the others do not exist); a model named
+   * outright is found even when hidden, so the visibility stage answers (and counts) it.
    */
   resolveSync(match: PathMatch, requestedModel: string | undefined, request: SyncRequestLine, caller: CallerModels = EVERY_MODEL): Resolution<ServiceConfig> {
     const wanted = match.modelFromPath ?? requestedModel;
@@ -164,7 +164,10 @@ export class Registry {
     return this.pickDefault(candidates, request.path, caller);
   }
 
-  /** Async model and operation resolution (spec 4.1 rule 3 and the `operation` field); `caller` as for `resolveSync`. */
+  /**
+   * Async model and operation resolution (docs/design.md#model-resolution and the `operation`
+   * field); `caller` as for `resolveSync`.
+   */
   resolveJob(type: string, requestedModel: string | undefined, operation: string | undefined, caller: CallerModels = EVERY_MODEL): Resolution<JobTarget> {
     const services = this.servicesOfType(type);
     let service: ServiceConfig;
@@ -220,7 +223,10 @@ export class Registry {
     return errors.notFound(`unknown service type "${type}"; configured types: ${types.join(", ") || "(none)"}`);
   }
 
-  /** Spec 4.1 rule 3 over the caller's candidates (never empty); the error lists those it may use. */
+  /**
+   * docs/design.md#model-resolution over the caller's candidates (never empty); the error lists
+   * those it may use.
+   */
   private pickDefault(candidates: readonly ServiceConfig[], where: string, caller: CallerModels): Resolution<ServiceConfig> {
     if (candidates.length === 1) return ok(candidates[0]);
     const fallback = candidates.find((s) => s.default);

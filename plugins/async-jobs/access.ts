@@ -1,7 +1,8 @@
 /**
- * Finding a job the caller may see (spec 4.2, 5.2): identify the caller through the
- * pipeline's identify stage, then apply the ownership rule. A job of another consumer, or
- * of another service type than the path names, is indistinguishable from a missing one.
+ * Finding a job the caller may see (docs/design.md#reading-a-job and
+ * docs/design.md#consumers-and-ownership): identify the caller through the pipeline's identify
+ * stage, then apply the ownership rule. A job of another consumer, or of another service type than
+ * the path names, is indistinguishable from a missing one.
  */
 import type { Context } from "hono";
 import { errors } from "../../core/errors.ts";
@@ -23,9 +24,9 @@ export async function identify(api: PluginApi, c: Context, serviceType: string):
 }
 
 /**
- * Ownership (spec 5.2): a caller without a consumer identity (no header at all: admin/internal
- * access, or consumer identification off) sees every job; one with an identity sees only
- * jobs saved under the same consumer.
+ * Ownership (docs/design.md#consumers-and-ownership): a caller without a consumer identity (no
+ * header at all: admin/internal access, or consumer identification off) sees every job; one with an
+ * identity sees only jobs saved under the same consumer.
  */
 export function owns(caller: string | undefined, owner: string | undefined): boolean {
   return caller === undefined || caller === owner;

@@ -1,6 +1,7 @@
 /**
- * Reading and managing jobs: `GET /jobs/{type}/{id}` (spec 4.2), `DELETE` (4.3 + DESIGN 4),
- * `GET /jobs` (4.4 + DESIGN 4) and `POST /-/jobs/purge` (4.12 + DESIGN 4).
+ * Reading and managing jobs: `GET /jobs/{type}/{id}` (docs/design.md#reading-a-job), `DELETE`
+ * (docs/design.md#cancelling-a-job), `GET /jobs` (docs/design.md#listing-jobs) and `POST
+ * /-/jobs/purge` (docs/design.md#operations-endpoints).
  */
 import type { Context } from "hono";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";

@@ -1,9 +1,9 @@
 /**
- * Async job metrics (spec 6.2): submissions by consumer and the relay queue depth.
+ * Async job metrics (docs/design.md#metrics): submissions by consumer and the relay queue depth.
  *
  * `svc_jobs_by_consumer_total` counts every accepted submission (replays excluded), and
- * only when `server.consumer_header` is configured (spec 5.2: it is part of consumer
- * identification). Its `consumer` label carries the consumer name only when
+ * only when `server.consumer_header` is configured (docs/design.md#consumers-and-ownership: it is
+ * part of consumer identification). Its `consumer` label carries the consumer name only when
  * `metrics.consumer_labels` is on (the spec reserves that for fewer than 50 consumers);
  * otherwise it is "", so the series count stays bounded whatever callers send in the
  * consumer header.

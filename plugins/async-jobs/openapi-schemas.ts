@@ -13,7 +13,7 @@ export const jobSchemas: Record<string, TSchema> = {
       model: Type.String(),
       status: StringEnum(["pending"]),
     },
-    { description: "Spec 2.1: the answer to a submission (202), repeated on an idempotent replay (200)" },
+    { description: "The answer to a submission (202), repeated on an idempotent replay (200)" },
   ),
   JobRecord: Type.Object(
     {
@@ -26,7 +26,7 @@ export const jobSchemas: Record<string, TSchema> = {
       attempts: Type.Optional(Type.Integer({ minimum: 0, description: "Attempts started (services[].retry); 0 before the first" })),
       created_at: Timestamp("Submission time"),
     },
-    { description: "Spec 2.2", additionalProperties: true },
+    { description: "A job record", additionalProperties: true },
   ),
   JobCancelled: Type.Object(
     { job_id: Type.String({ format: "uuid" }), status: StringEnum(JOB_STATUSES, { description: "The status after the call" }) },

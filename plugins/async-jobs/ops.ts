@@ -169,9 +169,9 @@ return outcome
 };
 
 /**
- * DELETE /jobs/{type}/{id} (DESIGN 4): a pending job is cancelled and leaves its queue at
- * once (joining the notification outbox when it has a callback_url); a processing one gets
- * a cancel signal the relay acts on; others are left alone.
+ * DELETE /jobs/{type}/{id} (docs/design.md#cancelling-a-job): a pending job is cancelled and leaves
+ * its queue at once (joining the notification outbox when it has a callback_url); a processing one
+ * gets a cancel signal the relay acts on; others are left alone.
  * A pending job waiting for a retry leaves the retry set as well, so it never runs again.
  * KEYS[1] record, KEYS[2] tombstone, KEYS[3] queue, KEYS[4] cancel signal, KEYS[5]
  * notification outbox, KEYS[6] retry set, KEYS[7] consumer index (optional).

@@ -1,6 +1,6 @@
 /**
- * The queues as an operator sees them (issue 32): `GET /-/queues` (depth, processing,
- * dead letters, the age of the oldest pending job per model), `GET /-/relay/deadletter`
+ * The queues as an operator sees them (docs/console.md#admin-api): `GET /-/queues` (depth,
+ * processing, dead letters, the age of the oldest pending job per model), `GET /-/relay/deadletter`
  * (the jobs the GC reaper gave up on, with each job's error) and
  * `POST /-/relay/deadletter/discard`. A dead-lettered job's input file is already gone,
  * so it cannot be rerun: discarding only takes it off the list (its failed record expires

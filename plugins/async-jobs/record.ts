@@ -1,6 +1,6 @@
 /**
  * The job record between its three shapes: the KV hash (all strings), the typed
- * `JobRecord`, and the API view of spec 2.2.
+ * `JobRecord`, and the API view (docs/design.md#job-record).
  */
 import { JOB_STATUSES, type JobRecord, type JobStatus } from "../../core/jobs/types.ts";
 
@@ -51,8 +51,8 @@ export function fromHash(hash: Record<string, string>): JobRecord | null {
 }
 
 /**
- * What the API shows of a job (spec 2.2): `result` only when completed, `error` only when
- * failed; `attempts` (not in the spec) always, for services[].retry.
+ * What the API shows of a job (docs/design.md#job-record): `result` only when completed, `error`
+ * only when failed; `attempts` (not in the spec) always, for services[].retry.
  */
 export interface JobView {
   id: string;

@@ -1,6 +1,6 @@
 /**
- * `POST /jobs/{service_type}` (spec 4.1). The request runs through the core pipeline, so
- * `admit` (type-level limits) happens before the body is read; this mode's `resolve`
+ * `POST /jobs/{service_type}` (docs/design.md#job-submission). The request runs through the core
+ * pipeline, so `admit` (type-level limits) happens before the body is read; this mode's `resolve`
  * streams the upload into the object store and resolves the model; its handler saves and
  * queues the job. Nothing is left half-created: every answer other than the 202 deletes
  * the uploaded file, and the record, tombstone, index entry and queue entry are one

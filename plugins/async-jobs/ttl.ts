@@ -1,6 +1,6 @@
 /**
- * Record lifetimes (spec 2.9 lifecycle): a per-status `lifecycle.job_ttl` value wins, then
- * `global`, then a 2 h safety net, so a record never lives forever by accident.
+ * Record lifetimes (docs/design.md#job-lifetimes): a per-status `lifecycle.job_ttl` value wins,
+ * then `global`, then a 2 h safety net, so a record never lives forever by accident.
  *
  * The spec names TTLs for pending, completed and failed only. A processing job keeps the
  * pending TTL (it is still unfinished work), reset when it starts; while a relay holds its

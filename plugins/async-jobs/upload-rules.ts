@@ -1,6 +1,7 @@
 /**
- * A service's upload rules (spec 2.8, 8.5): `accepted_exts` (case-insensitive, written
- * with or without the leading dot) and `max_file_size_mb` (MiB, default 100).
+ * A service's upload rules (docs/design.md#services and docs/design.md#constants): `accepted_exts`
+ * (case-insensitive, written with or without the leading dot) and `max_file_size_mb` (MiB, default
+ * 100).
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";

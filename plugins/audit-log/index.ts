@@ -1,6 +1,6 @@
 /**
- * The audit log (spec 2.9 `audit_log`, hot-reloadable since a reload builds a new
- * runtime): one JSON log line, event "audit", per state-changing request and per admin
+ * The audit log (`audit_log` in docs/design.md#other-settings, hot-reloadable since a reload builds
+ * a new runtime): one JSON log line, event "audit", per state-changing request and per admin
  * read, with the principal, method, path, status and outcome. It is written after the
  * response is ready and never changes it.
  */

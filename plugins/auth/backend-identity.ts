@@ -3,9 +3,9 @@
  * not the identity headers the client sent, and a backend that trusts those headers must
  * not receive made-up ones: the bearer token is removed (it authenticates the caller to
  * the gateway, it is no backend credential), the consumer and user type headers
- * (`server.*_header`) carry the token's values or are removed when it has none (spec 5.1:
- * the auth modes bridge the user type header), and the headers proxy mode reads groups,
- * roles and scopes from (`auth.proxy.*_header`) are removed.
+ * (`server.*_header`) carry the token's values or are removed when it has none
+ * (docs/design.md#authentication: the auth modes bridge the user type header), and the headers
+ * proxy mode reads groups, roles and scopes from (`auth.proxy.*_header`) are removed.
  */
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import type { Principal } from "../../core/pipeline/context.ts";

@@ -1,5 +1,5 @@
 /**
- * Caller identity (`auth.mode`, spec 5.1 and DESIGN section 4): on for `proxy`, `oauth2` and
+ * Caller identity (`auth.mode`, docs/design.md#authentication): on for `proxy`, `oauth2` and
  * `api_key` (and to serve `/-/keys` whenever `auth.api_key.secret` is set); with `none` the
  * core's header identity is all there is. Its identify step runs
  * after the core's, so the principal it leaves is the one visibility, policies, limits,

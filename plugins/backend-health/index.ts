@@ -1,5 +1,5 @@
 /**
- * Backend health (issue 28 item 3): the `backendHealth` service the LLM proxy and the sync
+ * Backend health (docs/backend-health.md): the `backendHealth` service the LLM proxy and the sync
  * direct proxy hand their failover loop (core/proxy/backends.ts), with its retry rounds; the
  * metrics `svc_backend_ejections_total`, `svc_backend_ejected` and
  * `svc_backend_retry_rounds_total`, and `GET /-/backends`.

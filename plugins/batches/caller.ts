@@ -1,8 +1,9 @@
 /**
  * Who calls a batch or file endpoint: the pipeline's identify stage (header identity, the auth
  * mode, API keys), as for every other request. A file or batch belongs to its creator's
- * consumer; like a job (spec 5.2), another consumer's is indistinguishable from a missing one,
- * and a caller without a consumer identity (no consumer header, or identification off) sees them all.
+ * consumer; like a job (docs/design.md#consumers-and-ownership), another consumer's is
+ * indistinguishable from a missing one, and a caller without a consumer identity (no consumer
+ * header, or identification off) sees them all.
  */
 import type { Context } from "hono";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";

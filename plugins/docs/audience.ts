@@ -1,8 +1,8 @@
 /**
- * Which services a caller may see (spec 4.10), for the generated document: the caller is
- * identified by the pipeline's `identify` stage (header identity, auth) and each service is
- * checked with `api.modelAccess` (visibility's audience, an API key's models). A caller who
- * fails identification is treated as anonymous: the docs are public, they just show the
+ * Which services a caller may see (docs/design.md#model-visibility), for the generated document:
+ * the caller is identified by the pipeline's `identify` stage (header identity, auth) and each
+ * service is checked with `api.modelAccess` (visibility's audience, an API key's models). A caller
+ * who fails identification is treated as anonymous: the docs are public, they just show the
  * models an anonymous caller sees.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";

@@ -23,7 +23,10 @@ type Spec = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Spec => typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** Spec 9: the per-model document of a deprecated model marks every operation deprecated. */
+/**
+ * docs/design.md#versioning: the per-model document of a deprecated model marks every operation
+ * deprecated.
+ */
 export function markDeprecated(spec: Spec): void {
   if (!isObject(spec.paths)) return;
   for (const item of Object.values(spec.paths)) {

@@ -1,8 +1,9 @@
 /**
- * Generated API docs (spec 4.12, 9): `GET /openapi.yaml` built from this runtime's registry
- * (so a reload regenerates it) for the caller's view of the models, the Swagger UI page at
- * `GET /docs` with its assets served from the `swagger-ui-dist` package, and each model
- * backend's own document under `/docs/spec/{type}/{model}` and `/swagger/{type}/{model}`.
+ * Generated API docs (docs/design.md#generated-api-docs, docs/design.md#versioning): `GET
+ * /openapi.yaml` built from this runtime's registry (so a reload regenerates it) for the caller's
+ * view of the models, the Swagger UI page at `GET /docs` with its assets served from the
+ * `swagger-ui-dist` package, and each model backend's own document under
+ * `/docs/spec/{type}/{model}` and `/swagger/{type}/{model}`.
  */
 import { stringify } from "yaml";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";
@@ -80,7 +81,7 @@ export default definePlugin({
         const model = c.req.param("model");
         try {
           const { visible } = await audienceOf(api, c.req.raw);
-          // A hidden model looks like one that does not exist (spec 4.10).
+          // A hidden model looks like one that does not exist (docs/design.md#model-visibility).
           const service = visible.find((s) => s.type === type && s.model === model);
           if (!service) throw errors.modelNotFound(`no model "${model}" of service type "${type}"`);
           if (service.swagger_url === "") throw errors.notFound(`model "${model}" has no API document: its service sets no swagger_url`);

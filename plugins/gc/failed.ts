@@ -1,4 +1,5 @@
-/** What follows when the GC ends a job as failed (dead-lettered or stale): spec 3's "also" column. */
+/** What follows when the GC ends a job as failed (dead-lettered or stale): the side effects in
+ * docs/design.md#job-states. */
 import type { JobRecord } from "../../core/jobs/types.ts";
 import type { GcContext } from "./context.ts";
 

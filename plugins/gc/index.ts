@@ -1,5 +1,6 @@
 /**
- * Background GC across replicas (spec 3 and 4.13): every `lifecycle.gc.interval`,
+ * Background GC across replicas (docs/design.md#job-states and docs/design.md#background-gc): every
+ * `lifecycle.gc.interval`,
  *   phase 0  reaps processing jobs whose relay lease expired (requeue or dead-letter),
  *   phase 1  fails pending jobs older than `redis.pending_max_age` and deletes their inputs,
  *   phase 2  deletes job files whose record is gone, once older than `gc.orphan_min_age`,

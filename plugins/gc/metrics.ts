@@ -1,4 +1,7 @@
-/** GC metrics (spec 6.2). The registry outlives reloads, so these keep counting across them. */
+/**
+ * GC metrics (docs/design.md#metrics). The registry outlives reloads, so these keep counting across
+ * them.
+ */
 import type { Metrics } from "../../core/metrics.ts";
 
 export type ReapedOutcome = "requeued" | "deadletter";

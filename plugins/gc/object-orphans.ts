@@ -1,6 +1,6 @@
 /**
- * Phase 2, object orphan cleanup (spec 4.13): files under `jobs/<id>/` whose job record is
- * gone (expired, consumed, purged, or never saved because the submission failed after the
+ * Phase 2, object orphan cleanup (docs/design.md#background-gc): files under `jobs/<id>/` whose job
+ * record is gone (expired, consumed, purged, or never saved because the submission failed after the
  * upload), once older than `gc.orphan_min_age`. The age guard covers the upload that is
  * stored before its record is saved.
  *

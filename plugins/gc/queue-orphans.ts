@@ -1,5 +1,5 @@
 /**
- * Phase 3, queue orphan cleanup (spec 4.13): entries of `relay:<model>` and
+ * Phase 3, queue orphan cleanup (docs/design.md#background-gc): entries of `relay:<model>` and
  * `relay:<model>:processing` whose job record is gone (its TTL passed, it was consumed or
  * purged). A relay would claim and drop them one by one; the sweep keeps queue depths
  * honest and frees the lists of models removed from the config.

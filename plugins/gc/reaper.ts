@@ -1,10 +1,10 @@
 /**
- * Phase 0, the processing-queue reaper (spec 3 and 4.13): a job in `relay:<model>:processing`
- * whose relay lease (`relay-lease:<id>`, relay.lease_seconds, renewed while the relay
- * works) is gone was claimed by a relay that stopped: crashed, killed, or cut off from
- * the store. It goes back to its queue head while it has reap attempts left, else it is
- * failed and dead-lettered. Each reclaim is one atomic op (ops.ts `gcReap`), so replicas
- * reaping at the same moment reclaim each job exactly once.
+ * Phase 0, the processing-queue reaper (docs/design.md#job-states and
+ * docs/design.md#background-gc): a job in `relay:<model>:processing` whose relay lease
+ * (`relay-lease:<id>`, relay.lease_seconds, renewed while the relay works) is gone was claimed by a
+ * relay that stopped: crashed, killed, or cut off from the store. It goes back to its queue head
+ * while it has reap attempts left, else it is failed and dead-lettered. Each reclaim is one atomic
+ * op (ops.ts `gcReap`), so replicas reaping at the same moment reclaim each job exactly once.
  */
 import { formatDuration } from "../../core/config/duration.ts";
 import { NOTIFY_GRACE_MS } from "../../core/jobs/notify-outbox.ts";

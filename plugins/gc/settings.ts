@@ -1,6 +1,6 @@
 /**
  * The GC's parameters, read from one runtime's config. A reload builds a new runtime
- * (and a new GC task), so a changed value applies from the next tick (spec 4.12).
+ * (and a new GC task), so a changed value applies from the next tick (docs/design.md#hot-reload).
  */
 import { durationMs } from "../../core/config/duration.ts";
 import { fieldsOf, type GatewayConfig } from "../../core/config/schema.ts";
@@ -37,7 +37,9 @@ export function gcSettings(config: GatewayConfig): GcSettings {
   };
 }
 
-/** The GC task runs when any phase is on (spec 4.13: phase 1 has its own switch). */
+/**
+ * The GC task runs when any phase is on (docs/design.md#background-gc: phase 1 has its own switch).
+ */
 export function gcActive(config: GatewayConfig): boolean {
   const settings = gcSettings(config);
   return settings.enabled || settings.pendingMaxAgeMs > 0;

@@ -1,8 +1,8 @@
 /**
- * Phase 1, the stale-pending sweep (spec 3 and 4.13, when `redis.pending_max_age > 0`): a
- * job still waiting in its queue longer than that after it was created becomes failed
- * with an error saying so, leaves the queue, and its input is deleted. Age counts from
- * `created_at`, the age the caller sees: a job the reaper requeued is not made younger.
+ * Phase 1, the stale-pending sweep (docs/design.md#job-states and docs/design.md#background-gc,
+ * when `redis.pending_max_age > 0`): a job still waiting in its queue longer than that after it was
+ * created becomes failed with an error saying so, leaves the queue, and its input is deleted. Age
+ * counts from `created_at`, the age the caller sees: a job the reaper requeued is not made younger.
  *
  * Each job is failed by one atomic op (ops.ts `gcFailStalePending`) that acts only when
  * its LREM took the entry out of the queue, so a relay claiming the job at that moment

@@ -1,6 +1,6 @@
 /**
- * One GC tick: the phases of spec 4.13 in order. Phases 0 and 1 act on one job at a time
- * through atomic ops, so a failure on one model is logged and the next model is still
+ * One GC tick: the phases (docs/design.md#background-gc) in order. Phases 0 and 1 act on one job at
+ * a time through atomic ops, so a failure on one model is logged and the next model is still
  * served. Phases 2 and 3 delete only what a complete, error-free read proved orphaned.
  */
 import type { GcContext } from "./context.ts";

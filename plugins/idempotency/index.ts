@@ -1,5 +1,5 @@
 /**
- * Idempotent job submission (spec 4.1 rule 1, 3): an `Idempotency-Key`, scoped per
+ * Idempotent job submission (docs/design.md#idempotency): an `Idempotency-Key`, scoped per
  * consumer, is reserved atomically (SET NX) against the new job's id just before the record
  * is saved. A repeat while that job exists answers 200 with the original body and
  * `X-Idempotent-Replay: true`; a repeat after the job is gone (expired, consumed, or its
@@ -9,8 +9,8 @@
  * limits' own `admit` steps (this plugin registers first, plugins/index.ts): a plain retry is
  * answered without uploading and storing its file a second time, and a replay, which creates
  * nothing, is never refused for a job slot, a processing-time budget or a request-rate window
- * it would not use (spec 3: a repeated key returns the original). A new key still goes
- * through every limit. Two identical requests racing past that
+ * it would not use (docs/design.md#idempotency: a repeated key returns the original). A new key
+ * still goes through every limit. Two identical requests racing past that
  * check both upload; the reservation picks one, and the other deletes its file and
  * replays the winner (waiting briefly for the winner's record to be saved). A repeat that
  * finds the key reserved only just now (its winner, maybe on another replica, is between
@@ -118,7 +118,7 @@ export default definePlugin({
     // Synchronous when there is nothing to look up (every sync and LLM request): the pipeline
     // awaits only a promise, and an async step costs a promise and a microtask turn per request.
     api.stage("admit", function replayIdempotentSubmission(ctx) {
-      // Only job submissions carry idempotency keys (spec 4.1).
+      // Only job submissions carry idempotency keys (docs/design.md#idempotency).
       if (ctx.mode !== "async") return undefined;
       const key = keyOf(ctx);
       return key === undefined ? undefined : replayIfKnown(ctx, key);

@@ -1,18 +1,18 @@
 /**
- * Concurrent async jobs (spec 8.3): `max_concurrent` bounds a consumer's pending plus
- * processing jobs plus submissions in flight, per service type. A slot is reserved before
- * the upload is read (`admit`); when the job is saved the reservation becomes the job's
+ * Concurrent async jobs (docs/design.md#concurrent-jobs): `max_concurrent` bounds a consumer's
+ * pending plus processing jobs plus submissions in flight, per service type. A slot is reserved
+ * before the upload is read (`admit`); when the job is saved the reservation becomes the job's
  * slot, which is given back when the job ends (`job.terminal`). A submission that ends
  * any other way (rejected, failed, replayed) gives its reservation back when its response
  * is finished.
  *
  * Every slot also carries a deadline, past which the next acquire drops it, so a crash
- * cannot leak one for ever. A job's slot deadline follows its record's life (spec 8.3: a
- * job whose record expired, GET answering 410, is neither pending nor processing): at save
- * it is the pending record's expiry; when the relay starts the job or renews its lease, or
- * the GC reaper requeues it, the record lives longer and `job.expiry` moves the deadline
- * along (`extendJobSlot`). A job that waits in its queue past job_ttl.pending therefore
- * frees its slot when its record expires, and a job still running keeps it.
+ * cannot leak one for ever. A job's slot deadline follows its record's life
+ * (docs/design.md#concurrent-jobs: a job whose record expired, GET answering 410, is neither
+ * pending nor processing): at save it is the pending record's expiry; when the relay starts the job
+ * or renews its lease, or the GC reaper requeues it, the record lives longer and `job.expiry` moves
+ * the deadline along (`extendJobSlot`). A job that waits in its queue past job_ttl.pending
+ * therefore frees its slot when its record expires, and a job still running keeps it.
  */
 import { errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";

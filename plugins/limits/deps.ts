@@ -1,4 +1,7 @@
-/** What every limit check needs, and the one fail-open rule they share (spec 7, 8.5). */
+/**
+ * What every limit check needs, and the one fail-open rule they share
+ * (docs/design.md#failing-open).
+ */
 import type { Clock } from "../../core/clock.ts";
 import { GatewayError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";

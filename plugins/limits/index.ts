@@ -1,14 +1,17 @@
 /**
- * Limits (spec 8, 4.11): request rate, token budget, concurrent async jobs, processing
- * time and the sync concurrency cap, all in the shared KV store so every replica counts
- * against the same numbers, and all failing open on store errors (spec 7).
+ * Limits (docs/design.md#limits and docs/design.md#sync-concurrency-cap): request rate, token
+ * budget, concurrent async jobs, processing time and the sync concurrency cap, all in the shared KV
+ * store so every replica counts against the same numbers, and all failing open on store errors
+ * (docs/design.md#failing-open).
  *
  * Where each check runs (the core owns the order, core/pipeline/pipeline.ts):
- *   async (`POST /jobs/{type}`), stage `admit`, before the upload is read (spec 4.1 rule 2):
+ *   async (`POST /jobs/{type}`), stage `admit`, before the upload is read
+ *   (docs/design.md#job-submission):
  *     request rate -> processing time -> concurrent jobs (reserved last, so no other
  *     check can refuse a request after it took a slot). An idempotent replay is answered
  *     before these (the idempotency plugin's admit step registers first): it needs no slot.
- *   sync and LLM, stage `limits`, after routing, visibility and policy (spec 4.5):
+ *   sync and LLM, stage `limits`, after routing, visibility and policy
+ *   (docs/design.md#check-order):
  *     request rate -> token budget (LLM) -> concurrency cap (503); the first two are one
  *     store operation (sync-limits.ts)
  *
@@ -129,7 +132,7 @@ export default definePlugin({
     // Synchronous for sync and LLM requests: an async step costs a promise and a microtask turn.
     api.stage("admit", function admitAsyncLimits(ctx) {
       const consumer = ctx.principal.consumer;
-      // Anonymous callers bypass every limit (spec 8.1).
+      // Anonymous callers bypass every limit (docs/design.md#request-rate).
       if (ctx.mode !== "async" || consumer === undefined) return;
       return admitAsync(ctx, consumer);
     });

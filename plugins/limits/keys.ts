@@ -4,7 +4,7 @@
  *
  * | key                                   | type   | holds                                                     | TTL
  * |---------------------------------------|--------|-----------------------------------------------------------|------------------------------------------------
- * | rl:<type>:<consumer>                  | string | requests in the current rate window (spec 8.1)            | `period` of the entry that opened the window
+ * | rl:<type>:<consumer>                  | string | requests in the current rate window                       | `period` of the entry that opened the window
  * | tok:<type>:<consumer>                 | string | prompt + completion tokens in the global token window     | `token_period` of the entry that opened it
  * | tok:<type>:<consumer>:<model>         | string | tokens in the model-level window (`token_limits`)         | that model's `token_period`
  * | cost:<type>:<consumer>                | string | cost in nano-units of pricing.currency (integer)         | `cost_period` of the entry that opened it
@@ -12,7 +12,7 @@
  * | ptime:<type>:<consumer>               | string | inference seconds in the processing window (float)       | `processing_period` of the entry that opened it
  * | conc:<type>:<consumer>                | zset   | slot -> deadline (ms): in-flight submissions (a random     | until its last member's deadline
  * |                                       |        | reservation id) and saved, unfinished jobs (the job id)   |
- * | sem:<type>:<model>:shared             | string | sync requests holding a shared slot (spec 4.11)           | 30 min, refreshed on every acquire
+ * | sem:<type>:<model>:shared             | string | sync requests holding a shared slot                       | 30 min, refreshed on every acquire
  * | sem:<type>:<model>:reserved           | string | priority sync requests holding a reserved slot            | 30 min, refreshed on every acquire
  * | rl:key:<key id>                       | string | requests of one API key (its `limits.rate`), any type     | the key's `period`
  * | tok:key:<key id>                      | string | tokens of one API key (its `limits.token_rate`)           | the key's `token_period`

@@ -1,5 +1,5 @@
 /**
- * The limit series of spec 6.2. `user_type` is the caller's user type when the limits
+ * The limit series (docs/design.md#metrics). `user_type` is the caller's user type when the limits
  * config names it, else "*" (LimitTable.userTypeLabel), the same on all three series, so
  * its values are bounded by the config rather than by whatever user type header clients
  * send.
@@ -10,9 +10,12 @@ import type { Metrics } from "../../core/metrics.ts";
 export type CheckResult = "allowed" | "rejected";
 
 export interface LimitMetrics {
-  /** A request-rate check (spec 8.1). `firstHit`: this request is the first one over the limit in its window. */
+  /**
+   * A request-rate check (docs/design.md#request-rate). `firstHit`: this request is the first one
+   * over the limit in its window.
+   */
   rate(serviceType: string, userType: string, result: CheckResult, firstHit: boolean): void;
-  /** A token-budget check of a sync LLM request (spec 8.2). */
+  /** A token-budget check of a sync LLM request (docs/design.md#token-budget). */
   tokens(serviceType: string, userType: string, result: CheckResult): void;
   /** A store error on a request-rate, concurrency, processing-time or sync-cap check or count (the request passed). */
   rateError(serviceType: string): void;

@@ -20,7 +20,7 @@ function cover(data: KvData, key: string, ttl: number): void {
 }
 
 /**
- * Takes a concurrent-job slot (spec 8.3).
+ * Takes a concurrent-job slot (docs/design.md#concurrent-jobs).
  * KEYS[1] the consumer's slot set. ARGV[1] now ms, ARGV[2] limit, ARGV[3] member (a
  * reservation id), ARGV[4] the member's deadline ms.
  * Members whose deadline passed are dropped first (their submission or job is long gone).
@@ -96,9 +96,9 @@ return 1
 };
 
 /**
- * Takes one slot from the first pool that has one (the sync concurrency cap, spec 4.11:
- * a priority request tries the reserved pool, then the shared one).
- * KEYS[1..n] pool counters in order of preference. ARGV[1] safety TTL ms (refreshed on
+ * Takes one slot from the first pool that has one (the sync concurrency cap,
+ * docs/design.md#sync-concurrency-cap: a priority request tries the reserved pool, then the shared
+ * one). KEYS[1..n] pool counters in order of preference. ARGV[1] safety TTL ms (refreshed on
  * the pool taken, as `semaphoreAcquire` does), ARGV[1+i] the limit of pool i.
  * Reply: the 1-based index of the pool taken, 0 when every pool is full (nothing changed).
  */

@@ -1,5 +1,5 @@
 /**
- * Processing-time budget (spec 8.4): inference seconds the relay reports
+ * Processing-time budget (docs/design.md#processing-time): inference seconds the relay reports
  * (`relay.processed`, which names the job's consumer and user type) accumulate per
  * consumer per service type in a fixed window of `processing_period`, opened by the first
  * report. A submission is refused once the window holds `processing_time` seconds or more,

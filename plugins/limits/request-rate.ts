@@ -1,6 +1,6 @@
 /**
- * Request rate (spec 8.1): a fixed window per consumer per service type, opened by the
- * first request and counted atomically; the request that makes the count exceed `rate`
+ * Request rate (docs/design.md#request-rate): a fixed window per consumer per service type, opened
+ * by the first request and counted atomically; the request that makes the count exceed `rate`
  * and every later one in the window get 429. `rate: 0` is unlimited and touches nothing.
  */
 import { formatDuration } from "../../core/config/duration.ts";

@@ -1,7 +1,7 @@
 /**
- * The sync concurrency cap (spec 4.11): `max_concurrent_sync` simultaneous sync-direct and
- * LLM-proxy requests per model across every replica, as counters in the shared store.
- * `priority_reserved_sync = R` splits the slots: non-priority requests share
+ * The sync concurrency cap (docs/design.md#sync-concurrency-cap): `max_concurrent_sync`
+ * simultaneous sync-direct and LLM-proxy requests per model across every replica, as counters in
+ * the shared store. `priority_reserved_sync = R` splits the slots: non-priority requests share
  * `max - R`; priority requests take a reserved one first, then a shared one. When every
  * slot they may use is busy the answer is 503 at once (no queue). The slot is given back
  * before the client has its whole answer (before the last byte of the body goes out), or
@@ -19,7 +19,9 @@ import { failOpen, type LimitDeps } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import { semaphoreAcquireFirst } from "./ops.ts";
 
-/** Spec 8.5: a slot counter outlives a crashed replica's slots by at most this long. */
+/**
+ * docs/design.md#constants: a slot counter outlives a crashed replica's slots by at most this long.
+ */
 export const SLOT_SAFETY_TTL_MS = 30 * 60 * 1000;
 
 interface Pools {

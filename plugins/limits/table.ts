@@ -1,8 +1,8 @@
 /**
  * The limits of one config, resolved once when the runtime is built (hot reload builds a
  * new table), so a request only does map lookups: `rate_limits[type][user type]` with the
- * `"*"` fallback (spec 8.1), and each model's `token_limits[user type]` with the same
- * fallback. Durations are converted to milliseconds here, never per request.
+ * `"*"` fallback (docs/design.md#request-rate), and each model's `token_limits[user type]` with the
+ * same fallback. Durations are converted to milliseconds here, never per request.
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
@@ -57,7 +57,7 @@ function resolveEntry(entry: string, limits: RateLimitConfig): TypeLimits {
   };
 }
 
-/** The entry a user type falls to: its own, else "*", else none (spec 8.1). */
+/** The entry a user type falls to: its own, else "*", else none (docs/design.md#request-rate). */
 function pick<T>(entries: ReadonlyMap<string, T> | undefined, userType: string | undefined): T | undefined {
   if (!entries) return undefined;
   return (userType !== undefined ? entries.get(userType) : undefined) ?? entries.get(FALLBACK);

@@ -1,7 +1,8 @@
 /**
  * The `limitWindows` service: a consumer's live fixed windows for `GET /usage`
- * (spec 2.4 `usage[].window`), read with `windowPeek`, one call per consumer (in parallel). A window that
- * is not live (never opened, expired, or its type has no `rate_limits` entry) is absent.
+ * (`usage[].window` in docs/design.md#usage-record), read with `windowPeek`, one call per consumer
+ * (in parallel). A window that is not live (never opened, expired, or its type has no `rate_limits`
+ * entry) is absent.
  */
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";

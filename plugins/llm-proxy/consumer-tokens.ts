@@ -1,7 +1,7 @@
 /**
- * Per-consumer cumulative tokens and the top-N gauge `svc_llm_consumer_tokens_top` (spec 4.6
- * "Consumer token tracking"). On when `metrics.top_consumers > 0` and `server.consumer_header`
- * is set.
+ * Per-consumer cumulative tokens and the top-N gauge `svc_llm_consumer_tokens_top`
+ * (docs/design.md#consumer-token-tracking). On when `metrics.top_consumers > 0` and
+ * `server.consumer_header` is set.
  *
  * The counts live in one KV hash, `llm:consumer_tokens`, so every replica adds to the same
  * totals and each publishes the same top N. A field is the JSON array
@@ -21,7 +21,7 @@ import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { hashAdd } from "./ops.ts";
 
 export const CONSUMER_TOKENS_KEY = "llm:consumer_tokens";
-/** Spec 8.5. */
+/** docs/design.md#constants. */
 export const TOP_REFRESH_MS = 60_000;
 
 type TokenType = "prompt" | "completion";

@@ -1,6 +1,6 @@
 /**
- * The LLM series of spec 6.2, with exactly its names and labels. `model` is the client alias,
- * `backend_model` the model sent to the backend that answered, `user_type` the caller's
+ * The LLM series (docs/design.md#metrics), with exactly its names and labels. `model` is the client
+ * alias, `backend_model` the model sent to the backend that answered, `user_type` the caller's
  * ("" when none).
  */
 import type { TokenUsage } from "../../core/llm/usage.ts";

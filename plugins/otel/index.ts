@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry export (spec 2.9 `opentelemetry`, DESIGN 5), on when
+ * OpenTelemetry export (docs/design.md#observability), on when
  * `opentelemetry.enabled`: traces (a server span per request, a client span per backend
  * attempt with `traceparent` propagated, a span per relay job in the submitting request's
  * trace), with `metrics.enabled` the Prometheus series, and with `logs.enabled` the log

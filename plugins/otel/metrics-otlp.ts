@@ -1,6 +1,6 @@
 /**
- * The gateway's Prometheus series (every series GET /metrics shows, spec 6.2) as an OTLP
- * JSON metrics export: counters become cumulative monotonic sums, gauges gauges, and
+ * The gateway's Prometheus series (every series GET /metrics shows, docs/design.md#metrics) as an
+ * OTLP JSON metrics export: counters become cumulative monotonic sums, gauges gauges, and
  * histograms OTLP histograms (Prometheus' cumulative `le` buckets turned into per-bucket
  * counts). One registry serves both, so the two views never disagree.
  */

@@ -1,6 +1,6 @@
 /**
- * The policy stage (spec 4.9): after the model is resolved and before any limit or
- * backend work, a request is allowed only when some rule both matches the caller and
+ * The policy stage (docs/design.md#access-policies): after the model is resolved and before any
+ * limit or backend work, a request is allowed only when some rule both matches the caller and
  * grants the model; otherwise 403. Every decision is counted, every denial logged as a
  * security event (one JSON line).
  */
@@ -32,9 +32,10 @@ export function policyStep(mode: PoliciesConfig["default"], policies: PolicySet,
   });
   return function enforcePolicies(ctx) {
     const service = ctx.service;
-    // Nothing resolved (job status, usage): nothing to authorize against. Spec 4.9 names the
-    // POST routes, but the sync proxy serves any method on a configured path, and a GET
-    // there reaches the backend just the same, so every method is checked.
+    // Nothing resolved (job status, usage): nothing to authorize against. The baseline
+    // (docs/design.md#access-policies) names the POST routes, but the sync proxy serves any method
+    // on a configured path, and a GET there reaches the backend just the same, so every method is
+    // checked.
     if (!service) return;
     const labels = { service_type: service.type, model: service.model };
     // `default: allow` turns enforcement off, group quotas included.

@@ -1,7 +1,7 @@
 /**
- * Access policies (spec 4.9), on when the config has a `policies` block. Needs the auth
- * plugin: without a verified principal, groups, roles and scopes would be whatever the
- * client sent (the config loader already refuses `policies` with `auth.mode: none`; the
+ * Access policies (docs/design.md#access-policies), on when the config has a `policies` block.
+ * Needs the auth plugin: without a verified principal, groups, roles and scopes would be whatever
+ * the client sent (the config loader already refuses `policies` with `auth.mode: none`; the
  * dependency also refuses `plugins: { auth: false }`).
  */
 import { definePlugin } from "../../core/plugins/types.ts";
@@ -38,7 +38,8 @@ export default definePlugin({
     if (policies.default !== "allow") api.modelAccess.deny((ctx, service) => compiled.decide(ctx.principal, service.model, service.type).allowed);
     const attribution = new TokenAttribution();
     api.stage("limits", quotaStep(api.kv, api.log, attribution));
-    // Spec 8.2: streamed, uncounted (no-cache) and usage-less responses spend no budget.
+    // docs/design.md#token-budget: streamed, uncounted (no-cache) and usage-less responses spend no
+    // budget.
     api.on("llm.usage", (event) => {
       if (!event.counted || event.consumer === "") return;
       const target = attribution.targetOf(event);

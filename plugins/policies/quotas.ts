@@ -1,8 +1,9 @@
 /**
- * Per-group quotas (spec 4.9): the limits of the rule that allowed a request give each
- * member, keyed by consumer, a request rate and a token budget on the sync LLM path, on
+ * Per-group quotas (docs/design.md#access-policies): the limits of the rule that allowed a request
+ * give each member, keyed by consumer, a request rate and a token budget on the sync LLM path, on
  * top of the global limits. Fixed windows in the shared store, so every replica counts
- * against the same budget. Store errors fail open (spec 7): logged, the request passes.
+ * against the same budget. Store errors fail open (docs/design.md#failing-open): logged, the
+ * request passes.
  *
  * Keys: `quota:req:<rule index>:<consumer>` and `quota:tok:<rule index>:<consumer>`.
  */
@@ -69,7 +70,10 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
   };
 }
 
-/** Adds a response's tokens to the member's budget; the request that crosses it passes (spec 8.2). */
+/**
+ * Adds a response's tokens to the member's budget; the request that crosses it passes
+ * (docs/design.md#token-budget).
+ */
 export async function countTokens(kv: KvStore, log: Logger, target: QuotaTarget, consumer: string, tokens: number): Promise<void> {
   if (target.limits.tokenRate === 0 || !(tokens > 0)) return;
   try {

@@ -1,5 +1,5 @@
 /**
- * The policy decision of spec 4.9, compiled once per runtime:
+ * The policy decision (docs/design.md#access-policies), compiled once per runtime:
  * 1. a rule matches the caller when every non-empty `match` field is satisfied (AND);
  *    groups, roles and scopes by membership of at least one listed value, consumers and
  *    user types exactly; an empty `match` matches everyone;
@@ -15,7 +15,7 @@ import { anyGlob, GlobError, type Glob } from "../../core/glob.ts";
 export type PoliciesConfig = NonNullable<GatewayConfig["policies"]>;
 type RuleConfig = PoliciesConfig["rules"][number];
 
-/** A rule's per-member quota (spec 4.9 "Per-group quotas"); 0 = that budget is off. */
+/** A rule's per-member quota (docs/design.md#per-group-quotas); 0 = that budget is off. */
 export interface RuleLimits {
   rate: number;
   periodMs: number;

@@ -1,5 +1,5 @@
 /**
- * Pricing (issue 31): the `pricing` service (core/pricing/price.ts) that puts a cost on each
+ * Pricing (docs/cost.md): the `pricing` service (core/pricing/price.ts) that puts a cost on each
  * counted LLM response and each processed async job, and the metrics `svc_cost_total` and
  * `svc_cost_unpriced_total`. On when some model has a price; runs in relay processes too
  * (the relay prices the jobs it runs). A reload builds a new table: the next request pays

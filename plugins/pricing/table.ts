@@ -1,5 +1,5 @@
 /**
- * The price of one request from the `pricing` table (issue 31):
+ * The price of one request from the `pricing` table (docs/cost.md):
  *
  *   (prompt - cached - cache_creation) x input + cached x cached_input
  *     + cache_creation x cache_write + completion x output      (per million tokens)

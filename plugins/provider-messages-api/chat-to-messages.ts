@@ -1,5 +1,5 @@
 /**
- * Chat-completions request -> Messages-style request (spec 4.6 translation table, request rows).
+ * Chat-completions request -> Messages-style request (docs/design.md#messages-translation).
  *
  * | chat completions                                  | Messages-style                                  |
  * |---------------------------------------------------|-------------------------------------------------|

@@ -1,5 +1,5 @@
 /**
- * Messages-style response -> chat-completions response (spec 4.6 translation table, response rows).
+ * Messages-style response -> chat-completions response (docs/design.md#messages-translation).
  *
  * | Messages-style                                  | chat completions                                  |
  * |-------------------------------------------------|---------------------------------------------------|

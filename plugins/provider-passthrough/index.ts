@@ -4,7 +4,7 @@
  * not) pass unchanged; the gateway's own steps still apply (backend failover, model rewrite,
  * `stream_options.include_usage` on `"stream": true`, headers, cache, metrics). Token accounting
  * happens only when the answer happens to carry a top-level `usage {prompt_tokens,
- * completion_tokens}` (spec 4.6 "Usage requirement").
+ * completion_tokens}` (docs/design.md#usage-requirement).
  *
  * There is no default address: a passthrough backend is whatever `inference_url` or
  * `backends[]` say.

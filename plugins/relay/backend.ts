@@ -1,5 +1,5 @@
 /**
- * One inference call for a job (DESIGN 4, relay): the stored input goes to the backend as
+ * One inference call for a job (docs/design.md#the-relay): the stored input goes to the backend as
  * multipart field `file` (plus `model`) at the service's address + the operation path,
  * streamed from the object store. With several `backends[]` a network error or 5xx moves
  * on to the next one, as on the sync path (each attempt re-reads the input).

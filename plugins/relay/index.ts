@@ -1,6 +1,6 @@
 /**
- * The relay worker (DESIGN 4): takes queued jobs, calls the backend and stores the result.
- * It always runs in `npm run relay` processes; in the gateway process when
+ * The relay worker (docs/design.md#the-relay): takes queued jobs, calls the backend and stores the
+ * result. It always runs in `npm run relay` processes; in the gateway process when
  * `relay.embedded` is true, or when it is unset and the KV store is the embedded one
  * (a standalone relay could not reach an in-memory queue).
  */

@@ -1,4 +1,4 @@
-/** Relay metrics (spec 6.2, "relay job counters and inference duration histograms"). */
+/** Relay metrics (docs/design.md#metrics: the relay's job counters and durations). */
 import type { Metrics } from "../../core/metrics.ts";
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The LLM response cache (spec 4.6 "Caching"), in the KV store so replicas share it. It
+ * The LLM response cache (docs/design.md#response-cache), in the KV store so replicas share it. It
  * provides the `responseCache` service; the LLM proxy asks it before forwarding and offers
  * it the answer afterwards. On when some service sets `response_cache_ttl`.
  *
@@ -23,7 +23,7 @@ import { decodeEntry, encodeEntry } from "./entry.ts";
 import { fitsKey } from "./fits-key.ts";
 import { cacheKey } from "./key.ts";
 
-/** Spec 8.5: a fill that takes longer is abandoned (and counted as a set error). */
+/** docs/design.md#constants: a fill that takes longer is abandoned (and counted as a set error). */
 export const FILL_TIMEOUT_MS = 5000;
 
 /** How long followers wait for a leader when `server.backend_timeout` is 0. */

@@ -1,6 +1,6 @@
 /**
- * The cache key (spec 4.6 "Caching"): SHA-256 over the canonical JSON of what decides the
- * answer. That is the service type and the request path with its query (two services, or two
+ * The cache key (docs/design.md#response-cache): SHA-256 over the canonical JSON of what decides
+ * the answer. That is the service type and the request path with its query (two services, or two
  * paths of one wildcard operation, never answer each other's requests), then the body:
  *
  * - a chat request (it has `messages`) with `llm.cache_key: spec` (the default): the spec's

@@ -1,6 +1,6 @@
 /**
- * The sync direct proxy (spec 1 mode 2, 4.5): the request goes to the backend base address
- * plus the original path and query, with `inference_headers` (or `backends[].headers`)
+ * The sync direct proxy (docs/design.md#sync-direct-proxy): the request goes to the backend base
+ * address plus the original path and query, with `inference_headers` (or `backends[].headers`)
  * overriding the client's headers and `model` rewritten for the target; the answer
  * streams back. Backends are tried in the core's failover order.
  */

@@ -2,7 +2,7 @@
  * Sync proxy: every path a service's `operations` declare, any method, resolved through
  * the registry and served by the first sync mode that accepts it (the LLM proxy registers
  * one through the `syncModes` service) or else forwarded as is by the direct proxy.
- * Also `GET /v1/models` (spec 2.3, 4.7) and `GET /v1/models/{model}`.
+ * Also `GET /v1/models` (docs/design.md#model-list) and `GET /v1/models/{model}`.
  */
 import { durationMs } from "../../core/config/duration.ts";
 import type { RequestMode } from "../../core/pipeline/context.ts";

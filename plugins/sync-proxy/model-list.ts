@@ -1,5 +1,5 @@
 /**
- * `GET /v1/models` (spec 2.3, 4.7): one entry per service with a model alias, and
+ * `GET /v1/models` (docs/design.md#model-list): one entry per service with a model alias, and
  * `?model=<name>` proxied to that model's backend as `GET /v1/models/<backend model or
  * alias>`, whose native answer is returned as is. `GET /v1/models/{model}` (the OpenAI
  * clients' `models.retrieve`) answers the model's own entry of the list.
@@ -8,7 +8,7 @@
  * the `visibility` stage is asked about each model (with `ctx.service` set to it). A model
  * a visibility step answers for is left out of the list, and `?model=` or `/v1/models/{model}`
  * for it is the same 404 (`model_not_found`) as an unknown model, so a hidden model looks
- * non-existent (spec 4.10). That 404 lists the models the caller may use.
+ * non-existent (docs/design.md#model-visibility). That 404 lists the models the caller may use.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError, toErrorResponse } from "../../core/errors.ts";

@@ -20,7 +20,7 @@ export const syncProxyOpenApi: OpenApiContribution = {
         deprecated: Type.Boolean({ description: "Still routed; plan to move off it" }),
       }),
     }),
-    ModelList: Type.Object({ object: StringEnum(["list"]), data: Type.Array(ref("Model")) }, { description: "Spec 2.3, models the caller may see" }),
+    ModelList: Type.Object({ object: StringEnum(["list"]), data: Type.Array(ref("Model")) }, { description: "The models the caller may see" }),
   },
   paths: { "model-routes": syncPaths, "model-list": modelListPath },
 };

@@ -1,9 +1,9 @@
 /**
- * Reads the sync request body the way the route needs it (spec 4.5, 7): a JSON body is
- * read whole because `model` is in it, capped at `server.max_body_mb`; any other body is
- * left as an unread stream so a large multipart upload goes to the backend as it arrives.
- * Reading and parsing is the core's shared JSON body reader; this file decides which
- * bodies go through it and what the route requires of them (an object).
+ * Reads the sync request body the way the route needs it (docs/design.md#sync-requests and
+ * docs/design.md#errors): a JSON body is read whole because `model` is in it, capped at
+ * `server.max_body_mb`; any other body is left as an unread stream so a large multipart upload goes
+ * to the backend as it arrives. Reading and parsing is the core's shared JSON body reader; this
+ * file decides which bodies go through it and what the route requires of them (an object).
  */
 import { errors } from "../../core/errors.ts";
 import { isRecord } from "../../core/llm/json.ts";
@@ -13,7 +13,9 @@ import { readBodyBytes, readStreamCapped, tooLarge, type BodyLimit } from "../..
 
 const MIB = 1024 * 1024;
 
-/** `server.max_body_mb` as a body limit; 0 means the 1 MiB default (spec 2.9). */
+/**
+ * `server.max_body_mb` as a body limit; 0 means the 1 MiB default (docs/design.md#sync-requests).
+ */
 export function syncBodyLimit(maxBodyMb: number): BodyLimit {
   return {
     maxBytes: Math.floor((maxBodyMb > 0 ? maxBodyMb : 1) * MIB),
@@ -31,8 +33,9 @@ export function isJsonContentType(contentType: string | null): boolean {
 /**
  * Media types a client may put on a JSON body without meaning anything else: none at all,
  * `text/plain`, and curl's `-d` default. On a path LLM services serve such a body is read to
- * see whether it is a JSON object (spec 1, 4.5: the LLM mode and the model come from the JSON
- * body, not from the header). Multipart, octet-stream, audio, ... are never read.
+ * see whether it is a JSON object (docs/design.md#request-modes and docs/design.md#sync-requests:
+ * the LLM mode and the model come from the JSON body, not from the header). Multipart,
+ * octet-stream, audio, ... are never read.
  */
 const UNTYPED = new Set(["", "text/plain", "application/x-www-form-urlencoded"]);
 

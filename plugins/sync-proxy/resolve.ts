@@ -1,8 +1,8 @@
 /**
- * The sync route's resolve stage (spec 4.5): read the body as the mode needs it, resolve
- * the model from the `{model}` path segment or the body's `model`, and choose who serves
- * the request: the first registered sync mode that accepts it (once it has checked the body),
- * else the direct proxy.
+ * The sync route's resolve stage (docs/design.md#sync-requests): read the body as the mode needs
+ * it, resolve the model from the `{model}` path segment or the body's `model`, and choose who
+ * serves the request: the first registered sync mode that accepts it (once it has checked the
+ * body), else the direct proxy.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
@@ -36,7 +36,8 @@ export interface ResolveDeps {
 export async function resolveSyncRequest(deps: ResolveDeps, match: PathMatch, ctx: RequestContext): Promise<Resolved> {
   let body = await readSyncBody(ctx.request, deps.bodyLimit);
   // A JSON body sent as text/plain, form-urlencoded or with no type is still an LLM request on
-  // an LLM path (spec 1, 4.5): checked only for such bodies, so a JSON request pays nothing.
+  // an LLM path (docs/design.md#request-modes and docs/design.md#sync-requests): checked only for
+  // such bodies, so a JSON request pays nothing.
   if (body.kind === "stream" && body.stream && isUntypedContentType(body.contentType) && match.services.some(hasProvider)) {
     body = await readUntypedBody(ctx.request, body.stream, body.contentType, deps.bodyLimit);
   }

@@ -1,6 +1,6 @@
 /**
- * Calendar buckets of the usage report (spec 2.6), all in UTC: days `YYYYMMDD`, ISO 8601
- * weeks `YYYY-Www` (weeks start on Monday; week 1 holds the year's first Thursday, so a
+ * Calendar buckets of the usage report (docs/design.md#usage-report), all in UTC: days `YYYYMMDD`,
+ * ISO 8601 weeks `YYYY-Www` (weeks start on Monday; week 1 holds the year's first Thursday, so a
  * year has 52 or 53 weeks and early-January or late-December days can belong to the
  * neighbouring year's week), months `YYYYMM`.
  */

@@ -1,9 +1,10 @@
 /**
- * Usage tracking and reporting (spec 2.4-2.6, 4.8): per consumer per service type
+ * Usage tracking and reporting (docs/design.md#usage): per consumer per service type
  * cumulative counters, cross-consumer calendar buckets, and the endpoints that show them.
- * Nothing is written when `server.consumer_header` is not configured (spec 2.9); the
- * endpoints then answer 501. A request is counted as its answer ends, and is visible by the
- * time the client has the whole answer (see recorder.ts); the store layout is in keys.ts.
+ * Nothing is written when `server.consumer_header` is not configured
+ * (docs/design.md#usage-retention); the endpoints then answer 501. A request is counted as its
+ * answer ends, and is visible by the time the client has the whole answer (see recorder.ts); the
+ * store layout is in keys.ts.
  *
  * It also runs in relay processes, where it only records the inference seconds of the
  * jobs that relay ran.

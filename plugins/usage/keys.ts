@@ -1,6 +1,7 @@
 /**
- * Every key the usage plugin keeps in the KV store (spec 2.4-2.6, 2.9 `usage`). Consumer
- * and service type segments are URI-encoded so no name can make two keys collide.
+ * Every key the usage plugin keeps in the KV store (docs/design.md#usage, `usage` in
+ * docs/design.md#usage-retention). Consumer and service type segments are URI-encoded so no name
+ * can make two keys collide.
  *
  * | key                                  | type | holds                                                         | TTL
  * |--------------------------------------|------|---------------------------------------------------------------|-----------------------------------------

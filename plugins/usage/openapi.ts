@@ -44,7 +44,7 @@ export const usageOpenApi: OpenApiContribution = {
           }),
         ),
       },
-      { description: "Spec 2.4" },
+      { description: "A consumer's usage, per service type" },
     ),
     UsageList: Type.Object(
       {
@@ -53,7 +53,7 @@ export const usageOpenApi: OpenApiContribution = {
         offset: Type.Integer({ minimum: 0 }),
         consumers: Type.Array(ref("UsageRecord")),
       },
-      { description: "Spec 2.5" },
+      { description: "One page of the consumers' usage records" },
     ),
     UsageBucket: Type.Object({
       bucket: Type.String({ description: "YYYYMMDD (daily), YYYY-Www (weekly) or YYYYMM (monthly)" }),
@@ -83,7 +83,7 @@ export const usageOpenApi: OpenApiContribution = {
           ),
         ),
       },
-      { description: "Spec 2.6" },
+      { description: "Calendar totals of one service type across consumers" },
     ),
   },
   paths: { usage: usagePaths },

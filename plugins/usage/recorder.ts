@@ -38,7 +38,10 @@ import { DAY_MS, labelOf, PERIODS } from "./calendar.ts";
 import { usageKeys, type GroupCounter, type GroupDimension } from "./keys.ts";
 import { groupsAdd, usageRecord } from "./ops.ts";
 
-/** Spec 2.9: cross-consumer daily and weekly buckets expire; monthly ones are kept. */
+/**
+ * docs/design.md#usage-retention: cross-consumer daily and weekly buckets expire; monthly ones are
+ * kept.
+ */
 export const DAILY_TTL_MS = 400 * DAY_MS;
 export const WEEKLY_TTL_MS = 800 * DAY_MS;
 

@@ -1,6 +1,6 @@
 /**
- * Usage records (spec 2.4) for `GET /usage` and `GET /-/usage` (2.5): stored counters,
- * shaped per service type, with the live limit windows when the limits plugin runs.
+ * Usage records (docs/design.md#usage-record) for `GET /usage` and `GET /-/usage` (2.5): stored
+ * counters, shaped per service type, with the live limit windows when the limits plugin runs.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
@@ -83,7 +83,7 @@ export class UsageRecords {
       const { lastActive, types: perType } = parsed[i];
       const usage: TypeUsage[] = [];
       for (const [type, counts] of [...perType].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        // Spec 2.4: types with zero cumulative data are omitted.
+        // docs/design.md#usage-record: types with zero cumulative data are omitted.
         if ((only !== undefined && type !== only) || isEmpty(counts)) continue;
         const entry: TypeUsage = { service_type: type, total: totalsOf(counts, this.kindOf(type).llm, "llm", this.deps.priced) };
         const window = windows?.get(consumer)?.get(type);

@@ -1,9 +1,9 @@
 /**
- * `GET /-/usage/report` (spec 2.6, 4.8): cross-consumer totals of one service type per
- * UTC day, ISO week or month, every bucket of the range present (zero-filled), read in
+ * `GET /-/usage/report` (docs/design.md#usage-report): cross-consumer totals of one service type
+ * per UTC day, ISO week or month, every bucket of the range present (zero-filled), read in
  * one round trip. The query is validated first, each problem naming its parameter.
  * `group_by=consumer|model|key|mode` adds the range's groups, read in the same round trip from the
- * group hashes of the same buckets, ranked by cost (issue 31).
+ * group hashes of the same buckets, ranked by cost (docs/cost.md).
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
@@ -14,7 +14,7 @@ import { GROUP_DIMENSIONS, TYPE_SEPARATOR, usageKeys, type GroupDimension } from
 import { hashesRead } from "./ops.ts";
 import { countsOf, totalsOf, typeKinds, type Counts, type Totals } from "./shape.ts";
 
-/** Spec 8.5. */
+/** docs/design.md#constants. */
 export const MAX_BUCKETS = 400;
 
 export interface ReportQuery {
@@ -126,7 +126,8 @@ export async function usageReport(kv: KvStore, services: readonly ServiceConfig[
   const buckets = labels.map((bucket, i) => {
     const counts = countsOf(hashes[i] ?? []);
     add(sum, counts);
-    // Tokens only where they were tracked (spec 2.6); jobs and seconds for async types.
+    // Tokens only where they were tracked (docs/design.md#usage-report); jobs and seconds for async
+    // types.
     return { bucket, ...totalsOf(counts, llm, "tracked", priced) };
   });
   const report: UsageReport = { service_type: query.type, period: query.period, from: query.from, to: query.to, buckets };

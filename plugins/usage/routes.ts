@@ -1,6 +1,6 @@
 /**
- * The usage endpoints (spec 4.8): `GET /usage` for the calling consumer, and the admin
- * endpoints `GET /-/usage` (2.5) and `GET /-/usage/report` (2.6). All three answer 501
+ * The usage endpoints (docs/design.md#usage-endpoints): `GET /usage` for the calling consumer, and
+ * the admin endpoints `GET /-/usage` (2.5) and `GET /-/usage/report` (2.6). All three answer 501
  * when `server.consumer_header` is not configured: without it nothing is recorded.
  */
 import type { Context } from "hono";
@@ -13,7 +13,7 @@ import type { PluginApi } from "../../core/plugins/types.ts";
 import type { UsageRecords } from "./records.ts";
 import { parseReportQuery, usageReport } from "./report.ts";
 
-/** Spec 8.5: usage list page size. */
+/** docs/design.md#constants: usage list page size. */
 export const DEFAULT_PAGE = 20;
 export const MAX_PAGE = 100;
 
@@ -68,7 +68,7 @@ export function registerUsageRoutes(api: PluginApi, records: UsageRecords): void
       const type = optional(c.req.query("type"));
       const consumer = optional(c.req.query("consumer"));
       if (consumer !== undefined) {
-        // Spec 2.5: `total` is 1 when a consumer is named.
+        // docs/design.md#usage-list: `total` is 1 when a consumer is named.
         const consumers = offset === 0 ? [await records.one(consumer, type)] : [];
         return json({ total: 1, limit, offset, consumers });
       }

@@ -1,9 +1,9 @@
 /**
- * The wire shapes of spec 2.4 and 2.6 from stored counters. Which fields a service type
- * shows follows what it is: tokens for LLM types (a service of the type has `provider`),
- * jobs and processing seconds for the others (async jobs); a type that has data of the
- * other kind anyway (its config changed) shows that too. `cost` shows where pricing is on,
- * or where a cost was recorded (pricing was on then).
+ * The wire shapes (docs/design.md#usage-record and docs/design.md#usage-report) from stored
+ * counters. Which fields a service type shows follows what it is: tokens for LLM types (a service
+ * of the type has `provider`), jobs and processing seconds for the others (async jobs); a type that
+ * has data of the other kind anyway (its config changed) shows that too. `cost` shows where pricing
+ * is on, or where a cost was recorded (pricing was on then).
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { LimitWindow } from "../../core/limits/windows.ts";

@@ -1,7 +1,7 @@
 /**
- * The audience rule of spec 4.10: a service with `visibility` is visible only to callers
- * whose user type is one of `user_types` or who hold one of `groups` (the union of both);
- * a service without `visibility` is public, anonymous callers included.
+ * The audience rule (docs/design.md#model-visibility): a service with `visibility` is visible only
+ * to callers whose user type is one of `user_types` or who hold one of `groups` (the union of
+ * both); a service without `visibility` is public, anonymous callers included.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { Principal } from "../../core/pipeline/context.ts";

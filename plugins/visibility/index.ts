@@ -1,8 +1,8 @@
 /**
- * Model visibility (spec 4.10), on when some service has `visibility`. A model hidden
- * from the caller behaves as non-existent: the visibility stage answers the unknown model's
- * 404 (never 403) for requests that resolve to it, `GET /v1/models` leaves it out (the model
- * list asks this same stage about each model), and the audience rule is a hiding rule of
+ * Model visibility (docs/design.md#model-visibility), on when some service has `visibility`. A
+ * model hidden from the caller behaves as non-existent: the visibility stage answers the unknown
+ * model's 404 (never 403) for requests that resolve to it, `GET /v1/models` leaves it out (the
+ * model list asks this same stage about each model), and the audience rule is a hiding rule of
  * `api.modelAccess`, so no error lists it and no automatic choice picks it. Other plugins
  * (generated API docs) ask the `visibility` service.
  */

@@ -1,6 +1,6 @@
 /**
- * The webhook admin endpoints (issue 32): `GET /-/webhooks/retries` (deliveries waiting for
- * a retry or being attempted), `GET /-/webhooks/deadletter` and
+ * The webhook admin endpoints (docs/console.md#admin-api): `GET /-/webhooks/retries` (deliveries
+ * waiting for a retry or being attempted), `GET /-/webhooks/deadletter` and
  * `POST /-/webhooks/deadletter/redeliver`. A redelivery puts the exact notification body
  * back on the durable retry schedule (queue.ts) as a new delivery with every attempt of
  * `webhooks.max_retries` ahead of it; the retry poll sends it, signed at that moment.

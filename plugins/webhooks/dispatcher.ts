@@ -59,7 +59,10 @@ export interface EventNotification {
   body: string;
 }
 
-/** Spec 2.7: `error` is "" when there is none; `result` is null when the job has none. */
+/**
+ * docs/design.md#webhook-body: `error` is "" when there is none; `result` is null when the job has
+ * none.
+ */
 export function notificationBody(job: TerminalJob): string {
   const completedAt = typeof job.completedAt === "number" ? new Date(job.completedAt).toISOString() : job.completedAt;
   return JSON.stringify({

@@ -1,6 +1,6 @@
 /**
- * Durable signed job-completion webhooks (spec 6.1). Runs in the gateway and in relay
- * processes: a webhook is sent by the process where the job ends, and every process
+ * Durable signed job-completion webhooks (docs/design.md#webhooks). Runs in the gateway and in
+ * relay processes: a webhook is sent by the process where the job ends, and every process
  * polls the shared retry schedule (the atomic claim keeps replicas from sending the same
  * attempt twice). Deliveries start from the `job.terminal` event (async-jobs, relay), and
  * from the job store's notification outbox for a job whose process died before it

@@ -52,7 +52,7 @@ export const webhooksOpenApi: OpenApiContribution = {
         error: Type.String({ description: "Empty when none" }),
         completed_at: Timestamp("When the job reached its terminal state"),
       },
-      { description: "Spec 2.7: POSTed to callback_url when the job reaches a terminal state" },
+      { description: "POSTed to callback_url when the job reaches a terminal state" },
     ),
     WebhookDelivery: Type.Object({
       id: Type.String({ description: "The delivery id (the job id)" }),

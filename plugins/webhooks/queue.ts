@@ -4,8 +4,8 @@
  *
  *   webhook:retries            sorted set: delivery id -> due time (ms since epoch)
  *   webhook:delivery:<id>      JSON `DeliveryRecord` (the exact body, attempts so far)
- *   webhook:deadletter         list of JSON `DeadLetterEntry` (spec 6.1; drained only by an
- *                              operator's redelivery, deadletters.ts)
+ *   webhook:deadletter         list of JSON `DeadLetterEntry` (docs/design.md#delivery-rules;
+ *                              drained only by an operator's redelivery, deadletters.ts)
  *
  * A delivery being attempted stays in the schedule with a lease as its due time, so if
  * the process dies mid-attempt the delivery becomes due again when the lease runs out.
@@ -43,7 +43,10 @@ export interface DeadLetterEntry {
   attempts: number;
   failed_at: string;
   last_error: string;
-  /** The job's status and the exact notification body, kept for a redelivery (entries written before issue 32 have neither). */
+  /**
+   * The job's status and the exact notification body, kept for a redelivery (entries written by
+   * earlier versions have neither).
+   */
   status?: string;
   body?: string;
 }

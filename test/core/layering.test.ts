@@ -1,6 +1,6 @@
 /**
- * The layers of DESIGN 2, checked on the source: a plugin imports `core/` and nothing from
- * another plugin's folder (type-only imports and `declare module` included: a shared type
+ * The layers of docs/design.md#layout, checked on the source: a plugin imports `core/` and nothing
+ * from another plugin's folder (type-only imports and `declare module` included: a shared type
  * is a contract, and contracts live in `core/`); `core/` imports no plugin, no adapter, no
  * runtime module (`node:*` or a bare Node builtin) and names neither `Deno` nor `process`.
  */
@@ -47,7 +47,7 @@ function target(file: string, specifier: string): string | undefined {
 
 const nodeBuiltins = new Set(builtinModules);
 
-describe("layering (DESIGN 2)", () => {
+describe("layering (docs/design.md#layout)", () => {
   it("a plugin imports nothing from another plugin's folder", () => {
     const findings: string[] = [];
     for (const file of sourceFiles(join(root, "plugins"))) {

@@ -1,8 +1,9 @@
 /**
- * Identity, access policies and model visibility as a user meets them (spec 4.9, 4.10, 5,
- * 6.2, 7): the real gateway process (Node, or Deno when the suite runs on Deno) on Redis
- * and S3, in front of the fake backend of test/fixtures/access-backend.ts, with a JWKS
- * endpoint of our own for oauth2.
+ * Identity, access policies and model visibility as a user meets them
+ * (docs/design.md#access-policies, docs/design.md#model-visibility,
+ * docs/design.md#identity-and-access, docs/design.md#metrics and docs/design.md#errors): the real
+ * gateway process (Node, or Deno when the suite runs on Deno) on Redis and S3, in front of the fake
+ * backend of test/fixtures/access-backend.ts, with a JWKS endpoint of our own for oauth2.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startAccessBackend, type AccessBackend } from "../fixtures/access-backend.ts";
@@ -399,7 +400,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
   });
 });
 
-describe("hidden models in automatic model selection (spec 4.1 rule 3, 4.5, 4.10)", () => {
+describe("hidden models in automatic model selection (docs/design.md#model-resolution, docs/design.md#model-visibility)", () => {
   let gw: GatewayProcess;
   const service = (type: string, model: string, path: string, extra = "") =>
     `\n  - { type: ${type}, model: ${model}, inference_url: ${backend.url}, operations: { e: ["${path}"] }${extra} }`;

@@ -1,10 +1,10 @@
 /**
- * What a client may rely on once it has read its whole answer (issue 26 items 11, 12): the
- * sync concurrency slot it held is free, and its request shows in `GET /usage`. A client
- * that reads its answers and at once sends the next request must never meet its own
- * finished request: repeated many times, on the embedded store and on Redis (database 18,
- * flushed when the file starts), for a non-streaming LLM answer, a streamed LLM answer,
- * and direct-proxy answers (a small one the gateway reads whole, and a streamed one); for
+ * What a client may rely on once it has read its whole answer
+ * (docs/design.md#a-finished-answer-is-settled): the sync concurrency slot it held is free, and its
+ * request shows in `GET /usage`. A client that reads its answers and at once sends the next request
+ * must never meet its own finished request: repeated many times, on the embedded store and on Redis
+ * (database 18, flushed when the file starts), for a non-streaming LLM answer, a streamed LLM
+ * answer, and direct-proxy answers (a small one the gateway reads whole, and a streamed one); for
  * usage also an async job submission.
  */
 import { mkdtempSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * Cost (issue 31) as a user meets it, on both stores: a price table; mixed streamed,
+ * Cost (docs/cost.md) as a user meets it, on both stores: a price table; mixed streamed,
  * non-streamed, prompt-cached and async traffic priced exactly (to the micro-unit) in the
  * `X-Gateway-Cost` header, usage records, the report's buckets and groups, and
  * `svc_cost_total`; unpriced models listed, not guessed; a price changed by hot reload

@@ -1,8 +1,8 @@
 /**
  * Generated API docs as a user meets them: /openapi.yaml validated by swagger-parser for a
- * config with several services, deprecated and hidden models; the deprecation rules of
- * spec 9; regeneration on reload; the backends' own documents under /docs/spec and
- * /swagger (fetched with swagger_headers, cached, 404 and 502); the docs page and its assets.
+ * config with several services, deprecated and hidden models; the deprecation rules
+ * (docs/design.md#versioning); regeneration on reload; the backends' own documents under /docs/spec
+ * and /swagger (fetched with swagger_headers, cached, 404 and 502); the docs page and its assets.
  */
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";

@@ -1,10 +1,11 @@
 /**
- * Identity headers as sent (spec 5.1, 5.2): a blank consumer header is present, not absent,
- * so it never gets the admin bypass of job ownership; an identity header sent twice is
- * refused rather than read joined. The real gateway process (Node, or Deno when the suite
- * runs on Deno) on the memory store and on Redis + S3, with hand-written HTTP where a header
- * must be sent twice or with nothing but spaces in it (fetch trims values and joins repeats).
- * Only spaces and tabs around a value are dropped: a non-breaking space is part of the name.
+ * Identity headers as sent (docs/design.md#authentication and
+ * docs/design.md#consumers-and-ownership): a blank consumer header is present, not absent, so it
+ * never gets the admin bypass of job ownership; an identity header sent twice is refused rather
+ * than read joined. The real gateway process (Node, or Deno when the suite runs on Deno) on the
+ * memory store and on Redis + S3, with hand-written HTTP where a header must be sent twice or with
+ * nothing but spaces in it (fetch trims values and joins repeats). Only spaces and tabs around a
+ * value are dropped: a non-breaking space is part of the name.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

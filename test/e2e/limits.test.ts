@@ -1,8 +1,9 @@
 /**
- * Limits as a user meets them (spec 4.11, 7, 8): real gateway processes (Node, or Deno when
- * the suite runs on Deno) on the suite's redis-server, database 6 (flushed when the file
- * starts), in front of fake backends from test/fixtures. Consumers are unique per test so
- * tests never share a window. No sleeps: every wait polls with a deadline.
+ * Limits as a user meets them (docs/design.md#sync-concurrency-cap, docs/design.md#errors and
+ * docs/design.md#limits): real gateway processes (Node, or Deno when the suite runs on Deno) on the
+ * suite's redis-server, database 6 (flushed when the file starts), in front of fake backends from
+ * test/fixtures. Consumers are unique per test so tests never share a window. No sleeps: every wait
+ * polls with a deadline.
  */
 import { mkdtempSync } from "node:fs";
 import { connect } from "node:net";
@@ -181,7 +182,7 @@ describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) =>
     await gw.kill();
   });
 
-  describe("request rate (spec 8.1)", () => {
+  describe("request rate (docs/design.md#request-rate)", () => {
     it('measures each user type by its own entry, the rest by "*"; anonymous callers and rate 0 are never limited', async () => {
       // No user type, and a user type without an entry: the "*" entry (2 per minute).
       expect(await statuses(3, () => echo(gw, identity("rate-a")))).toEqual([200, 200, 429]);
@@ -257,7 +258,7 @@ describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) =>
     });
   });
 
-  describe("token budget (spec 8.2)", () => {
+  describe("token budget (docs/design.md#token-budget)", () => {
     it("counts tokens after the response: the request that crosses the budget passes, the next one gets 429", async () => {
       const who = identity("tok-a");
       expect((await chat(gw, "gpt-big", who)).status).toBe(200);
@@ -304,7 +305,7 @@ describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) =>
     });
   });
 
-  describe("concurrent jobs and processing time (spec 8.3, 8.4)", () => {
+  describe("concurrent jobs and processing time (docs/design.md#concurrent-jobs and docs/design.md#processing-time)", () => {
     it("refuses a submission when pending + processing jobs reach max_concurrent, and takes one again once a job ends", async () => {
       const who = identity("conc-a", "batch");
       inference.hold();
@@ -356,7 +357,7 @@ describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) =>
   });
 });
 
-describe("sync concurrency cap shared by two replicas (spec 4.11)", () => {
+describe("sync concurrency cap shared by two replicas (docs/design.md#sync-concurrency-cap)", () => {
   let one: GatewayProcess;
   let two: GatewayProcess;
   beforeAll(async () => {
@@ -415,7 +416,7 @@ services:
   });
 });
 
-describe("store errors fail open (spec 7)", () => {
+describe("store errors fail open (docs/design.md#failing-open)", () => {
   let redis: RunningServer;
   let gw: GatewayProcess;
   beforeAll(async () => {
@@ -455,7 +456,7 @@ services:
   });
 });
 
-describe("hot reload (spec 4.12)", () => {
+describe("hot reload (docs/design.md#hot-reload)", () => {
   it("applies changed rate_limits at once; the running window keeps its count", async () => {
     const config = (rate: number) => `
 server:

@@ -1,6 +1,8 @@
 /**
- * The sync direct proxy as a user meets it (spec 1 mode 2, 2.3, 4.5, 4.7, 5.3, 7): the real
- * gateway process in front of fake backends from test/fixtures, run in this process.
+ * The sync direct proxy as a user meets it (docs/design.md#sync-direct-proxy,
+ * docs/design.md#model-list, docs/design.md#sync-requests, docs/design.md#backend-credentials and
+ * docs/design.md#errors): the real gateway process in front of fake backends from test/fixtures,
+ * run in this process.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startBackend, type Behaviour, type FakeBackend, type RecordedRequest } from "../fixtures/http-backend.ts";
@@ -526,7 +528,7 @@ services:
 });
 
 describe("GET /v1/models", () => {
-  it("lists every service with a model alias (spec 2.3)", async () => {
+  it("lists every service with a model alias (docs/design.md#model-list)", async () => {
     const response = await fetch(`${gw.url}/v1/models`);
     expect(response.status).toBe(200);
     const list = (await response.json()) as { object: string; data: Array<Record<string, unknown>> };

@@ -1,5 +1,5 @@
 /**
- * Usage tracking and reporting as a user meets it (spec 2.4-2.6, 4.8): a real gateway
+ * Usage tracking and reporting as a user meets it (docs/design.md#usage): a real gateway
  * process on the suite's redis-server, database 7 (flushed when the file starts), in front
  * of fake backends; and, for calendar buckets across a year boundary and ISO week 53, an
  * in-process gateway on the same database whose clock the test sets. No sleeps: every

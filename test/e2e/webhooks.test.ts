@@ -1,6 +1,6 @@
 /**
- * Job-completion webhooks as a receiver meets them (spec 6.1): real gateway and relay
- * processes on Redis and S3, and a webhook receiver running as a process of its own
+ * Job-completion webhooks as a receiver meets them (docs/design.md#webhooks): real gateway and
+ * relay processes on Redis and S3, and a webhook receiver running as a process of its own
  * (test/fixtures/webhook-receiver.ts). The receiver's callback URL says how it answers
  * each job (`?fail=N` first N deliveries get 500, `?status=S` then S).
  */

@@ -1,7 +1,8 @@
 /**
- * Reliability, scenario 6: backend chaos (spec 4.5, 4.6, 7). One real gateway process (Node,
- * or Deno when the suite runs on Deno) with `server.backend_timeout: 1s`, in front of a chaos
- * backend run in this process whose behaviour is the first segment of the request path:
+ * Reliability, scenario 6: backend chaos (docs/design.md#sync-requests and
+ * docs/design.md#backend-routing). One real gateway process (Node, or Deno when the suite runs on
+ * Deno) with `server.backend_timeout: 1s`, in front of a chaos backend run in this process whose
+ * behaviour is the first segment of the request path:
  *
  *   /ok        200 JSON                      /slow     200 JSON after 300 ms
  *   /reset     destroys the connection       /fail     500 JSON

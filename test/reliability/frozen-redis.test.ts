@@ -5,10 +5,10 @@
  * requests that carry a consumer so every one runs a rate-limit check in Redis.
  *
  * While frozen: sync answers keep coming, all 200 with the backend's body (limit checks fail
- * open, spec 7 and 8.5), a job submission answers 503 (enqueue fails with the store, spec 7),
- * `/health?ready=1` answers 503, and the repeated `limit_store_error` lines are collapsed while
- * the metric counts every one. After SIGCONT the same process counts requests in Redis again
- * and is ready, without a restart.
+ * open, docs/design.md#failing-open), a job submission answers 503 (enqueue fails with the store,
+ * docs/design.md#failing-open), `/health?ready=1` answers 503, and the repeated `limit_store_error`
+ * lines are collapsed while the metric counts every one. After SIGCONT the same process counts
+ * requests in Redis again and is ready, without a restart.
  *
  * Every wait polls with a deadline; figures (answers per second while frozen, time until
  * readiness said 503) go to the reliability report.

@@ -1,8 +1,8 @@
 /**
  * Reliability, scenario 4: the gateway is killed (SIGKILL) with webhook retries pending
- * (spec 6.1 rule 1: "a restart does not drop pending retries"). One gateway process with its
- * embedded relay and the GC on, on the suite's redis-server (database 12, flushed first) and
- * s3rver; a webhook receiver process (test/fixtures/webhook-receiver.ts) that fails the first
+ * (docs/design.md#delivery-rules: a restart does not drop pending retries). One gateway process
+ * with its embedded relay and the GC on, on the suite's redis-server (database 12, flushed first)
+ * and s3rver; a webhook receiver process (test/fixtures/webhook-receiver.ts) that fails the first
  * 0-3 deliveries of each job with a 500, then answers 200. Then the same on the suite's Sentinel
  * set (database 12) and on a Redis Cluster of the file's own (test/support/scenario-redis.ts),
  * each topology with a fresh backend and receiver.

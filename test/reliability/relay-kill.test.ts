@@ -1,12 +1,12 @@
 /**
- * Reliability, scenario 3: relays killed (SIGKILL) mid-job under load (spec 4.13, 6.1). A
- * gateway with the GC on (interval 1s, relay leases of 1s) and three standalone relays
- * (concurrency 4 each) on the suite's redis-server, database 11 (flushed first), objects in
- * this file's own bucket; then the same on the suite's Sentinel set (database 11) and on a Redis
- * Cluster of the file's own (test/support/scenario-redis.ts), each with a fresh backend. 100 jobs
- * (RELIABILITY_RELAY_JOBS) are submitted while the fake backend holds every request;
- * once all three relays are mid-job, two are killed with SIGKILL. The reaper must requeue their
- * jobs and the surviving relay finish everything: every job ends `completed` exactly once
+ * Reliability, scenario 3: relays killed (SIGKILL) mid-job under load (docs/design.md#background-gc
+ * and docs/design.md#webhooks). A gateway with the GC on (interval 1s, relay leases of 1s) and
+ * three standalone relays (concurrency 4 each) on the suite's redis-server, database 11 (flushed
+ * first), objects in this file's own bucket; then the same on the suite's Sentinel set (database
+ * 11) and on a Redis Cluster of the file's own (test/support/scenario-redis.ts), each with a fresh
+ * backend. 100 jobs (RELIABILITY_RELAY_JOBS) are submitted while the fake backend holds every
+ * request; once all three relays are mid-job, two are killed with SIGKILL. The reaper must requeue
+ * their jobs and the surviving relay finish everything: every job ends `completed` exactly once
  * (one `relay_job_finished` line across all relays), with its own result. A job may legitimately
  * run twice at the backend (once on a killed relay, once after the reap). No sleeps.
  *

@@ -1,6 +1,6 @@
 /**
- * Reliability, scenarios 10 and 11 (issue 33): the gateway on a Sentinel set and on a Redis
- * Cluster of the test's own, a node failing under steady traffic, the gateway process left
+ * Reliability, scenarios 10 and 11 (docs/scale-out.md): the gateway on a Sentinel set and on a
+ * Redis Cluster of the test's own, a node failing under steady traffic, the gateway process left
  * running (test/support/redis-topologies.ts starts the servers).
  *
  * 10. Sentinel: `SENTINEL FAILOVER` promotes the replica. Sync requests are all served (limit
@@ -102,7 +102,8 @@ describe("scenario 10: Sentinel failover under steady traffic", () => {
     const demoted = async () => /role:slave/.test(String(await nodeCommand(set.primary.port, ["INFO", "replication"]).catch(() => "")));
     await waitUntil(demoted, 20_000, () => "the sentinels never demoted the old primary");
     // The gateway writes to the new primary: a new job runs to completion, the old one is still there.
-    // While the client is still switching, a submission may get the store-error 503 (spec 7).
+    // While the client is still switching, a submission may get the store-error 503
+    // (docs/design.md#failing-open).
     await waitUntil(async () => (await readyStatus(gw)) === 200, 30_000, () => gw.output().slice(-2000));
     let refusedDuringSwitch = 0;
     let afterId = "";

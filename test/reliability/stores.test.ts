@@ -1,6 +1,6 @@
 /**
- * Reliability, scenarios 1 and 2 (spec 7): a store goes away under steady traffic and comes
- * back on the same port, with the gateway process left running.
+ * Reliability, scenarios 1 and 2 (docs/design.md#failing-open): a store goes away under steady
+ * traffic and comes back on the same port, with the gateway process left running.
  *
  * 1. A private redis-server is stopped and restarted: sync requests keep being served (limits
  *    fail open, errors counted), job submissions answer 503 and leave no object behind,

@@ -5,15 +5,17 @@
  * replica has its embedded relay, the test alternating between them for 15 seconds
  * (RELIABILITY_REPLICAS_SECONDS) with mixed traffic, all at once:
  *
- * - sync bursts at a model with `max_concurrent_sync: 3` (spec 4.11): the backend, run in this
- *   process, records how many requests it held at once, which must never exceed 3;
- * - request-rate rounds (spec 8.1, `rate: 10` per window): each round a fresh consumer sends
- *   20 requests split over both replicas at once, and exactly 10 may pass;
+ * - sync bursts at a model with `max_concurrent_sync: 3` (docs/design.md#sync-concurrency-cap): the
+ *   backend, run in this process, records how many requests it held at once, which must never
+ *   exceed 3;
+ * - request-rate rounds (docs/design.md#request-rate, `rate: 10` per window): each round a fresh
+ *   consumer sends 20 requests split over both replicas at once, and exactly 10 may pass;
  * - LLM chat completions, async job submissions (some as pairs with one Idempotency-Key sent
- *   to both replicas at once, spec 4.1: one job, one backend run, the same answer), and admin
- *   reads (/health, /metrics, /v1/models, /usage, /-/usage, /jobs);
+ *   to both replicas at once, docs/design.md#idempotency: one job, one backend run, the same
+ *   answer), and admin reads (/health, /metrics, /v1/models, /usage, /-/usage, /jobs);
  * - four times in the run (every 10 seconds in runs of 40 s or more) replica A's config file is
- *   rewritten and A reloaded (`POST /-/reload`, spec 4.12), which must not disturb B.
+ *   rewritten and A reloaded (`POST /-/reload`, docs/design.md#hot-reload), which must not disturb
+ *   B.
  *
  * Any answer outside what the spec allows for its request is an error; there must be none.
  * At the end, read from the stores: every accepted job is stored once and completed with its

@@ -1,6 +1,6 @@
 /**
- * The Redis a reliability scenario runs on, one of three topologies (issue 33: the scenarios
- * pass on a single Redis, on Sentinel and on Cluster), and a store to read its state back
+ * The Redis a reliability scenario runs on, one of three topologies (docs/scale-out.md: the
+ * scenarios pass on a single Redis, on Sentinel and on Cluster), and a store to read its state back
  * with: the gateway's own RedisKv, so a key is read under the name that mode stores it
  * (`{jobs}job:…` on a cluster).
  *

@@ -75,7 +75,7 @@ describe("environment expansion", () => {
   });
 });
 
-describe("defaults (spec 2.8 and 2.9)", () => {
+describe("defaults (docs/design.md#services and docs/design.md#other-settings)", () => {
   it("fills every documented default when the file is empty", () => {
     const config = load("");
     expect(config.server).toMatchObject({
@@ -306,7 +306,7 @@ describe("problems", () => {
     ]);
   });
 
-  it("accepts a service without model or without operations, as spec 2.8 allows", () => {
+  it("accepts a service without model or without operations, as docs/design.md#services allows", () => {
     // Alone of its type: POST /jobs/asr with no model reaches it; no operations = async only.
     expect(load("services:\n  - type: asr\n").services[0]).toMatchObject({ model: "", operations: {} });
     // The type's default, or alone on one of its paths: a request without a model reaches it.

@@ -93,7 +93,7 @@ describe("Registry.matchPath", () => {
   });
 });
 
-describe("Registry.resolveSync (spec 4.5)", () => {
+describe("Registry.resolveSync (docs/design.md#model-resolution)", () => {
   const registry = registryOf([
     { type: "llm", model: "small", operations: { chat: ["/v1/chat/completions"] } },
     { type: "llm", model: "large", operations: { chat: ["/v1/chat/completions"] } },
@@ -154,7 +154,7 @@ describe("Registry.resolveSync (spec 4.5)", () => {
   });
 });
 
-describe("Registry.resolveJob (spec 4.1)", () => {
+describe("Registry.resolveJob (docs/design.md#model-resolution)", () => {
   const registry = registryOf([
     { type: "ocr", model: "tesseract", operations: { scan: ["/scan", "/scan/v2"] } },
     { type: "asr", model: "whisper-s", operations: { transcribe: ["/transcribe"] } },
@@ -251,7 +251,7 @@ describe("Registry.resolveJob (spec 4.1)", () => {
   });
 });
 
-describe("resolution for one caller (spec 4.1 rule 3, 4.10)", () => {
+describe("resolution for one caller (docs/design.md#model-resolution, docs/design.md#model-visibility)", () => {
   const registry = registryOf([
     { type: "emb", model: "emb-pub", operations: { e: ["/v1/embeddings"] } },
     { type: "emb", model: "emb-hidden", default: true, operations: { e: ["/v1/embeddings"] } },

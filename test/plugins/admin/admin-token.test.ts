@@ -1,5 +1,5 @@
 /**
- * The admin token (issue 30): with `admin.token` set, every `/-/*` route a gateway with all
+ * The admin token (docs/api-keys.md): with `admin.token` set, every `/-/*` route a gateway with all
  * built-in plugins registers answers 401 without it (the test walks the route table, so a
  * new admin route cannot be forgotten), and works with it; `/health` and `/metrics` stay
  * open unless `admin.protect_metrics`. Without a token, one warning names the open endpoints.

@@ -107,7 +107,7 @@ async function errorOf(response: Response): Promise<string> {
 }
 
 describe("submission", () => {
-  it("accepts a multipart upload, stores the file and queues a pending job (202, spec 2.1)", async () => {
+  it("accepts a multipart upload, stores the file and queues a pending job (202, docs/design.md#job-submission)", async () => {
     const gw = await start();
     const job = await accepted(await submit(gw, "asr"));
     expect(job).toEqual({ job_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/), service_type: "asr", model: "whisper", status: "pending" });
@@ -273,7 +273,7 @@ describe("submission", () => {
     await memory.close();
   });
 
-  it("counts no svc_jobs_by_consumer_total without server.consumer_header (spec 5.2)", async () => {
+  it("counts no svc_jobs_by_consumer_total without server.consumer_header (docs/design.md#consumers-and-ownership)", async () => {
     const gw = await start("server:\n  priority_header: X-Priority");
     await accepted(await submit(gw, "asr"));
     await accepted(await submit(gw, "asr", {}, undefined, { "x-priority": "1", "x-consumer": "ann" }));

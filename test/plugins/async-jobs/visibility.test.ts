@@ -1,7 +1,7 @@
 /**
- * Job submissions and model visibility (spec 4.10): the errors of `POST /jobs/{type}` that
- * list the available models name only those the caller may see, so a hidden model stays
- * unknown to callers outside its audience.
+ * Job submissions and model visibility (docs/design.md#model-visibility): the errors of `POST
+ * /jobs/{type}` that list the available models name only those the caller may see, so a hidden
+ * model stays unknown to callers outside its audience.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import visibility from "../../../plugins/visibility/index.ts";
@@ -47,8 +47,8 @@ describe("job submission errors and hidden models", () => {
       expect(outsider).toEqual({ status: 404, message: 'model "gpt-9" is not available for service type "asr"; available models: whisper' });
       expect(outsider.message).not.toContain("whisper-secret");
     }
-    // No model: to an outsider the only model is the visible one, auto-selected (spec 4.1 rule 3);
-    // the audience sees two, no default, so the 400 names both.
+    // No model: to an outsider the only model is the visible one, auto-selected
+    // (docs/design.md#model-resolution); the audience sees two, no default, so the 400 names both.
     const chosen = await gw.request("/jobs/asr", { method: "POST", body: jobForm({}, { name: "clip.wav", content: "audio" }), headers: { "X-User-Type": "free" } });
     expect(chosen.status).toBe(202);
     expect(((await chosen.json()) as { model: string }).model).toBe("whisper");

@@ -1,5 +1,5 @@
 /**
- * Gateway-issued API keys (issue 30), on the memory store and on Redis (database 23): the
+ * Gateway-issued API keys (docs/api-keys.md), on the memory store and on Redis (database 23): the
  * official OpenAI and Anthropic clients authenticate with a key given as `apiKey` only, the
  * key's models and limits apply, the key never reaches the backend (which gets the key's
  * identity instead), each refusal says why and is counted, and the admin API's lifecycle

@@ -113,7 +113,7 @@ services:
   });
 });
 
-describe("deprecation (spec 9)", () => {
+describe("deprecation (docs/design.md#versioning)", () => {
   const [a, b] = config.services;
   it("deprecates an operation only when every model on it is, and names the deprecated ones until then", () => {
     expect(deprecationOf([a])).toEqual({ operation: false });

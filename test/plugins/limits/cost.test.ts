@@ -1,5 +1,5 @@
 /**
- * Cost budgets (issue 31) in-process on the memory store: an async type's budget counts what
+ * Cost budgets (docs/cost.md) in-process on the memory store: an async type's budget counts what
  * the relay's jobs cost (processing seconds on a manual clock x `per_second`), the crossing
  * job passes and later submissions get 429 before their upload is read; `judgeCost`, the
  * decision any budget owner (an API key) can reuse; and the config problems of a budget

@@ -1,7 +1,7 @@
 /**
- * An API key's own dollar budget (issues 30 + 31: `limits.cost_rate` / `cost_period`) and usage
- * by key (`/-/usage/report?group_by=key`), on the memory store and on Redis (database 28; the
- * two-replica test on database 29): the request that crosses a key's budget passes and the
+ * An API key's own dollar budget (docs/cost.md#per-key-budgets: `limits.cost_rate` / `cost_period`)
+ * and usage by key (`/-/usage/report?group_by=key`), on the memory store and on Redis (database 28;
+ * the two-replica test on database 29): the request that crosses a key's budget passes and the
  * next gets 429 naming the key, another key of the same consumer keeps its own budget, an
  * async job's processing cost counts against the key it was submitted with, the admin API
  * checks the two fields, and the report ranks keys by cost to the micro-dollar.

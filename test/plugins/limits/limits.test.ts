@@ -71,7 +71,7 @@ function slowUpload(): { body: ReadableStream<Uint8Array>; contentType: string; 
   };
 }
 
-describe("concurrent async jobs (spec 8.3)", () => {
+describe("concurrent async jobs (docs/design.md#concurrent-jobs)", () => {
   it("counts a submission still uploading, then its job until the job ends", async () => {
     const g = await start();
     const upload = slowUpload();
@@ -132,7 +132,7 @@ describe("concurrent async jobs (spec 8.3)", () => {
   });
 });
 
-describe("a job's slot follows its record's life (spec 8.3)", () => {
+describe("a job's slot follows its record's life (docs/design.md#concurrent-jobs)", () => {
   const SHORT_TTL = `${CONFIG}lifecycle:\n  job_ttl:\n    pending: 4s\nrelay:\n  lease_seconds: 30\n`;
   const get = (g: LimitsRuntime, id: string) => g.request(`/jobs/transcription/${id}`, { headers: { "x-consumer": "alice" } });
   const deadline = async (g: LimitsRuntime, id: string) => await g.kv.zscore("conc:transcription:alice", id);
@@ -181,7 +181,7 @@ describe("a job's slot follows its record's life (spec 8.3)", () => {
   });
 });
 
-describe("processing-time budget (spec 8.4)", () => {
+describe("processing-time budget (docs/design.md#processing-time)", () => {
   /** Submits a job and lets the relay run it for `seconds` of clock time. */
   async function runJob(g: LimitsRuntime, seconds: number): Promise<Response> {
     const response = await submit(g, "alice");
@@ -234,7 +234,7 @@ describe("processing-time budget (spec 8.4)", () => {
   });
 });
 
-describe("idempotent replays and the async limits (spec 3, 4.1)", () => {
+describe("idempotent replays and the async limits (docs/design.md#idempotency)", () => {
   const LIMITED = CONFIG.replace('"*": { max_concurrent: 1, processing_time: 60, processing_period: 1h }', '"*": { max_concurrent: 2, processing_time: 60, processing_period: 1h }');
   const submitWithKey = (g: LimitsRuntime, key?: string) =>
     g.request("/jobs/transcription", { method: "POST", body: jobForm(), headers: { "x-consumer": "alice", ...(key ? { "idempotency-key": key } : {}) } });
@@ -290,7 +290,7 @@ describe("idempotent replays and the async limits (spec 3, 4.1)", () => {
   });
 });
 
-describe("limit metrics' user_type label (spec 6.2)", () => {
+describe("limit metrics' user_type label (docs/design.md#metrics)", () => {
   // "free" has no entry for echo (it is measured by "*"), but the config names it elsewhere.
   const LABELS = CONFIG.replace('"*": { rate: 100, period: 1m }', '"*": { rate: 1, period: 1m }').replace(
     '"*": { max_concurrent: 1, processing_time: 60, processing_period: 1h }',
@@ -328,7 +328,7 @@ describe("limit metrics' user_type label (spec 6.2)", () => {
   });
 });
 
-describe("sync concurrency cap (spec 4.11)", () => {
+describe("sync concurrency cap (docs/design.md#sync-concurrency-cap)", () => {
   const call = (g: LimitsRuntime, priority = false, consumer?: string) =>
     g.request("/v1/echo", {
       method: "POST",

@@ -1,9 +1,9 @@
 /**
- * When the sync concurrency slot is given back (issue 26 item 11): before the client can have
- * its whole answer, however long the store takes to apply the release. The store here delays
- * every release op, so a release that merely starts once the body is sent is still pending
- * when the client has read its answer (the window a client that sends its next request at
- * once can fall into, widened so it is met every time). On the memory store and on Redis
+ * When the sync concurrency slot is given back (docs/design.md#a-finished-answer-is-settled):
+ * before the client can have its whole answer, however long the store takes to apply the release.
+ * The store here delays every release op, so a release that merely starts once the body is sent is
+ * still pending when the client has read its answer (the window a client that sends its next
+ * request at once can fall into, widened so it is met every time). On the memory store and on Redis
  * (database 17, flushed when the file starts). The real processes, LLM answers included, are
  * in test/e2e/answer-complete.test.ts.
  */

@@ -1,4 +1,7 @@
-/** Which limits measure a request (spec 8.1, 8.2): the user type's entry, else "*", else none. */
+/**
+ * Which limits measure a request (docs/design.md#request-rate and docs/design.md#token-budget): the
+ * user type's entry, else "*", else none.
+ */
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../plugins/config.ts";
 import { LimitTable } from "../../../plugins/limits/table.ts";

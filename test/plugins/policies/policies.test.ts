@@ -1,4 +1,7 @@
-/** Access policies in-process (spec 4.9): 403 on denial, the decision metric, security events and group quotas. */
+/**
+ * Access policies in-process (docs/design.md#access-policies): 403 on denial, the decision metric,
+ * security events and group quotas.
+ */
 import { afterEach, describe, expect, it } from "vitest";
 import { windowIncrement } from "../../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
@@ -164,7 +167,7 @@ describe("per-group quotas", () => {
       rt.request("/v1/chat/completions", { headers, body: { model: "gpt-small", usage: { prompt, completion } } });
     expect((await spend(40, 20)).status).toBe(200);
     expect(await rt.kv.get(tokenKey(0, "alice"))).toBe("60");
-    // Cache-Control: no-cache responses are not counted (spec 8.2).
+    // Cache-Control: no-cache responses are not counted (docs/design.md#token-budget).
     expect((await spend(500, 500, { ...alice, "cache-control": "no-cache" })).status).toBe(200);
     // The request that crosses the budget passes; the next one is refused.
     expect((await spend(30, 15)).status).toBe(200);

@@ -11,7 +11,7 @@ function policies(yaml: string): PoliciesConfig {
 
 const who = (fields: Partial<Principal> = {}): Principal => ({ groups: [], roles: [], scopes: [], authenticated: true, ...fields });
 
-describe("policy rules (spec 4.9)", () => {
+describe("policy rules (docs/design.md#access-policies)", () => {
   it("an empty match matches everyone, anonymous callers included", () => {
     const set = new PolicySet(policies("  rules:\n    - match: {}\n      allow_models: ['*']\n"));
     expect(set.decide(who({ authenticated: false }), "m", "chat").allowed).toBe(true);

@@ -1,4 +1,7 @@
-/** Calendar buckets of the usage report (spec 2.6): UTC days, ISO 8601 weeks, months. */
+/**
+ * Calendar buckets of the usage report (docs/design.md#usage-report): UTC days, ISO 8601 weeks,
+ * months.
+ */
 import { describe, expect, it } from "vitest";
 import { bucketCount, bucketLabels, dayLabel, isoWeek, labelOf, mondayOf, monthLabel, parseDay, weekLabel } from "../../../plugins/usage/calendar.ts";
 

@@ -1,4 +1,7 @@
-/** Model visibility in-process (spec 4.10): hidden models answer 404 like unknown ones, never 403. */
+/**
+ * Model visibility in-process (docs/design.md#model-visibility): hidden models answer 404 like
+ * unknown ones, never 403.
+ */
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../plugins/config.ts";
 import { definePlugin } from "../../../core/plugins/types.ts";

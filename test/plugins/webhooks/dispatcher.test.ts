@@ -118,7 +118,7 @@ async function tick(s: Setup, ms: number): Promise<void> {
   await s.dispatcher.idle();
 }
 
-describe("webhook notification body (spec 2.7)", () => {
+describe("webhook notification body (docs/design.md#webhook-body)", () => {
   it("has job_id, service_type, status, result, error (\"\" when none) and completed_at in ISO 8601", () => {
     expect(JSON.parse(notificationBody(job()))).toEqual({
       job_id: "job-1",
