@@ -8,7 +8,7 @@
  *   process on Deno (adapters/deno) in front of fake backends;
  * - the tests of runtime behaviour: the command line (cli), the HTTP server itself (http-layer, header repeats in
  *   identity-headers), start/reload/signals/shutdown (foundation, a standalone relay's exit
- *   in relay-metrics), a plugin loaded from outside the repo, webhook delivery through the
+ *   in relay-metrics, several workers sharing a port in workers), a plugin loaded from outside the repo, webhook delivery through the
  *   runtime's pinned client, backend retry rounds (the runtime's timers between rounds), a
  *   frozen Redis under the runtime's sockets, the in-process async-jobs tests (the runtime's
  *   fetch sends the upload), and OTLP export (the OpenTelemetry SDK under Deno).
@@ -31,6 +31,7 @@ export const denoSubset = [
   "test/e2e/identity-headers.test.ts",
   "test/e2e/foundation.test.ts",
   "test/e2e/relay-metrics.test.ts",
+  "test/e2e/workers.test.ts",
   "test/e2e/plugin-entry-point.test.ts",
   "test/e2e/otel.test.ts",
   "test/e2e/default-metrics.test.ts",
