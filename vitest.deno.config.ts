@@ -9,7 +9,8 @@
  * - the core in-process: streams, timers, crypto and fetch under it; plugin loading;
  * - the runtime adapter (adapters/deno) in a real gateway process: the HTTP server
  *   (http-layer, header repeats in identity-headers), start, reload, signals and shutdown
- *   (foundation, a standalone relay's exit in relay-metrics), the command line and its
+ *   (foundation, a standalone relay's exit in relay-metrics, several workers sharing a port in
+ *   workers), the command line and its
  *   `deno task start` wrappers (cli), a plugin loaded from outside the repo
  *   (plugin-entry-point), the runtime's process metrics (default-metrics);
  * - uploads streamed through the runtime's request bodies (sync-proxy's 50 MB, async-jobs'
@@ -48,6 +49,7 @@ export const denoSubset = [
   "test/e2e/identity-headers.test.ts",
   "test/e2e/foundation.test.ts",
   "test/e2e/relay-metrics.test.ts",
+  "test/e2e/workers.test.ts",
   "test/e2e/plugin-entry-point.test.ts",
   "test/e2e/otel.test.ts",
   "test/e2e/default-metrics.test.ts",

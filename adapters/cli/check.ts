@@ -4,18 +4,16 @@
  * stores are stand-ins that open nothing: Redis and S3 are not reached, so a check runs
  * anywhere (a CI job, a container build) and says only what the file itself gets wrong.
  */
-import { systemClock } from "../../core/clock.ts";
 import type { GatewayConfig, ServiceConfig } from "../../core/config/schema.ts";
 import { ConfigError, startErrorMessage } from "../../core/errors.ts";
 import { Gateway } from "../../core/gateway.ts";
 import type { Runtime } from "../../core/plugins/host.ts";
 import { PLUGIN_LAYERS } from "../../core/plugins/types.ts";
-import { createLogger, type LogEntry, type Logger } from "../../core/log.ts";
-import { builtinPlugins } from "../../plugins/index.ts";
+import { createLogger, type LogEntry } from "../../core/log.ts";
 import { configSource, type Platform } from "../boot.ts";
-import { MemoryKv } from "../kv-memory/index.ts";
-import { FsObjectStore } from "../objects-fs/index.ts";
 import { redisModeOf } from "../../core/config/redis-mode.ts";
+import { workersRefusal } from "../workers/plan.ts";
+import { createOffline } from "./offline.ts";
 
 export interface CheckResult {
   exitCode: 0 | 1;
@@ -45,29 +43,10 @@ export async function checkConfig(platform: Platform, configPath: string | undef
   const order = options.verbose ? pluginOrder(gateway.runtime) : [];
   const { config } = gateway;
   await gateway.close();
+  // What the start refuses besides the file's own problems: workers it cannot run.
+  const refusal = workersRefusal(config, platform);
+  if (refusal) return { exitCode: 1, stdout: "", stderr: `[${refusal.code}] ${path} (${from}): ${refusal.message}\n` };
   return { exitCode: 0, stdout: summary(path, from, config, plugins, warnings, order), stderr: "" };
-}
-
-/**
- * The gateway a start would build from the file at `path` (the same validation, plugin loading
- * and setups), on stand-in stores that open nothing, its tasks not started. Throws what the
- * start would (a `ConfigError` for the file). Close it once read.
- */
-export function createOffline(platform: Platform, path: string, log: Logger): Promise<Gateway> {
-  return Gateway.create({
-    role: "gateway",
-    readConfig: () => platform.readTextFile(path),
-    env: platform.env,
-    importModule: (specifier) => platform.importModule(specifier, platform.dirname(path)),
-    // Stand-ins: constructing them touches no disk and no network.
-    openStores: async (config) => ({ kv: new MemoryKv(systemClock), objects: new FsObjectStore({ dir: config.object_store.dir }) }),
-    lookupHost: platform.lookupHost,
-    fetchPinned: platform.fetchPinned,
-    readAsset: platform.readAsset,
-    plugins: builtinPlugins,
-    log,
-    deferStart: true,
-  });
 }
 
 /**
@@ -96,7 +75,7 @@ function summary(path: string, from: string, config: GatewayConfig, plugins: str
     `stores: kv ${redisModeOf(config.redis) === undefined ? "embedded memory (redis.addr is empty)" : `redis ${redisModeOf(config.redis)?.where}`}, ` +
       `objects ${config.object_store.endpoint === "" ? `files under ${config.object_store.dir}` : `S3 ${config.object_store.endpoint} bucket ${config.object_store.bucket}`} (not contacted)`,
   );
-  lines.push(`listen: ${config.server.addr} (server.addr; GATEWAY_ADDR, PORT or --port override it)`);
+  lines.push(`listen: ${config.server.addr} (server.addr; GATEWAY_ADDR, PORT or --port override it)${config.server.workers === 1 ? "" : `, server.workers: ${config.server.workers}`}`);
   for (const warning of warnings) lines.push(`warning: ${warning.event}: ${JSON.stringify(warning.fields)}`);
   return `${lines.join("\n")}\n`;
 }

@@ -43,11 +43,11 @@ export function workerLink(): WorkerLink | undefined {
   const waiting = new Map<number, { resolve: (answer: Answer) => void; reject: (error: Error) => void }>();
 
   /** Sends a request to the primary; its answer, or an error once the primary is gone. */
-  function ask<K extends Answer["gw"]>(request: "reload?" | "metrics?"): Promise<Extract<Answer, { gw: K }>> {
+  function ask(request: "reload?" | "metrics?"): Promise<Answer> {
     const id = nextId++;
     return new Promise((resolve, reject) => {
       if (!process.connected) return reject(new Error("the primary process is gone"));
-      waiting.set(id, { resolve: resolve as (answer: Answer) => void, reject });
+      waiting.set(id, { resolve, reject });
       send({ gw: request, id });
     });
   }
@@ -126,14 +126,16 @@ export function workerLink(): WorkerLink | undefined {
       stop = stopWorker;
       attached.reloadWith(async () => {
         try {
-          return (await ask<"reloaded">("reload?")).outcome;
+          const answer = await ask("reload?");
+          if (answer.gw === "reloaded") return answer.outcome;
         } catch (error) {
           return { ok: false, cause: "failure", problems: [(error as Error).message] };
         }
+        return { ok: false, cause: "failure", problems: ["the primary process gave no answer to the reload"] };
       });
       attached.runtime.deps.metrics.answerWith(async () => {
-        const answer = await ask<"metrics">("metrics?");
-        if (answer.text === undefined) throw new Error(`the sum of the workers' metrics is not available: ${answer.error ?? "no answer"}`);
+        const answer = await ask("metrics?");
+        if (answer.gw !== "metrics" || answer.text === undefined) throw new Error(`the sum of the workers' metrics is not available: ${(answer.gw === "metrics" && answer.error) || "no answer"}`);
         return answer.text;
       });
       if (readyToSay) send({ gw: "ready", version: running });

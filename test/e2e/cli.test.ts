@@ -185,6 +185,16 @@ services:
     expect(proc.stdout()).toBe("");
   });
 
+  it("check on a file asking for workers on the embedded store: exit 1, as the start would refuse it", async () => {
+    const refused = cli(["check", "--config", configFile(`server:\n  workers: 2\n${GOOD}`)]);
+    expect(await refused.exited).toBe(1);
+    expect(refused.stderr()).toContain("[GW_WORKERS_NEED_REDIS]");
+    expect(refused.stderr()).toContain("Set redis.addr");
+    const onRedis = cli(["check", "--config", configFile(`server:\n  workers: 2\nredis:\n  addr: 127.0.0.1:9\n${GOOD}`)]);
+    expect(await onRedis.exited).toBe(0);
+    expect(onRedis.stdout()).toContain("server.workers: 2");
+  });
+
   it("check on a file that does not exist: exit 1, naming the flag", async () => {
     const proc = cli(["check", "--config", "/nonexistent/config.yaml"]);
     expect(await proc.exited).toBe(1);
