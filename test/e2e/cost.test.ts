@@ -222,7 +222,7 @@ describe.each<Store>(["memory", "redis"])("priced traffic on %s", (store) => {
   it("refuses a group_by it does not know, naming the choices", async () => {
     const response = await gateway.fetch(new Request(`http://gateway/-/usage/report?type=chat&period=daily&from=${DAY}&to=${DAY}&group_by=team`));
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toBe('query parameter "group_by" must be one of consumer, model, key; got "team"');
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe('query parameter "group_by" must be one of consumer, model, key, mode; got "team"');
   });
 
   it("applies a price changed by hot reload to the next request only", async () => {

@@ -2,7 +2,8 @@
  * `api.dispatchAs`: a request the gateway sends itself runs through the routes and the pipeline
  * like a client's, as the principal it was given. The identify stage does not run for it, so a
  * header it carries cannot change who it runs as, and its context says it is not a client's.
- * A client request with the same headers is identified as always.
+ * A client request with the same headers is identified as always. Code that runs for it without
+ * the request at hand learns its origin from the work scope.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { RequestContext } from "../../../core/pipeline/context.ts";
@@ -28,6 +29,11 @@ const whoami = definePlugin({
       const ctx = api.newContext(c.req.raw, "sync", "");
       await api.pipeline.runStage("identify", ctx);
       return Response.json(seen(ctx));
+    });
+    // Code without the request at hand (pricing an answer) asks the work scope, after an await too.
+    api.routes.get("/origin-of-work", async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      return Response.json({ origin: api.originOfWork() });
     });
     api.routes.get("/refused", (c) => {
       const ctx = api.newContext(c.req.raw, "sync", "");
@@ -59,6 +65,13 @@ describe("api.dispatchAs", () => {
     const own = await api.dispatchAs(alice, new Request("http://gateway/identify-only", { headers: { "x-who": "mallory" } }), "batch");
     expect(await own.json()).toEqual({ consumer: "alice", keyId: "key-1", origin: "batch" });
     expect(await (await gw.request("/identify-only", { headers: { "x-who": "mallory" } })).json()).toEqual({ consumer: "mallory", origin: "client" });
+  });
+
+  it("tells code without the request which origin its work is for", async () => {
+    await start();
+    expect(await (await gw.request("/origin-of-work")).json()).toEqual({ origin: "client" });
+    expect(await (await api.dispatchAs(alice, new Request("http://gateway/origin-of-work"), "batch")).json()).toEqual({ origin: "batch" });
+    expect(api.originOfWork()).toBe("client");
   });
 
   it("tells which stage answered a request", async () => {
