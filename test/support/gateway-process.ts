@@ -67,8 +67,26 @@ function command(role: "gateway" | "relay"): string[] {
   return [process.execPath, built, ...roleArgs];
 }
 
-/** Writes `yaml` (with `{{PORT}}` replaced by a free port) and starts the process. */
+/** The process could not bind the port the test chose: another process took it since `freePort`. */
+class PortTaken extends Error {}
+
+/**
+ * Writes `yaml` (with `{{PORT}}` replaced by a free port) and starts the process. A free port
+ * can be taken by another test's process between `freePort` and the gateway's bind (the suite
+ * runs several files at once): a gateway that stops at start because its own port is in use is
+ * started again on another one.
+ */
 export async function startGateway(yaml: string, options: StartOptions = {}): Promise<GatewayProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(yaml, options);
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startOnce(yaml: string, options: StartOptions): Promise<GatewayProcess> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "gw-e2e-"));
   const configPath = join(dir, "config.yaml");
@@ -101,8 +119,12 @@ export async function startGateway(yaml: string, options: StartOptions = {}): Pr
     },
   };
   if (!options.noWait && (options.role ?? "gateway") === "gateway") {
+    const ownPort = options.env?.GATEWAY_ADDR === undefined && options.env?.PORT === undefined;
     await waitUntil(async () => {
-      if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${output}`);
+      if (child.exitCode !== null) {
+        const message = `gateway exited with ${child.exitCode}:\n${output}`;
+        throw ownPort && output.includes(`127.0.0.1:${port}`) && output.includes("already in use") ? new PortTaken(message) : new Error(message);
+      }
       try {
         return (await fetch(`${proc.url}/health`)).ok;
       } catch {
