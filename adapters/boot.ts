@@ -2,8 +2,8 @@
  * Start-up and shutdown shared by the Node and Deno entry points. It touches no runtime
  * API itself: each entry point passes the few primitives it needs (`Platform`).
  */
-import { parseListenAddress, type ListenAddress } from "../core/config/addr.ts";
-import { ConfigError, startErrorMessage, type StartErrorCode } from "../core/errors.ts";
+import { type ListenAddress, parseListenAddress } from "../core/config/addr.ts";
+import { ConfigError, type StartErrorCode, startErrorMessage } from "../core/errors.ts";
 import { durationMs } from "../core/config/duration.ts";
 import { Gateway } from "../core/gateway.ts";
 import { createOpsApp } from "../core/ops.ts";
@@ -11,7 +11,7 @@ import { createLogger, type Logger, type LogLevel } from "../core/log.ts";
 import type { GatewayConfig } from "../core/config/schema.ts";
 import type { PinnedFetch, PluginDefinition, ProcessRole } from "../core/plugins/types.ts";
 import { builtinPlugins } from "../plugins/index.ts";
-import { watchParent, type ProcessTable } from "./parent-watch.ts";
+import { type ProcessTable, watchParent } from "./parent-watch.ts";
 import { openStores } from "./stores.ts";
 import { asyncWorkScope } from "./work-scope.ts";
 
@@ -49,10 +49,13 @@ export interface Platform {
 function listenOverride(env: Platform["env"], role: ProcessRole, port: number | undefined): { address?: ListenAddress; problem?: string } {
   // The command line's --port comes before every variable (the CLI checked it is a port).
   if (port !== undefined) return { address: parseListenAddress(`:${port}`) };
-  const [name, addr] =
-    role === "relay"
-      ? env.RELAY_METRICS_ADDR ? ["RELAY_METRICS_ADDR", env.RELAY_METRICS_ADDR] : []
-      : env.GATEWAY_ADDR ? ["GATEWAY_ADDR", env.GATEWAY_ADDR] : env.PORT ? ["PORT", `:${env.PORT}`] : [];
+  const [name, addr] = role === "relay"
+    ? env.RELAY_METRICS_ADDR ? ["RELAY_METRICS_ADDR", env.RELAY_METRICS_ADDR] : []
+    : env.GATEWAY_ADDR
+    ? ["GATEWAY_ADDR", env.GATEWAY_ADDR]
+    : env.PORT
+    ? ["PORT", `:${env.PORT}`]
+    : [];
   if (name === undefined || addr === undefined) return {};
   const address = parseListenAddress(addr);
   return address ? { address } : { problem: startErrorMessage("GW_ENV_INVALID", { variable: name, value: name === "PORT" ? env.PORT! : addr }) };
@@ -85,7 +88,9 @@ export type ConfigFrom = "--config" | "CONFIG_PATH" | "./config.yaml" | "fallbac
 export function configSource(platform: Platform, options: BootOptions = {}): { path: string; from: ConfigFrom } {
   if (options.configPath) return { path: options.configPath, from: "--config" };
   if (platform.env.CONFIG_PATH) return { path: platform.env.CONFIG_PATH, from: "CONFIG_PATH" };
-  return platform.exists("config.yaml") ? { path: "config.yaml", from: "./config.yaml" } : { path: "config.example.yaml", from: "fallback ./config.example.yaml" };
+  return platform.exists("config.yaml")
+    ? { path: "config.yaml", from: "./config.yaml" }
+    : { path: "config.example.yaml", from: "fallback ./config.example.yaml" };
 }
 
 export interface Booted {
@@ -108,7 +113,9 @@ const RELAY_LISTEN_SETTINGS = "relay.metrics_addr, or the RELAY_METRICS_ADDR env
 /** The built-in plugins, with the relay kept out of the gateway unless `worker` runs it. */
 function pluginsFor(worker: WorkerBoot | undefined): readonly PluginDefinition[] {
   if (!worker || worker.runsRelay) return builtinPlugins;
-  return builtinPlugins.map((plugin) => (plugin.name === "relay" ? { ...plugin, enabled: (_config: GatewayConfig, role: ProcessRole) => role === "relay" } : plugin));
+  return builtinPlugins.map((
+    plugin,
+  ) => (plugin.name === "relay" ? { ...plugin, enabled: (_config: GatewayConfig, role: ProcessRole) => role === "relay" } : plugin));
 }
 
 export async function boot(platform: Platform, role: ProcessRole, options: BootOptions = {}, worker?: WorkerBoot): Promise<Booted> {
@@ -182,14 +189,13 @@ export async function listenFailed(platform: Platform, booted: Booted, error: un
   const { code, name, message } = error as { code?: string; name?: string; message?: string };
   const listen = booted.metrics?.listen ?? booted.listen;
   const settings = booted.metrics ? RELAY_LISTEN_SETTINGS : GATEWAY_LISTEN_SETTINGS;
-  const cause =
-    code === "EADDRINUSE" || name === "AddrInUse"
-      ? "in_use"
-      : code === "EACCES" || name === "PermissionDenied"
-        ? "no_permission"
-        : code === "EADDRNOTAVAIL" || name === "AddrNotAvailable"
-          ? "not_local"
-          : undefined;
+  const cause = code === "EADDRINUSE" || name === "AddrInUse"
+    ? "in_use"
+    : code === "EACCES" || name === "PermissionDenied"
+    ? "no_permission"
+    : code === "EADDRNOTAVAIL" || name === "AddrNotAvailable"
+    ? "not_local"
+    : undefined;
   const refusal = startErrorMessage("GW_LISTEN_FAILED", { hostname: listen.hostname, port: listen.port, cause, detail: message ?? String(error), settings });
   refuse(platform, "GW_LISTEN_FAILED", `cannot start: ${refusal}`);
   await booted.gateway.close().catch(() => undefined);

@@ -65,7 +65,11 @@ export function brokenLink(table: ProcessTable, links: readonly WatchedLink[]): 
  * started this one are still there, and calls `onGone` once when one is not. Returns what
  * stops the watch; undefined when there is nothing to watch.
  */
-export function watchParent(table: ProcessTable, env: Readonly<Record<string, string | undefined>>, onGone: (link: WatchedLink) => void): (() => void) | undefined {
+export function watchParent(
+  table: ProcessTable,
+  env: Readonly<Record<string, string | undefined>>,
+  onGone: (link: WatchedLink) => void,
+): (() => void) | undefined {
   if (env[WRAPPER_MARK] === undefined) return undefined;
   const links = wrapperLinks(table);
   const timer = setInterval(() => {

@@ -12,7 +12,7 @@
  * pool (a pooled connection may have been opened to another address), no redirects
  * followed (a 3xx is returned as it is), no content decoding (no Accept-Encoding is sent).
  */
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import { type IncomingMessage, request as httpRequest, type RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { LookupAddress } from "node:dns";
 import { isIP } from "node:net";

@@ -27,7 +27,8 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
   const mode = redisModeOf(redis);
   if (mode === undefined) {
     log.warn("embedded_kv_store", {
-      message: "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr (or redis.sentinel / redis.cluster) for production or several replicas.",
+      message:
+        "redis.addr is empty: using the embedded in-memory store. It serves one process only and loses every job, counter and queue on restart; set redis.addr (or redis.sentinel / redis.cluster) for production or several replicas.",
     });
     // The response cache's setting: its answers are what the embedded store may drop.
     const capMb = fieldsOf(config, embeddedCacheFields).embedded_cache_max_mb;
@@ -37,19 +38,16 @@ export async function openStores(config: GatewayConfig, log: Logger): Promise<St
     const tls = redis.tls.enabled
       ? { ca: redis.tls.ca_file === "" ? undefined : readFileSync(redis.tls.ca_file, "utf8"), serverName: redis.tls.server_name || undefined }
       : undefined;
-    const target =
-      mode.kind === "cluster"
-        ? { cluster: { nodes: mode.nodes } }
-        : mode.kind === "sentinel"
-          ? {
-              sentinel: {
-                masterName: mode.masterName,
-                sentinels: mode.nodes,
-                sentinelUsername: redis.sentinel.username || undefined,
-                sentinelPassword: redis.sentinel.password || undefined,
-              },
-            }
-          : { url: redisUrlFromAddr(mode.addr) };
+    const target = mode.kind === "cluster" ? { cluster: { nodes: mode.nodes } } : mode.kind === "sentinel"
+      ? {
+        sentinel: {
+          masterName: mode.masterName,
+          sentinels: mode.nodes,
+          sentinelUsername: redis.sentinel.username || undefined,
+          sentinelPassword: redis.sentinel.password || undefined,
+        },
+      }
+      : { url: redisUrlFromAddr(mode.addr) };
     const store = new RedisKv({
       ...target,
       username: redis.username || undefined,

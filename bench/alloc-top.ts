@@ -21,7 +21,8 @@ const root = (JSON.parse(readFileSync(file, "utf8")) as { head: HeapNode }).head
 const self = new Map<string, number>();
 const total = new Map<string, number>();
 let all = 0;
-const label = (n: HeapNode) => `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${n.callFrame.lineNumber + 1}`;
+const label = (n: HeapNode) =>
+  `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${n.callFrame.lineNumber + 1}`;
 function walk(node: HeapNode, stack: Set<string>): number {
   const name = label(node);
   let sum = node.selfSize;

@@ -4,7 +4,7 @@
  * connections, headers as they came (minus hop-by-hop), bodies piped both ways. No routing,
  * no parsing, no limits: whatever the gateway costs beyond this is the price of its features.
  */
-import { Agent, createServer, request, type IncomingHttpHeaders } from "node:http";
+import { Agent, createServer, type IncomingHttpHeaders, request } from "node:http";
 
 const port = Number(process.argv[2] ?? 0);
 const target = new URL(process.argv[3] ?? "http://127.0.0.1:9000");

@@ -51,7 +51,11 @@ async function interactive(gateway: Target, count: number, until: () => boolean 
       const started = performance.now();
       try {
         // A unique body per request: every answer comes from the backend, not the cache.
-        const response = await fetch(gateway.base + PATHS.chat, { method: "POST", headers: { "content-type": "application/json", "cache-control": "no-store" }, body: JSON.stringify(chatBody(n)) });
+        const response = await fetch(gateway.base + PATHS.chat, {
+          method: "POST",
+          headers: { "content-type": "application/json", "cache-control": "no-store" },
+          body: JSON.stringify(chatBody(n)),
+        });
         const text = await response.text();
         if (response.status !== 200 || !text.includes("chat.completion")) errors++;
       } catch {
@@ -63,7 +67,13 @@ async function interactive(gateway: Target, count: number, until: () => boolean 
   await Promise.all(Array.from({ length: INTERACTIVE_CONCURRENCY }, worker));
   const cpu = cpuSeconds(gateway.pid) - cpuBefore;
   times.sort((a, b) => a - b);
-  return { requests: times.length, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), cpuUsPerRequest: (cpu / Math.max(1, times.length)) * 1e6, errors };
+  return {
+    requests: times.length,
+    p50Ms: percentile(times, 50),
+    p99Ms: percentile(times, 99),
+    cpuUsPerRequest: (cpu / Math.max(1, times.length)) * 1e6,
+    errors,
+  };
 }
 
 export async function runBatchEndToEnd(gateway: Target, lines: number): Promise<BatchBenchResult> {
@@ -71,7 +81,8 @@ export async function runBatchEndToEnd(gateway: Target, lines: number): Promise<
   await interactive(gateway, 200);
   const alone = await interactive(gateway, Math.min(lines, 2000));
 
-  const input = Array.from({ length: lines }, (_, i) => JSON.stringify({ custom_id: `l${i}`, method: "POST", url: PATHS.chat, body: chatBody(lines + i) })).join("\n");
+  const input = Array.from({ length: lines }, (_, i) => JSON.stringify({ custom_id: `l${i}`, method: "POST", url: PATHS.chat, body: chatBody(lines + i) }))
+    .join("\n");
   const form = new FormData();
   form.append("purpose", "batch");
   form.append("file", new Blob([input]), "bench.jsonl");
@@ -81,7 +92,11 @@ export async function runBatchEndToEnd(gateway: Target, lines: number): Promise<
   const cpuBefore = cpuSeconds(gateway.pid);
   const started = performance.now();
   const file = (await (await fetch(`${gateway.base}/v1/files`, { method: "POST", body: form })).json()) as { id: string };
-  const created = (await (await fetch(`${gateway.base}/v1/batches`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input_file_id: file.id, endpoint: PATHS.chat, completion_window: "24h" }) })).json()) as { id: string };
+  const created = (await (await fetch(`${gateway.base}/v1/batches`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ input_file_id: file.id, endpoint: PATHS.chat, completion_window: "24h" }),
+  })).json()) as { id: string };
   let batch: { status?: string; request_counts?: { completed: number; failed: number } } = {};
   let done = false;
   // Interactive requests while the batch runs (their CPU is the gateway's too: measured apart below).

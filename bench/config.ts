@@ -63,7 +63,9 @@ redis:
   addr: "${options.redisAddr}"
 object_store:
   dir: "${options.objectDir}"
-${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}${options.batchConcurrency ? `batches:\n  enabled: true\n  concurrency: ${options.batchConcurrency}\n` : ""}relay:
+${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}${
+    options.batchConcurrency ? `batches:\n  enabled: true\n  concurrency: ${options.batchConcurrency}\n` : ""
+  }relay:
   embedded: ${options.relay}
   concurrency: ${options.relayConcurrency ?? 8}
 services:

@@ -16,10 +16,10 @@ import { join } from "node:path";
 import { Pool } from "undici";
 import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
-import { redisInstalled, repoRoot, startFlags, startGateway, startRedis, type Runtime } from "./gateway.ts";
+import { redisInstalled, repoRoot, type Runtime, startFlags, startGateway, startRedis } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
 import { CONSUMER_HEADER, isValid, type RequestSpec } from "./load/spec.ts";
-import { cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, type Service } from "./procs.ts";
+import { cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
 
 const USAGE = `node dist/bench/cpu-count.js [options]
@@ -57,7 +57,19 @@ interface Options {
 }
 
 function parse(argv: readonly string[]): Options {
-  const options: Options = { runtime: "node", config: "prod-memory", scenario: "llm-miss", requests: 20_000, rounds: 3, connections: 32, flags: [], compare: [], compareFlags: [], cacheStreams: false, latency: false };
+  const options: Options = {
+    runtime: "node",
+    config: "prod-memory",
+    scenario: "llm-miss",
+    requests: 20_000,
+    rounds: 3,
+    connections: 32,
+    flags: [],
+    compare: [],
+    compareFlags: [],
+    cacheStreams: false,
+    latency: false,
+  };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--config") options.config = reader.choice(arg, CONFIGS);
@@ -137,11 +149,16 @@ async function main(): Promise<void> {
     }
     const production = options.config !== "basic";
     const configPath = join(workDir, "gateway.yaml");
-    writeFileSync(configPath, gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false, cacheStreams: options.cacheStreams }));
+    writeFileSync(
+      configPath,
+      gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false, cacheStreams: options.cacheStreams }),
+    );
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
     const gateway = await startGateway({ runtime: options.runtime, name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
     services.push(gateway.service);
-    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], { core: SERVER_CORE });
+    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], {
+      core: SERVER_CORE,
+    });
     services.push(floor);
     const targets: Counted[] = [
       { name: "gateway", pid: gateway.service.pid, base: gateway.target.base },
@@ -183,9 +200,13 @@ async function main(): Promise<void> {
       const sorted = (latencies.get(t.name) ?? []).sort((a, b) => a - b);
       const latency = options.latency ? `, p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${percentile(sorted, 99).toFixed(2)} ms` : "";
       const peak = options.compareFlags.length > 0 ? `, peak RSS ${memory(t.pid).peakMb.toFixed(0)} MB` : "";
-      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${all.map((v) => v.toFixed(0)).join(", ")}]${ratio}${latency}${peak}`;
+      return `${t.name} ${median(all).toFixed(0)} µs/req (min ${Math.min(...all).toFixed(0)}) [${
+        all.map((v) => v.toFixed(0)).join(", ")
+      }]${ratio}${latency}${peak}`;
     });
-    process.stdout.write(`${scenario.title}, ${options.config}, ${options.connections} connections, ${options.rounds} x ${options.requests} requests: ${parts.join("; ")}\n`);
+    process.stdout.write(
+      `${scenario.title}, ${options.config}, ${options.connections} connections, ${options.rounds} x ${options.requests} requests: ${parts.join("; ")}\n`,
+    );
     if (wrong > 0) {
       process.stderr.write(`${wrong} wrong answers (status or body)\n`);
       process.exitCode = 1;

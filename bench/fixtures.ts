@@ -5,8 +5,7 @@
  * unchanged, so a response that differs by one byte is counted as wrong.
  */
 
-const CONTENT =
-  "Benchmarks measure what they measure: here, the cost a gateway adds to one request on top of a backend that answers at once. " +
+const CONTENT = "Benchmarks measure what they measure: here, the cost a gateway adds to one request on top of a backend that answers at once. " +
   "This fixed completion is long enough to look like a short real answer and short enough that the proxy, not the bytes, dominates.";
 
 /** The non-streaming chat completion (~600 bytes) the mock returns for every JSON request. */

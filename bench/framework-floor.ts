@@ -21,7 +21,12 @@ app.all("*", async (c) => {
   const request = c.req.raw;
   const url = new URL(request.url);
   const body = request.method === "GET" || request.method === "HEAD" ? null : new Uint8Array(await request.arrayBuffer());
-  const answer = await backend(`${target}${url.pathname}${url.search}`, { method: request.method, headers: forwardHeaders(request.headers), body, redirect: "manual" });
+  const answer = await backend(`${target}${url.pathname}${url.search}`, {
+    method: request.method,
+    headers: forwardHeaders(request.headers),
+    body,
+    redirect: "manual",
+  });
   const headers = responseHeaders(answer.headers);
   if ((answer.headers.get("content-type") ?? "").includes("text/event-stream")) return new Response(answer.body, { status: answer.status, headers });
   return new Response(new Uint8Array(await answer.arrayBuffer()), { status: answer.status, headers });

@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, waitForPort } from "../test/support/servers.ts";
 import type { Target } from "./measure.ts";
-import { hasTaskset, OTHER_CORE, SERVER_CORE, spawnService, waitHealthy, type Service } from "./procs.ts";
+import { hasTaskset, OTHER_CORE, SERVER_CORE, type Service, spawnService, waitHealthy } from "./procs.ts";
 import type { Machine } from "./report.ts";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -72,13 +72,14 @@ export interface Gateway {
  * process (package.json and deno.json hold them).
  */
 export function startFlags(runtime: Runtime): string[] {
-  const command =
-    runtime === "deno"
-      ? (JSON.parse(readFileSync(join(repoRoot, "deno.json"), "utf8")) as { tasks: { start: string } }).tasks.start
-      : (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  const command = runtime === "deno"
+    ? (JSON.parse(readFileSync(join(repoRoot, "deno.json"), "utf8")) as { tasks: { start: string } }).tasks.start
+    : (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
   const words = command.split(/\s+/);
   // The bench adds its own --allow-all (Deno) and entry point.
-  return runtime === "deno" ? words.filter((word) => word.startsWith("--") && word !== "--allow-all") : words.slice(words.indexOf("node") + 1).filter((word) => word.startsWith("--"));
+  return runtime === "deno"
+    ? words.filter((word) => word.startsWith("--") && word !== "--allow-all")
+    : words.slice(words.indexOf("node") + 1).filter((word) => word.startsWith("--"));
 }
 
 /** Starts the gateway on a free port and waits for `/health`. */
@@ -86,10 +87,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const port = await freePort();
   const flags = [...startFlags(options.runtime), ...(options.runtimeFlags ?? [])];
   const root = options.root ?? repoRoot;
-  const argv =
-    options.runtime === "deno"
-      ? [denoBinary, "run", ...flags, "--allow-all", join(root, "adapters/deno/main.ts")]
-      : [process.execPath, ...flags, join(root, "dist/adapters/node/main.js")];
+  const argv = options.runtime === "deno"
+    ? [denoBinary, "run", ...flags, "--allow-all", join(root, "adapters/deno/main.ts")]
+    : [process.execPath, ...flags, join(root, "dist/adapters/node/main.js")];
   const service = spawnService(options.name, argv, {
     core: SERVER_CORE,
     cwd: root,

@@ -4,7 +4,7 @@
  * target alike rather than whichever ran last.
  */
 import type { RequestSpec } from "./load/spec.ts";
-import { closedFigures, closedRound, openFigures, openRound, type Figures, type LoadGenerator, type Round, type Target, type TargetName } from "./measure.ts";
+import { closedFigures, closedRound, type Figures, type LoadGenerator, openFigures, openRound, type Round, type Target, type TargetName } from "./measure.ts";
 import type { OpenLoopResult } from "./load/spec.ts";
 import type { Scenario } from "./scenarios.ts";
 
@@ -49,7 +49,12 @@ export function specFor(scenario: Scenario, target: Target, consumers?: number):
 }
 
 /** The loads of one scenario: closed loop (throughput) then open loop (added latency). */
-export async function runScenario(context: RowContext, scenario: Scenario, targets: readonly Target[], loads: readonly LoadId[] = ["c32", "r100"]): Promise<RowResult[]> {
+export async function runScenario(
+  context: RowContext,
+  scenario: Scenario,
+  targets: readonly Target[],
+  loads: readonly LoadId[] = ["c32", "r100"],
+): Promise<RowResult[]> {
   const { timing, generator, repoRoot } = context;
   // Warm-up: JIT, connection pools, and for the cache-hit scenario the cache entry itself.
   for (const target of targets) {
@@ -85,7 +90,9 @@ function summaryLine(row: RowResult): string {
   const parts = Object.entries(row.figures).map(([name, f]) => {
     const ttfb = f.ttfbP50Ms !== undefined && row.load === "r100" ? ` ttfb50=${f.ttfbP50Ms.toFixed(2)}` : "";
     const foreign = f.foreignLoad > 0.05 ? ` (core shared: ${(f.foreignLoad * 100).toFixed(0)}% other)` : "";
-    return `${name}: ${f.rps.toFixed(0)}/s p50=${f.p50Ms.toFixed(2)} p99=${f.p99Ms.toFixed(2)}${ttfb} cpu=${f.cpuUsPerRequest.toFixed(0)}us rss=${f.peakRssMb.toFixed(0)}MB err=${f.errors} bad=${f.invalid}${foreign}`;
+    return `${name}: ${f.rps.toFixed(0)}/s p50=${f.p50Ms.toFixed(2)} p99=${f.p99Ms.toFixed(2)}${ttfb} cpu=${f.cpuUsPerRequest.toFixed(0)}us rss=${
+      f.peakRssMb.toFixed(0)
+    }MB err=${f.errors} bad=${f.invalid}${foreign}`;
   });
   return `  ${row.variant} ${row.scenario} ${row.load}: ${parts.join(" | ")}`;
 }

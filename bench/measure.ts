@@ -5,7 +5,7 @@
  */
 import { runAutocannon } from "./load/autocannon.ts";
 import { runOpenLoop } from "./load/open-loop.ts";
-import { percentile, type ClosedLoopResult, type OpenLoopResult, type RequestSpec } from "./load/spec.ts";
+import { type ClosedLoopResult, type OpenLoopResult, percentile, type RequestSpec } from "./load/spec.ts";
 import { runWrk } from "./load/wrk.ts";
 import { performance } from "node:perf_hooks";
 import { coreBusySeconds, cpuSeconds, memory, resetPeak, RssSampler, SERVER_CORE } from "./procs.ts";
@@ -48,7 +48,14 @@ async function around<R extends ClosedLoopResult>(target: Target, run: () => Pro
   return { result, cpuSeconds: cpu, peakRssMb: exact ? Math.max(memory(pid).peakMb, sampled) : sampled, foreignLoad: Number.isNaN(foreign) ? 0 : foreign };
 }
 
-export function closedRound(target: Target, spec: RequestSpec, connections: number, seconds: number, generator: LoadGenerator, repoRoot: string): Promise<Round> {
+export function closedRound(
+  target: Target,
+  spec: RequestSpec,
+  connections: number,
+  seconds: number,
+  generator: LoadGenerator,
+  repoRoot: string,
+): Promise<Round> {
   return around(target, () => (generator === "wrk" ? runWrk(spec, connections, seconds, repoRoot) : runAutocannon(spec, connections, seconds)));
 }
 

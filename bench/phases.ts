@@ -9,7 +9,7 @@
  * latency targets (docs/design.md#performance-targets) measure; CPU per request (`npm run bench`)
  * also counts what runs off that path (cache fill, usage batching, garbage collection).
  */
-import { mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArgvReader } from "./args.ts";
@@ -20,8 +20,8 @@ import { percentile } from "./load/spec.ts";
 import { specFor } from "./matrix.ts";
 import type { Target } from "./measure.ts";
 import type { PhaseSample } from "./phase-timer.ts";
-import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, type Service } from "./procs.ts";
-import { SCENARIOS, type ScenarioId } from "./scenarios.ts";
+import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
+import { type ScenarioId, SCENARIOS } from "./scenarios.ts";
 
 const USAGE = `node dist/bench/phases.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default basic; see bench/config.ts)
@@ -81,7 +81,9 @@ function row(name: string, samples: PhaseSample[], clientMs: number[]): string {
     return `${microseconds(values, 50)} / ${microseconds(values, 90)}`;
   });
   const server = samples.map((s) => s.before + s.after);
-  return `| ${name} | ${samples.length} | ${figures.join(" | ")} | ${microseconds(server, 50)} / ${microseconds(server, 90)} | ${percentile([...clientMs].sort((a, b) => a - b), 50).toFixed(2)} |`;
+  return `| ${name} | ${samples.length} | ${figures.join(" | ")} | ${microseconds(server, 50)} / ${microseconds(server, 90)} | ${
+    percentile([...clientMs].sort((a, b) => a - b), 50).toFixed(2)
+  } |`;
 }
 
 async function main(): Promise<void> {
@@ -110,7 +112,14 @@ async function main(): Promise<void> {
     const gateway = await startGateway({ runtime: "node", name: "gateway", configPath, runtimeFlags: [preload], env: { PHASES_FILE: gatewayPhases } });
     services.push(gateway.service);
     const floorPhases = join(workDir, "floor-phases.json");
-    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), preload, join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], {
+    const floor = spawnService("framework floor", [
+      process.execPath,
+      ...startFlags("node"),
+      preload,
+      join(repoRoot, "dist/bench/framework-floor.js"),
+      "0",
+      mockUrl,
+    ], {
       core: SERVER_CORE,
       env: { PHASES_FILE: floorPhases },
     });
@@ -140,9 +149,17 @@ async function main(): Promise<void> {
       }
     }
 
-    process.stdout.write(`\n${scenario.title}, ${options.config} config, ${RATE} requests/s, ${options.rounds} x ${options.seconds} s per target; µs p50 / p90 of requests alone in the server\n\n`);
-    process.stdout.write(`| server | requests | before the backend request | backend | after the backend's answer head | server's own (before + after) | client p50 ms (median of rounds) |\n|---|---|---|---|---|---|---|\n`);
-    for (const t of timed) process.stdout.write(`${row(t.target.name === "floor" ? "framework floor" : "gateway", samples.get(t.target.name) ?? [], clientMs.get(t.target.name) ?? [])}\n`);
+    process.stdout.write(
+      `\n${scenario.title}, ${options.config} config, ${RATE} requests/s, ${options.rounds} x ${options.seconds} s per target; µs p50 / p90 of requests alone in the server\n\n`,
+    );
+    process.stdout.write(
+      `| server | requests | before the backend request | backend | after the backend's answer head | server's own (before + after) | client p50 ms (median of rounds) |\n|---|---|---|---|---|---|---|\n`,
+    );
+    for (const t of timed) {
+      process.stdout.write(
+        `${row(t.target.name === "floor" ? "framework floor" : "gateway", samples.get(t.target.name) ?? [], clientMs.get(t.target.name) ?? [])}\n`,
+      );
+    }
     if (wrong > 0) {
       process.stderr.write(`${wrong} wrong answers (status or body)\n`);
       process.exitCode = 1;

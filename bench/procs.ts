@@ -2,7 +2,7 @@
  * The processes of a bench run: spawned pinned to a core where `taskset` exists, and read
  * from /proc while they run (CPU time, resident memory and its peak).
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 
 /** The core the measured server (gateway or bare proxy) runs on, and the one for everything else. */

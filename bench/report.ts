@@ -92,12 +92,29 @@ function floorAdded(floor: FloorFigures | undefined, pick: (f: Figures) => numbe
   return floor ? `${floorFigure(floor, pick, 2)}${added(pick(floor.figures), direct)}` : "-";
 }
 
-const times = (value: number | undefined, base: number | undefined) => (value === undefined || base === undefined || !base ? "-" : `${(value / base).toFixed(2)}x`);
+const times = (
+  value: number | undefined,
+  base: number | undefined,
+) => (value === undefined || base === undefined || !base ? "-" : `${(value / base).toFixed(2)}x`);
 
 export function throughputTable(results: Results): string {
   const rows = results.rows.filter((r) => r.load === "c32");
   return table(
-    ["scenario", "config", "req/s direct", "req/s gateway", "req/s bare proxy", "p50 ms d / gw / bare / floor", "p99 ms d / gw / bare / floor", "CPU µs/req gw", "CPU µs/req bare / floor", "gw CPU x bare / x floor", "gw peak RSS MB", "core 0 busy with others", "wrong"],
+    [
+      "scenario",
+      "config",
+      "req/s direct",
+      "req/s gateway",
+      "req/s bare proxy",
+      "p50 ms d / gw / bare / floor",
+      "p99 ms d / gw / bare / floor",
+      "CPU µs/req gw",
+      "CPU µs/req bare / floor",
+      "gw CPU x bare / x floor",
+      "gw peak RSS MB",
+      "core 0 busy with others",
+      "wrong",
+    ],
     rows.map((row) => {
       const { direct: d, gateway: g, bare: ownBare } = row.figures;
       const b = floorOf(results.rows, row, "bare");
@@ -125,7 +142,22 @@ export function throughputTable(results: Results): string {
 export function latencyTable(results: Results): string {
   const rows = results.rows.filter((r) => r.load === "r100");
   return table(
-    ["scenario", "config", "p50 ms direct", "p50 gateway (added)", "p50 bare (added)", "p50 floor (added)", "p99 ms direct", "p99 gateway (added)", "p99 bare (added)", "p99 floor (added)", "first event p50 d / gw / floor (added)", "first event p99 d / gw / floor (added)", "CPU µs/req gw / bare / floor", "core 0 busy with others"],
+    [
+      "scenario",
+      "config",
+      "p50 ms direct",
+      "p50 gateway (added)",
+      "p50 bare (added)",
+      "p50 floor (added)",
+      "p99 ms direct",
+      "p99 gateway (added)",
+      "p99 bare (added)",
+      "p99 floor (added)",
+      "first event p50 d / gw / floor (added)",
+      "first event p99 d / gw / floor (added)",
+      "CPU µs/req gw / bare / floor",
+      "core 0 busy with others",
+    ],
     rows.map((row) => {
       const { direct: d, gateway: g, bare: b } = row.figures;
       const f = floorOf(results.rows, row, "floor");
@@ -162,7 +194,16 @@ export function latencyTable(results: Results): string {
 export function floorTable(results: Results): string {
   const rows = results.rows.filter((r) => r.load === "c32" && r.figures.floor && r.figures.bare && r.figures.gateway);
   return table(
-    ["scenario", "config", "CPU µs/req bare", "CPU µs/req framework floor (x bare)", "CPU µs/req gateway (x floor)", "gateway x bare", "req/s floor", "floor peak RSS MB"],
+    [
+      "scenario",
+      "config",
+      "CPU µs/req bare",
+      "CPU µs/req framework floor (x bare)",
+      "CPU µs/req gateway (x floor)",
+      "gateway x bare",
+      "req/s floor",
+      "floor peak RSS MB",
+    ],
     rows.map((row) => {
       const { bare: b, floor: f, gateway: g } = row.figures as Required<RowResult["figures"]>;
       return [
@@ -185,7 +226,9 @@ export function asyncTable(results: Results): string {
   if (jobs) {
     lines.push([
       "async end to end (submit, relay, poll), 100 KB",
-      `${fmt(jobs.jobsPerSecond)} jobs/s (direct uploads of the same file: ${fmt(jobs.directUploadsPerSecond)}/s${ratio(jobs.jobsPerSecond, jobs.directUploadsPerSecond)})`,
+      `${fmt(jobs.jobsPerSecond)} jobs/s (direct uploads of the same file: ${fmt(jobs.directUploadsPerSecond)}/s${
+        ratio(jobs.jobsPerSecond, jobs.directUploadsPerSecond)
+      })`,
       `${fmt(jobs.cpuUsPerJob)} µs CPU/job`,
       `${fmt(jobs.peakRssMb)} MB peak RSS`,
       String(jobs.errors + jobs.invalid),
@@ -196,14 +239,24 @@ export function asyncTable(results: Results): string {
     const slower = (during: number, alone: number) => `${(during / alone).toFixed(2)}x`;
     lines.push([
       `batch end to end (upload, create, poll), ${batch.lines} chat lines`,
-      `${fmt(batch.linesPerSecond)} lines/s; interactive p50/p99 ${fmt(batch.interactive.p50Ms, 1)}/${fmt(batch.interactive.p99Ms, 1)} ms alone, ${fmt(batch.interactiveDuringBatch.p50Ms, 1)}/${fmt(batch.interactiveDuringBatch.p99Ms, 1)} ms during the batch (${slower(batch.interactiveDuringBatch.p50Ms, batch.interactive.p50Ms)}/${slower(batch.interactiveDuringBatch.p99Ms, batch.interactive.p99Ms)})`,
+      `${fmt(batch.linesPerSecond)} lines/s; interactive p50/p99 ${fmt(batch.interactive.p50Ms, 1)}/${fmt(batch.interactive.p99Ms, 1)} ms alone, ${
+        fmt(batch.interactiveDuringBatch.p50Ms, 1)
+      }/${fmt(batch.interactiveDuringBatch.p99Ms, 1)} ms during the batch (${slower(batch.interactiveDuringBatch.p50Ms, batch.interactive.p50Ms)}/${
+        slower(batch.interactiveDuringBatch.p99Ms, batch.interactive.p99Ms)
+      })`,
       `${fmt(batch.cpuUsPerLine)} µs CPU/line (interactive ${fmt(batch.interactive.cpuUsPerRequest)} µs/request)`,
       `${fmt(batch.peakRssMb)} MB peak RSS`,
       String(batch.errors + batch.interactive.errors + batch.interactiveDuringBatch.errors),
     ]);
   }
   for (const upload of results.uploads) {
-    lines.push([`${upload.name}, 100 MiB`, `${upload.target}: ${fmt(upload.seconds, 2)} s`, "-", `+${fmt(upload.growthMb)} MB peak RSS`, upload.ok ? "0" : "1"]);
+    lines.push([
+      `${upload.name}, 100 MiB`,
+      `${upload.target}: ${fmt(upload.seconds, 2)} s`,
+      "-",
+      `+${fmt(upload.growthMb)} MB peak RSS`,
+      upload.ok ? "0" : "1",
+    ]);
   }
   return table(["scenario", "result", "CPU", "memory", "wrong"], lines);
 }
@@ -259,7 +312,12 @@ function cpuVsFloor(rows: RowResult[], target: string, variant: string, scenario
   const pair = vsFloor(rows, find(rows, variant, scenario, "c32"));
   if (!pair) return unmeasured(target, limit, floorNeeded(scenario, variant, "c32"));
   const r = pair.gateway.cpuUsPerRequest / pair.floor.figures.cpuUsPerRequest;
-  return { target, limit, value: `${fmt(pair.gateway.cpuUsPerRequest)} / ${floorFigure(pair.floor, (f) => f.cpuUsPerRequest)} µs = ${r.toFixed(2)}x`, met: r <= max };
+  return {
+    target,
+    limit,
+    value: `${fmt(pair.gateway.cpuUsPerRequest)} / ${floorFigure(pair.floor, (f) => f.cpuUsPerRequest)} µs = ${r.toFixed(2)}x`,
+    met: r <= max,
+  };
 }
 
 /** p99 at 32 connections, the worst scenario as a multiple of the floor's. */
@@ -272,7 +330,9 @@ function p99VsFloor(rows: RowResult[]): TargetCheck {
   return {
     target,
     limit,
-    value: `${value.toFixed(2)}x (${where(pair)}: ${fmt(pair.gateway.p99Ms, 2)} / ${floorFigure(pair.floor, (f) => f.p99Ms, 2)} ms; worst of ${pairs.length} rows)`,
+    value: `${value.toFixed(2)}x (${where(pair)}: ${fmt(pair.gateway.p99Ms, 2)} / ${
+      floorFigure(pair.floor, (f) => f.p99Ms, 2)
+    } ms; worst of ${pairs.length} rows)`,
     met: value <= 3,
   };
 }
@@ -313,7 +373,8 @@ function denoVsNode(results: Results, other: Results | undefined): TargetCheck[]
   const judged = "Deno vs Node, gateway CPU/request, non-streaming (worst scenario)";
   const reported = "Deno vs Node, gateway CPU/request, streams (reported, not judged)";
   if (!other || other.runtime === results.runtime || other.mode !== results.mode) {
-    const needs = `a ${results.mode} run of each runtime (npm run bench -- --runtime deno compares with the last Node run; saved runs: --report FILE --compare OTHER)`;
+    const needs =
+      `a ${results.mode} run of each runtime (npm run bench -- --runtime deno compares with the last Node run; saved runs: --report FILE --compare OTHER)`;
     return [unmeasured(judged, "<= 1.3x", needs), unmeasured(reported, "-", "the same as the row above")];
   }
   const [deno, node] = results.runtime === "deno" ? [results, other] : [other, results];
@@ -328,7 +389,12 @@ function denoVsNode(results: Results, other: Results | undefined): TargetCheck[]
   const streams = pairs.filter((p) => isStream(p.row));
   return [
     top
-      ? { target: `${judged}; ${nodeRun}`, limit: "<= 1.3x", value: `${top.r.toFixed(2)}x (${top.row.scenario}, ${top.row.variant}: ${top.text})`, met: top.r <= 1.3 }
+      ? {
+        target: `${judged}; ${nodeRun}`,
+        limit: "<= 1.3x",
+        value: `${top.r.toFixed(2)}x (${top.row.scenario}, ${top.row.variant}: ${top.text})`,
+        met: top.r <= 1.3,
+      }
       : unmeasured(judged, "<= 1.3x", "non-streaming 32-connection rows in both runs"),
     streams.length > 0
       ? { target: `${reported}; ${nodeRun}`, limit: "-", value: streams.map((p) => `${p.row.variant} ${p.r.toFixed(2)}x (${p.text})`).join("; "), met: "n/a" }
@@ -347,10 +413,20 @@ function memoryChecks(results: Results): TargetCheck[] {
     .sort((a, b) => (b.figures.gateway?.peakRssMb ?? 0) - (a.figures.gateway?.peakRssMb ?? 0))[0];
   if (top) {
     const peak = top.figures.gateway?.peakRssMb ?? 0;
-    checks.push({ target: "gateway peak RSS at 32 connections, worst (earlier target, kept)", limit: "<= 120 MB", value: `${fmt(peak)} MB (${top.scenario}, ${top.variant})`, met: peak <= 120 });
+    checks.push({
+      target: "gateway peak RSS at 32 connections, worst (earlier target, kept)",
+      limit: "<= 120 MB",
+      value: `${fmt(peak)} MB (${top.scenario}, ${top.variant})`,
+      met: peak <= 120,
+    });
   }
   for (const upload of results.uploads.filter((u) => u.target === "gateway")) {
-    checks.push({ target: `100 MiB upload, RSS growth (${upload.name}; earlier target, kept)`, limit: "<= 64 MB", value: `+${fmt(upload.growthMb)} MB`, met: upload.growthMb <= 64 });
+    checks.push({
+      target: `100 MiB upload, RSS growth (${upload.name}; earlier target, kept)`,
+      limit: "<= 64 MB",
+      value: `+${fmt(upload.growthMb)} MB`,
+      met: upload.growthMb <= 64,
+    });
   }
   return checks;
 }
@@ -377,7 +453,8 @@ export function checkTargets(results: Results, other?: Results): TargetCheck[] {
   ];
 }
 
-const BORROWED = "`*` floor figure from the basic config of the same scenario and load (the floors have no features to turn on, so the config does not change them).";
+const BORROWED =
+  "`*` floor figure from the basic config of the same scenario and load (the floors have no features to turn on, so the config does not change them).";
 
 export function printAll(results: Results): string {
   return [
@@ -386,7 +463,7 @@ export function printAll(results: Results): string {
     throughputTable(results),
     "",
     BORROWED,
-    "\"core 0 busy with others\": the share of the gateway's core that other processes used during the rounds; above a few percent, latencies and rates are disturbed (CPU per request much less).",
+    '"core 0 busy with others": the share of the gateway\'s core that other processes used during the rounds; above a few percent, latencies and rates are disturbed (CPU per request much less).',
     "",
     "## Latency at a fixed 100 requests/s",
     "",

@@ -9,17 +9,17 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs, selected, timingFor, type BenchArgs } from "./args.ts";
-import { gatewayConfig, MODELS, PATHS, type ConfigOptions } from "./config.ts";
-import { machine, redisInstalled, repoRoot, resultsDir, startFlags, startGateway, startRedis, type Gateway } from "./gateway.ts";
+import { type BenchArgs, parseArgs, selected, timingFor } from "./args.ts";
+import { type ConfigOptions, gatewayConfig, MODELS, PATHS } from "./config.ts";
+import { type Gateway, machine, redisInstalled, repoRoot, resultsDir, startFlags, startGateway, startRedis } from "./gateway.ts";
 import { runBatchEndToEnd } from "./batches.ts";
 import { runJobsEndToEnd } from "./jobs.ts";
 import { wrkInstalled } from "./load/wrk.ts";
-import { runScenario, type LoadId, type RowContext } from "./matrix.ts";
+import { type LoadId, type RowContext, runScenario } from "./matrix.ts";
 import type { LoadGenerator, Target } from "./measure.ts";
-import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, spawnService, type Service } from "./procs.ts";
+import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
 import { checkTargets, printAll, type Results } from "./report.ts";
-import { SCENARIOS, type ScenarioId } from "./scenarios.ts";
+import { type ScenarioId, SCENARIOS } from "./scenarios.ts";
 import { jobAccepted, mockAnswered, uploadOnce } from "./upload.ts";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -126,7 +126,9 @@ async function main(): Promise<number> {
     const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
     const bare = spawnService("bare proxy", [process.execPath, join(repoRoot, "dist/bench/bare-proxy.js"), "0", mockUrl], { core: SERVER_CORE });
     services.push(bare);
-    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], { core: SERVER_CORE });
+    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], {
+      core: SERVER_CORE,
+    });
     services.push(floor);
     const direct: Target = { name: "direct", base: mockUrl, pid: mock.pid };
     const bareTarget: Target = { name: "bare", base: `http://127.0.0.1:${await listeningPort(bare)}`, pid: bare.pid };
@@ -161,15 +163,21 @@ async function main(): Promise<number> {
           results.rows.push(...(await runScenario(context, SCENARIOS[scenario.id], targets, scenario.loads)));
         }
         if (uploads) {
-          for (const [name, target, path, check] of [
-            ["sync proxy", direct, PATHS.upload, mockAnswered],
-            ["sync proxy", bareTarget, PATHS.upload, mockAnswered],
-            ["sync proxy", gateway.target, PATHS.upload, mockAnswered],
-            ["async submission", gateway.target, PATHS.jobs, jobAccepted],
-          ] as const) {
+          for (
+            const [name, target, path, check] of [
+              ["sync proxy", direct, PATHS.upload, mockAnswered],
+              ["sync proxy", bareTarget, PATHS.upload, mockAnswered],
+              ["sync proxy", gateway.target, PATHS.upload, mockAnswered],
+              ["async submission", gateway.target, PATHS.jobs, jobAccepted],
+            ] as const
+          ) {
             const result = await uploadOnce(target, path, MODELS.upload, check);
             results.uploads.push({ name, target: target.name, ...result });
-            log(`  upload 100 MiB, ${name}, ${target.name}: +${result.growthMb.toFixed(0)} MB RSS, ${result.seconds.toFixed(2)} s, ${result.ok ? "ok" : `WRONG (status ${result.status})`}`);
+            log(
+              `  upload 100 MiB, ${name}, ${target.name}: +${result.growthMb.toFixed(0)} MB RSS, ${result.seconds.toFixed(2)} s, ${
+                result.ok ? "ok" : `WRONG (status ${result.status})`
+              }`,
+            );
           }
         }
       } catch (error) {
@@ -188,7 +196,11 @@ async function main(): Promise<number> {
         const jobs = await runJobsEndToEnd(gateway.target, args.quick ? 200 : 1000, 16);
         const direct = results.rows.find((r) => r.scenario === "upload-100k")?.figures.direct?.rps;
         results.jobs = { ...jobs, directUploadsPerSecond: direct };
-        log(`  async end to end: ${jobs.jobsPerSecond.toFixed(0)} jobs/s, ${jobs.cpuUsPerJob.toFixed(0)} µs CPU/job, ${jobs.peakRssMb.toFixed(0)} MB, wrong ${jobs.errors + jobs.invalid}`);
+        log(
+          `  async end to end: ${jobs.jobsPerSecond.toFixed(0)} jobs/s, ${jobs.cpuUsPerJob.toFixed(0)} µs CPU/job, ${jobs.peakRssMb.toFixed(0)} MB, wrong ${
+            jobs.errors + jobs.invalid
+          }`,
+        );
       } finally {
         await gateway.service.stop();
         rmSync(objectDir, { recursive: true, force: true });
@@ -197,14 +209,23 @@ async function main(): Promise<number> {
 
     if (selected(args, "batches")) {
       const objectDir = mkdtempSync(join(workDir, "objects-"));
-      const gateway = await startVariant(args, "batches", gatewayConfig({ production: false, relay: false, mockUrl, objectDir, redisAddr: "", batchConcurrency: 16 }), workDir);
+      const gateway = await startVariant(
+        args,
+        "batches",
+        gatewayConfig({ production: false, relay: false, mockUrl, objectDir, redisAddr: "", batchConcurrency: 16 }),
+        workDir,
+      );
       results.plugins.batches = gateway.plugins;
       try {
         const batch = await runBatchEndToEnd(gateway.target, args.quick ? 2000 : 10_000);
         results.batches = batch;
         log(
-          `  batch end to end: ${batch.linesPerSecond.toFixed(0)} lines/s, ${batch.cpuUsPerLine.toFixed(0)} µs CPU/line (interactive: ${batch.interactive.cpuUsPerRequest.toFixed(0)} µs/request), ${batch.peakRssMb.toFixed(0)} MB; ` +
-            `interactive p50/p99 ${batch.interactive.p50Ms.toFixed(1)}/${batch.interactive.p99Ms.toFixed(1)} ms alone, ${batch.interactiveDuringBatch.p50Ms.toFixed(1)}/${batch.interactiveDuringBatch.p99Ms.toFixed(1)} ms during the batch; wrong ${batch.errors}`,
+          `  batch end to end: ${batch.linesPerSecond.toFixed(0)} lines/s, ${batch.cpuUsPerLine.toFixed(0)} µs CPU/line (interactive: ${
+            batch.interactive.cpuUsPerRequest.toFixed(0)
+          } µs/request), ${batch.peakRssMb.toFixed(0)} MB; ` +
+            `interactive p50/p99 ${batch.interactive.p50Ms.toFixed(1)}/${batch.interactive.p99Ms.toFixed(1)} ms alone, ${
+              batch.interactiveDuringBatch.p50Ms.toFixed(1)
+            }/${batch.interactiveDuringBatch.p99Ms.toFixed(1)} ms during the batch; wrong ${batch.errors}`,
         );
       } catch (error) {
         throw crashed(gateway.service, error);
@@ -218,8 +239,7 @@ async function main(): Promise<number> {
     rmSync(workDir, { recursive: true, force: true });
   }
 
-  results.wrong =
-    results.rows.reduce((sum, row) => sum + Object.values(row.figures).reduce((s, f) => s + f.errors + f.invalid, 0), 0) +
+  results.wrong = results.rows.reduce((sum, row) => sum + Object.values(row.figures).reduce((s, f) => s + f.errors + f.invalid, 0), 0) +
     (results.jobs ? results.jobs.errors + results.jobs.invalid : 0) +
     (results.batches ? results.batches.errors + results.batches.interactive.errors + results.batches.interactiveDuringBatch.errors : 0) +
     results.uploads.filter((u) => !u.ok).length;

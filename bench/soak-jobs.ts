@@ -53,7 +53,14 @@ interface JobView {
 function call(agent: Agent, method: "GET" | "POST", url: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; view: JobView }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
-    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method, agent, headers: body ? { ...headers, "content-length": String(body.length) } : headers }, (res) => {
+    const req = request({
+      host: target.hostname,
+      port: target.port,
+      path: target.pathname,
+      method,
+      agent,
+      headers: body ? { ...headers, "content-length": String(body.length) } : headers,
+    }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () => {
@@ -72,7 +79,17 @@ function call(agent: Agent, method: "GET" | "POST", url: string, headers: Record
 }
 
 export async function runJobs(base: string, rate: number, seconds: number, consumers: number): Promise<JobsFigures> {
-  const figures: JobsFigures = { submitted: 0, submitErrors: 0, completed: 0, wrong: 0, lost: 0, polls: 0, pollErrors: 0, consumedAfterRead: 0, completionMs: [] };
+  const figures: JobsFigures = {
+    submitted: 0,
+    submitErrors: 0,
+    completed: 0,
+    wrong: 0,
+    lost: 0,
+    polls: 0,
+    pollErrors: 0,
+    consumedAfterRead: 0,
+    completionMs: [],
+  };
   const body = multipartBody(MODELS.upload, FILE_BYTES);
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   const read = (url: string, consumer: string) => call(agent, "GET", url, { [CONSUMER_HEADER]: consumer });

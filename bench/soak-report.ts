@@ -1,5 +1,5 @@
 /** The soak's results: the JSON written to bench/results/, the verdict, and the tables printed. */
-import { table, type Machine } from "./report.ts";
+import { type Machine, table } from "./report.ts";
 import type { FdCounts, ProcessSample } from "./soak-sampler.ts";
 import type { JobsFigures } from "./soak-jobs.ts";
 
@@ -78,13 +78,21 @@ export function verdict(results: Omit<SoakResults, "checks" | "pass">): Pick<Soa
   const checks: SoakResults["checks"] = [
     { check: "errors and wrong answers (all kinds)", value: String(wrong), pass: wrong === 0 },
     { check: "job submission, poll and result errors", value: String(jobErrors), pass: jobErrors === 0 },
-    { check: "jobs lost (submitted, never read completed)", value: `${jobs.lost} (${jobs.completed} of ${jobs.submitted} completed)`, pass: jobs.lost === 0 && jobs.completed === jobs.submitted },
+    {
+      check: "jobs lost (submitted, never read completed)",
+      value: `${jobs.lost} (${jobs.completed} of ${jobs.submitted} completed)`,
+      pass: jobs.lost === 0 && jobs.completed === jobs.submitted,
+    },
     {
       check: `gateway RSS trend after the ${results.warmupSeconds} s warm-up < ${MAX_RSS_SLOPE_MB_PER_MIN} MB/min`,
       value: `${fmt(gateway.rssSlopeMbPerMin, 2)} MB/min`,
       pass: judged ? gateway.rssSlopeMbPerMin < MAX_RSS_SLOPE_MB_PER_MIN : "n/a",
     },
-    { check: `descriptors other than connections, idle after the load - before it <= ${MAX_OTHER_FD_GROWTH}`, value: signed(otherGrowth), pass: otherGrowth <= MAX_OTHER_FD_GROWTH },
+    {
+      check: `descriptors other than connections, idle after the load - before it <= ${MAX_OTHER_FD_GROWTH}`,
+      value: signed(otherGrowth),
+      pass: otherGrowth <= MAX_OTHER_FD_GROWTH,
+    },
     { check: "client connections left open by the gateway once the soak closed its own", value: String(clientsLeft), pass: clientsLeft <= 0 },
   ];
   return { checks, pass: checks.every((c) => c.pass !== false) };
@@ -100,12 +108,28 @@ export function printSoak(results: SoakResults): string {
     "",
     table(
       ["kind", "req/s", "requests", "errors", "wrong body", "p50 ms", "p99 ms", "sent late"],
-      results.kinds.map((k) => [k.kind, String(k.rate), String(k.requests), String(k.errors), String(k.invalid), fmt(k.p50Ms, 2), fmt(k.p99Ms, 2), String(k.late)]),
+      results.kinds.map((
+        k,
+      ) => [k.kind, String(k.rate), String(k.requests), String(k.errors), String(k.invalid), fmt(k.p50Ms, 2), fmt(k.p99Ms, 2), String(k.late)]),
     ),
     "",
     table(
-      ["jobs submitted", "completed", "lost", "wrong / failed", "submit errors", "polls", "poll errors", "consumed on first read (410 after)", "submit to completed p50 / p99 ms"],
-      [[jobs.submitted, jobs.completed, jobs.lost, jobs.wrong, jobs.submitErrors, jobs.polls, jobs.pollErrors, jobs.consumedAfterRead].map(String).concat(`${fmt(jobs.completionP50Ms, 0)} / ${fmt(jobs.completionP99Ms, 0)}`)],
+      [
+        "jobs submitted",
+        "completed",
+        "lost",
+        "wrong / failed",
+        "submit errors",
+        "polls",
+        "poll errors",
+        "consumed on first read (410 after)",
+        "submit to completed p50 / p99 ms",
+      ],
+      [
+        [jobs.submitted, jobs.completed, jobs.lost, jobs.wrong, jobs.submitErrors, jobs.polls, jobs.pollErrors, jobs.consumedAfterRead].map(String).concat(
+          `${fmt(jobs.completionP50Ms, 0)} / ${fmt(jobs.completionP99Ms, 0)}`,
+        ),
+      ],
     ),
     "",
     table(
@@ -118,14 +142,22 @@ export function printSoak(results: SoakResults): string {
       ],
     ),
     "",
-    `Gateway RSS${gateway.gcBeforeSample ? " (after a full GC)" : ""}: ${fmt(gateway.rssMb.first)} MB before the load, ${fmt(gateway.rssMb.afterWarmup)} after the ${results.warmupSeconds} s warm-up, ` +
-      `${fmt(gateway.rssMb.last)} at the end, max ${fmt(gateway.rssMb.max)}; trend after the warm-up ${fmt(gateway.rssSlopeMbPerMin, 2)} MB/min` +
-      (gateway.heapMb ? `; V8 heap after GC ${fmt(gateway.heapMb.first)} / ${fmt(gateway.heapMb.afterWarmup)} / ${fmt(gateway.heapMb.last)} MB, trend ${fmt(gateway.heapSlopeMbPerMin ?? Number.NaN, 2)} MB/min` : "") +
-      `; idle after the load ${fmt(gateway.idleAfter.rssMb)} MB RSS${gateway.idleAfter.heapMb !== undefined ? `, ${fmt(gateway.idleAfter.heapMb)} MB heap` : ""}` +
-      `. Descriptors (total: clients/backend/redis/other) before the load ${fdText(gateway.fds.first)}, after the warm-up ${fdText(gateway.fds.afterWarmup)}, ` +
-      `last under load ${fdText(gateway.fds.last)}, idle after ${fdText(gateway.fds.idleAfter)}, max total ${gateway.fds.maxTotal}. ` +
-      `CPU ${fmt(gateway.cpuMean * 100, 0)}% of a core.` +
-      (results.redisRssMb ? ` redis-server RSS ${fmt(results.redisRssMb.first)} -> ${fmt(results.redisRssMb.last)} MB.` : ""),
+    `Gateway RSS${gateway.gcBeforeSample ? " (after a full GC)" : ""}: ${fmt(gateway.rssMb.first)} MB before the load, ${
+      fmt(gateway.rssMb.afterWarmup)
+    } after the ${results.warmupSeconds} s warm-up, ` +
+    `${fmt(gateway.rssMb.last)} at the end, max ${fmt(gateway.rssMb.max)}; trend after the warm-up ${fmt(gateway.rssSlopeMbPerMin, 2)} MB/min` +
+    (gateway.heapMb
+      ? `; V8 heap after GC ${fmt(gateway.heapMb.first)} / ${fmt(gateway.heapMb.afterWarmup)} / ${fmt(gateway.heapMb.last)} MB, trend ${
+        fmt(gateway.heapSlopeMbPerMin ?? Number.NaN, 2)
+      } MB/min`
+      : "") +
+    `; idle after the load ${fmt(gateway.idleAfter.rssMb)} MB RSS${
+      gateway.idleAfter.heapMb !== undefined ? `, ${fmt(gateway.idleAfter.heapMb)} MB heap` : ""
+    }` +
+    `. Descriptors (total: clients/backend/redis/other) before the load ${fdText(gateway.fds.first)}, after the warm-up ${fdText(gateway.fds.afterWarmup)}, ` +
+    `last under load ${fdText(gateway.fds.last)}, idle after ${fdText(gateway.fds.idleAfter)}, max total ${gateway.fds.maxTotal}. ` +
+    `CPU ${fmt(gateway.cpuMean * 100, 0)}% of a core.` +
+    (results.redisRssMb ? ` redis-server RSS ${fmt(results.redisRssMb.first)} -> ${fmt(results.redisRssMb.last)} MB.` : ""),
     "",
     table(
       ["check", "value", "pass"],

@@ -23,14 +23,14 @@ import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
 import { machine, redisInstalled, repoRoot, resultsDir, startGateway, startRedis } from "./gateway.ts";
 import { runOpenLoop } from "./load/open-loop.ts";
-import { percentile, type OpenLoopResult, type RequestSpec } from "./load/spec.ts";
+import { type OpenLoopResult, percentile, type RequestSpec } from "./load/spec.ts";
 import { specFor } from "./matrix.ts";
-import { listeningPort, OTHER_CORE, pinProcess, spawnService, type Service } from "./procs.ts";
+import { listeningPort, OTHER_CORE, pinProcess, type Service, spawnService } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
 import { runJobs } from "./soak-jobs.ts";
-import { MIN_JUDGED_SECONDS, printSoak, verdict, type KindFigures, type SoakResults } from "./soak-report.ts";
+import { type KindFigures, MIN_JUDGED_SECONDS, printSoak, type SoakResults, verdict } from "./soak-report.ts";
 import { InspectorSession } from "./soak-inspector.ts";
-import { ProcessWatcher, slope, type ProcessSample } from "./soak-sampler.ts";
+import { type ProcessSample, ProcessWatcher, slope } from "./soak-sampler.ts";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -143,15 +143,20 @@ async function main(): Promise<number> {
     });
     services.push(gateway.service);
     const inspector = inspectPort ? await InspectorSession.connect(inspectPort) : undefined;
-    log(`soak: ${args.duration} s at ${args.rate} req/s, gateway pid ${gateway.service.pid} on ${args.runtime}, ${store} store, warm-up ${warmup} s, plugins: ${gateway.plugins.join(", ")}`);
+    log(
+      `soak: ${args.duration} s at ${args.rate} req/s, gateway pid ${gateway.service.pid} on ${args.runtime}, ${store} store, warm-up ${warmup} s, plugins: ${
+        gateway.plugins.join(", ")
+      }`,
+    );
 
     const ports = { gateway: gateway.port, backend: Number(new URL(mockUrl).port), redis: redis?.port };
     const watcher = new ProcessWatcher(gateway.service.pid, ports, inspector, (s) =>
       log(
         `  t=${s.t.toFixed(0)}s rss=${s.rssMb.toFixed(1)}MB${s.heapMb !== undefined ? ` heap=${s.heapMb.toFixed(1)}MB` : ""} ` +
-          `fds=${s.fds.total} (clients ${s.fds.clients}, backend ${s.fds.upstream}, redis ${s.fds.redis}, other ${s.fds.other}) cpu=${(s.cpu * 100).toFixed(0)}%`,
-      ),
-    );
+          `fds=${s.fds.total} (clients ${s.fds.clients}, backend ${s.fds.upstream}, redis ${s.fds.redis}, other ${s.fds.other}) cpu=${
+            (s.cpu * 100).toFixed(0)
+          }%`,
+      ));
     // Only its RSS is read: the store's own growth, told apart from the gateway's.
     const redisWatcher = redis ? new ProcessWatcher(redis.service.pid, ports) : undefined;
     await watcher.start(args.sampleEvery);
@@ -160,7 +165,9 @@ async function main(): Promise<number> {
     const rateOf = (kind: keyof typeof MIX) => args.rate * MIX[kind];
     const reads = readSpecs(gateway.target.base);
     const loops: Array<[keyof typeof MIX, RequestSpec]> = [
-      ...(["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id): [keyof typeof MIX, RequestSpec] => [id, specFor(SCENARIOS[id], gateway.target, CONSUMERS)]),
+      ...(["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((
+        id,
+      ): [keyof typeof MIX, RequestSpec] => [id, specFor(SCENARIOS[id], gateway.target, CONSUMERS)]),
       ...(["usage", "usage-report", "metrics"] as const).map((id): [keyof typeof MIX, RequestSpec] => [id, reads[id]]),
     ];
     const jobs = runJobs(gateway.target.base, rateOf("jobs"), args.duration, CONSUMERS);
@@ -207,7 +214,9 @@ async function main(): Promise<number> {
         fds: { first: first.fds, afterWarmup: afterWarmup.fds, last: last.fds, idleAfter: idle.fds, maxTotal: Math.max(...samples.map((s) => s.fds.total)) },
         cpuMean: settled.reduce((sum, s, _, all) => sum + s.cpu / all.length, 0),
       },
-      redisRssMb: redisWatcher?.samples.length ? { first: redisWatcher.samples[0].rssMb, last: redisWatcher.samples[redisWatcher.samples.length - 1].rssMb } : undefined,
+      redisRssMb: redisWatcher?.samples.length
+        ? { first: redisWatcher.samples[0].rssMb, last: redisWatcher.samples[redisWatcher.samples.length - 1].rssMb }
+        : undefined,
     };
     const results: SoakResults = { ...partial, ...verdict(partial) };
     process.stdout.write(`\n${printSoak(results)}\n`);

@@ -116,13 +116,16 @@ interface GcStat {
 }
 
 function heapFigures(stats: GcStat[]): HeapFigures {
-  const used = (side: GcStat["beforeGC"], ...names: string[]) => side.heapSpaceStatistics.filter((x) => names.includes(x.spaceName)).reduce((sum, x) => sum + x.spaceUsedSize, 0) / 2 ** 20;
+  const used = (side: GcStat["beforeGC"], ...names: string[]) =>
+    side.heapSpaceStatistics.filter((x) => names.includes(x.spaceName)).reduce((sum, x) => sum + x.spaceUsedSize, 0) / 2 ** 20;
   const scavenges = stats.filter((x) => x.gcType === "Scavenge");
   const majors = stats.filter((x) => x.gcType === "MarkSweepCompact");
   const live = majors.map((x) => used(x.afterGC, "old_space"));
   return {
     scavenges: scavenges.length,
-    promotedMb: round(scavenges.reduce((sum, x) => sum + used(x.afterGC, "old_space", "large_object_space") - used(x.beforeGC, "old_space", "large_object_space"), 0)),
+    promotedMb: round(
+      scavenges.reduce((sum, x) => sum + used(x.afterGC, "old_space", "large_object_space") - used(x.beforeGC, "old_space", "large_object_space"), 0),
+    ),
     survivedMb: round(scavenges.reduce((sum, x) => sum + used(x.afterGC, "new_space"), 0) / Math.max(1, scavenges.length)),
     markCompacts: majors.length,
     liveAfterMarkCompactMb: [round(Math.min(...live, Infinity)), round(Math.max(...live, 0))],
@@ -221,7 +224,7 @@ if (active) {
       const segment = segments.findLast((s) => s.start <= entry.startTime);
       if (!segment || entry.startTime > segment.end + GAP_MS) continue;
       let t = segment.gc.get(kind);
-      if (!t) segment.gc.set(kind, (t = tally()));
+      if (!t) segment.gc.set(kind, t = tally());
       add(t, entry.duration);
     }
   }).observe({ entryTypes: ["gc"] });
@@ -261,7 +264,7 @@ function timed<A extends unknown[]>(callback: (...args: A) => unknown, source: s
       const end = performance.now();
       if (current && start <= current.end + GAP_MS) {
         let t = current.timers.get(source);
-        if (!t) current.timers.set(source, (t = tally()));
+        if (!t) current.timers.set(source, t = tally());
         add(t, end - start);
       }
       if (end - start >= 0.5 && timerRuns.length < 100_000) timerRuns.push({ start, end, source });
@@ -385,7 +388,8 @@ function report(): object {
     threadCpuMs: threads(),
     segments: segments.map((s) => {
       const pct = (h: { percentile(p: number): number }, p: number, scale: number) => round(h.percentile(p) / scale);
-      const stallTotal = (key: "ms" | "gcMs" | "timersMs" | "otherThreadsMs" | "waitMs" | "mainCpuMs") => round(s.stalls.reduce((sum, st) => sum + st[key], 0), 1);
+      const stallTotal = (key: "ms" | "gcMs" | "timersMs" | "otherThreadsMs" | "waitMs" | "mainCpuMs") =>
+        round(s.stalls.reduce((sum, st) => sum + st[key], 0), 1);
       const seconds = (s.end - s.start) / 1000;
       const mainCpu = (s.schedEnd?.[0] ?? 0) - s.schedStart[0];
       return {
@@ -394,10 +398,34 @@ function report(): object {
         cpuUsPerRequest: round((((s.cpuEnd ?? 0) - s.cpuStart) * 1000) / Math.max(1, s.requests), 1),
         mainThreadCpuUsPerRequest: round((mainCpu * 1000) / Math.max(1, s.requests), 1),
         mainThreadWaitMs: round((s.schedEnd?.[1] ?? 0) - s.schedStart[1], 1),
-        serverLatencyMs: { p50: pct(s.latency, 50, 1000), p90: pct(s.latency, 90, 1000), p99: pct(s.latency, 99, 1000), p999: pct(s.latency, 99.9, 1000), max: round(s.latency.max / 1000) },
-        turnCpuMs: { p50: pct(s.turnCpu, 50, 1000), p90: pct(s.turnCpu, 90, 1000), p99: pct(s.turnCpu, 99, 1000), p999: pct(s.turnCpu, 99.9, 1000), max: round(s.turnCpu.max / 1000) },
-        turnMainCpuMs: { p50: pct(s.turnMainCpu, 50, 1000), p90: pct(s.turnMainCpu, 90, 1000), p99: pct(s.turnMainCpu, 99, 1000), p999: pct(s.turnMainCpu, 99.9, 1000), max: round(s.turnMainCpu.max / 1000) },
-        loopDelayMs: { p50: pct(s.delay, 50, 1e6), p90: pct(s.delay, 90, 1e6), p99: pct(s.delay, 99, 1e6), p999: pct(s.delay, 99.9, 1e6), max: round(s.delay.max / 1e6) },
+        serverLatencyMs: {
+          p50: pct(s.latency, 50, 1000),
+          p90: pct(s.latency, 90, 1000),
+          p99: pct(s.latency, 99, 1000),
+          p999: pct(s.latency, 99.9, 1000),
+          max: round(s.latency.max / 1000),
+        },
+        turnCpuMs: {
+          p50: pct(s.turnCpu, 50, 1000),
+          p90: pct(s.turnCpu, 90, 1000),
+          p99: pct(s.turnCpu, 99, 1000),
+          p999: pct(s.turnCpu, 99.9, 1000),
+          max: round(s.turnCpu.max / 1000),
+        },
+        turnMainCpuMs: {
+          p50: pct(s.turnMainCpu, 50, 1000),
+          p90: pct(s.turnMainCpu, 90, 1000),
+          p99: pct(s.turnMainCpu, 99, 1000),
+          p999: pct(s.turnMainCpu, 99.9, 1000),
+          max: round(s.turnMainCpu.max / 1000),
+        },
+        loopDelayMs: {
+          p50: pct(s.delay, 50, 1e6),
+          p90: pct(s.delay, 90, 1e6),
+          p99: pct(s.delay, 99, 1e6),
+          p999: pct(s.delay, 99.9, 1e6),
+          max: round(s.delay.max / 1e6),
+        },
         heap: s.heap,
         gc: tallies(s.gc),
         timers: tallies(s.timers),
@@ -412,7 +440,15 @@ function report(): object {
           longest: [...s.stalls]
             .sort((a, b) => b.ms - a.ms)
             .slice(0, 15)
-            .map(({ start: _start, end: _end, ...st }) => ({ ...st, ms: round(st.ms, 1), gcMs: round(st.gcMs, 1), timersMs: round(st.timersMs, 1), otherThreadsMs: round(st.otherThreadsMs, 1), waitMs: round(st.waitMs, 1), mainCpuMs: round(st.mainCpuMs, 1) })),
+            .map(({ start: _start, end: _end, ...st }) => ({
+              ...st,
+              ms: round(st.ms, 1),
+              gcMs: round(st.gcMs, 1),
+              timersMs: round(st.timersMs, 1),
+              otherThreadsMs: round(st.otherThreadsMs, 1),
+              waitMs: round(st.waitMs, 1),
+              mainCpuMs: round(st.mainCpuMs, 1),
+            })),
         },
       };
     }),

@@ -58,13 +58,19 @@ for (const dir of dirs) {
     if (!s) continue;
     const per1k = (n: number) => ((n * 1000) / s.requests).toFixed(1);
     process.stdout.write(
-      `${dir} ${report.server}: ${s.requests} requests, peak RSS ${report.peakRssMb} MB, CPU ${s.cpuUsPerRequest} µs/req (other threads ${(s.cpuUsPerRequest - s.mainThreadCpuUsPerRequest).toFixed(0)})\n` +
+      `${dir} ${report.server}: ${s.requests} requests, peak RSS ${report.peakRssMb} MB, CPU ${s.cpuUsPerRequest} µs/req (other threads ${
+        (s.cpuUsPerRequest - s.mainThreadCpuUsPerRequest).toFixed(0)
+      })\n` +
         `  server latency ms p50/p99/p99.9/max ${p(s.serverLatencyMs)}; loop delay ${p(s.loopDelayMs)}; process CPU per turn ${p(s.turnCpuMs)}\n` +
-        `  scavenges ${gc(s.gc.scavenge)}, mark-compacts ${gc(s.gc["mark-compact"])}, per 1000 requests: ${per1k(s.heap.scavenges)} scavenges, ${per1k(s.heap.markCompacts)} mark-compacts; promoted ${((s.heap.promotedMb * 1024) / s.requests).toFixed(1)} KB/req\n`,
+        `  scavenges ${gc(s.gc.scavenge)}, mark-compacts ${gc(s.gc["mark-compact"])}, per 1000 requests: ${per1k(s.heap.scavenges)} scavenges, ${
+          per1k(s.heap.markCompacts)
+        } mark-compacts; promoted ${((s.heap.promotedMb * 1024) / s.requests).toFixed(1)} KB/req\n`,
     );
     for (const stall of s.stalls.longest.slice(0, 5)) {
       process.stdout.write(
-        `    stall ${stall.ms.toFixed(1)} ms: main thread ${stall.mainCpuMs} ms (GC ${stall.gcMs} [${stall.gcKinds.join(", ")}], timers ${stall.timersMs}), other threads ${stall.otherThreadsMs} ms, waiting for the core ${stall.waitMs} ms\n`,
+        `    stall ${stall.ms.toFixed(1)} ms: main thread ${stall.mainCpuMs} ms (GC ${stall.gcMs} [${
+          stall.gcKinds.join(", ")
+        }], timers ${stall.timersMs}), other threads ${stall.otherThreadsMs} ms, waiting for the core ${stall.waitMs} ms\n`,
       );
     }
   }

@@ -19,7 +19,12 @@ export interface UploadResult {
 }
 
 /** `check` judges the answer; the mock's own answer is `uploadAnswer(bytes)`. */
-export async function uploadOnce(target: Target, path: string, model: string, check: (status: number, body: string, length: number) => boolean): Promise<UploadResult> {
+export async function uploadOnce(
+  target: Target,
+  path: string,
+  model: string,
+  check: (status: number, body: string, length: number) => boolean,
+): Promise<UploadResult> {
   const head = Buffer.from(
     `--${MULTIPART_BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n` +
       `--${MULTIPART_BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: application/octet-stream\r\n\r\n`,

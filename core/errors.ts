@@ -148,10 +148,8 @@ function coded(code: ErrorCode, message: string, headers: Record<string, string>
 }
 
 /** A 429 of a code, with Retry-After in whole seconds (at least 1). */
-const tooMany =
-  (code: ErrorCode) =>
-  (message: string, retryAfterSeconds: number, headers: Record<string, string> = {}): GatewayError =>
-    coded(code, message, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers });
+const tooMany = (code: ErrorCode) => (message: string, retryAfterSeconds: number, headers: Record<string, string> = {}): GatewayError =>
+  coded(code, message, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers });
 
 /**
  * Constructors for the errors the gateway answers with; name them by situation, not status.
@@ -226,7 +224,9 @@ export const START_ERROR_CODES = {
     /** `from`: what chose the path (`--config`, `CONFIG_PATH`, or the default files). */
     message: ({ path, from }: { path: string; from: string }) => {
       if (from === "--config") return `--config names ${path}, which does not exist; give the path of your config file (relative to the working directory)`;
-      if (from === "CONFIG_PATH") return `CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
+      if (from === "CONFIG_PATH") {
+        return `CONFIG_PATH names ${path}, which does not exist; point CONFIG_PATH at your config file, or unset it to use ./config.yaml`;
+      }
       return "no config file: neither ./config.yaml nor ./config.example.yaml exists in the working directory; run from the gateway's directory, create ./config.yaml or set CONFIG_PATH";
     },
   },
@@ -249,15 +249,22 @@ export const START_ERROR_CODES = {
     when: "The listener could not open: port in use, no permission, address not on this host.",
     fix: "Choose another port or address (server.addr, GATEWAY_ADDR, PORT; relay.metrics_addr, RELAY_METRICS_ADDR).",
     /** `cause`: the failure when the runtime named a known one, else `detail` (its message) says it; `settings`: where the address is set. */
-    message: ({ hostname, port, cause, detail, settings }: { hostname?: string; port: number; cause?: "in_use" | "no_permission" | "not_local"; detail: string; settings: string }) => {
-      const why =
-        cause === "in_use"
-          ? `the port ${port} is already in use by another process; stop that process or choose another port`
-          : cause === "no_permission"
-            ? `no permission to listen on port ${port} (ports below 1024 need privileges); choose a port from 1024`
-            : cause === "not_local"
-              ? `${hostname} is not an address of this machine; use one of its addresses, or ":${port}" for all`
-              : detail;
+    message: (
+      { hostname, port, cause, detail, settings }: {
+        hostname?: string;
+        port: number;
+        cause?: "in_use" | "no_permission" | "not_local";
+        detail: string;
+        settings: string;
+      },
+    ) => {
+      const why = cause === "in_use"
+        ? `the port ${port} is already in use by another process; stop that process or choose another port`
+        : cause === "no_permission"
+        ? `no permission to listen on port ${port} (ports below 1024 need privileges); choose a port from 1024`
+        : cause === "not_local"
+        ? `${hostname} is not an address of this machine; use one of its addresses, or ":${port}" for all`
+        : detail;
       return `cannot listen on ${hostname ?? ""}:${port}: ${why} (${settings})`;
     },
   },
@@ -271,7 +278,8 @@ export const START_ERROR_CODES = {
       "Set redis.addr (or redis.sentinel / redis.cluster) so the workers share them, or set server.workers: 1",
   },
   GW_WORKERS_UNSUPPORTED: {
-    when: "`server.workers` is above 1 where this runtime cannot run workers: Deno outside Linux (no load-balancing `reusePort`), or Deno without `--allow-run`.",
+    when:
+      "`server.workers` is above 1 where this runtime cannot run workers: Deno outside Linux (no load-balancing `reusePort`), or Deno without `--allow-run`.",
     fix: "Run the gateway on Node, on Linux, or with `--allow-run` as the message says; or set `server.workers: 1` and run replicas.",
     /** `why`: what this runtime lacks, from the adapter. */
     message: ({ workers, why }: { workers: string; why: string }) => `cannot start: server.workers is ${workers}, but ${why}`,
@@ -286,7 +294,8 @@ export const START_ERROR_CODES = {
         : `plugins.load[${index}]: cannot import "${path}": ${importError}`,
   },
   GW_PLUGIN_DUPLICATE: {
-    when: "Two plugins share a name; a service, background task, LLM provider or client protocol is registered twice; two client protocols claim the same path; or two plugins declare the same OpenAPI schema or tag, or console panel id.",
+    when:
+      "Two plugins share a name; a service, background task, LLM provider or client protocol is registered twice; two client protocols claim the same path; or two plugins declare the same OpenAPI schema or tag, or console panel id.",
     fix: "Rename one of them, or remove the second copy from `plugins.load`.",
     message: (what: { of: "plugin" | "provider" | "task"; name: string } | { of: "service"; name: string; plugin: string }) => {
       if (what.of === "service") return `service "${what.name}" is already provided; plugin "${what.plugin}" cannot provide it again`;
@@ -309,7 +318,9 @@ export const START_ERROR_CODES = {
         | { of: "service"; plugin: string; service: string; dependsOn: readonly string[] },
     ) => {
       if (what.of === "service") {
-        return `plugin "${what.plugin}" uses service "${what.service}", which no active plugin provides (is its plugin in dependsOn: [${what.dependsOn.join(", ")}]?)`;
+        return `plugin "${what.plugin}" uses service "${what.service}", which no active plugin provides (is its plugin in dependsOn: [${
+          what.dependsOn.join(", ")
+        }]?)`;
       }
       return what.of === "disabled"
         ? `plugin "${what.plugin}" depends on "${what.dependency}", which is disabled; enable it or turn "${what.plugin}" off`
@@ -323,7 +334,8 @@ export const START_ERROR_CODES = {
       `plugin "${plugin}" declares ${field}: ["${other}"], but no plugin "${other}" is installed; correct the name or install it`,
   },
   GW_PLUGIN_LAYER_UNKNOWN: {
-    when: "A plugin's `layer` is not one of the layers (telemetry, audit, admin-guard, identity, routes, catch-all), or it declares the numeric `priority` that layers replaced.",
+    when:
+      "A plugin's `layer` is not one of the layers (telemetry, audit, admin-guard, identity, routes, catch-all), or it declares the numeric `priority` that layers replaced.",
     fix: "Declare one of the layers (the message suggests the nearest), or `before` / `after` naming plugins.",
     /** `layers`: every layer, outermost first; `near`: the layer closest to what was declared, if any. */
     message: (
@@ -332,15 +344,21 @@ export const START_ERROR_CODES = {
         | { of: "priority"; plugin: string; layers: readonly string[] },
     ) =>
       what.of === "layer"
-        ? `plugin "${what.plugin}" declares layer: ${JSON.stringify(what.declared)}, which is not a layer${what.near ? `; did you mean "${what.near}"?` : ""} (the layers, outermost first: ${what.layers.join(", ")}; default ${what.defaultLayer})`
-        : `plugin "${what.plugin}" declares priority, which this gateway no longer reads; declare its layer instead (${what.layers.join(", ")}), or before / after naming plugins`,
+        ? `plugin "${what.plugin}" declares layer: ${JSON.stringify(what.declared)}, which is not a layer${
+          what.near ? `; did you mean "${what.near}"?` : ""
+        } (the layers, outermost first: ${what.layers.join(", ")}; default ${what.defaultLayer})`
+        : `plugin "${what.plugin}" declares priority, which this gateway no longer reads; declare its layer instead (${
+          what.layers.join(", ")
+        }), or before / after naming plugins`,
   },
   GW_PLUGIN_ORDER_CYCLE: {
     when: "`dependsOn`, `optionalDependsOn`, `before` and `after` ask for an order that loops (the message lists the loop).",
     fix: "Drop or reverse one of the declarations in the loop.",
     /** `loop`: the plugins, each to be set up after the next, the first repeated at the end. */
     message: ({ loop }: { loop: readonly string[] }) =>
-      `plugin order cycle: ${loop.join(" -> ")} (each must be set up after the next, by dependsOn, optionalDependsOn, before or after); drop or reverse one of these declarations`,
+      `plugin order cycle: ${
+        loop.join(" -> ")
+      } (each must be set up after the next, by dependsOn, optionalDependsOn, before or after); drop or reverse one of these declarations`,
   },
   GW_PLUGIN_UNDECLARED_USE: {
     when: "`api.use` or `api.has` reaches a service of a plugin that is in neither `dependsOn` nor `optionalDependsOn`.",
@@ -352,7 +370,9 @@ export const START_ERROR_CODES = {
     when: "`api.on` names an event that neither the core nor any installed plugin declares.",
     fix: "Correct the event name, or declare it in `events` of the plugin that emits it.",
     message: ({ plugin, event, events }: { plugin: string; event: string; events: readonly string[] }) =>
-      `plugin "${plugin}" listens to "${event}", which no plugin declares; events: ${events.join(", ")} (a plugin that emits a new event lists it in definePlugin({ events }))`,
+      `plugin "${plugin}" listens to "${event}", which no plugin declares; events: ${
+        events.join(", ")
+      } (a plugin that emits a new event lists it in definePlugin({ events }))`,
   },
   GW_PLUGIN_REFUSED: {
     when: "A plugin's `setup` or `onReady` check refused the start (its message says why).",

@@ -3,7 +3,7 @@
  * Adapters create it with what only they can provide (the config file, the environment,
  * module loading, the stores) and serve `gateway.fetch`.
  */
-import { systemClock, randomIds, type Clock, type IdSource } from "./clock.ts";
+import { type Clock, type IdSource, randomIds, systemClock } from "./clock.ts";
 import { parseConfigFile, validateConfigWith } from "./config/load.ts";
 import type { Env } from "./config/env.ts";
 import { CoreConfigSchema, type GatewayConfig } from "./config/schema.ts";
@@ -255,7 +255,10 @@ export class Gateway {
     // that puts back the started values needs no restart.
     const ignored = restartOnlyChanges(this.started, runtime.runningConfig(), definitions);
     if (ignored.length > 0) {
-      this.deps.log.warn("reload_needs_restart", { keys: ignored, message: "these settings differ from the ones running (read at start) and apply only after a restart" });
+      this.deps.log.warn("reload_needs_restart", {
+        keys: ignored,
+        message: "these settings differ from the ones running (read at start) and apply only after a restart",
+      });
     }
     this.current = runtime;
     this.deps.metrics.processMetrics(runtime.config.metrics.default_metrics);
@@ -337,7 +340,8 @@ function restartOnlyChanges(running: RunningConfig, next: RunningConfig, plugins
     "server.idle_timeout": (c) => c.server.idle_timeout,
     "server.workers": (c) => c.server.workers,
   };
-  const valueAt = (section: string, key: string) => (c: GatewayConfig) => ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section] ?? {})[key];
+  const valueAt = (section: string, key: string) => (c: GatewayConfig) =>
+    ((c as unknown as Record<string, Record<string, unknown> | undefined>)[section] ?? {})[key];
   // Listeners first (the standalone relay's), then the plugins' counters, as the log always listed them.
   for (const { section } of plugins) {
     if (!section || !(section.key in running)) continue;
@@ -417,6 +421,8 @@ export function unnormalizedPath(target: string): string | undefined {
     path = slash < 0 ? "/" : path.slice(slash);
   }
   if (DOT_SEGMENT.test(path)) return `the request path ${JSON.stringify(path)} has a "." or ".." segment; send the path in normal form`;
-  if (ENCODED_UNRESERVED.test(path)) return `the request path ${JSON.stringify(path)} percent-encodes a character that needs no encoding; send the path in normal form`;
+  if (ENCODED_UNRESERVED.test(path)) {
+    return `the request path ${JSON.stringify(path)} percent-encodes a character that needs no encoding; send the path in normal form`;
+  }
   return undefined;
 }

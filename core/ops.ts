@@ -1,5 +1,5 @@
 /** The core's own endpoints: liveness/readiness, Prometheus metrics, the running config, hot reload; and the request counter. */
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import { redactConfig } from "./config/redact.ts";
 import { EXPIRED, settleWithin } from "./deadline.ts";
 import { errorBody, errorResponse, errors, toErrorResponse } from "./errors.ts";

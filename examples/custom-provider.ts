@@ -21,12 +21,12 @@ import {
   definePlugin,
   errorTypeFor,
   isRecord,
-  usageOf,
   type JsonObject,
   type OutEvent,
   type ProviderDefinition,
   type StreamEvent,
   type TranslatedResponse,
+  usageOf,
 } from "inference-gateway/plugin";
 
 /** Upper-cases `choices[].message.content` (whole answers) or `choices[].delta.content` (stream chunks). */

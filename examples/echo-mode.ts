@@ -21,7 +21,7 @@
  * The request runs the whole pipeline: identity, visibility, policies and limits apply, and it
  * is counted in the gateway's metrics under `mode="sync"`, as any sync request.
  */
-import { definePlugin, errors, Type, type RequestContext, type ServiceConfig, type SyncBody, type SyncMode } from "inference-gateway/plugin";
+import { definePlugin, errors, type RequestContext, type ServiceConfig, type SyncBody, type SyncMode, Type } from "inference-gateway/plugin";
 
 /** The field this plugin adds to every `services[]` entry (defaulted, so always present). */
 interface EchoFields {

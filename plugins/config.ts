@@ -5,7 +5,7 @@
  * starting a gateway. `sections` are extra sections of plugins loaded at run time (kept in `extra`).
  */
 import type { ConfigSection } from "../core/config/schema.ts";
-import { loadConfigWith, validateConfigWith, type ConfigResult } from "../core/config/load.ts";
+import { type ConfigResult, loadConfigWith, validateConfigWith } from "../core/config/load.ts";
 import type { Env } from "../core/config/env.ts";
 import { configPartsOf } from "../core/plugins/config-parts.ts";
 import { builtinPlugins } from "./index.ts";

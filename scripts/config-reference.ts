@@ -83,7 +83,9 @@ const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
 
 function table(rows: Row[]): string {
   const lines = ["| Key | Type | Default | Description |", "| --- | --- | --- | --- |"];
-  for (const row of rows) lines.push(`| \`${cell(row.path)}\` | ${cell(row.type)} | ${row.default === "" ? "" : `\`${cell(row.default)}\``} | ${cell(row.description)} |`);
+  for (const row of rows) {
+    lines.push(`| \`${cell(row.path)}\` | ${cell(row.type)} | ${row.default === "" ? "" : `\`${cell(row.default)}\``} | ${cell(row.description)} |`);
+  }
   return lines.join("\n");
 }
 

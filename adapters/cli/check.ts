@@ -35,7 +35,9 @@ export async function checkConfig(platform: Platform, configPath: string | undef
   try {
     gateway = await createOffline(platform, path, log);
   } catch (error) {
-    if (!(error instanceof ConfigError)) return { exitCode: 1, stdout: "", stderr: `[GW_START_FAILED] ${path}: ${startErrorMessage("GW_START_FAILED", { error })}\n` };
+    if (!(error instanceof ConfigError)) {
+      return { exitCode: 1, stdout: "", stderr: `[GW_START_FAILED] ${path}: ${startErrorMessage("GW_START_FAILED", { error })}\n` };
+    }
     const count = error.problems.length === 1 ? "1 problem" : `${error.problems.length} problems`;
     return { exitCode: 1, stdout: "", stderr: `[${error.code}] ${path} (${from}): ${count}\n${error.problems.map((p) => `  ${p}\n`).join("")}` };
   }
@@ -73,9 +75,17 @@ function summary(path: string, from: string, config: GatewayConfig, plugins: str
   lines.push(...order);
   lines.push(
     `stores: kv ${redisModeOf(config.redis) === undefined ? "embedded memory (redis.addr is empty)" : `redis ${redisModeOf(config.redis)?.where}`}, ` +
-      `objects ${config.object_store.endpoint === "" ? `files under ${config.object_store.dir}` : `S3 ${config.object_store.endpoint} bucket ${config.object_store.bucket}`} (not contacted)`,
+      `objects ${
+        config.object_store.endpoint === ""
+          ? `files under ${config.object_store.dir}`
+          : `S3 ${config.object_store.endpoint} bucket ${config.object_store.bucket}`
+      } (not contacted)`,
   );
-  lines.push(`listen: ${config.server.addr} (server.addr; GATEWAY_ADDR, PORT or --port override it)${config.server.workers === 1 ? "" : `, server.workers: ${config.server.workers}`}`);
+  lines.push(
+    `listen: ${config.server.addr} (server.addr; GATEWAY_ADDR, PORT or --port override it)${
+      config.server.workers === 1 ? "" : `, server.workers: ${config.server.workers}`
+    }`,
+  );
   for (const warning of warnings) lines.push(`warning: ${warning.event}: ${JSON.stringify(warning.fields)}`);
   return `${lines.join("\n")}\n`;
 }

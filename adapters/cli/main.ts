@@ -3,7 +3,7 @@
  * (adapters/node/cli.ts, adapters/deno/cli.ts) passes its primitives and its two servers.
  */
 import type { BootOptions, Platform } from "../boot.ts";
-import { parseArgs, USAGE, type Role } from "./args.ts";
+import { parseArgs, type Role, USAGE } from "./args.ts";
 import { checkConfig } from "./check.ts";
 import { gatewayVersion } from "./version.ts";
 

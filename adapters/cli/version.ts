@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export function gatewayVersion(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+  for (let dir = dirname(fileURLToPath(import.meta.url));; dir = dirname(dir)) {
     const candidate = join(dir, "package.json");
     if (existsSync(candidate)) {
       const manifest = JSON.parse(readFileSync(candidate, "utf8")) as { name?: unknown; version?: unknown };

@@ -8,7 +8,7 @@ import { run } from "./run.ts";
 
 const write = (stream: { write(bytes: Uint8Array): Promise<number> }) => async (text: string) => {
   const bytes = new TextEncoder().encode(text);
-  for (let written = 0; written < bytes.length; ) written += await stream.write(bytes.subarray(written));
+  for (let written = 0; written < bytes.length;) written += await stream.write(bytes.subarray(written));
 };
 
 const code = await runCli(Deno.args, { platform: denoPlatform, print: write(Deno.stdout), printError: write(Deno.stderr), serve: run });

@@ -3,13 +3,13 @@
  * `server.workers` above 1 a primary (adapters/workers/primary.ts) and its workers, each of
  * which serves here on the shared port (`reusePort`, see ./workers.ts).
  */
-import { boot, configSource, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
+import { boot, type BootOptions, configSource, handleShutdown, listenFailed } from "../boot.ts";
 import { unmetExpectation } from "../expectation.ts";
 import { hostRefusal } from "../host-header.ts";
 import { workerMetrics } from "../workers/metrics.ts";
 import { workersWanted } from "../workers/plan.ts";
 import { runPrimary } from "../workers/primary.ts";
-import { workerLink, type WorkerLink } from "../workers/worker.ts";
+import { type WorkerLink, workerLink } from "../workers/worker.ts";
 import { repeatsVisible, timesSentOf } from "./header-repeats.ts";
 import { denoPlatform } from "./platform.ts";
 import { serveOn } from "./serve.ts";
@@ -31,7 +31,11 @@ export async function serveGateway(options: BootOptions = {}): Promise<void> {
 /** This process serves: the only one, or one worker of several (`link`). */
 async function serve(options: BootOptions, link?: WorkerLink): Promise<void> {
   const booted = await boot(denoPlatform, "gateway", options, link);
-  if (!repeatsVisible) booted.log.warn("header_repeats_unseen", { message: "this Deno hides repeated request headers: an identity header sent twice is read joined, not refused" });
+  if (!repeatsVisible) {
+    booted.log.warn("header_repeats_unseen", {
+      message: "this Deno hides repeated request headers: an identity header sent twice is read joined, not refused",
+    });
+  }
   let server: Deno.HttpServer;
   try {
     server = serveOn(
@@ -51,8 +55,8 @@ async function serve(options: BootOptions, link?: WorkerLink): Promise<void> {
       // (which may leave Host out): every request needs one here. A second Host it refuses itself.
       (request, info) =>
         hostRefusal(request.headers.has("host") ? 1 : 0, true)?.toResponse() ??
-        unmetExpectation(request.headers.get("expect"))?.toResponse() ??
-        booted.gateway.fetch(request, { responded: info.completed, timesSent: timesSentOf(request) }),
+          unmetExpectation(request.headers.get("expect"))?.toResponse() ??
+          booted.gateway.fetch(request, { responded: info.completed, timesSent: timesSentOf(request) }),
     );
   } catch (error) {
     // Deno.serve throws at once when it cannot listen (AddrInUse, PermissionDenied).

@@ -1,5 +1,5 @@
 /** A standalone relay worker process on Deno (`adapters/deno/cli.ts --role relay`). */
-import { boot, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
+import { boot, type BootOptions, handleShutdown, listenFailed } from "../boot.ts";
 import { denoPlatform } from "./platform.ts";
 import { serveOn } from "./serve.ts";
 

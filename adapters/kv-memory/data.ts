@@ -283,7 +283,7 @@ export class MemoryData implements KvData {
     const limit = count === 0 ? Infinity : Math.abs(count);
     let removed = 0;
     if (count >= 0) {
-      for (let i = 0; i < list.length && removed < limit; ) {
+      for (let i = 0; i < list.length && removed < limit;) {
         if (list[i] === value) {
           list.splice(i, 1);
           removed++;

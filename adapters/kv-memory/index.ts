@@ -3,7 +3,7 @@
  * synchronously against `MemoryData` inside an async function, so a thrown Redis-style
  * error surfaces as a rejected promise exactly as it would from the Redis store.
  */
-import { systemClock, type Clock } from "../../core/clock.ts";
+import { type Clock, systemClock } from "../../core/clock.ts";
 import type { AtomicOp, EvictableUsage, KvReply, KvStore, ListEnd, ScanPage } from "../../core/stores/kv.ts";
 import { MemoryData, type MemoryDataOptions } from "./data.ts";
 
@@ -21,7 +21,7 @@ function checkLuaShaped(op: string, reply: KvReply, nested: boolean): void {
   if (reply === null && nested) {
     throw new Error(`atomic op ${op}: JS reply has null inside an array; Lua would end the array there`);
   }
-  if (Array.isArray(reply)) for (let i = 0; i < reply.length; i++) checkLuaShaped(op, reply[i], true);
+  if (Array.isArray(reply)) { for (let i = 0; i < reply.length; i++) checkLuaShaped(op, reply[i], true); }
 }
 
 export class MemoryKv implements KvStore {

@@ -10,7 +10,7 @@
 import { createCluster, RootNodesUnavailableError } from "redis";
 import { parseHostPort } from "./address.ts";
 import { ReplyDeadline } from "./deadline.ts";
-import { asError, PING_INTERVAL_MS, reconnectDelay, socketOptions, type LinkOptions, type RedisLink } from "./link.ts";
+import { asError, type LinkOptions, PING_INTERVAL_MS, reconnectDelay, type RedisLink, socketOptions } from "./link.ts";
 import { keySlot } from "./slot.ts";
 
 export class ClusterLink implements RedisLink {

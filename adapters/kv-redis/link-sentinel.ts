@@ -9,7 +9,7 @@
 import { createSentinel } from "redis";
 import { parseHostPort } from "./address.ts";
 import { ReplyDeadline } from "./deadline.ts";
-import { asError, PING_INTERVAL_MS, reconnectDelay, socketOptions, type LinkOptions, type RedisLink } from "./link.ts";
+import { asError, type LinkOptions, PING_INTERVAL_MS, reconnectDelay, type RedisLink, socketOptions } from "./link.ts";
 
 export interface SentinelTarget {
   masterName: string;

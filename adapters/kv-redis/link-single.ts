@@ -5,7 +5,7 @@
 import { createClient } from "redis";
 import { describeRedisUrl } from "./address.ts";
 import { ReplyDeadline } from "./deadline.ts";
-import { asError, PING_INTERVAL_MS, socketOptions, type LinkOptions, type RedisLink } from "./link.ts";
+import { asError, type LinkOptions, PING_INTERVAL_MS, type RedisLink, socketOptions } from "./link.ts";
 
 export class SingleLink implements RedisLink {
   readonly where: string;

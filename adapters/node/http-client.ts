@@ -65,7 +65,7 @@ function plainHeaders(init: HeadersInit | undefined): Record<string, string> {
     out[key] = key in out ? `${out[key]}, ${value}` : value;
   };
   if (init instanceof Headers) init.forEach((value, name) => add(name, value));
-  else if (Array.isArray(init)) for (const [name, value] of init) add(name, value);
+  else if (Array.isArray(init)) { for (const [name, value] of init) add(name, value); }
   else for (const name of Object.keys(init)) add(name, String((init as Record<string, string>)[name]));
   return out;
 }
@@ -81,14 +81,13 @@ function abortReason(signal: AbortSignal): unknown {
 /** The body as fetch hands it over: decoded when the server compressed it. */
 function decoded(body: Readable, contentEncoding: string | string[] | undefined): Readable {
   const encoding = String(contentEncoding ?? "").trim().toLowerCase();
-  const decoder =
-    encoding === "gzip" || encoding === "x-gzip"
-      ? createGunzip()
-      : encoding === "deflate"
-        ? createInflate()
-        : encoding === "br"
-          ? createBrotliDecompress()
-          : undefined;
+  const decoder = encoding === "gzip" || encoding === "x-gzip"
+    ? createGunzip()
+    : encoding === "deflate"
+    ? createInflate()
+    : encoding === "br"
+    ? createBrotliDecompress()
+    : undefined;
   if (!decoder) return body;
   body.on("error", (error) => decoder.destroy(error));
   return body.pipe(decoder);
@@ -104,7 +103,7 @@ function appendHeaders(target: Headers, headers: Record<string, string | string[
   for (const name in headers) {
     const value = headers[name];
     if (typeof value === "string") target.append(name, value);
-    else if (value) for (const one of value) target.append(name, one);
+    else if (value) { for (const one of value) target.append(name, one); }
   }
 }
 

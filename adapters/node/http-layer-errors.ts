@@ -7,7 +7,7 @@
  * - an `Expect` other than 100-continue: 417 (see ../expectation.ts).
  * Each says `Connection: close`, and the connection is closed after it.
  */
-import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { type IncomingMessage, maxHeaderSize, type Server, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { errorBody, type ErrorCode, type ErrorType } from "../../core/errors.ts";
 import { unmetExpectation } from "../expectation.ts";
@@ -36,22 +36,39 @@ function timeoutMessage({ headersTimeout, requestTimeout }: Server): string {
   if (requestTimeout <= 0) return `the request's headers did not arrive within ${seconds(headersTimeout)}; send them faster`;
   const fix = "send it faster, or raise server.read_timeout";
   if (headersTimeout >= requestTimeout) return `the request did not arrive within ${seconds(requestTimeout)} (server.read_timeout); ${fix}`;
-  return `the request did not arrive in time: its headers must arrive within ${seconds(headersTimeout)} and the whole request within ${seconds(requestTimeout)} (server.read_timeout); ${fix}`;
+  return `the request did not arrive in time: its headers must arrive within ${seconds(headersTimeout)} and the whole request within ${
+    seconds(requestTimeout)
+  } (server.read_timeout); ${fix}`;
 }
 
 function answerFor(error: ClientError, server: Server): Answer | undefined {
   const code = error.code ?? "";
   if (code === "HPE_HEADER_OVERFLOW") {
     // Node's limit (16 KiB unless started with --max-http-header-size), counted over all headers.
-    return { status: 431, type: "request_too_large", code: "headers_too_large", message: `the request's headers are larger than this server accepts (${maxHeaderSize} bytes in all); send fewer or shorter headers` };
+    return {
+      status: 431,
+      type: "request_too_large",
+      code: "headers_too_large",
+      message: `the request's headers are larger than this server accepts (${maxHeaderSize} bytes in all); send fewer or shorter headers`,
+    };
   }
   if (code === "HPE_CHUNK_EXTENSIONS_OVERFLOW") {
-    return { status: 413, type: "request_too_large", code: "payload_too_large", message: "the chunk extensions of the request body are larger than this server accepts; send the body without chunk extensions" };
+    return {
+      status: 413,
+      type: "request_too_large",
+      code: "payload_too_large",
+      message: "the chunk extensions of the request body are larger than this server accepts; send the body without chunk extensions",
+    };
   }
   if (code === "ERR_HTTP_REQUEST_TIMEOUT") return { status: 408, type: "timeout_error", code: "request_timeout", message: timeoutMessage(server) };
   if (code.startsWith("HPE_")) {
     const reason = error.reason ?? error.message;
-    return { status: 400, type: "invalid_request_error", code: "invalid_request", message: `the request is not valid HTTP/1.1: ${reason}; fix how the client frames its request` };
+    return {
+      status: 400,
+      type: "invalid_request_error",
+      code: "invalid_request",
+      message: `the request is not valid HTTP/1.1: ${reason}; fix how the client frames its request`,
+    };
   }
   // ECONNRESET, EPIPE...: the connection itself failed; there is no one to answer.
   return undefined;

@@ -10,7 +10,7 @@ import { basename, dirname, join } from "node:path";
 
 /** The nearest package.json above `file` (Node's lookup), or undefined when there is none. */
 function nearestPackageJson(file: string): string | undefined {
-  for (let dir = dirname(file); ; dir = dirname(dir)) {
+  for (let dir = dirname(file);; dir = dirname(dir)) {
     const candidate = join(dir, "package.json");
     if (existsSync(candidate)) return candidate;
     if (dirname(dir) === dir) return undefined;
@@ -34,9 +34,11 @@ export function commonJsTypeScriptProblem(file: string): string | undefined {
   if (!/\.tsx?$/.test(name)) return undefined;
   const packageJson = nearestPackageJson(file);
   if (packageJson && declaresModule(packageJson)) return undefined;
-  const why = packageJson ? `the nearest package.json (${packageJson}) has no "type": "module"` : "no package.json above it says \"type\": \"module\"";
+  const why = packageJson ? `the nearest package.json (${packageJson}) has no "type": "module"` : 'no package.json above it says "type": "module"';
   return (
     `Node would load it as CommonJS (${why}), and a plugin must be an ES module: ` +
-    `add "type": "module" to ${packageJson ?? `a package.json next to it (${join(dirname(file), "package.json")})`}, or rename it to ${name.replace(/\.tsx?$/, ".mts")}`
+    `add "type": "module" to ${packageJson ?? `a package.json next to it (${join(dirname(file), "package.json")})`}, or rename it to ${
+      name.replace(/\.tsx?$/, ".mts")
+    }`
   );
 }

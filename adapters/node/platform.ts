@@ -23,7 +23,9 @@ function typeScriptLoader(): Promise<unknown> {
   tsxRegistered ??= import("tsx/esm/api").then(({ register }) => register(), (error: { code?: string }) => {
     // tsx is an optional peer dependency: only installs that load .ts plugins need it.
     if (error.code !== "ERR_MODULE_NOT_FOUND") throw error;
-    throw new Error("loading a TypeScript plugin on Node needs tsx, which is not installed: run \"npm install tsx\" next to the gateway, or compile the plugin to .js (or .mjs)");
+    throw new Error(
+      'loading a TypeScript plugin on Node needs tsx, which is not installed: run "npm install tsx" next to the gateway, or compile the plugin to .js (or .mjs)',
+    );
   });
   return tsxRegistered;
 }

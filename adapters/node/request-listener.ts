@@ -5,7 +5,7 @@
  * of ../host-header.ts applied before it (the server is created with Node's own Host check off,
  * see ./server-options.ts).
  */
-import { getRequestListener, RequestError, type HttpBindings } from "@hono/node-server";
+import { getRequestListener, type HttpBindings, RequestError } from "@hono/node-server";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { errorBody, errors, toErrorResponse } from "../../core/errors.ts";
 import { hostRefusal } from "../host-header.ts";
@@ -18,7 +18,9 @@ type Listener = (incoming: IncomingMessage, outgoing: ServerResponse) => void;
 /** The answer to a request @hono/node-server could not build, or to a handler that threw at once. */
 function requestErrorAnswer(error: unknown): Response {
   if (!(error instanceof RequestError)) return toErrorResponse(error);
-  const answer = errors.badRequest(`the request's target or Host header cannot be read (${error.message}); send a path starting with "/" and the gateway's host:port as Host`).toResponse();
+  const answer = errors.badRequest(
+    `the request's target or Host header cannot be read (${error.message}); send a path starting with "/" and the gateway's host:port as Host`,
+  ).toResponse();
   answer.headers.set("connection", "close");
   return answer;
 }
@@ -40,11 +42,22 @@ function hostOf(listenHostname: string | undefined): string {
 }
 
 export function gatewayRequestListener(fetch: Fetch, listenHostname: string | undefined): Listener {
-  const listener = getRequestListener(fetch as (request: Request, env: unknown) => Promise<Response>, { hostname: hostOf(listenHostname), errorHandler: requestErrorAnswer });
+  const listener = getRequestListener(fetch as (request: Request, env: unknown) => Promise<Response>, {
+    hostname: hostOf(listenHostname),
+    errorHandler: requestErrorAnswer,
+  });
   return function gatewayRequest(incoming, outgoing) {
     const sent = timesSentIn(incoming.rawHeaders)("host");
     const refusal = hostRefusal(sent, incoming.httpVersionMajor === 1 && incoming.httpVersionMinor >= 1);
-    if (refusal) return refuse(outgoing, incoming, refusal.status, refusal.headers, JSON.stringify(errorBody(refusal.status, refusal.type, refusal.message, refusal.code)));
+    if (refusal) {
+      return refuse(
+        outgoing,
+        incoming,
+        refusal.status,
+        refusal.headers,
+        JSON.stringify(errorBody(refusal.status, refusal.type, refusal.message, refusal.code)),
+      );
+    }
     void listener(incoming, outgoing);
   };
 }

@@ -6,11 +6,11 @@
 import type { HttpBindings } from "@hono/node-server";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { boot, configSource, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
+import { boot, type BootOptions, configSource, handleShutdown, listenFailed } from "../boot.ts";
 import { workerMetrics } from "../workers/metrics.ts";
 import { workersWanted } from "../workers/plan.ts";
 import { runPrimary } from "../workers/primary.ts";
-import { workerLink, type WorkerLink } from "../workers/worker.ts";
+import { type WorkerLink, workerLink } from "../workers/worker.ts";
 import { timesSentIn } from "./header-repeats.ts";
 import { clientGoneOf } from "./client-gone.ts";
 import { answerHttpLayerErrors } from "./http-layer-errors.ts";
@@ -61,10 +61,11 @@ async function serve(options: BootOptions, link?: WorkerLink): Promise<void> {
   server.timeout = booted.timeouts.write;
   answerHttpLayerErrors(server);
 
-  const stop = handleShutdown(nodePlatform, booted, () => new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  }));
+  const stop = handleShutdown(nodePlatform, booted, () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    }));
   if (link) link.attach(booted.gateway, stop);
   else workerMetrics(booted.gateway.runtime.deps.metrics, () => 1);
 }

@@ -1,7 +1,7 @@
 /** A standalone relay worker process on Node (`inference-gateway --role relay`). */
 import { serve } from "@hono/node-server";
 import type { Server } from "node:http";
-import { boot, handleShutdown, listenFailed, type BootOptions } from "../boot.ts";
+import { boot, type BootOptions, handleShutdown, listenFailed } from "../boot.ts";
 import { nodePlatform } from "./platform.ts";
 
 export async function serveRelay(options: BootOptions = {}): Promise<void> {

@@ -169,7 +169,7 @@ export class FsObjectStore implements ObjectStore {
   /** Creates a uniquely named temp file in `dir`, creating `dir` first; `createdDir` when `dir` did not exist. */
   private async createTemp(dir: string, key: string): Promise<{ path: string; handle: FileHandle; createdDir: boolean }> {
     // A concurrent delete may prune the directory between mkdir and open; try again then.
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1;; attempt++) {
       // With `recursive`, mkdir answers the first directory it created, undefined when all existed.
       const created = await mkdir(dir, { recursive: true }).catch((error: unknown) => {
         throw conflictOr(error, key);
@@ -249,7 +249,7 @@ function typePathOf(objectPath: string): string {
 }
 
 async function writeAll(handle: FileHandle, chunk: Uint8Array): Promise<void> {
-  for (let offset = 0; offset < chunk.byteLength; ) {
+  for (let offset = 0; offset < chunk.byteLength;) {
     const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset);
     offset += bytesWritten;
   }

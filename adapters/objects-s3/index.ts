@@ -48,10 +48,7 @@ export class S3ObjectStore implements ObjectStore {
     this.client = new S3Client({
       endpoint: options.endpoint || undefined,
       region: this.region,
-      credentials:
-        options.accessKey || options.secretKey
-          ? { accessKeyId: options.accessKey ?? "", secretAccessKey: options.secretKey ?? "" }
-          : undefined,
+      credentials: options.accessKey || options.secretKey ? { accessKeyId: options.accessKey ?? "", secretAccessKey: options.secretKey ?? "" } : undefined,
       // Path-style URLs: S3-compatible servers usually have no wildcard DNS for bucket subdomains.
       forcePathStyle: true,
       // The SDK's default CRC32 checksums on every request are not understood by many

@@ -9,7 +9,7 @@ import { parseConfigFile } from "../../core/config/load.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import { ConfigError, type StartErrorCode } from "../../core/errors.ts";
 import { silentLogger } from "../../core/log.ts";
-import { configSource, refuse, type BootOptions, type Platform } from "../boot.ts";
+import { type BootOptions, configSource, type Platform, refuse } from "../boot.ts";
 import { createOffline } from "../cli/offline.ts";
 
 /** `server.workers` as a number: "auto" is the cores this process may run on. */
@@ -26,8 +26,7 @@ export function workersRefusal(config: GatewayConfig, platform: Platform): { cod
   if (redisModeOf(config.redis) === undefined) {
     return {
       code: "GW_WORKERS_NEED_REDIS",
-      message:
-        `server.workers is ${workers}, but the key-value store is the embedded one (redis.addr is empty), ` +
+      message: `server.workers is ${workers}, but the key-value store is the embedded one (redis.addr is empty), ` +
         "which lives inside one process: each worker would keep limits, usage, jobs and cached answers of its own. " +
         "Set redis.addr (or redis.sentinel / redis.cluster) so the workers share them, or set server.workers: 1",
     };

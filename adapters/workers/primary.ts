@@ -18,7 +18,7 @@ import { createLogger, type LogLevel } from "../../core/log.ts";
 import type { Platform } from "../boot.ts";
 import { watchParent } from "../parent-watch.ts";
 import { sumOfProcesses, workerMetrics } from "./metrics.ts";
-import { isWorkerMessage, type ConfigText, type PrimaryMessage, type WorkerMessage } from "./protocol.ts";
+import { type ConfigText, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from "./protocol.ts";
 import { afterExit, SOON_AFTER_START_MS } from "./restarts.ts";
 
 /** One worker process, as the runtime's launcher started it. */
@@ -66,7 +66,10 @@ export async function runPrimary(platform: Platform, options: PrimaryOptions): P
   // JSON lines like every gateway process's, marked as the primary's.
   const log = createLogger({ level: (platform.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: { role: "gateway", process: "primary" } });
   const metrics = new Metrics();
-  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({ index: i + 1, startedAt: 0, ready: false, version: 0, everReady: false, soonDeaths: 0, waiting: new Map() }));
+  const slots: Slot[] = Array.from(
+    { length: count },
+    (_, i) => ({ index: i + 1, startedAt: 0, ready: false, version: 0, everReady: false, soonDeaths: 0, waiting: new Map() }),
+  );
   const serving = () => slots.filter((slot) => slot.ready).length;
   const counters = workerMetrics(metrics, serving);
 
@@ -172,7 +175,9 @@ export async function runPrimary(platform: Platform, options: PrimaryOptions): P
     const targets = slots.filter((slot) => slot.ready);
     const answers = await Promise.all(targets.map((slot) => ask(slot, { gw: "stage", id, ...next }, "staged", ANSWER_TIMEOUT_MS)));
     const outcomes = answers.map((answer, i): ReloadOutcome =>
-      answer?.gw === "staged" ? answer.outcome : { ok: false, cause: "failure", problems: [`worker ${targets[i].index} stopped or did not answer while checking the new config`] },
+      answer?.gw === "staged"
+        ? answer.outcome
+        : { ok: false, cause: "failure", problems: [`worker ${targets[i].index} stopped or did not answer while checking the new config`] }
     );
     const refused = outcomes.find((outcome) => !outcome.ok);
     if (refused || targets.length === 0) {
@@ -193,7 +198,10 @@ export async function runPrimary(platform: Platform, options: PrimaryOptions): P
     const answer = await ask(slot, { gw: "stage", id, ...config }, "staged", ANSWER_TIMEOUT_MS);
     if (answer?.gw !== "staged" || !answer.outcome.ok) {
       slot.process?.send({ gw: "discard", id });
-      log.warn("worker_config_behind", { worker: slot.index, message: "a worker started while a reload was applied and could not take the new config; it runs the previous one until the next reload" });
+      log.warn("worker_config_behind", {
+        worker: slot.index,
+        message: "a worker started while a reload was applied and could not take the new config; it runs the previous one until the next reload",
+      });
       return;
     }
     await ask(slot, { gw: "commit", id }, "committed", ANSWER_TIMEOUT_MS);
@@ -231,7 +239,9 @@ export async function runPrimary(platform: Platform, options: PrimaryOptions): P
         deaths: next.soonDeaths,
         code,
         signal,
-        message: `worker ${slot.index} exited ${next.soonDeaths} times in a row, each within ${SOON_AFTER_START_MS / 1000} s of its start: stopping every worker and exiting; see the workers' lines above for why they exit`,
+        message: `worker ${slot.index} exited ${next.soonDeaths} times in a row, each within ${
+          SOON_AFTER_START_MS / 1000
+        } s of its start: stopping every worker and exiting; see the workers' lines above for why they exit`,
       });
       stopAll(1);
       return;
@@ -290,5 +300,5 @@ export async function runPrimary(platform: Platform, options: PrimaryOptions): P
   // The first worker alone: a start that fails (a port in use) then fails once, not once per worker.
   start(slots[0]);
   await firstStarted;
-  if (!stopping) for (const slot of slots.slice(1)) start(slot);
+  if (!stopping) { for (const slot of slots.slice(1)) start(slot); }
 }

@@ -9,7 +9,7 @@ import process from "node:process";
 import type { Gateway, StagedReload } from "../../core/gateway.ts";
 import type { ReloadOutcome } from "../../core/ops.ts";
 import type { ShutdownCause, WorkerBoot } from "../boot.ts";
-import { isPrimaryMessage, WORKER_INDEX_ENV, type ConfigText, type PrimaryMessage, type WorkerMessage } from "./protocol.ts";
+import { type ConfigText, isPrimaryMessage, type PrimaryMessage, WORKER_INDEX_ENV, type WorkerMessage } from "./protocol.ts";
 
 /** The worker that runs the embedded relay (`relay.embedded`), with its whole `relay.concurrency`. */
 export const RELAY_WORKER = 1;
@@ -135,7 +135,9 @@ export function workerLink(): WorkerLink | undefined {
       });
       attached.runtime.deps.metrics.answerWith(async () => {
         const answer = await ask("metrics?");
-        if (answer.gw !== "metrics" || answer.text === undefined) throw new Error(`the sum of the workers' metrics is not available: ${(answer.gw === "metrics" && answer.error) || "no answer"}`);
+        if (answer.gw !== "metrics" || answer.text === undefined) {
+          throw new Error(`the sum of the workers' metrics is not available: ${(answer.gw === "metrics" && answer.error) || "no answer"}`);
+        }
         return answer.text;
       });
       if (readyToSay) send({ gw: "ready", version: running });

@@ -61,12 +61,14 @@ const result = await autocannon({
 });
 
 process.stdout.write(
-  `BENCH_JSON ${JSON.stringify({
-    requests: result.requests.total,
-    seconds: result.duration,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    errors: result.errors + result.timeouts + result.non2xx,
-    invalid: result.mismatches,
-  })}\n`,
+  `BENCH_JSON ${
+    JSON.stringify({
+      requests: result.requests.total,
+      seconds: result.duration,
+      p50Ms: result.latency.p50,
+      p99Ms: result.latency.p99,
+      errors: result.errors + result.timeouts + result.non2xx,
+      invalid: result.mismatches,
+    })
+  }\n`,
 );

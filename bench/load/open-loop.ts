@@ -7,20 +7,32 @@
  */
 import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
-import { CONSUMER_HEADER, isValid, percentile, type OpenLoopResult, type RequestSpec } from "./spec.ts";
+import { CONSUMER_HEADER, isValid, type OpenLoopResult, percentile, type RequestSpec } from "./spec.ts";
 
 interface Sample {
   ttfb: number;
   total: number;
 }
 
-function once(spec: RequestSpec, agent: Agent, body: Buffer, headers: Record<string, string>): Promise<{ sample?: Sample; outcome: "ok" | "error" | "invalid" }> {
+function once(
+  spec: RequestSpec,
+  agent: Agent,
+  body: Buffer,
+  headers: Record<string, string>,
+): Promise<{ sample?: Sample; outcome: "ok" | "error" | "invalid" }> {
   return new Promise((resolve) => {
     const url = new URL(spec.url);
     const started = performance.now();
     let first = 0;
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname + url.search, method: spec.method, agent, headers: { ...headers, "content-length": String(body.length) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: spec.method,
+        agent,
+        headers: { ...headers, "content-length": String(body.length) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => {

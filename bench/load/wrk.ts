@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pinned, OTHER_CORE } from "../procs.ts";
+import { OTHER_CORE, pinned } from "../procs.ts";
 import type { ClosedLoopResult, RequestSpec } from "./spec.ts";
 
 export function wrkInstalled(): boolean {

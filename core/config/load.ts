@@ -2,16 +2,26 @@
  * Turns config text into a validated, defaulted, frozen `GatewayConfig`, or into the
  * complete list of problems, each prefixed with its path (`services[2].backends[0].url: required`).
  */
-import { Kind, Type, type TObject, type TSchema } from "@sinclair/typebox";
+import { Kind, type TObject, type TSchema, Type } from "@sinclair/typebox";
 import { Value, type ValueError, ValueErrorType } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { listenAddressProblem, parseListenAddress } from "./addr.ts";
 import { durationMs, parseDuration } from "./duration.ts";
-import { expandEnv, type Env } from "./env.ts";
+import { type Env, expandEnv } from "./env.ts";
 import { redisModeProblems } from "./redis-mode.ts";
 import { closestKey } from "./suggest.ts";
 import { ConfigError } from "../errors.ts";
-import { CoreConfigSchema, CoreServiceSchema, fieldsOf, type ConfigFacts, type ConfigSection, type GatewayConfig, type SectionFieldSet, type ServiceConfig, type ServiceFieldSet } from "./schema.ts";
+import {
+  type ConfigFacts,
+  type ConfigSection,
+  CoreConfigSchema,
+  CoreServiceSchema,
+  fieldsOf,
+  type GatewayConfig,
+  type SectionFieldSet,
+  type ServiceConfig,
+  type ServiceFieldSet,
+} from "./schema.ts";
 
 export type ConfigResult =
   | { ok: true; config: GatewayConfig; extra: Readonly<Record<string, unknown>> }
@@ -157,7 +167,9 @@ function coreRuleProblems(config: GatewayConfig): string[] {
   const problems: string[] = [];
   // A start and a reload check the same rules: an address only the listener would refuse
   // used to pass a reload and stop the next start.
-  if (typeof config.server?.addr === "string" && parseListenAddress(config.server.addr) === undefined) problems.push(listenAddressProblem("server.addr", config.server.addr));
+  if (typeof config.server?.addr === "string" && parseListenAddress(config.server.addr) === undefined) {
+    problems.push(listenAddressProblem("server.addr", config.server.addr));
+  }
   const key = config.object_store.encryption.key;
   if (key !== "" && (key.length !== 64 || !isHex(key))) {
     problems.push(`object_store.encryption.key: must be 64 hex characters (32 bytes), got ${key.length} characters`);
@@ -192,7 +204,11 @@ function coreRuleProblems(config: GatewayConfig): string[] {
   problems.push(...unreachableServiceProblems(config.services));
   problems.push(...redisModeProblems(config.redis));
   problems.push(
-    ...positiveDurationProblems("redis.command_timeout", config.redis?.command_timeout, 'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request'),
+    ...positiveDurationProblems(
+      "redis.command_timeout",
+      config.redis?.command_timeout,
+      'default "500ms": the longest wait for one Redis reply; without a bound a frozen Redis would hang every request',
+    ),
   );
   return problems;
 }
@@ -266,7 +282,9 @@ function withFields(section: TSchema | undefined, fields: SectionFieldSet): TObj
   }
   const { properties, required: _required, type: _type, ...options } = section as TObject;
   for (const name of Object.keys(fields.schema.properties)) {
-    if (name in properties) throw new ConfigError([`plugins: the field "${fields.section}.${name}" is declared twice (or names the section owner's own field)`]);
+    if (name in properties) {
+      throw new ConfigError([`plugins: the field "${fields.section}.${name}" is declared twice (or names the section owner's own field)`]);
+    }
   }
   return Type.Object({ ...properties, ...fields.schema.properties }, options);
 }
@@ -291,7 +309,9 @@ export function composeConfigSchema(parts: ConfigParts = {}): TObject {
   for (const fields of parts.sectionFields ?? []) {
     if (fields.section === "services") throw new ConfigError(['plugins: fields cannot be added to "services": declare them with serviceFields']);
     if (fields.section === "plugins") throw new ConfigError(['plugins: fields cannot be added to "plugins": its keys are plugin switches']);
-    if (extraKeys.has(fields.section)) throw new ConfigError([`plugins: fields cannot be added to "${fields.section}", the section of a plugin from plugins.load`]);
+    if (extraKeys.has(fields.section)) {
+      throw new ConfigError([`plugins: fields cannot be added to "${fields.section}", the section of a plugin from plugins.load`]);
+    }
     if (fields.section in core) core[fields.section] = withFields(core[fields.section], fields);
     else sections[fields.section] = withFields(sections[fields.section], fields);
   }

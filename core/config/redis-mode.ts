@@ -38,7 +38,8 @@ export function redisModeProblems(redis: RedisSection | undefined): string[] {
   const sentinels = redisNodes(redis.sentinel?.addrs);
   const cluster = redisNodes(redis.cluster?.addrs);
   const masterName = redis.sentinel?.master_name ?? "";
-  const modes = [redis.addr !== "" ? "redis.addr" : "", sentinels.length > 0 ? "redis.sentinel.addrs" : "", cluster.length > 0 ? "redis.cluster.addrs" : ""].filter((m) => m !== "");
+  const modes = [redis.addr !== "" ? "redis.addr" : "", sentinels.length > 0 ? "redis.sentinel.addrs" : "", cluster.length > 0 ? "redis.cluster.addrs" : ""]
+    .filter((m) => m !== "");
   if (modes.length > 1) problems.push(`redis: ${modes.join(" and ")} are both set; set exactly one (one Redis, a Sentinel set or a Cluster)`);
   if (sentinels.length > 0 && masterName === "") {
     problems.push("redis.sentinel.master_name: required with redis.sentinel.addrs (the name in `sentinel monitor NAME host port quorum`)");

@@ -13,7 +13,7 @@
  * reads none of them. docs/config-reference.md is generated from these schemas
  * (`npm run docs:config`).
  */
-import { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
+import { type Static, type TObject, type TSchema, Type } from "@sinclair/typebox";
 import { Duration, Section, StringMap } from "./schema-parts.ts";
 
 export const BackendSchema = Type.Object(
@@ -42,19 +42,24 @@ export const CoreServiceSchema = Type.Object(
       description:
         "Operation name -> URL paths, each starting with /; a path may end in /* (everything under the prefix; exact paths win) or contain {model} (the model comes from that path segment)",
     }),
-    inference_url: Type.String({ default: "", description: "Single backend base address (http:// or https://); the request path is appended; empty with a provider = the provider's default address" }),
+    inference_url: Type.String({
+      default: "",
+      description: "Single backend base address (http:// or https://); the request path is appended; empty with a provider = the provider's default address",
+    }),
     backends: Type.Array(BackendSchema, { default: [], description: "Weighted backends; take precedence over inference_url" }),
     inference_headers: StringMap(
       "Headers injected on every sync and LLM backend request (values env-expanded); they override same-named client headers. Not sent for async jobs",
     ),
-    provider: Type.String({ default: "", description: "LLM provider (built in: chat_completions, messages_api, local_chat, passthrough); activates the LLM proxy" }),
+    provider: Type.String({
+      default: "",
+      description: "LLM provider (built in: chat_completions, messages_api, local_chat, passthrough); activates the LLM proxy",
+    }),
     backend_model: Type.String({ default: "", description: "Rewrites the model field sent to backends" }),
     deprecated: Type.Boolean({ default: false, description: "Informational (shown in the model list and the API docs); routing is unchanged" }),
   },
   {
     additionalProperties: false,
-    notes:
-      "A model alias appears once per service type, and at most one service per type has `default: true`. Every " +
+    notes: "A model alias appears once per service type, and at most one service per type has `default: true`. Every " +
       "operation has at least one path. Once the plugins are set up, each " +
       "`provider` must name a registered provider (the start or reload refusal lists the registered ones).",
   },
@@ -64,7 +69,11 @@ export const CoreConfigSchema = Type.Object(
   {
     server: Section(
       {
-        addr: Type.String({ default: ":8080", description: "Listen address, host:port or :port (all interfaces, IPv6 and IPv4, on both runtimes); the GATEWAY_ADDR and PORT environment variables override it" }),
+        addr: Type.String({
+          default: ":8080",
+          description:
+            "Listen address, host:port or :port (all interfaces, IPv6 and IPv4, on both runtimes); the GATEWAY_ADDR and PORT environment variables override it",
+        }),
         read_timeout: Duration("120s", "Max time to read a request (Node only; past it: 408)"),
         write_timeout: Duration("0s", "Max time to write a response; 0 = none (Node only)"),
         idle_timeout: Duration("120s", "Keep-alive idle timeout (Node only)"),
@@ -73,8 +82,14 @@ export const CoreConfigSchema = Type.Object(
           "Max wait for a backend's response headers (sync and LLM proxy); for a non-streaming LLM answer, also the max time to read its body after the headers",
         ),
         max_body_mb: Type.Number({ minimum: 0, default: 1, description: "Sync JSON body cap in MiB; 0 = 1" }),
-        consumer_header: Type.String({ default: "", description: "Header naming the consumer; empty = off, and so are usage, per-consumer limits and GET /jobs. Sent blank or twice: 400" }),
-        priority_header: Type.String({ default: "", description: "Header marking priority requests (present = priority, whatever its value); empty = off. Sent twice: 400" }),
+        consumer_header: Type.String({
+          default: "",
+          description: "Header naming the consumer; empty = off, and so are usage, per-consumer limits and GET /jobs. Sent blank or twice: 400",
+        }),
+        priority_header: Type.String({
+          default: "",
+          description: "Header marking priority requests (present = priority, whatever its value); empty = off. Sent twice: 400",
+        }),
         user_type_header: Type.String({ default: "", description: "Header carrying the user type; empty = off. Sent blank or twice: 400" }),
         workers: Type.Union([Type.Integer({ minimum: 1 }), Type.Literal("auto")], {
           default: 1,
@@ -91,25 +106,47 @@ export const CoreConfigSchema = Type.Object(
     ),
     metrics: Section(
       {
-        default_metrics: Type.Boolean({ default: true, description: "Process and runtime series (process_*, nodejs_*) on /metrics, a standalone relay's too; hot-reloadable" }),
+        default_metrics: Type.Boolean({
+          default: true,
+          description: "Process and runtime series (process_*, nodejs_*) on /metrics, a standalone relay's too; hot-reloadable",
+        }),
       },
       "Prometheus metrics",
       "See [Process and runtime metrics](operations.md#process-and-runtime-metrics) for `default_metrics`.",
     ),
     redis: Section(
       {
-        addr: Type.String({ default: "", description: "One Redis: host:port or a redis:// or rediss:// URL; empty (and no sentinel or cluster) = embedded in-memory store" }),
+        addr: Type.String({
+          default: "",
+          description: "One Redis: host:port or a redis:// or rediss:// URL; empty (and no sentinel or cluster) = embedded in-memory store",
+        }),
         sentinel: Section(
           {
-            master_name: Type.String({ default: "", description: "The name the sentinels monitor the primary under (`sentinel monitor NAME ...`); required with addrs" }),
-            addrs: Type.Array(Type.String(), { default: [], description: "Sentinels, host:port each (three or more; an entry may hold several, comma-separated; empty entries are ignored); set = Sentinel mode" }),
+            master_name: Type.String({
+              default: "",
+              description: "The name the sentinels monitor the primary under (`sentinel monitor NAME ...`); required with addrs",
+            }),
+            addrs: Type.Array(Type.String(), {
+              default: [],
+              description:
+                "Sentinels, host:port each (three or more; an entry may hold several, comma-separated; empty entries are ignored); set = Sentinel mode",
+            }),
             username: Type.String({ default: "", description: "ACL user for the sentinels themselves; empty = none" }),
-            password: Type.String({ default: "", description: "Password of the sentinels themselves (`requirepass` in sentinel.conf); empty = none. The primary's is redis.password" }),
+            password: Type.String({
+              default: "",
+              description: "Password of the sentinels themselves (`requirepass` in sentinel.conf); empty = none. The primary's is redis.password",
+            }),
           },
           "Redis Sentinel",
         ),
         cluster: Section(
-          { addrs: Type.Array(Type.String(), { default: [], description: "Some cluster nodes, host:port each (the rest are discovered; an entry may hold several, comma-separated; empty entries are ignored); set = Cluster mode" }) },
+          {
+            addrs: Type.Array(Type.String(), {
+              default: [],
+              description:
+                "Some cluster nodes, host:port each (the rest are discovered; an entry may hold several, comma-separated; empty entries are ignored); set = Cluster mode",
+            }),
+          },
           "Redis Cluster",
         ),
         username: Type.String({ default: "", description: "Redis ACL user (all modes); empty = the default user" }),

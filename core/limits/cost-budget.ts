@@ -43,7 +43,9 @@ export function judgeCost(budget: CostBudget, value: string | number | undefined
       allowed: false,
       usedNanos,
       retryAfterSeconds: HELD_RETRY_SECONDS,
-      message: `cost budget of ${budget.scope} is held by requests in flight: ${costOfNanos(usedNanos)} spent and ${costOfNanos(heldNanos)} held of ${costOfNanos(budget.limitNanos)} ${currency} per ${formatDuration(budget.periodMs)}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`,
+      message: `cost budget of ${budget.scope} is held by requests in flight: ${costOfNanos(usedNanos)} spent and ${costOfNanos(heldNanos)} held of ${
+        costOfNanos(budget.limitNanos)
+      } ${currency} per ${formatDuration(budget.periodMs)}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`,
     };
   }
   const retryAfter = (pttlMs > 0 ? pttlMs : budget.periodMs) / 1000;
@@ -51,12 +53,15 @@ export function judgeCost(budget: CostBudget, value: string | number | undefined
     allowed: false,
     usedNanos,
     retryAfterSeconds: retryAfter,
-    message: `cost budget of ${budget.scope} used up: ${costOfNanos(usedNanos)} of ${costOfNanos(budget.limitNanos)} ${currency} per ${formatDuration(budget.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
+    message: `cost budget of ${budget.scope} used up: ${costOfNanos(usedNanos)} of ${costOfNanos(budget.limitNanos)} ${currency} per ${
+      formatDuration(budget.periodMs)
+    }; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
   };
 }
 
 /** The 429 (with Retry-After) of a refused decision. */
-export const costRefusal = (decision: Extract<CostDecision, { allowed: false }>): GatewayError => errors.budgetExceeded(decision.message, decision.retryAfterSeconds);
+export const costRefusal = (decision: Extract<CostDecision, { allowed: false }>): GatewayError =>
+  errors.budgetExceeded(decision.message, decision.retryAfterSeconds);
 
 /** Adds a cost to a budget's window, opening it (for `periodMs`) when none is open. */
 export async function addCost(kv: KvStore, budget: Pick<CostBudget, "key" | "periodMs">, nanos: number): Promise<void> {

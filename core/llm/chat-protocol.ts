@@ -10,6 +10,8 @@ import {
   BOOLEAN,
   COUNT,
   fieldProblem,
+  type FieldRule,
+  type FieldRules,
   INTEGER,
   NUMBER,
   OBJECT,
@@ -18,8 +20,6 @@ import {
   STRING,
   STRING_OR_OBJECT,
   STRING_OR_STRINGS,
-  type FieldRule,
-  type FieldRules,
 } from "./field-rules.ts";
 import { isRecord } from "./json.ts";
 

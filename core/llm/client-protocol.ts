@@ -26,13 +26,15 @@
 import type { OutEvent, StreamEvent } from "./events.ts";
 import type { JsonObject } from "./json.ts";
 import type { ProviderDefinition, Translator, TranslatorContext } from "./provider.ts";
-import { usageOf, type TokenUsage } from "./usage.ts";
+import { type TokenUsage, usageOf } from "./usage.ts";
 
 // The shape checks a protocol runs on a request's well-known fields.
 export {
   BOOLEAN,
   COUNT,
   fieldProblem,
+  type FieldRule,
+  type FieldRules,
   INTEGER,
   NUMBER,
   OBJECT,
@@ -44,8 +46,6 @@ export {
   STRING_OR_OBJECTS,
   STRING_OR_STRINGS,
   STRINGS,
-  type FieldRule,
-  type FieldRules,
 } from "./field-rules.ts";
 
 /** The path a translated request goes on as: the chat-completions one, whatever the client called. */

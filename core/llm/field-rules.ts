@@ -36,7 +36,10 @@ export const OBJECTS: FieldRule = { must: "an array of objects", fits: (value) =
 export const STRINGS: FieldRule = { must: "an array of strings", fits: (value) => Array.isArray(value) && value.every(isString) };
 export const STRING_OR_STRINGS: FieldRule = { must: "a string or an array of strings", fits: (value) => isString(value) || STRINGS.fits(value) };
 export const STRING_OR_OBJECT: FieldRule = { must: "a string or an object", fits: (value) => isString(value) || isRecord(value) };
-export const STRING_OR_OBJECTS: FieldRule = { must: "a string or an array of content blocks (objects)", fits: (value) => isString(value) || OBJECTS.fits(value) };
+export const STRING_OR_OBJECTS: FieldRule = {
+  must: "a string or an array of content blocks (objects)",
+  fits: (value) => isString(value) || OBJECTS.fits(value),
+};
 
 /**
  * What is wrong with the first ill-typed field of `body`, or undefined when the listed fields

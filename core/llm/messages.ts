@@ -11,7 +11,7 @@ import type { ErrorCode } from "../errors.ts";
 import type { ChatToolCall, FinishReason } from "./chat.ts";
 import type { OutEvent, StreamEvent } from "./events.ts";
 import { isRecord, type JsonObject } from "./json.ts";
-import { usageFromCounts, type TokenUsage } from "./usage.ts";
+import { type TokenUsage, usageFromCounts } from "./usage.ts";
 
 /** The Messages API's paths: where a Messages backend takes requests, and the routes a service lists for Messages clients. */
 export const MESSAGES_PATH = "/v1/messages";
@@ -48,7 +48,11 @@ export function messagesUsage(raw: unknown): MessagesUsage | undefined {
   const counts = usageFromCounts(input, raw.output_tokens);
   if (!counts) return undefined;
   // Kept apart as well, so cache reads and writes can be priced at their own rates.
-  const usage: TokenUsage = { ...counts, ...(read !== undefined ? { cached_tokens: read } : {}), ...(written !== undefined ? { cache_creation_tokens: written } : {}) };
+  const usage: TokenUsage = {
+    ...counts,
+    ...(read !== undefined ? { cached_tokens: read } : {}),
+    ...(written !== undefined ? { cache_creation_tokens: written } : {}),
+  };
   return { usage, cachedTokens: read !== undefined || written !== undefined ? (read ?? 0) : undefined };
 }
 

@@ -27,22 +27,22 @@ import type { TokenUsage } from "./usage.ts";
 // Everything a provider needs, from this one module.
 export type { OutEvent, StreamEvent } from "./events.ts";
 export type { TokenUsage } from "./usage.ts";
-export { usageOf, usageFromCounts } from "./usage.ts";
-export { isRecord, parseJson, type JsonObject } from "./json.ts";
+export { usageFromCounts, usageOf } from "./usage.ts";
+export { isRecord, type JsonObject, parseJson } from "./json.ts";
 export { ChatStreamWatch } from "./chat-stream-watch.ts";
-export { messagesUsage, MessagesStreamWatch, type MessagesUsage } from "./messages.ts";
+export { MessagesStreamWatch, type MessagesUsage, messagesUsage } from "./messages.ts";
 export {
   chatChunk,
   chatCompletion,
   chatError,
-  DONE,
-  errorTypeFor,
-  usageChunk,
-  wantsStreamUsage,
   type ChatMessage,
   type ChatToolCall,
   type ChunkEnvelope,
+  DONE,
+  errorTypeFor,
   type FinishReason,
+  usageChunk,
+  wantsStreamUsage,
 } from "./chat.ts";
 
 /** What a translator gets to know about the request it serves. */

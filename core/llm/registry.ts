@@ -34,7 +34,11 @@ export function createClientProtocolRegistry(): ClientProtocolRegistry {
       for (const path of protocol.paths) {
         const owner = byPath.get(path);
         if (owner) {
-          throw new PluginError(`client protocols "${owner.name}" and "${protocol.name}" both claim the path ${path}; a path is in one protocol only`, undefined, "GW_PLUGIN_DUPLICATE");
+          throw new PluginError(
+            `client protocols "${owner.name}" and "${protocol.name}" both claim the path ${path}; a path is in one protocol only`,
+            undefined,
+            "GW_PLUGIN_DUPLICATE",
+          );
         }
       }
       byName.set(protocol.name, protocol);

@@ -267,7 +267,13 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
   };
 
   /** Ends the client's stream with one error event after what is already owed to it. */
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], reason: IncompleteReason | undefined, message: string, error?: unknown): Promise<void> | undefined => {
+  const fail = (
+    controller: ReadableStreamDefaultController<Uint8Array>,
+    owed: OutEvent[],
+    reason: IncompleteReason | undefined,
+    message: string,
+    error?: unknown,
+  ): Promise<void> | undefined => {
     if (error !== undefined) options.onError(message, error);
     const text = error !== undefined ? `${message}: ${describe(error)}` : message;
     // Passed bytes may have stopped inside an event: a blank line first ends it.

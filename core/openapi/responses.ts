@@ -10,7 +10,10 @@ const errorBody = { "application/json": { schema: schemaRef("Error") } };
 
 const ERRORS: Record<number, [name: string, description: string]> = {
   400: ["BadRequest", "The request is malformed; the message says what to fix"],
-  401: ["Unauthorized", "Missing or invalid credentials: a bearer token (auth.mode oauth2), an API key (auth.mode api_key: the message says missing, malformed, unknown, expired, disabled or revoked), or the admin token on /-/*"],
+  401: [
+    "Unauthorized",
+    "Missing or invalid credentials: a bearer token (auth.mode oauth2), an API key (auth.mode api_key: the message says missing, malformed, unknown, expired, disabled or revoked), or the admin token on /-/*",
+  ],
   403: ["Forbidden", "An access policy denies this caller the model; on /-/keys: no admin.token is configured"],
   404: ["NotFound", "Unknown path, job or model (a model hidden from the caller looks the same)"],
   409: ["Conflict", "The Idempotency-Key was used before and its job is gone"],

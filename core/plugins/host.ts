@@ -3,16 +3,16 @@
  * active plugin's state. Hot reload builds a complete new runtime and swaps one reference
  * (see core/gateway.ts), so a runtime is immutable once started.
  */
-import { Hono, type Context, type MiddlewareHandler, type Next } from "hono";
+import { type Context, Hono, type MiddlewareHandler, type Next } from "hono";
 import type { Clock, IdSource } from "../clock.ts";
 import type { GatewayConfig } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { CallerAuth } from "../pipeline/caller-auth.ts";
-import { RequestState, type RequestMode } from "../pipeline/context.ts";
+import { type RequestMode, RequestState } from "../pipeline/context.ts";
 import { headerIdentity } from "../pipeline/identity.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
-import { existingSlotOf, slotOf, type RequestSlot } from "../pipeline/request-slot.ts";
+import { existingSlotOf, type RequestSlot, slotOf } from "../pipeline/request-slot.ts";
 import { ModelAccess } from "../registry/model-access.ts";
 import { Registry } from "../registry/registry.ts";
 import type { KvStore } from "../stores/kv.ts";
@@ -20,15 +20,15 @@ import type { ObjectStore } from "../stores/objects.ts";
 import { PluginError, startError } from "../errors.ts";
 import { closestKey } from "../config/suggest.ts";
 import {
+  type BackgroundTask,
   CORE_EVENTS,
   DEFAULT_PLUGIN_LAYER,
-  PLUGIN_API_VERSION,
-  PLUGIN_LAYERS,
-  type BackgroundTask,
   type EventName,
   type GatewayEvents,
   type GatewayServices,
   type PinnedFetch,
+  PLUGIN_API_VERSION,
+  PLUGIN_LAYERS,
   type PluginApi,
   type PluginContributions,
   type PluginDefinition,
@@ -84,7 +84,14 @@ function checkLayer(definition: PluginDefinition): void {
   const declared: unknown = definition.layer;
   if (declared !== undefined && !(PLUGIN_LAYERS as readonly unknown[]).includes(declared)) {
     const near = typeof declared === "string" ? closestKey(declared, PLUGIN_LAYERS) : undefined;
-    throw startError("GW_PLUGIN_LAYER_UNKNOWN", { of: "layer", plugin: definition.name, declared, near, layers: PLUGIN_LAYERS, defaultLayer: DEFAULT_PLUGIN_LAYER });
+    throw startError("GW_PLUGIN_LAYER_UNKNOWN", {
+      of: "layer",
+      plugin: definition.name,
+      declared,
+      near,
+      layers: PLUGIN_LAYERS,
+      defaultLayer: DEFAULT_PLUGIN_LAYER,
+    });
   }
   if ("priority" in definition) {
     throw startError("GW_PLUGIN_LAYER_UNKNOWN", { of: "priority", plugin: definition.name, layers: PLUGIN_LAYERS });
@@ -465,7 +472,12 @@ export class Runtime {
       use: <K extends keyof GatewayServices>(key: K): GatewayServices[K] => {
         const entry = reach(key);
         if (!entry) {
-          throw startError("GW_PLUGIN_DEPENDENCY_MISSING", { of: "service", plugin: definition.name, service: String(key), dependsOn: definition.dependsOn ?? [] });
+          throw startError("GW_PLUGIN_DEPENDENCY_MISSING", {
+            of: "service",
+            plugin: definition.name,
+            service: String(key),
+            dependsOn: definition.dependsOn ?? [],
+          });
         }
         return entry.value as GatewayServices[K];
       },

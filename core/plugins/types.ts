@@ -5,7 +5,7 @@
  * touches nothing else. Everything it starts, it stops in an `onClose` callback.
  */
 import type { Hono, MiddlewareHandler } from "hono";
-import type { TSchema, Static } from "@sinclair/typebox";
+import type { Static, TSchema } from "@sinclair/typebox";
 import type { Clock, IdSource } from "../clock.ts";
 import type { ConsolePanel } from "../console/panel.ts";
 import type { ConfigSection, GatewayConfig, SectionFieldSet, ServiceFieldSet } from "../config/schema.ts";

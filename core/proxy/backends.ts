@@ -10,7 +10,7 @@
  * follow a pass in which every backend failed.
  */
 import type { ServiceConfig } from "../config/schema.ts";
-import { SPEC_FAILOVER, type FailoverRoute, type RetryRounds } from "./backend-health.ts";
+import { type FailoverRoute, type RetryRounds, SPEC_FAILOVER } from "./backend-health.ts";
 import type { ClientGone } from "./client-gone.ts";
 
 export interface BackendTarget {
@@ -123,7 +123,7 @@ export async function withFailover(
   // failures only once another attempt passes it over.
   let last: { response: Response; target: BackendTarget; listed: boolean } | undefined;
   let error: Error | undefined;
-  for (let round = 1; ; round++) {
+  for (let round = 1;; round++) {
     for (const target of health.available(serviceType, targets)) {
       if (signal?.aborted || (retry && round > 1 && !roundFits(retry, startedAt, 0))) break;
       if (last && !last.listed) {
@@ -133,7 +133,12 @@ export async function withFailover(
       try {
         const response = await attempt(target);
         const fails = health.failsOver(response.status);
-        health.record(serviceType, targets, target, fails ? { ok: false, status: response.status, retryAfter: response.headers.get("retry-after") } : { ok: true });
+        health.record(
+          serviceType,
+          targets,
+          target,
+          fails ? { ok: false, status: response.status, retryAfter: response.headers.get("retry-after") } : { ok: true },
+        );
         if (last) await last.response.body?.cancel().catch(() => {});
         if (!fails) return { response, target, failures };
         last = { response, target, listed: false };

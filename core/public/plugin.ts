@@ -8,18 +8,18 @@
  */
 
 // The plugin itself, and TypeBox for its config section's schema.
-export { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
+export { type Static, type TObject, type TSchema, Type } from "@sinclair/typebox";
 export {
+  type BackgroundTask,
   CORE_EVENTS,
   DEFAULT_PLUGIN_LAYER,
   definePlugin,
-  PLUGIN_API_VERSION,
-  PLUGIN_LAYERS,
-  type BackgroundTask,
   type EventName,
   type GatewayEvents,
   type GatewayServices,
   type PinnedFetch,
+  PLUGIN_API_VERSION,
+  PLUGIN_LAYERS,
   type PluginApi,
   type PluginContributions,
   type PluginDefinition,
@@ -38,7 +38,7 @@ export type { ConsolePanel } from "../console/panel.ts";
 
 // Errors: a PluginError refuses a start or reload; a GatewayError (or one of `errors`) answers a request.
 export { PluginError } from "../plugins/host.ts";
-export { errorResponse, errors, GatewayError, type ErrorBody, type ErrorCode, type ErrorType } from "../errors.ts";
+export { type ErrorBody, type ErrorCode, errorResponse, errors, type ErrorType, GatewayError } from "../errors.ts";
 
 // A custom LLM provider: its definition, its translator and the chat-completions builders.
 export * from "../llm/provider.ts";
@@ -50,7 +50,7 @@ export { inErrorShape, listsAnyPath, protocolErrors } from "../llm/protocol-erro
 export type { ModeHandlers, Pipeline, StageName, StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";
 export type { EndStep, Principal, RequestContext, RequestMode, RequestOrigin, RequestState, RequestVars } from "../pipeline/context.ts";
 export type { ClientGone } from "../proxy/client-gone.ts";
-export type { JobTarget, PathMatch, Registry, Resolution, SyncRequestLine, CallerModels } from "../registry/registry.ts";
+export type { CallerModels, JobTarget, PathMatch, Registry, Resolution, SyncRequestLine } from "../registry/registry.ts";
 export type { ModelAccess, ModelRule } from "../registry/model-access.ts";
 
 // A request mode: the sync route hands a resolved request to the first registered mode that accepts it.
@@ -64,17 +64,39 @@ export type { ObjectInfo, ObjectStore, PutOptions, StoredObject } from "../store
 export type { Clock, IdSource } from "../clock.ts";
 export type { LogEntry, LogFields, Logger, LogLevel } from "../log.ts";
 export type { CounterSpec, HistogramSpec, Metrics, MetricsSnapshot } from "../metrics.ts";
-export type { ConfigFacts, ConfigSection, ConfigSections, CoreConfig, GatewayConfig, SectionFieldSet, ServiceConfig, ServiceFields, ServiceFieldSet } from "../config/schema.ts";
+export type {
+  ConfigFacts,
+  ConfigSection,
+  ConfigSections,
+  CoreConfig,
+  GatewayConfig,
+  SectionFieldSet,
+  ServiceConfig,
+  ServiceFields,
+  ServiceFieldSet,
+} from "../config/schema.ts";
 export { fieldsOf } from "../config/schema.ts";
 
 // The contracts of the built-in services a plugin may `use` (typed by declaration merging), and of the core's events.
-export type { ClaimedJob, FinishFields, JobAccepted, JobListQuery, JobLookup, JobPage, JobRecord, JobStatus, JobStore, SubmissionHook, Transition } from "../jobs/types.ts";
+export type {
+  ClaimedJob,
+  FinishFields,
+  JobAccepted,
+  JobListQuery,
+  JobLookup,
+  JobPage,
+  JobRecord,
+  JobStatus,
+  JobStore,
+  SubmissionHook,
+  Transition,
+} from "../jobs/types.ts";
 export type { JobKeys } from "../jobs/keys.ts";
 export type { LlmUsageEvent } from "../llm/usage.ts";
 export type { BudgetHold } from "../limits/budget-hold.ts";
 export type { SpanAttributes, Tracing, WorkSpan } from "../telemetry/tracing.ts";
 export type { CredentialLimits, LimitWindow, LimitWindows } from "../limits/windows.ts";
-export type { CacheLookup, CacheRequest, CachedAnswer, PendingLookup, ResponseCache } from "../llm/cache.ts";
+export type { CachedAnswer, CacheLookup, CacheRequest, PendingLookup, ResponseCache } from "../llm/cache.ts";
 export type { PricedUsage, PriceQuery, Pricing } from "../pricing/price.ts";
 export type { AttemptResult, BackendHealth, FailoverRoute, RetryRounds } from "../proxy/backend-health.ts";
 export type { BackendTarget } from "../proxy/backends.ts";

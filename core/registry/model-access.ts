@@ -9,7 +9,7 @@
 import type { ServiceConfig } from "../config/schema.ts";
 import { errors, type GatewayError } from "../errors.ts";
 import type { RequestContext } from "../pipeline/context.ts";
-import { EVERY_MODEL, type CallerModels, type Registry } from "./registry.ts";
+import { type CallerModels, EVERY_MODEL, type Registry } from "./registry.ts";
 
 /** True when the rule lets the caller of `ctx` have `service`; pure (no counting, no logging): asked about many models per request. */
 export type ModelRule = (ctx: RequestContext, service: ServiceConfig) => boolean;

@@ -214,7 +214,9 @@ export class Registry {
   unknownJobModel(type: string, model: string, caller: CallerModels = EVERY_MODEL): GatewayError {
     const services = this.servicesOfType(type);
     if (!services.some(caller.sees)) return this.unknownType(type, caller);
-    return errors.modelNotFound(`model "${model}" is not available for service type "${type}"; available models: ${modelNames(services.filter(caller.mayUse))}`);
+    return errors.modelNotFound(
+      `model "${model}" is not available for service type "${type}"; available models: ${modelNames(services.filter(caller.mayUse))}`,
+    );
   }
 
   /** The 404 for a job type that does not exist, or of which the caller sees no model; lists only types with a model the caller may use. */
@@ -231,6 +233,8 @@ export class Registry {
     if (candidates.length === 1) return ok(candidates[0]);
     const fallback = candidates.find((s) => s.default);
     if (fallback) return ok(fallback);
-    return fail(errors.modelRequired(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(candidates.filter(caller.mayUse))}`));
+    return fail(
+      errors.modelRequired(`several models serve ${where} and none is the default; set "model" to one of: ${modelNames(candidates.filter(caller.mayUse))}`),
+    );
   }
 }

@@ -22,7 +22,9 @@ export async function readAdminJson(request: Request, expected: string): Promise
   const contentType = request.headers.get("content-type");
   if (!isApplicationJson(contentType)) {
     const got = contentType === null ? "no Content-Type" : `Content-Type: ${JSON.stringify(contentType.slice(0, 100))}`;
-    throw errors.unsupportedMediaType(`admin endpoints take JSON only as Content-Type: application/json (got ${got}); send ${expected} with that header (curl: -H 'content-type: application/json')`);
+    throw errors.unsupportedMediaType(
+      `admin endpoints take JSON only as Content-Type: application/json (got ${got}); send ${expected} with that header (curl: -H 'content-type: application/json')`,
+    );
   }
   return (await readJsonBody(request, { limit: ADMIN_BODY_LIMIT, expected })).value;
 }

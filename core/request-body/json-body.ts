@@ -10,7 +10,7 @@ import { isRecord } from "../llm/json.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
 import { repeatedTopLevelKey } from "./json-keys.ts";
 import { findJsonSyntaxError } from "./json-syntax.ts";
-import { readBodyBytes, type BodyLimit } from "./read-bytes.ts";
+import { type BodyLimit, readBodyBytes } from "./read-bytes.ts";
 
 export interface ParsedJson {
   value: unknown;
@@ -38,7 +38,11 @@ export function parseJsonBytes(read: Uint8Array, expected = "a JSON body"): Json
     return { ok: false, problem: "encoding", message: "the request body is not valid UTF-8; send JSON encoded as UTF-8" };
   }
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-    return { ok: false, problem: "depth", message: `the JSON body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep, the limit; send a flatter body` };
+    return {
+      ok: false,
+      problem: "depth",
+      message: `the JSON body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep, the limit; send a flatter body`,
+    };
   }
   let value: unknown;
   try {

@@ -143,7 +143,11 @@ export async function readMultipartForm(request: Request, onFile: FileHandler, r
     throw errors.badRequest(`send ${rules.what} as multipart/form-data with a "file" part (got content-type "${contentType || "none"}")`);
   }
   // A parser takes an empty boundary and then finds parts where the client meant none.
-  if (boundaryOf(contentType) === "") throw errors.badRequest(`the multipart boundary is empty (boundary=""); give the boundary that separates the body's parts (1 to 70 characters), or let the HTTP client set the content type`);
+  if (boundaryOf(contentType) === "") {
+    throw errors.badRequest(
+      `the multipart boundary is empty (boundary=""); give the boundary that separates the body's parts (1 to 70 characters), or let the HTTP client set the content type`,
+    );
+  }
   let parser: busboy.Busboy;
   try {
     parser = busboy({ headers: { "content-type": contentType }, limits: LIMITS });

@@ -10,8 +10,8 @@ interface ImmediateTimers {
 }
 const immediate = globalThis as ImmediateTimers;
 const atTurnEnd: (callback: () => void) => unknown = immediate.setImmediate?.bind(globalThis) ?? ((callback) => setTimeout(callback, 0));
-const cancelTurnEnd: (handle: unknown) => void =
-  immediate.clearImmediate?.bind(globalThis) ?? ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>));
+const cancelTurnEnd: (handle: unknown) => void = immediate.clearImmediate?.bind(globalThis) ??
+  ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>));
 
 /**
  * Store writes gathered during one turn of the event loop and made together at its end:

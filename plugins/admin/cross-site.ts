@@ -41,7 +41,9 @@ export function crossSiteRefusal(request: Request): GatewayError | undefined {
   if (site !== null) {
     // Decided by the browser, whatever Host a proxy in front rewrote.
     if (OWN_SITES.has(site.trim().toLowerCase()) || opensPage(request)) return undefined;
-    return errors.forbidden(`cross-site request refused: the browser marked it Sec-Fetch-Site: ${site.slice(0, 40)} (sent by a page from another site); ${REMEDY}`);
+    return errors.forbidden(
+      `cross-site request refused: the browser marked it Sec-Fetch-Site: ${site.slice(0, 40)} (sent by a page from another site); ${REMEDY}`,
+    );
   }
   const origin = request.headers.get("origin");
   if (origin === null) return undefined;

@@ -19,6 +19,8 @@ export function sameSecret(given: string, expected: string): boolean {
 export function adminTokenRefusal(headers: Headers, token: string): GatewayError | undefined {
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(headers.get("authorization") ?? "");
   if (!match) return errors.unauthorized("this endpoint needs the admin token: send Authorization: Bearer <admin.token>", 'Bearer realm="admin"');
-  if (!sameSecret(match[1], token)) return errors.unauthorized("the admin token is wrong: send Authorization: Bearer <admin.token>", 'Bearer realm="admin", error="invalid_token"');
+  if (!sameSecret(match[1], token)) {
+    return errors.unauthorized("the admin token is wrong: send Authorization: Bearer <admin.token>", 'Bearer realm="admin", error="invalid_token"');
+  }
   return undefined;
 }

@@ -4,7 +4,7 @@
  * sections they share: the job record lifetimes in `lifecycle` (the GC's section) and
  * `metrics.consumer_labels`. Other plugins get the lifetimes from the `jobs` service.
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { positiveDurationProblems } from "../../core/config/load.ts";
 import { Duration, Section, StringList } from "../../core/config/schema-parts.ts";
 import type { ConfigSection, SectionFieldSet, ServiceFieldSet } from "../../core/config/schema.ts";
@@ -83,7 +83,10 @@ export const jobLifetimeFields: SectionFieldSet<typeof JobLifetimeFields> = {
 
 /** `metrics.consumer_labels`: the consumer label of this plugin's submission counter. */
 export const ConsumerLabelFields = Type.Object({
-  consumer_labels: Type.Boolean({ default: false, description: "Consumer label on svc_jobs_by_consumer_total; meant for fewer than 50 consumers (one series each)" }),
+  consumer_labels: Type.Boolean({
+    default: false,
+    description: "Consumer label on svc_jobs_by_consumer_total; meant for fewer than 50 consumers (one series each)",
+  }),
 });
 
 export const consumerLabelFields: SectionFieldSet<typeof ConsumerLabelFields> = { section: "metrics", schema: ConsumerLabelFields };

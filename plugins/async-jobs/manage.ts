@@ -18,8 +18,7 @@ import type { KvJobStore } from "./store.ts";
 /** The longest model name a purge takes: aliases are short, and the name becomes part of store keys and log lines. */
 export const PURGE_MODEL_MAX_CHARS = 256;
 
-const json = (body: unknown, status = 200): Response =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+const json = (body: unknown, status = 200): Response => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
 /** Errors become the error body; anything unexpected here is a store failing (logged), so 503. */
 export function answering(log: Logger, name: string, handler: (c: Context) => Promise<Response>) {
@@ -106,7 +105,9 @@ export function registerManageRoutes(api: PluginApi, store: KvJobStore): void {
       const value = await readAdminJson(c.req.raw, 'a JSON body {"model": "<model alias>"}');
       const model = isRecord(value) ? value.model : undefined;
       if (typeof model !== "string" || model.trim() === "") throw errors.badRequest('the body needs "model": the model whose jobs to delete');
-      if (model.length > PURGE_MODEL_MAX_CHARS) throw errors.badRequest(`"model": at most ${PURGE_MODEL_MAX_CHARS} characters (got ${model.length}); name the model alias whose jobs to delete`);
+      if (model.length > PURGE_MODEL_MAX_CHARS) {
+        throw errors.badRequest(`"model": at most ${PURGE_MODEL_MAX_CHARS} characters (got ${model.length}); name the model alias whose jobs to delete`);
+      }
       const deleted = await store.purge(model);
       log.info("jobs_purged", { model, deleted });
       return json({ model, deleted });

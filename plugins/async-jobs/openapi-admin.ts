@@ -1,5 +1,5 @@
 /** The queue admin endpoints: queue depths per model and the relay's dead letters. Each documented only when its route exists. */
-import { ADMIN, body, PAGE, servedOperations, type AdminOperation } from "../../core/openapi/admin.ts";
+import { ADMIN, type AdminOperation, body, PAGE, servedOperations } from "../../core/openapi/admin.ts";
 import type { DocInput } from "../../core/openapi/input.ts";
 import { errors, jsonResponse } from "../../core/openapi/responses.ts";
 import type { Paths } from "../../core/openapi/types.ts";
@@ -8,7 +8,14 @@ const OPERATIONS: AdminOperation[] = [
   {
     method: "get",
     path: "/-/queues",
-    operation: { operationId: "queues", summary: "Queue depths per model", description: `Pending, processing and dead-lettered jobs and the oldest pending job's age, per configured model (and per removed model that still has a queue). ${ADMIN}`, tags: ["Admin"], responses: { "200": jsonResponse("QueueList", "One entry per model") } },
+    operation: {
+      operationId: "queues",
+      summary: "Queue depths per model",
+      description:
+        `Pending, processing and dead-lettered jobs and the oldest pending job's age, per configured model (and per removed model that still has a queue). ${ADMIN}`,
+      tags: ["Admin"],
+      responses: { "200": jsonResponse("QueueList", "One entry per model") },
+    },
   },
   {
     method: "get",
@@ -18,7 +25,12 @@ const OPERATIONS: AdminOperation[] = [
       summary: "Jobs the relay gave up on, with their errors",
       description: `Oldest first; without model, every model's list one after the other (configured ones first). ${ADMIN}`,
       tags: ["Admin"],
-      parameters: [{ name: "model", in: "query", description: "Only this model (a model removed from the config is still readable while it has dead letters)", schema: { type: "string" } }, ...PAGE],
+      parameters: [{
+        name: "model",
+        in: "query",
+        description: "Only this model (a model removed from the config is still readable while it has dead letters)",
+        schema: { type: "string" },
+      }, ...PAGE],
       responses: { "200": jsonResponse("RelayDeadLetters", "A page of dead-lettered jobs"), ...errors(400, 404) },
     },
   },

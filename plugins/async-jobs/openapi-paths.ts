@@ -5,7 +5,7 @@
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { deprecationOf, withNote } from "../../core/openapi/deprecation.ts";
-import { fallbackModel, identityHeaders, modelNames, oneOfStrings, type DocInput } from "../../core/openapi/input.ts";
+import { type DocInput, fallbackModel, identityHeaders, modelNames, oneOfStrings } from "../../core/openapi/input.ts";
 import { errors, jsonResponse, schemaRef } from "../../core/openapi/responses.ts";
 import type { Operation, Parameter, Paths, Schema } from "../../core/openapi/types.ts";
 
@@ -67,7 +67,7 @@ const webhookCallback: NonNullable<Operation["callbacks"]> = {
           {
             name: "X-Svc-Signature",
             in: "header",
-            description: "With webhooks.signing_secret: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>`",
+            description: 'With webhooks.signing_secret: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`',
             schema: { type: "string" },
           },
         ],
@@ -81,7 +81,12 @@ const webhookCallback: NonNullable<Operation["callbacks"]> = {
 function submitOperation(type: string, services: readonly ServiceConfig[], input: DocInput): Operation {
   const deprecation = deprecationOf(services);
   const parameters: Parameter[] = [
-    { name: "Idempotency-Key", in: "header", description: "Repeat it to get the original job back instead of a new one (per consumer)", schema: { type: "string" } },
+    {
+      name: "Idempotency-Key",
+      in: "header",
+      description: "Repeat it to get the original job back instead of a new one (per consumer)",
+      schema: { type: "string" },
+    },
     ...identityHeaders(input.config, { priority: true }),
   ];
   return {

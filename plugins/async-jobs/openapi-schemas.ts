@@ -1,5 +1,5 @@
 /** The bodies of the job endpoints (submission, record, listing, purge) and of the queue admin endpoints. */
-import { Type, type TSchema } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 import { IdList, PageFields, ref, StringEnum, Timestamp } from "../../core/openapi/schema.ts";
 
 const JOB_STATUSES = ["pending", "processing", "completed", "failed", "cancelled"] as const;
@@ -47,7 +47,11 @@ export const jobSchemas: Record<string, TSchema> = {
         pending: Type.Integer({ minimum: 0, description: "Queued jobs, those waiting for a retry included" }),
         processing: Type.Integer({ minimum: 0, description: "Jobs a relay has claimed" }),
         deadletter: Type.Integer({ minimum: 0, description: "Jobs the GC reaper gave up on (relay:<model>:deadletter)" }),
-        oldest_pending_age_seconds: Type.Integer({ minimum: 0, nullable: true, description: "Age of the oldest of the next 50 jobs in line and the first 50 retries; null when none is pending" }),
+        oldest_pending_age_seconds: Type.Integer({
+          minimum: 0,
+          nullable: true,
+          description: "Age of the oldest of the next 50 jobs in line and the first 50 retries; null when none is pending",
+        }),
       }),
     ),
   }),

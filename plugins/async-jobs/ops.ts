@@ -26,7 +26,6 @@ function pairs(args: string[], from: number): Record<string, string> {
   return fields;
 }
 
-
 /**
  * Creates a job.
  * KEYS[1] record, KEYS[2] tombstone, KEYS[3] queue, KEYS[4] consumer index (optional).

@@ -121,7 +121,7 @@ export class QueueAdmin {
 
   private async allOf(key: string): Promise<string[]> {
     const all: string[] = [];
-    for (let start = 0; ; start += BATCH) {
+    for (let start = 0;; start += BATCH) {
       const page = await this.api.kv.lrange(key, start, start + BATCH - 1);
       all.push(...page);
       if (page.length < BATCH) return all;
@@ -155,7 +155,11 @@ async function discardBody(c: Context): Promise<{ model: string; ids?: string[] 
   return { model: model.trim(), ids: ids as string[] };
 }
 
-export function registerQueueAdminRoutes(api: PluginApi, admin: QueueAdmin, answering: (name: string, handler: (c: Context) => Promise<Response>) => (c: Context) => Promise<Response>): void {
+export function registerQueueAdminRoutes(
+  api: PluginApi,
+  admin: QueueAdmin,
+  answering: (name: string, handler: (c: Context) => Promise<Response>) => (c: Context) => Promise<Response>,
+): void {
   api.routes.get(
     "/-/queues",
     answering("queues", async (c) => c.json({ queues: await admin.queues() })),

@@ -138,7 +138,14 @@ export class KvJobStore implements JobStore {
 
   async cancel(job: JobRecord): Promise<{ status: JobStatus; job?: JobRecord } | null> {
     const ttl = this.ttlFor("cancelled");
-    const keys = [jobKeys.record(job.id), jobKeys.tombstone(job.id), jobKeys.queue(job.model), jobKeys.cancel(job.id), jobKeys.notifyOutbox, jobKeys.retry(job.model)];
+    const keys = [
+      jobKeys.record(job.id),
+      jobKeys.tombstone(job.id),
+      jobKeys.queue(job.model),
+      jobKeys.cancel(job.id),
+      jobKeys.notifyOutbox,
+      jobKeys.retry(job.model),
+    ];
     if (job.consumer_name !== undefined) keys.push(jobKeys.consumerIndex(job.consumer_name));
     const [after, before] = await this.kv.run(jobCancel, keys, [
       job.id,

@@ -16,9 +16,9 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
-import { EVERY_MODEL, type CallerModels, type JobTarget } from "../../core/registry/registry.ts";
+import { type CallerModels, EVERY_MODEL, type JobTarget } from "../../core/registry/registry.ts";
 import type { SubmissionCounter } from "./metrics.ts";
-import { readMultipartForm, sanitizeFilename, type FilePart, type FormRules } from "../../core/request-body/multipart-form.ts";
+import { type FilePart, type FormRules, readMultipartForm, sanitizeFilename } from "../../core/request-body/multipart-form.ts";
 import type { KvJobStore } from "./store.ts";
 import type { JobAccepted, JobRecord } from "../../core/jobs/types.ts";
 import { checkExtension, checkSize, maxUploadBytes } from "./upload-rules.ts";
@@ -102,7 +102,9 @@ class Submission {
     if (this.callbackUrl !== undefined) {
       // Accepting a callback nobody will send would lose the notification without a word.
       if (!this.api.has("webhooks")) {
-        throw errors.badRequest("callback_url is not accepted: webhooks are turned off in this deployment (plugins: {webhooks: false}); poll GET /jobs/{type}/{id} instead");
+        throw errors.badRequest(
+          "callback_url is not accepted: webhooks are turned off in this deployment (plugins: {webhooks: false}); poll GET /jobs/{type}/{id} instead",
+        );
       }
       // Refused targets (metadata, private networks) fail now, not at delivery time.
       const refused = await this.api.use("webhooks").validateCallbackUrl(this.callbackUrl);

@@ -24,4 +24,3 @@ export function jobTtlMs(lifetimes: Pick<JobLifetimes, "job_ttl">, status: JobSt
 export function markerTtlMs(jobs: JobsConfig): number {
   return durationMs(jobs.expired_marker_ttl);
 }
-

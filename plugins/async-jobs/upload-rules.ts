@@ -29,7 +29,9 @@ export function checkExtension(service: ServiceConfig, filename: string): void {
   if (accepted.includes(ext)) return;
   const shown = ext === "" ? "no extension" : `extension ".${ext}"`;
   throw errors.badRequest(
-    `the file "${filename}" has ${shown}, which model "${service.model || service.type}" does not accept; accepted extensions: ${accepted.map((e) => `.${e}`).join(", ")}`,
+    `the file "${filename}" has ${shown}, which model "${service.model || service.type}" does not accept; accepted extensions: ${
+      accepted.map((e) => `.${e}`).join(", ")
+    }`,
   );
 }
 
@@ -37,6 +39,8 @@ export function checkSize(service: ServiceConfig, size: number): void {
   const limit = maxUploadBytes(service);
   if (size <= limit) return;
   throw errors.tooLarge(
-    `the file is ${size} bytes, larger than the ${service.max_file_size_mb} MB max_file_size_mb of model "${service.model || service.type}"; send a smaller file`,
+    `the file is ${size} bytes, larger than the ${service.max_file_size_mb} MB max_file_size_mb of model "${
+      service.model || service.type
+    }"; send a smaller file`,
   );
 }

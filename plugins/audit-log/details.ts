@@ -5,7 +5,16 @@
  * these keys are kept, so a job's result (or a key's secret) never lands in the audit log.
  */
 /** Answer key -> audit line key (`status` would clash with the HTTP status). */
-const KEPT: Record<string, string> = { job_id: "job_id", id: "key_id", status: "job_status", model: "model", deleted: "deleted", services: "services", discarded: "discarded", redelivered: "redelivered" };
+const KEPT: Record<string, string> = {
+  job_id: "job_id",
+  id: "key_id",
+  status: "job_status",
+  model: "model",
+  deleted: "deleted",
+  services: "services",
+  discarded: "discarded",
+  redelivered: "redelivered",
+};
 const MAX_BYTES = 16 * 1024;
 
 /**

@@ -1,5 +1,5 @@
 /** The `auth:` section: where the caller's identity comes from (trusted proxy headers, bearer JWTs or gateway API keys). */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 import type { AuthMode } from "../../core/pipeline/caller-auth.ts";
@@ -42,7 +42,8 @@ export const AuthSchema = Section(
       {
         secret: Type.String({
           default: "",
-          description: 'HMAC secret for stored key hashes (typically "${GATEWAY_API_KEY_SECRET}"); required in api_key mode; set in another mode, /-/keys is served so keys can be issued before switching',
+          description:
+            'HMAC secret for stored key hashes (typically "${GATEWAY_API_KEY_SECRET}"); required in api_key mode; set in another mode, /-/keys is served so keys can be issued before switching',
         }),
         cache_ttl: Duration("5s", "In-process key lookup cache; also the bound for a revoked or disabled key to stop on every replica"),
         stale_if_error: Duration(

@@ -54,7 +54,10 @@ export default definePlugin({
     if (problems.length > 0) throw new PluginError(problems.join("; "), problems); // each names its auth.oauth2 key
     for (const field of ["issuer", "audience"] as const) {
       if (auth.oauth2[field] === "") {
-        api.log.warn("auth_oauth2_unchecked_claim", { field: `auth.oauth2.${field}`, message: `empty, so tokens are accepted whatever their ${field === "issuer" ? "iss" : "aud"}` });
+        api.log.warn("auth_oauth2_unchecked_claim", {
+          field: `auth.oauth2.${field}`,
+          message: `empty, so tokens are accepted whatever their ${field === "issuer" ? "iss" : "aud"}`,
+        });
       }
     }
     const verify = tokenVerifier(auth.oauth2, { keys: keySource(auth.oauth2, api.fetch), clock: api.clock, log: api.log });

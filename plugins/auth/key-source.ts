@@ -34,7 +34,9 @@ export function oauth2Problems(oauth2: OAuth2Config): string[] {
     problems.push("auth.oauth2: set jwks_url (the issuer's JWKS endpoint) or keys (inline public JWKs) to verify bearer tokens");
   }
   if (oauth2.jwks_url !== "" && oauth2.keys.length > 0) problems.push("auth.oauth2.keys: set either jwks_url or keys, not both");
-  if (oauth2.jwks_url !== "" && !/^https?:\/\/[^/]/.test(oauth2.jwks_url)) problems.push(`auth.oauth2.jwks_url: must be an http:// or https:// URL, got "${oauth2.jwks_url}"`);
+  if (oauth2.jwks_url !== "" && !/^https?:\/\/[^/]/.test(oauth2.jwks_url)) {
+    problems.push(`auth.oauth2.jwks_url: must be an http:// or https:// URL, got "${oauth2.jwks_url}"`);
+  }
   problems.push(...keyProblems(oauth2.keys));
   if (problems.length === 0 && oauth2.keys.length > 0) {
     try {

@@ -12,7 +12,9 @@ export interface ConfiguredBackend {
 /** Each service's backends in configured order: `backends[]`, else `inference_url`, else the provider's default address. */
 export function configuredBackends(services: readonly ServiceConfig[], defaultUrl: (provider: string) => string): ConfiguredBackend[] {
   return services.flatMap((service) => {
-    const urls = service.backends.length > 0 ? service.backends.map((b) => b.url) : [service.inference_url || (service.provider !== "" ? defaultUrl(service.provider) : "")];
+    const urls = service.backends.length > 0
+      ? service.backends.map((b) => b.url)
+      : [service.inference_url || (service.provider !== "" ? defaultUrl(service.provider) : "")];
     return urls.filter((url) => url !== "").map((url) => ({ serviceType: service.type, model: service.model, url }));
   });
 }

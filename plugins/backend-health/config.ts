@@ -2,7 +2,7 @@
  * The `backend_health:` section: which backend answers fail over to the next backend, and how
  * long a failing backend sits out (Envoy's outlier detection is the model).
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
@@ -21,10 +21,17 @@ export const BackendHealthSchema = Section(
     retry_rounds: Type.Integer({
       minimum: 1,
       default: 1,
-      description: "Passes over a service's backends when every backend fails (a failover status or a network error): 1 = one pass, the spec's rule; more waits retry_backoff (with jitter) between passes",
+      description:
+        "Passes over a service's backends when every backend fails (a failover status or a network error): 1 = one pass, the spec's rule; more waits retry_backoff (with jitter) between passes",
     }),
-    retry_deadline: Duration("30s", "Time budget of one request's backend attempts across all rounds: no round starts (and no attempt of a later round) past it"),
-    retry_backoff: Duration("250ms", "Wait before the second pass, doubled for each further one, capped at retry_backoff_max; each wait is a random draw up to it (full jitter)"),
+    retry_deadline: Duration(
+      "30s",
+      "Time budget of one request's backend attempts across all rounds: no round starts (and no attempt of a later round) past it",
+    ),
+    retry_backoff: Duration(
+      "250ms",
+      "Wait before the second pass, doubled for each further one, capped at retry_backoff_max; each wait is a random draw up to it (full jitter)",
+    ),
     retry_backoff_max: Duration("5s", "Cap on the wait between passes"),
   },
   "Backend health: failover and ejection of LLM and sync direct proxy backends",
@@ -43,7 +50,9 @@ declare module "../../core/config/schema.ts" {
 function statusProblems(statuses: readonly number[]): string[] {
   return statuses
     .filter((status) => status !== 429 && (status < 500 || status > 599))
-    .map((status) => `backend_health.failover_statuses: ${status} cannot fail over; list 429 or statuses 500-599 (a 2xx-4xx answer is the backend's answer to the client)`);
+    .map((status) =>
+      `backend_health.failover_statuses: ${status} cannot fail over; list 429 or statuses 500-599 (a 2xx-4xx answer is the backend's answer to the client)`
+    );
 }
 
 function durationProblems(section: BackendHealthConfig): string[] {
@@ -55,8 +64,20 @@ function durationProblems(section: BackendHealthConfig): string[] {
   } catch {
     return []; // a malformed duration is already reported by the schema
   }
-  if (base <= 0) return [`backend_health.ejection_time: must be a positive duration, got ${JSON.stringify(section.ejection_time)} (default "30s"); set consecutive_failures: 0 to never eject`];
-  if (max < base) return [`backend_health.max_ejection_time: ${formatDuration(max)} is shorter than ejection_time (${formatDuration(base)}); raise max_ejection_time or lower ejection_time`];
+  if (base <= 0) {
+    return [
+      `backend_health.ejection_time: must be a positive duration, got ${
+        JSON.stringify(section.ejection_time)
+      } (default "30s"); set consecutive_failures: 0 to never eject`,
+    ];
+  }
+  if (max < base) {
+    return [
+      `backend_health.max_ejection_time: ${formatDuration(max)} is shorter than ejection_time (${
+        formatDuration(base)
+      }); raise max_ejection_time or lower ejection_time`,
+    ];
+  }
   return [];
 }
 
@@ -71,8 +92,20 @@ function retryProblems(section: BackendHealthConfig): string[] {
   } catch {
     return []; // a malformed duration is already reported by the schema
   }
-  if (deadline <= 0) return [`backend_health.retry_deadline: must be a positive duration, got ${JSON.stringify(section.retry_deadline)} (default "30s"); set retry_rounds: 1 for a single pass`];
-  if (backoffMax < backoff) return [`backend_health.retry_backoff_max: ${formatDuration(backoffMax)} is shorter than retry_backoff (${formatDuration(backoff)}); raise retry_backoff_max or lower retry_backoff`];
+  if (deadline <= 0) {
+    return [
+      `backend_health.retry_deadline: must be a positive duration, got ${
+        JSON.stringify(section.retry_deadline)
+      } (default "30s"); set retry_rounds: 1 for a single pass`,
+    ];
+  }
+  if (backoffMax < backoff) {
+    return [
+      `backend_health.retry_backoff_max: ${formatDuration(backoffMax)} is shorter than retry_backoff (${
+        formatDuration(backoff)
+      }); raise retry_backoff_max or lower retry_backoff`,
+    ];
+  }
   return [];
 }
 

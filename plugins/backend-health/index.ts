@@ -33,19 +33,18 @@ export default definePlugin({
       help: "Retry rounds started: passes over a service's backends after one in which every backend failed",
       labelNames: ["service_type"],
     });
-    const retry =
-      section.retry_rounds > 1
-        ? retryRounds(
-            {
-              rounds: section.retry_rounds,
-              deadlineMs: durationMs(section.retry_deadline),
-              backoffMs: durationMs(section.retry_backoff),
-              backoffMaxMs: durationMs(section.retry_backoff_max),
-            },
-            api.clock,
-            (serviceType) => rounds.inc({ service_type: serviceType }),
-          )
-        : undefined;
+    const retry = section.retry_rounds > 1
+      ? retryRounds(
+        {
+          rounds: section.retry_rounds,
+          deadlineMs: durationMs(section.retry_deadline),
+          backoffMs: durationMs(section.retry_backoff),
+          backoffMaxMs: durationMs(section.retry_backoff_max),
+        },
+        api.clock,
+        (serviceType) => rounds.inc({ service_type: serviceType }),
+      )
+      : undefined;
     const tracker = new HealthTracker(
       {
         failoverStatuses: section.failover_statuses,

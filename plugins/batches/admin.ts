@@ -6,7 +6,7 @@ import { errors } from "../../core/errors.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { answering, json, listLimit } from "./caller.ts";
 import type { BatchEngine } from "./batches/engine.ts";
-import { batchView, type BatchRecord } from "./batches/record.ts";
+import { type BatchRecord, batchView } from "./batches/record.ts";
 import { batchIdTime } from "./batches/store.ts";
 
 const LIST_DEFAULT = 50;
@@ -23,9 +23,17 @@ export function registerAdminRoutes(api: PluginApi, engine: BatchEngine): void {
     answering(api.log, "batches.admin", async (c) => {
       const limit = listLimit(c.req.query("limit"), LIST_DEFAULT, LIST_MAX);
       const after = c.req.query("after") || undefined;
-      if (after !== undefined && batchIdTime(after) === undefined) throw errors.badRequest(`query parameter "after" must be a batch id (the last id of the previous page); got "${after.slice(0, 100)}"`);
+      if (after !== undefined && batchIdTime(after) === undefined) {
+        throw errors.badRequest(`query parameter "after" must be a batch id (the last id of the previous page); got "${after.slice(0, 100)}"`);
+      }
       const page = await engine.store.list(undefined, undefined, after, limit);
-      return json({ object: "list", data: page.items.map(adminView), has_more: page.hasMore, first_id: page.items[0]?.id ?? null, last_id: page.items.at(-1)?.id ?? null });
+      return json({
+        object: "list",
+        data: page.items.map(adminView),
+        has_more: page.hasMore,
+        first_id: page.items[0]?.id ?? null,
+        last_id: page.items.at(-1)?.id ?? null,
+      });
     }),
   );
 }

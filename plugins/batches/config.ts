@@ -2,7 +2,7 @@
  * The `batches:` section: the OpenAI and Anthropic batch APIs the gateway runs itself. Off by
  * default; the limits below bound what one batch may ask of the gateway and its backends.
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 import { spanProblem } from "./span.ts";
@@ -18,7 +18,11 @@ export const BatchesSchema = Section(
       description: 'The completion_window values a batch may ask for ("24h", "1h", "7d"); no line starts after the window',
     }),
     concurrency: Type.Integer({ minimum: 1, default: 8, description: "Batch lines of one model in flight at once, across the whole deployment" }),
-    max_attempts: Type.Integer({ minimum: 1, default: 3, description: "Attempts per line, the first included, on a 429, a 5xx or a network error (Retry-After honoured)" }),
+    max_attempts: Type.Integer({
+      minimum: 1,
+      default: 3,
+      description: "Attempts per line, the first included, on a 429, a 5xx or a network error (Retry-After honoured)",
+    }),
     retention: Type.String({ default: "30d", description: 'How long files (inputs, outputs) and batch records are kept ("30d", "720h")' }),
   },
   "Batch APIs (OpenAI Files and Batches, Anthropic Message Batches)",

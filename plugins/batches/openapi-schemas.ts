@@ -1,5 +1,5 @@
 /** The bodies of the batch endpoints: files, OpenAI batches, Anthropic message batches, the operators' list and the batch webhook. */
-import { Type, type TSchema } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 import { ref, StringEnum } from "../../core/openapi/schema.ts";
 
 const UnixSeconds = (description: string) => Type.Integer({ description: `${description} (Unix seconds)`, nullable: true });
@@ -37,7 +37,9 @@ export const batchSchemas: Record<string, TSchema> = {
   BatchFileDeleted: Type.Object({ id: Type.String(), object: StringEnum(["file"]), deleted: Type.Boolean() }),
   BatchCreate: Type.Object({
     input_file_id: Type.String({ description: "A file uploaded with purpose batch: one request a line, {custom_id, method: POST, url, body}" }),
-    endpoint: StringEnum(["/v1/chat/completions", "/v1/embeddings", "/v1/responses"], { description: "Where every line goes (/v1/responses where a service serves it)" }),
+    endpoint: StringEnum(["/v1/chat/completions", "/v1/embeddings", "/v1/responses"], {
+      description: "Where every line goes (/v1/responses where a service serves it)",
+    }),
     completion_window: Type.String({ description: "One of batches.completion_windows; no line starts after it" }),
     metadata: Type.Optional(Type.Object({}, { additionalProperties: Type.String(), nullable: true, description: "Up to 16 string pairs" })),
     callback_url: Type.Optional(Type.String({ format: "uri", description: "The gateway's extension: a signed batch.* webhook when the batch ends" })),
@@ -50,7 +52,9 @@ export const batchSchemas: Record<string, TSchema> = {
       errors: Type.Object(
         {
           object: StringEnum(["list"]),
-          data: Type.Array(Type.Object({ code: Type.String(), message: Type.String(), line: Type.Integer({ nullable: true, description: "1-based line of the input file" }) })),
+          data: Type.Array(
+            Type.Object({ code: Type.String(), message: Type.String(), line: Type.Integer({ nullable: true, description: "1-based line of the input file" }) }),
+          ),
         },
         { nullable: true, description: "Why validation failed (the first 100 problems)" },
       ),
@@ -74,10 +78,19 @@ export const batchSchemas: Record<string, TSchema> = {
     { description: "An OpenAI Batch" },
   ),
   BatchList: ListPage("Batch", "The caller's batches, newest first"),
-  AdminBatch: Type.Intersect([ref("Batch"), Type.Object({ api: StringEnum(["openai", "anthropic"]), owner: Type.String({ description: "The consumer; empty for anonymous callers" }), in_flight: Type.Integer({ minimum: 0, description: "Lines running now" }) })]),
+  AdminBatch: Type.Intersect([
+    ref("Batch"),
+    Type.Object({
+      api: StringEnum(["openai", "anthropic"]),
+      owner: Type.String({ description: "The consumer; empty for anonymous callers" }),
+      in_flight: Type.Integer({ minimum: 0, description: "Lines running now" }),
+    }),
+  ]),
   AdminBatchList: ListPage("AdminBatch", "Every owner's batches, newest first"),
   MessageBatchCreate: Type.Object({
-    requests: Type.Array(Type.Object({ custom_id: Type.String(), params: Type.Object({}, { additionalProperties: true, description: "A Messages request (POST /v1/messages)" }) })),
+    requests: Type.Array(
+      Type.Object({ custom_id: Type.String(), params: Type.Object({}, { additionalProperties: true, description: "A Messages request (POST /v1/messages)" }) }),
+    ),
   }),
   MessageBatch: Type.Object(
     {
@@ -96,7 +109,10 @@ export const batchSchemas: Record<string, TSchema> = {
       expires_at: RFC3339("The end of its window"),
       archived_at: RFC3339("Always null"),
       cancel_initiated_at: RFC3339("Cancel asked"),
-      results_url: Type.String({ nullable: true, description: "Once ended: this gateway's own results address, from the request's Host and scheme (X-Forwarded-Proto)" }),
+      results_url: Type.String({
+        nullable: true,
+        description: "Once ended: this gateway's own results address, from the request's Host and scheme (X-Forwarded-Proto)",
+      }),
     },
     { description: "An Anthropic Message Batch" },
   ),

@@ -17,4 +17,3 @@ export function capped(stream: ReadableStream<Uint8Array>, maxBytes: number): { 
   );
   return { stream: counted, exceeded: () => over };
 }
-

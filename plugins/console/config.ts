@@ -1,5 +1,5 @@
 /** The `console:` section: the admin console page at `/-/console`. */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 
@@ -7,7 +7,8 @@ export const ConsoleSchema = Section(
   {
     enabled: Type.Boolean({
       default: true,
-      description: "Serve the admin console at /-/console. The page holds no data itself: everything it shows comes from the /-/ endpoints, with the admin token the operator enters",
+      description:
+        "Serve the admin console at /-/console. The page holds no data itself: everything it shows comes from the /-/ endpoints, with the admin token the operator enters",
     }),
   },
   "Admin console",

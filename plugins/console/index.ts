@@ -32,11 +32,19 @@ export default definePlugin({
     const script = [APP_JS, ...panels.map((panel) => `// panel: ${panel.id}\n${panel.script}`)].join("\n");
 
     const files = ["/-/console", "/-/console/app.js", "/-/console/app.css"];
-    if (api.has("admin")) for (const path of files) api.use("admin").allowWithoutToken(path);
+    if (api.has("admin")) { for (const path of files) api.use("admin").allowWithoutToken(path); }
     // Without the token the page still comes (its form asks for the token) but as a 401: the
     // console answers like every admin endpoint, and a browser renders the form all the same.
     const admin = api.has("admin") ? api.use("admin") : undefined;
-    api.routes.get("/-/console", (c) => c.html(page, admin && !admin.accepts(c.req.raw.headers) ? 401 : 200, { ...NO_STORE, "content-security-policy": CONSOLE_CSP, "referrer-policy": "no-referrer" }));
+    api.routes.get(
+      "/-/console",
+      (c) =>
+        c.html(page, admin && !admin.accepts(c.req.raw.headers) ? 401 : 200, {
+          ...NO_STORE,
+          "content-security-policy": CONSOLE_CSP,
+          "referrer-policy": "no-referrer",
+        }),
+    );
     api.routes.get("/-/console/app.js", (c) => c.body(script, 200, { ...NO_STORE, "content-type": JS }));
     api.routes.get("/-/console/app.css", (c) => c.body(APP_CSS, 200, { ...NO_STORE, "content-type": "text/css; charset=utf-8" }));
   },

@@ -9,7 +9,13 @@ export const consoleOpenApi: OpenApiContribution = {
         {
           method: "get",
           path: "/-/console",
-          operation: { operationId: "console", summary: "The admin console", description: `An HTML page over these endpoints; it asks for the admin token. ${ADMIN}`, tags: ["Admin"], responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } } },
+          operation: {
+            operationId: "console",
+            summary: "The admin console",
+            description: `An HTML page over these endpoints; it asks for the admin token. ${ADMIN}`,
+            tags: ["Admin"],
+            responses: { "200": { description: "HTML page", content: { "text/html": { schema: { type: "string" } } } } },
+          },
         },
       ]),
   },

@@ -1,5 +1,5 @@
 /** `services[i].swagger_url` and `swagger_headers`: where the docs fetch a backend's own API document. */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { StringMap } from "../../core/config/schema-parts.ts";
 import type { ServiceFieldSet } from "../../core/config/schema.ts";
 

@@ -30,7 +30,8 @@ export const INIT_SCRIPT = `window.addEventListener("load", function () {
 });
 `;
 
-export const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'self'";
+export const PAGE_CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'self'";
 
 /** `<` escaped so the JSON cannot close the script element it sits in. */
 function scriptJson(value: unknown): string {

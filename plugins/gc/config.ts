@@ -4,7 +4,7 @@
  * 1 of the GC). The section's other fields, the job record lifetimes, are the job store's (async
  * jobs); the rule that ties `pending_max_age` to the pending job TTL reads the TTL that plugin states.
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigFacts, ConfigSection, SectionFieldSet } from "../../core/config/schema.ts";
@@ -63,8 +63,8 @@ function pendingMaxAgeProblems(fields: Static<typeof PendingMaxAgeFields>, facts
   if (maxAge === 0 || lifetime === undefined || maxAge < lifetime) return [];
   return [
     `redis.pending_max_age: ${formatDuration(maxAge)} is not shorter than the input object lifetime, ${formatDuration(lifetime)} ` +
-      "(the pending job TTL: lifecycle.job_ttl.pending, else lifecycle.job_ttl.global, else the 2h safety net); " +
-      "lower pending_max_age or raise lifecycle.job_ttl.pending",
+    "(the pending job TTL: lifecycle.job_ttl.pending, else lifecycle.job_ttl.global, else the 2h safety net); " +
+    "lower pending_max_age or raise lifecycle.job_ttl.pending",
   ];
 }
 

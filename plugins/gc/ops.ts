@@ -17,7 +17,6 @@
 import { extendIndex, LUA_EXTEND_INDEX, LUA_SCHEDULE_IF_FIELD, scheduleIfField } from "../../core/stores/atomic-ops.ts";
 import type { AtomicOp } from "../../core/stores/kv.ts";
 
-
 /** What `gcReap` did with one processing-list entry. */
 export type ReapOutcome =
   /** The lease is held: a relay is working on it. Nothing changed. */

@@ -12,5 +12,9 @@ export const idempotencyFields: SectionFieldSet<typeof IdempotencyFields> = {
   section: "jobs",
   schema: IdempotencyFields,
   validate: (fields) =>
-    positiveDurationProblems("jobs.idempotency_ttl", fields.idempotency_ttl, 'default "24h": how long an Idempotency-Key is remembered; remove the key for the default'),
+    positiveDurationProblems(
+      "jobs.idempotency_ttl",
+      fields.idempotency_ttl,
+      'default "24h": how long an Idempotency-Key is remembered; remove the key for the default',
+    ),
 };

@@ -83,7 +83,9 @@ export default definePlugin({
     const otherType = (ctx: RequestContext, key: string, original: JobAccepted): Response => {
       count(ctx, "conflict");
       return errors
-        .idempotencyConflict(`Idempotency-Key "${key}" was already used for job ${original.job_id} of service type "${original.service_type}"; send a new key for a job of service type "${ctx.serviceType}"`)
+        .idempotencyConflict(
+          `Idempotency-Key "${key}" was already used for job ${original.job_id} of service type "${original.service_type}"; send a new key for a job of service type "${ctx.serviceType}"`,
+        )
         .toResponse();
     };
 
@@ -93,7 +95,7 @@ export default definePlugin({
       if (!original) return conflict(ctx, key);
       if (original.service_type !== ctx.serviceType) return otherType(ctx, key, original);
       // Counted in polls, not clock time: the clock may be a test's manual one.
-      for (let polls = Math.ceil(waitMs / WINNER_POLL_MS); ; polls--) {
+      for (let polls = Math.ceil(waitMs / WINNER_POLL_MS);; polls--) {
         if (await api.kv.exists(jobs.keys.record(original.job_id))) return replay(ctx, original);
         if (polls <= 0) return conflict(ctx, key);
         await new Promise((resolve) => setTimeout(resolve, WINNER_POLL_MS));

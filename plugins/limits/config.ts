@@ -2,7 +2,7 @@
  * The `rate_limits:` section (service_type -> user_type -> limits) and the per-service limits:
  * the sync concurrency cap and its priority reserve, and the per user type token budgets.
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { durationMs } from "../../core/config/duration.ts";
 import { Duration } from "../../core/config/schema-parts.ts";
 import type { ConfigFacts, ConfigSection, SectionFieldSet, ServiceFieldSet } from "../../core/config/schema.ts";
@@ -21,7 +21,11 @@ export const RateLimitSchema = Type.Object(
     max_concurrent: Type.Integer({ minimum: 0, default: 0, description: "Pending + processing async jobs per consumer; 0 = off" }),
     processing_time: Type.Integer({ minimum: 0, default: 0, description: "Inference seconds (integer) per processing_period; 0 = off" }),
     processing_period: Duration("1h", "Processing-time window"),
-    cost_rate: Type.Number({ minimum: 0, default: 0, description: "Cost in pricing.currency per cost_period (LLM responses and async jobs, priced by `pricing`); 0 = off" }),
+    cost_rate: Type.Number({
+      minimum: 0,
+      default: 0,
+      description: "Cost in pricing.currency per cost_period (LLM responses and async jobs, priced by `pricing`); 0 = off",
+    }),
     cost_period: Duration("24h", "Cost window"),
   },
   { additionalProperties: false, default: {} },
@@ -55,8 +59,15 @@ export const TokenLimitSchema = Type.Object(
 
 export const LimitServiceFields = Type.Object({
   max_concurrent_sync: Type.Integer({ minimum: 0, default: 0, description: "Cluster-wide cap on simultaneous sync requests for the model; 0 = unlimited" }),
-  priority_reserved_sync: Type.Integer({ minimum: 0, default: 0, description: "Slots of max_concurrent_sync reserved for priority requests; must not exceed max_concurrent_sync" }),
-  token_limits: Type.Record(Type.String(), TokenLimitSchema, { default: {}, description: "Per user type token and cost budgets for this model: {USER_TYPE: {token_rate, token_period, cost_rate, cost_period}}" }),
+  priority_reserved_sync: Type.Integer({
+    minimum: 0,
+    default: 0,
+    description: "Slots of max_concurrent_sync reserved for priority requests; must not exceed max_concurrent_sync",
+  }),
+  token_limits: Type.Record(Type.String(), TokenLimitSchema, {
+    default: {},
+    description: "Per user type token and cost budgets for this model: {USER_TYPE: {token_rate, token_period, cost_rate, cost_period}}",
+  }),
 });
 
 export type RateLimitConfig = Static<typeof RateLimitSchema>;
@@ -93,7 +104,9 @@ export const rateLimitsSection: ConfigSection<typeof RateLimitsSchema> = {
 export const limitServiceFields: ServiceFieldSet<typeof LimitServiceFields> = {
   schema: LimitServiceFields,
   validate: (service, at, _config, facts) => [
-    ...(service.priority_reserved_sync > service.max_concurrent_sync ? [`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`] : []),
+    ...(service.priority_reserved_sync > service.max_concurrent_sync
+      ? [`${at}.priority_reserved_sync: must not exceed max_concurrent_sync (${service.max_concurrent_sync})`]
+      : []),
     ...Object.entries(service.token_limits)
       .filter(([, limits]) => limits.cost_rate > 0 && !pricingOn(facts))
       .map(([userType]) => `${at}.token_limits.${userType}.cost_rate: ${noPrices}`),

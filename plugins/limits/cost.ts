@@ -13,7 +13,7 @@
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { CredentialLimits } from "../../core/limits/windows.ts";
-import { addCost, costRefusal, judgeCost, type CostBudget, type CostDecision } from "../../core/limits/cost-budget.ts";
+import { addCost, type CostBudget, type CostDecision, costRefusal, judgeCost } from "../../core/limits/cost-budget.ts";
 import { toNanos } from "../../core/pricing/price.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import { failOpen, type LimitDeps } from "./deps.ts";
@@ -48,14 +48,30 @@ export async function checkCostBudget(kv: KvStore, budget: CostBudget, currency:
 }
 
 /** The model's budget (`token_limits`), then the service type's (`rate_limits`), that measure this consumer (measures.ts keeps them). */
-export function costBudgets(table: LimitTable, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): CostBudget[] {
+export function costBudgets(
+  table: LimitTable,
+  service: Pick<ServiceConfig, "type" | "model">,
+  consumer: string,
+  userType: string | undefined,
+  typeLimits: TypeLimits | undefined,
+): CostBudget[] {
   const out: CostBudget[] = [];
   const model = service.model !== "" ? table.forModelCost(service, userType) : undefined;
   if (model) {
-    out.push({ key: limitKeys.modelCost(service.type, consumer, service.model), limitNanos: model.costNanos, periodMs: model.costPeriodMs, scope: `model "${service.model}"` });
+    out.push({
+      key: limitKeys.modelCost(service.type, consumer, service.model),
+      limitNanos: model.costNanos,
+      periodMs: model.costPeriodMs,
+      scope: `model "${service.model}"`,
+    });
   }
   if (typeLimits && typeLimits.costNanos > 0) {
-    out.push({ key: limitKeys.cost(service.type, consumer), limitNanos: typeLimits.costNanos, periodMs: typeLimits.costPeriodMs, scope: `service type "${service.type}"` });
+    out.push({
+      key: limitKeys.cost(service.type, consumer),
+      limitNanos: typeLimits.costNanos,
+      periodMs: typeLimits.costPeriodMs,
+      scope: `service type "${service.type}"`,
+    });
   }
   return out;
 }
@@ -72,7 +88,15 @@ export function keyCostBudget(limits: CredentialLimits | undefined): CostBudget 
  * when the type has `rate_limits` (`limits`), then the caller's API key's. A job's cost is
  * known only once the relay ran it, so it holds nothing itself.
  */
-export async function checkAsyncCost(deps: LimitDeps, serviceType: string, model: string, consumer: string, userType: string | undefined, limits: TypeLimits | undefined, key: CredentialLimits | undefined): Promise<void> {
+export async function checkAsyncCost(
+  deps: LimitDeps,
+  serviceType: string,
+  model: string,
+  consumer: string,
+  userType: string | undefined,
+  limits: TypeLimits | undefined,
+  key: CredentialLimits | undefined,
+): Promise<void> {
   const consumers = limits ? costBudgets(deps.table, { type: serviceType, model }, consumer, userType, limits) : [];
   const keyBudget = keyCostBudget(key);
   // One read per owner: on a Redis Cluster the key's window and the consumer's are in different slots.
@@ -104,7 +128,11 @@ export interface KeyCostWindow {
  * Adds a priced response's or job's cost to every budget that measures it (the crossing
  * request already passed): the consumer's, and the API key's when `key` is given.
  */
-export async function countCost(deps: LimitDeps, event: { serviceType: string; model: string; consumer?: string; userType?: string; cost?: number }, key?: KeyCostWindow): Promise<void> {
+export async function countCost(
+  deps: LimitDeps,
+  event: { serviceType: string; model: string; consumer?: string; userType?: string; cost?: number },
+  key?: KeyCostWindow,
+): Promise<void> {
   if (event.cost === undefined || event.consumer === undefined || event.consumer === "") return;
   const nanos = toNanos(event.cost);
   if (!(nanos > 0)) return;

@@ -13,7 +13,7 @@ import type { CredentialLimits } from "../../core/limits/windows.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
-import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
+import { failOpen, type LimitDeps, retryAfterSeconds } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import { HOLD_MS, noHold, reservationFor } from "./hold.ts";
 import { limitsAdmit } from "./ops.ts";
@@ -85,7 +85,10 @@ export async function checkCredentialLimits(deps: LimitDeps, ctx: RequestContext
     if (used > limit) {
       deps.metrics.rate(ctx.serviceType, label, "rejected", used === limit + 1);
       const retryAfter = retryAfterSeconds(Number(reply[1]), counted.periodMs(limits));
-      throw errors.rateLimitExceeded(`${counted.refusal(used, limit, counted.periodMs(limits))}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
+      throw errors.rateLimitExceeded(
+        `${counted.refusal(used, limit, counted.periodMs(limits))}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
+        retryAfter,
+      );
     }
   }
   for (const [index, m] of budgets.entries()) {

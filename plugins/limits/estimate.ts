@@ -10,7 +10,7 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import { estimateUsage } from "../../core/llm/estimate.ts";
 import { countedRequest, type TokenUsage } from "../../core/llm/usage.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
-import { toNanos, type Pricing } from "../../core/pricing/price.ts";
+import { type Pricing, toNanos } from "../../core/pricing/price.ts";
 import type {} from "../../core/proxy/modes.ts";
 import type { LimitDeps } from "./deps.ts";
 
@@ -26,7 +26,10 @@ export function claimOf(deps: LimitDeps, ctx: RequestContext, service: ServiceCo
   if (body?.kind !== "json" || !countedRequest(ctx.request.headers)) return undefined;
   if (body.value.stream === true && !deps.countStreamedTokens) return undefined;
   const usage = estimateUsage(body.value, body.bytes.byteLength, ctx.url.pathname);
-  return { tokens: usage.prompt_tokens + usage.completion_tokens, nanos: deps.pricing ? dearest(deps.pricing, ctx.serviceType, service, body.value, usage) : 0 };
+  return {
+    tokens: usage.prompt_tokens + usage.completion_tokens,
+    nanos: deps.pricing ? dearest(deps.pricing, ctx.serviceType, service, body.value, usage) : 0,
+  };
 }
 
 /** The highest price of `usage` among the models the request may be sent as (the LLM proxy's model rewrite). */

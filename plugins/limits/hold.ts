@@ -21,7 +21,7 @@ import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { toNanos } from "../../core/pricing/price.ts";
 import { failOpen, type LimitDeps } from "./deps.ts";
-import { claimOf, type Claim } from "./estimate.ts";
+import { type Claim, claimOf } from "./estimate.ts";
 import { limitKeys } from "./keys.ts";
 import { budgetSettle } from "./ops.ts";
 

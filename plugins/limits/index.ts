@@ -32,7 +32,7 @@ import { fieldsOf } from "../../core/config/schema.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { budgetReserveFields, limitServiceFields, rateLimitsSection } from "./config.ts";
 import type {} from "../../core/jobs/types.ts";
-import { convertJobSlot, extendJobSlot, releaseJobSlot, reserveJobSlot, type JobSlotDeps } from "./concurrent-jobs.ts";
+import { convertJobSlot, extendJobSlot, type JobSlotDeps, releaseJobSlot, reserveJobSlot } from "./concurrent-jobs.ts";
 import type { LimitDeps } from "./deps.ts";
 import { limitMetrics } from "./metrics.ts";
 import { addProcessingTime, checkProcessingTime } from "./processing-time.ts";
@@ -95,12 +95,18 @@ export default definePlugin({
       countTokens(deps, event);
       const key = event.credential;
       if (key) void countCredentialTokens(deps, event);
-      if (event.counted && event.cost !== undefined) void countCost(deps, event, key && key.costRate > 0 ? { id: key.id, periodMs: key.costPeriodMs } : undefined);
+      if (event.counted && event.cost !== undefined) {
+        void countCost(deps, event, key && key.costRate > 0 ? { id: key.id, periodMs: key.costPeriodMs } : undefined);
+      }
     });
     api.on("relay.processed", (event) => {
       void addProcessingTime(deps, event);
       // The job record kept its key's cost window (saved at submission).
-      void countCost(deps, event, event.keyId !== undefined && event.keyCostPeriodMs !== undefined ? { id: event.keyId, periodMs: event.keyCostPeriodMs } : undefined);
+      void countCost(
+        deps,
+        event,
+        event.keyId !== undefined && event.keyCostPeriodMs !== undefined ? { id: event.keyId, periodMs: event.keyCostPeriodMs } : undefined,
+      );
     });
     api.on("job.expiry", ({ job, expiresAt }) => void extendJobSlot(deps, job, expiresAt));
     api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));

@@ -7,10 +7,10 @@
  */
 import type { CostBudget } from "../../core/limits/cost-budget.ts";
 import { costBudgets } from "./cost.ts";
-import { budgetWindow, type BudgetWindow } from "./hold.ts";
+import { type BudgetWindow, budgetWindow } from "./hold.ts";
 import { limitKeys } from "./keys.ts";
 import type { LimitTable, TypeLimits } from "./table.ts";
-import { tokenBudgets, type Budget } from "./tokens.ts";
+import { type Budget, tokenBudgets } from "./tokens.ts";
 
 /** Shared by every request of the same consumer: never changed once built. */
 export interface Measures {
@@ -40,7 +40,10 @@ function measure(table: LimitTable, type: string, model: string, userType: strin
   const tokens = tokenBudgets(table, service, consumer, userType, limits);
   const costs = costBudgets(table, service, consumer, userType, limits);
   const syncKeys = rated ? [limitKeys.rate(type, consumer)] : [];
-  const windows = [...tokens.map((budget) => budgetWindow(budget.key, "tokens", budget.periodMs)), ...costs.map((budget) => budgetWindow(budget.key, "cost", budget.periodMs))];
+  const windows = [
+    ...tokens.map((budget) => budgetWindow(budget.key, "tokens", budget.periodMs)),
+    ...costs.map((budget) => budgetWindow(budget.key, "cost", budget.periodMs)),
+  ];
   const llmKeys = [...syncKeys, ...windows.flatMap((window) => [window.key, window.held])];
   return { limits, tokens, costs, windows, syncKeys, llmKeys, admitArgs: [rated ? 1 : 0, rated ? limits.periodMs : 0, rated ? limits.rate : 0] };
 }
@@ -64,7 +67,7 @@ export class MeasuresCache {
   withoutRate(type: string, model: string, userType: string | undefined, consumer: string): Measures {
     const measures = this.of(type, model, userType, consumer);
     let result = this.unratedOf.get(measures);
-    if (!result) this.unratedOf.set(measures, (result = unrated(measures)));
+    if (!result) this.unratedOf.set(measures, result = unrated(measures));
     return result;
   }
 
@@ -76,11 +79,11 @@ export class MeasuresCache {
       this.size = 0;
     }
     let byModel = this.byType.get(type);
-    if (!byModel) this.byType.set(type, (byModel = new Map()));
+    if (!byModel) this.byType.set(type, byModel = new Map());
     let byConsumer = byModel.get(model);
-    if (!byConsumer) byModel.set(model, (byConsumer = new Map()));
+    if (!byConsumer) byModel.set(model, byConsumer = new Map());
     let byUserType = byConsumer.get(consumer);
-    if (!byUserType) byConsumer.set(consumer, (byUserType = new Map()));
+    if (!byUserType) byConsumer.set(consumer, byUserType = new Map());
     let measures = byUserType.get(userType);
     if (!measures) {
       measures = measure(this.table, type, model, userType, consumer);

@@ -11,7 +11,7 @@ import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { GatewayEvents } from "../../core/plugins/types.ts";
 import { windowIncrementFloat } from "../../core/stores/atomic-ops.ts";
 import type {} from "../../core/jobs/types.ts";
-import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
+import { failOpen, type LimitDeps, retryAfterSeconds } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import { windowPeek } from "./ops.ts";
 import type { TypeLimits } from "./table.ts";
@@ -38,7 +38,9 @@ export async function checkProcessingTime(deps: LimitDeps, ctx: RequestContext, 
   if (used < limits.processingTime) return;
   const retryAfter = retryAfterSeconds(ttlMs, limits.processingPeriodMs);
   throw errors.budgetExceeded(
-    `processing-time budget used up for service type "${ctx.serviceType}": ${formatSeconds(used)} of ${limits.processingTime} inference seconds per ${formatDuration(limits.processingPeriodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
+    `processing-time budget used up for service type "${ctx.serviceType}": ${formatSeconds(used)} of ${limits.processingTime} inference seconds per ${
+      formatDuration(limits.processingPeriodMs)
+    }; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
     retryAfter,
   );
 }

@@ -6,11 +6,17 @@
 import { formatDuration } from "../../core/config/duration.ts";
 import { errors } from "../../core/errors.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
-import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
+import { failOpen, type LimitDeps, retryAfterSeconds } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import type { TypeLimits } from "./table.ts";
 
-export async function checkRequestRate(deps: LimitDeps, serviceType: string, consumer: string, userType: string | undefined, limits: TypeLimits): Promise<void> {
+export async function checkRequestRate(
+  deps: LimitDeps,
+  serviceType: string,
+  consumer: string,
+  userType: string | undefined,
+  limits: TypeLimits,
+): Promise<void> {
   if (limits.rate === 0) return;
   let count: number;
   let ttlMs: number;
@@ -32,7 +38,9 @@ export function judgeRequestRate(deps: LimitDeps, serviceType: string, userType:
   deps.metrics.rate(serviceType, label, "rejected", count === limits.rate + 1);
   const retryAfter = retryAfterSeconds(ttlMs, limits.periodMs);
   throw errors.rateLimitExceeded(
-    `request rate limit reached for service type "${serviceType}": ${limits.rate} requests per ${formatDuration(limits.periodMs)}; retry in ${Math.ceil(retryAfter)}s, when the window resets`,
+    `request rate limit reached for service type "${serviceType}": ${limits.rate} requests per ${formatDuration(limits.periodMs)}; retry in ${
+      Math.ceil(retryAfter)
+    }s, when the window resets`,
     retryAfter,
   );
 }

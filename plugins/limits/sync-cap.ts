@@ -45,7 +45,11 @@ function poolsOf(service: ServiceConfig): ServicePools {
     const usable = list.filter((pool) => pool.size > 0);
     return { keys: usable.map((pool) => pool.key), args: [SLOT_SAFETY_TTL_MS, ...usable.map((pool) => pool.size)] };
   };
-  return { normal: build([shared]), priority: build([reservedPool, shared]), batch: build([{ key: shared.key, size: Math.min(shared.size, Math.max(1, Math.floor(shared.size / 2))) }]) };
+  return {
+    normal: build([shared]),
+    priority: build([reservedPool, shared]),
+    batch: build([{ key: shared.key, size: Math.min(shared.size, Math.max(1, Math.floor(shared.size / 2))) }]),
+  };
 }
 
 export function syncCap(deps: LimitDeps) {
@@ -62,7 +66,9 @@ export function syncCap(deps: LimitDeps) {
     const { keys, args } = ctx.origin === "batch" ? pools.batch : ctx.priority ? pools.priority : pools.normal;
     const busy = () =>
       errors.concurrencyCap(
-        `model "${service.model || service.type}" is at its concurrency cap (max_concurrent_sync ${service.max_concurrent_sync}${service.priority_reserved_sync > 0 ? `, ${Math.min(service.priority_reserved_sync, service.max_concurrent_sync)} reserved for priority requests` : ""}); retry shortly`,
+        `model "${service.model || service.type}" is at its concurrency cap (max_concurrent_sync ${service.max_concurrent_sync}${
+          service.priority_reserved_sync > 0 ? `, ${Math.min(service.priority_reserved_sync, service.max_concurrent_sync)} reserved for priority requests` : ""
+        }); retry shortly`,
       );
     // Every slot is reserved and this request is not a priority one.
     if (keys.length === 0) throw busy();

@@ -9,7 +9,7 @@ import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { CostBudget } from "../../core/limits/cost-budget.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { failOpen, type LimitDeps } from "./deps.ts";
-import { HOLD_MS, noHold, reservationFor, type BudgetReservation } from "./hold.ts";
+import { type BudgetReservation, HOLD_MS, noHold, reservationFor } from "./hold.ts";
 import { limitKeys } from "./keys.ts";
 import type { Measures } from "./measures.ts";
 import { limitsAdmit } from "./ops.ts";
@@ -24,7 +24,13 @@ export function checkSyncLimits(deps: LimitDeps, ctx: RequestContext, service: S
   // Token and cost budgets measure LLM requests to a known model.
   const llm = ctx.mode === "llm" && service !== undefined;
   // A batch line is held to its owner's token and dollar budgets, not to the request rate.
-  const measures = (ctx.origin === "batch" ? deps.measures.withoutRate : deps.measures.of).call(deps.measures, ctx.serviceType, service?.model ?? "", ctx.principal.userType, consumer);
+  const measures = (ctx.origin === "batch" ? deps.measures.withoutRate : deps.measures.of).call(
+    deps.measures,
+    ctx.serviceType,
+    service?.model ?? "",
+    ctx.principal.userType,
+    consumer,
+  );
   const keys = llm ? measures.llmKeys : measures.syncKeys;
   // The caller's API key's own dollar budget: checked alongside (in parallel), not in the same
   // operation, since on a Redis Cluster a key's windows live in their own slot.
@@ -44,7 +50,8 @@ function budgetArgs(deps: LimitDeps, measures: Measures, reservation: BudgetRese
 }
 
 /** A store operation's reply, or its failure: both operations are read before anything is judged. */
-const settled = (run: Promise<Reply>): Promise<Reply | Error> => run.then(undefined, (error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+const settled = (run: Promise<Reply>): Promise<Reply | Error> =>
+  run.then(undefined, (error: unknown) => (error instanceof Error ? error : new Error(String(error))));
 
 async function admit(deps: LimitDeps, ctx: RequestContext, measures: Measures, llm: boolean, keys: string[], keyCost: CostBudget | undefined): Promise<void> {
   const limits = measures.limits;
@@ -61,7 +68,10 @@ async function admit(deps: LimitDeps, ctx: RequestContext, measures: Measures, l
   if (keyCost) {
     // Both replies are read even when one fails: the other may have taken holds to give back.
     const keyArgs = [0, 0, 0, now, now + HOLD_MS, reservation?.id ?? "", keyCost.limitNanos, reservation ? reservation.amount("cost") : 0];
-    [reply, keyReply] = await Promise.all([consumerChecks ? settled(deps.kv.run(limitsAdmit, keys, args)) : [], settled(deps.kv.run(limitsAdmit, [keyCost.key, limitKeys.held(keyCost.key)], keyArgs))]);
+    [reply, keyReply] = await Promise.all([
+      consumerChecks ? settled(deps.kv.run(limitsAdmit, keys, args)) : [],
+      settled(deps.kv.run(limitsAdmit, [keyCost.key, limitKeys.held(keyCost.key)], keyArgs)),
+    ]);
   } else {
     try {
       reply = await deps.kv.run(limitsAdmit, keys, args);

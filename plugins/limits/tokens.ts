@@ -14,7 +14,7 @@ import { errors, type GatewayError } from "../../core/errors.ts";
 import { HELD_RETRY_SECONDS } from "../../core/limits/budget-hold.ts";
 import type { LlmUsageEvent } from "../../core/llm/usage.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
-import { failOpen, retryAfterSeconds, type LimitDeps } from "./deps.ts";
+import { failOpen, type LimitDeps, retryAfterSeconds } from "./deps.ts";
 import { limitKeys } from "./keys.ts";
 import type { LimitTable, TypeLimits } from "./table.ts";
 
@@ -28,7 +28,13 @@ export interface Budget {
 }
 
 /** The model's budget (`token_limits`), then the service type's (`rate_limits`), that measure this consumer (measures.ts keeps them). */
-export function tokenBudgets(table: LimitTable, service: Pick<ServiceConfig, "type" | "model">, consumer: string, userType: string | undefined, typeLimits: TypeLimits | undefined): Budget[] {
+export function tokenBudgets(
+  table: LimitTable,
+  service: Pick<ServiceConfig, "type" | "model">,
+  consumer: string,
+  userType: string | undefined,
+  typeLimits: TypeLimits | undefined,
+): Budget[] {
   const out: Budget[] = [];
   const model = table.forModel(service, userType);
   if (model) {
@@ -85,7 +91,10 @@ export function judgeTokens(
 export function tokenRefusal(scope: string, used: number, held: number, rate: number, periodMs: number, pttlMs: number): GatewayError {
   const per = `${rate} tokens per ${formatDuration(periodMs)}`;
   if (used < rate) {
-    return errors.budgetExceeded(`token budget of ${scope} is held by requests in flight: ${used} used and ${held} held of ${per}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`, HELD_RETRY_SECONDS);
+    return errors.budgetExceeded(
+      `token budget of ${scope} is held by requests in flight: ${used} used and ${held} held of ${per}; retry in ${HELD_RETRY_SECONDS}s, when their answers are counted`,
+      HELD_RETRY_SECONDS,
+    );
   }
   const retryAfter = retryAfterSeconds(pttlMs, periodMs);
   return errors.budgetExceeded(`token budget of ${scope} used up: ${used} of ${per}; retry in ${Math.ceil(retryAfter)}s, when the window resets`, retryAfter);
@@ -105,6 +114,8 @@ export function countTokens(deps: LimitDeps, event: LlmUsageEvent): void {
   if (list.length === 0) return;
   // One budget (the usual case) without Promise.all's objects; several share one connection's
   // pipeline, one round trip in practice.
-  const counted = list.length === 1 ? deps.kv.run(windowIncrement, [list[0].key], [tokens, list[0].periodMs]) : Promise.all(list.map((b) => deps.kv.run(windowIncrement, [b.key], [tokens, b.periodMs])));
+  const counted = list.length === 1
+    ? deps.kv.run(windowIncrement, [list[0].key], [tokens, list[0].periodMs])
+    : Promise.all(list.map((b) => deps.kv.run(windowIncrement, [b.key], [tokens, b.periodMs])));
   counted.then(undefined, (error: unknown) => failOpen(deps, "tokens", "token_count", event.serviceType, error));
 }

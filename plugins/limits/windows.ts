@@ -27,7 +27,9 @@ export function limitWindows(kv: KvStore, clock: Clock, log: Logger, table: Limi
       let reply: (string | number)[];
       try {
         // One read per consumer: on a Redis Cluster each consumer's windows share a slot, not the consumers'.
-        const replies = await Promise.all(consumers.map((consumer) => kv.run(windowPeek, wanted.flatMap((type) => COUNTERS.map((key) => key(type, consumer))), [])));
+        const replies = await Promise.all(
+          consumers.map((consumer) => kv.run(windowPeek, wanted.flatMap((type) => COUNTERS.map((key) => key(type, consumer))), [])),
+        );
         reply = replies.flat();
       } catch (error) {
         log.warn("limit_windows_unavailable", { error, message: "usage answered without windows" });

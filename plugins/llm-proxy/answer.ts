@@ -4,13 +4,13 @@
  * the attempt's translator translates, else the backend's bytes unchanged; the usage it
  * reported; and what the cache may store.
  */
-import type { CacheLookup, CachedAnswer } from "../../core/llm/cache.ts";
-import { parseJson, type Bytes } from "../../core/llm/json.ts";
+import type { CachedAnswer, CacheLookup } from "../../core/llm/cache.ts";
+import { type Bytes, parseJson } from "../../core/llm/json.ts";
 import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts";
-import { passStream, translateStream, type OpenedStream, type StreamTranslation } from "../../core/llm/stream.ts";
-import { usageOf, type TokenUsage } from "../../core/llm/usage.ts";
+import { type OpenedStream, passStream, type StreamTranslation, translateStream } from "../../core/llm/stream.ts";
+import { type TokenUsage, usageOf } from "../../core/llm/usage.ts";
 import { errors } from "../../core/errors.ts";
-import { withEndHook, type EndHook } from "../../core/pipeline/end-hook.ts";
+import { type EndHook, withEndHook } from "../../core/pipeline/end-hook.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
 import type { Accounting } from "./accounting.ts";
@@ -41,7 +41,14 @@ type AnswerDeps = Pick<LlmModeDeps, "log" | "metrics" | "firstToken" | "countStr
  * complete answer read whole. In the client's protocol: the attempt's translator takes it
  * there, and a native answer's usage is read as its protocol says.
  */
-export async function backendAnswer(deps: AnswerDeps, accounting: Accounting, request: LlmRequest, backend: Response, attempt: Attempt, lookup: CacheLookup): Promise<Answer> {
+export async function backendAnswer(
+  deps: AnswerDeps,
+  accounting: Accounting,
+  request: LlmRequest,
+  backend: Response,
+  attempt: Attempt,
+  lookup: CacheLookup,
+): Promise<Answer> {
   const { protocol, native } = request.route;
   if (backend.status < 200 || backend.status > 299) {
     const retryAfter = backend.headers.get("retry-after");
@@ -50,7 +57,15 @@ export async function backendAnswer(deps: AnswerDeps, accounting: Accounting, re
   if (request.stream) {
     // deno-lint-ignore prefer-const -- read by the stream-end hooks, which exist before the answer does
     let answer: Answer | undefined;
-    const hooks = streamEndHooks(deps, accounting, request, attempt.target.url, lookup, backend.status, () => answer?.response.headers.get("content-type") ?? null);
+    const hooks = streamEndHooks(
+      deps,
+      accounting,
+      request,
+      attempt.target.url,
+      lookup,
+      backend.status,
+      () => answer?.response.headers.get("content-type") ?? null,
+    );
     const options = {
       format: request.provider.streamFormat ?? "sse",
       idleTimeoutMs: deps.streamIdleTimeoutMs,
@@ -88,7 +103,12 @@ function jsonHeaders(extra: Readonly<Record<string, string>>): Record<string, st
  * `received` is the body when it was already read (non-streaming requests); a streaming
  * request's error body is read here. `extra` headers go on the response (set here, so it is built once).
  */
-export async function errorAnswer(backend: Response, received: Bytes | undefined, translator: Translator, extra: Readonly<Record<string, string>> = {}): Promise<Answer> {
+export async function errorAnswer(
+  backend: Response,
+  received: Bytes | undefined,
+  translator: Translator,
+  extra: Readonly<Record<string, string>> = {},
+): Promise<Answer> {
   const bytes = received ?? (await readBody(backend));
   const contentType = backend.headers.get("content-type") ?? "";
   if (!translator.translateError) return answer(backend.status, responseHeaders(backend.headers, extra), contentType, bytes);
@@ -148,7 +168,12 @@ export function streamAnswer(
     // falls silent or (when the provider follows its events) ends without its end.
     const sse = options.format === "sse" && (backend.headers.get("content-type") ?? "").includes("text/event-stream");
     if (!sse || !opened) {
-      return { response: new Response(firstBytesSeen(bodyOf(backend, opened), options.onFirstBytes), { status: backend.status, headers: responseHeaders(backend.headers, extra) }) };
+      return {
+        response: new Response(firstBytesSeen(bodyOf(backend, opened), options.onFirstBytes), {
+          status: backend.status,
+          headers: responseHeaders(backend.headers, extra),
+        }),
+      };
     }
     // The stream runs the request's end steps itself (core/pipeline/end-hook.ts).
     const endHook: EndHook = {};

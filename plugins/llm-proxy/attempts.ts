@@ -7,14 +7,14 @@
 import { UntranslatableRequest } from "../../core/llm/client-protocol.ts";
 import type { Bytes } from "../../core/llm/json.ts";
 import type { Translator, TranslatorContext } from "../../core/llm/provider.ts";
-import { openStream, type OpenedStream } from "../../core/llm/stream.ts";
+import { type OpenedStream, openStream } from "../../core/llm/stream.ts";
 import { errorResponse, errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { BackendTimeoutError, backendUrl, callBackend, callBackendWhole } from "../../core/proxy/backend-call.ts";
-import { withFailover, type BackendTarget, type FailoverResult } from "../../core/proxy/backends.ts";
+import { type BackendTarget, type FailoverResult, withFailover } from "../../core/proxy/backends.ts";
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
-import { attemptTranslator, routedPath, type JsonBody } from "./protocol-route.ts";
+import { attemptTranslator, type JsonBody, routedPath } from "./protocol-route.ts";
 import { backendBody } from "./request-body.ts";
 
 /**
@@ -106,6 +106,8 @@ export function noAnswer({ ctx, service }: LlmRequest, result: FailoverResult): 
   const tried = result.failures.map((f) => `${f.target.url}: ${f.reason}`).join("; ");
   // Nobody reads this; the status is for the counters and logs (nginx's 499).
   if (ctx.clientGone.aborted) return errorResponse(499, "api_error", "the client closed the request before a backend answered", {}, "client_closed");
-  if (result.error instanceof BackendTimeoutError) return errors.gatewayTimeout(`the backend for model "${service.model}" did not answer in time: ${tried}`).toResponse();
+  if (result.error instanceof BackendTimeoutError) {
+    return errors.gatewayTimeout(`the backend for model "${service.model}" did not answer in time: ${tried}`).toResponse();
+  }
   return errors.badGateway(`no backend for model "${service.model}" answered: ${tried}`).toResponse();
 }

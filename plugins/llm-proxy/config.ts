@@ -4,7 +4,7 @@
  * `reserve_token_budgets`); what they need of this section they get from the `llm` service.
  * Also `metrics.top_consumers`, this plugin's field in the core's `metrics` section.
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection, SectionFieldSet } from "../../core/config/schema.ts";
 
@@ -15,7 +15,10 @@ export const LlmSchema = Section(
       description:
         "Count the tokens a streamed answer reports (its final usage chunk, Messages usage events, local-runtime counts) in token budgets, usage records and token metrics; false = the spec's behaviour (streams count as requests only)",
     }),
-    stream_idle_timeout: Duration("60s", "Silence from a backend stream after its first event that ends the client's stream with an error event; 0s = no limit"),
+    stream_idle_timeout: Duration(
+      "60s",
+      "Silence from a backend stream after its first event that ends the client's stream with an error event; 0s = no limit",
+    ),
   },
   "LLM proxy",
   "See [Streaming](llm-proxy.md#streaming) for the stream settings.",
@@ -36,4 +39,8 @@ export const TopConsumersFields = Type.Object({
 });
 
 /** `metrics.top_consumers`: read at start (the gauge and its refresh task are set up once). */
-export const topConsumersFields: SectionFieldSet<typeof TopConsumersFields> = { section: "metrics", schema: TopConsumersFields, restartOnly: ["top_consumers"] };
+export const topConsumersFields: SectionFieldSet<typeof TopConsumersFields> = {
+  section: "metrics",
+  schema: TopConsumersFields,
+  restartOnly: ["top_consumers"],
+};

@@ -5,7 +5,7 @@
  * and the OTLP export turns the underscores back into dots (plugins/otel/metrics-otlp.ts). It
  * is registered only when OpenTelemetry metrics export is on: nobody else asked for it.
  */
-import { isRecord, parseJson, type Bytes } from "../../core/llm/json.ts";
+import { type Bytes, isRecord, parseJson } from "../../core/llm/json.ts";
 import type { TokenUsage } from "../../core/llm/usage.ts";
 import { histogramChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
@@ -51,8 +51,8 @@ export function genAiSpanAttributes(call: GenAiCall): SpanAttributes {
     const reasons = Array.isArray(body.choices)
       ? body.choices.flatMap((choice) => (isRecord(choice) && typeof choice.finish_reason === "string" ? [choice.finish_reason] : []))
       : typeof body.stop_reason === "string"
-        ? [body.stop_reason]
-        : [];
+      ? [body.stop_reason]
+      : [];
     if (reasons.length > 0) attributes[GENAI.finishReasons] = reasons;
   }
   return attributes;

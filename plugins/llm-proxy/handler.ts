@@ -30,18 +30,20 @@ import type { RequestContext } from "../../core/pipeline/context.ts";
 import { backendOrder, type BackendTarget } from "../../core/proxy/backends.ts";
 import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { Accounting } from "./accounting.ts";
-import { backendAnswer, MISS, type Answer } from "./answer.ts";
+import { type Answer, backendAnswer, MISS } from "./answer.ts";
 import { forward, noAnswer, prepareAttempts } from "./attempts.ts";
 import { beginLookup, cachedResponse, fillCache, lookUp } from "./cache-step.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
 import { genAiSpanAttributes, operationOf } from "./genai.ts";
-import { protocolRoute, providerBody, type JsonBody } from "./protocol-route.ts";
+import { type JsonBody, protocolRoute, providerBody } from "./protocol-route.ts";
 
 export type { LlmModeDeps } from "./deps.ts";
 
 function unknownProvider(service: ServiceConfig, providers: ProviderRegistry): GatewayError {
   return errors.providerNotRegistered(
-    `model "${service.model}": provider "${service.provider}" is not registered; registered providers: ${providers.names().join(", ") || "(none)"}. Fix services[].provider or load the provider's plugin with plugins.load`,
+    `model "${service.model}": provider "${service.provider}" is not registered; registered providers: ${
+      providers.names().join(", ") || "(none)"
+    }. Fix services[].provider or load the provider's plugin with plugins.load`,
   );
 }
 
@@ -65,7 +67,11 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (waitMs === undefined) return undefined;
     const { ctx, service, labels } = request;
     labels.backend_model = backendModelOf(targets[0], body.value, service.model);
-    const refusal = errors.retryAfterRefusal(`every backend of model "${service.model}" is sitting out the Retry-After it sent; retry in ${Math.ceil(waitMs / 1000)}s`, waitMs / 1000, MISS);
+    const refusal = errors.retryAfterRefusal(
+      `every backend of model "${service.model}" is sitting out the Retry-After it sent; retry in ${Math.ceil(waitMs / 1000)}s`,
+      waitMs / 1000,
+      MISS,
+    );
     deps.metrics.retryAfterRefusal(labels);
     accounting.request(ctx, labels, refusal.status);
     return refusal.toResponse();

@@ -4,7 +4,7 @@
  * ("" when none).
  */
 import type { TokenUsage } from "../../core/llm/usage.ts";
-import { counterChildren, histogramChildren, type CounterChild, type HistogramChild } from "../../core/metric-labels.ts";
+import { type CounterChild, counterChildren, type HistogramChild, histogramChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
 export interface LlmLabels {

@@ -26,12 +26,19 @@ export const llmProxyOpenApi: OpenApiContribution = {
       {
         model: Type.String(),
         messages: Type.Array(
-          Type.Object({ role: StringEnum(["user", "assistant"]), content: Type.Unknown({ description: "A string or content blocks (text, image, tool_use, tool_result)" }) }, { additionalProperties: true }),
+          Type.Object({
+            role: StringEnum(["user", "assistant"]),
+            content: Type.Unknown({ description: "A string or content blocks (text, image, tool_use, tool_result)" }),
+          }, { additionalProperties: true }),
         ),
         max_tokens: Type.Integer({ minimum: 1 }),
         system: Type.Optional(Type.Unknown({ description: "A string or text blocks" })),
         stream: Type.Optional(Type.Boolean({ description: "Server-sent Messages events; bypasses the response cache" })),
-        tools: Type.Optional(Type.Array(Type.Object({ name: Type.String(), description: Type.Optional(Type.String()), input_schema: Type.Unknown() }, { additionalProperties: true }))),
+        tools: Type.Optional(
+          Type.Array(
+            Type.Object({ name: Type.String(), description: Type.Optional(Type.String()), input_schema: Type.Unknown() }, { additionalProperties: true }),
+          ),
+        ),
       },
       {
         additionalProperties: true,

@@ -4,7 +4,7 @@
  * completions itself), or, when the provider's backend speaks the client's protocol, as it is
  * both ways (`native`). Nothing here names a protocol.
  */
-import { CHAT_COMPLETIONS_PATH, speaksNatively, UntranslatableRequest, type ClientProtocol, type ProtocolRequest } from "../../core/llm/client-protocol.ts";
+import { CHAT_COMPLETIONS_PATH, type ClientProtocol, type ProtocolRequest, speaksNatively, UntranslatableRequest } from "../../core/llm/client-protocol.ts";
 import type { ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { errors } from "../../core/errors.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";

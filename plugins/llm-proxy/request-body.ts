@@ -27,7 +27,13 @@ export function chatBodyFor(body: JsonObject, target: BackendTarget, alias: stri
   return { value, changed: value !== body };
 }
 
-export function backendBody(original: { value: JsonObject; bytes: Uint8Array }, target: BackendTarget, alias: string, stream: boolean, translator: Translator): Bytes {
+export function backendBody(
+  original: { value: JsonObject; bytes: Uint8Array },
+  target: BackendTarget,
+  alias: string,
+  stream: boolean,
+  translator: Translator,
+): Bytes {
   const chat = chatBodyFor(original.value, target, alias, stream);
   if (!translator.translateRequest) return chat.changed ? encoder.encode(JSON.stringify(chat.value)) : asBytes(original.bytes);
   let translated: JsonObject;

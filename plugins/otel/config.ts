@@ -1,5 +1,5 @@
 /** The `opentelemetry:` section: OTLP/HTTP export of traces, metrics and logs. */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Duration, Section, StringMap } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 

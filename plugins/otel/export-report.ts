@@ -31,7 +31,12 @@ export function reporting<T>(exporter: Exporter<T>, target: ReportTarget): Expor
       exporter.export(items, (result) => {
         if (result.code !== core.ExportResultCode.SUCCESS && target.now() - lastReport >= REPORT_EVERY_MS) {
           lastReport = target.now();
-          target.log.warn(target.event, { url: target.url, [target.items]: items.length, error: result.error, message: `${target.items.replace("_", " ")} were dropped; requests are unaffected` });
+          target.log.warn(target.event, {
+            url: target.url,
+            [target.items]: items.length,
+            error: result.error,
+            message: `${target.items.replace("_", " ")} were dropped; requests are unaffected`,
+          });
         }
         done(result);
       });

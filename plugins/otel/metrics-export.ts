@@ -38,7 +38,12 @@ export function exportMetrics(api: PluginApi<unknown>, untraced: Untraced): void
 
   const push = async (signal?: AbortSignal): Promise<void> => {
     try {
-      const body = otlpMetrics(fromRegistry(await api.metrics.registry.getMetricsAsJSON()), { "service.name": settings.service_name }, PROCESS_STARTED, api.clock.now());
+      const body = otlpMetrics(
+        fromRegistry(await api.metrics.registry.getMetricsAsJSON()),
+        { "service.name": settings.service_name },
+        PROCESS_STARTED,
+        api.clock.now(),
+      );
       const timeout = AbortSignal.timeout(PUSH_TIMEOUT_MS);
       const response = await untraced(() =>
         api.fetch(url, {
@@ -46,7 +51,7 @@ export function exportMetrics(api: PluginApi<unknown>, untraced: Untraced): void
           headers: { "content-type": "application/json", ...settings.exporter.headers },
           body: JSON.stringify(body),
           signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-        }),
+        })
       );
       await response.body?.cancel().catch(() => {});
       if (!response.ok) throw new Error(`the collector answered HTTP ${response.status}`);

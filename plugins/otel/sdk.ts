@@ -7,7 +7,7 @@
  * SDK delegates to the newest live runtime's. Spans keep the processor they started with.
  * Only the resource (`service_name`) is fixed for the life of the SDK.
  */
-import { NodeSDK, api, core, node } from "@opentelemetry/sdk-node";
+import { api, core, node, NodeSDK } from "@opentelemetry/sdk-node";
 
 export type Tracer = api.Tracer;
 

@@ -1,5 +1,5 @@
 /** The `policies:` section (absent = no policy step), which needs an authenticated principal. */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Duration, StringList } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 
@@ -41,8 +41,7 @@ export const PoliciesSchema = Type.Optional(
     {
       additionalProperties: false,
       description: "Access policies (needs auth.mode)",
-      notes:
-        "Absent by default: no access control. When set, `auth.mode` must be `proxy` or `oauth2`. The non-empty fields of " +
+      notes: "Absent by default: no access control. When set, `auth.mode` must be `proxy` or `oauth2`. The non-empty fields of " +
         "a rule's `match` combine with AND; `match: {}` matches everyone.",
     },
   ),

@@ -31,7 +31,9 @@ export default definePlugin({
       throw error;
     }
     policies.rules.forEach((rule, index) => {
-      if (rule.allow_models.length === 0) api.log.warn("policy_rule_grants_nothing", { rule: index, message: `policies.rules[${index}].allow_models is empty, so the rule allows no model` });
+      if (rule.allow_models.length === 0) {
+        api.log.warn("policy_rule_grants_nothing", { rule: index, message: `policies.rules[${index}].allow_models is empty, so the rule allows no model` });
+      }
     });
     api.stage("policy", policyStep(policies.default, compiled, api.metrics, api.log));
     // A denied model stays a 403 when named, but no 404's list of models offers it.

@@ -45,7 +45,9 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
         const [count, ttlMs] = await kv.run(windowIncrement, [requestKey(ruleIndex, consumer)], [1, limits.periodMs]);
         if (count > limits.rate) {
           throw errors.rateLimitExceeded(
-            `group quota of policies.rules[${ruleIndex}] exceeded: ${limits.rate} requests per ${formatDuration(limits.periodMs)}; retry after the window resets`,
+            `group quota of policies.rules[${ruleIndex}] exceeded: ${limits.rate} requests per ${
+              formatDuration(limits.periodMs)
+            }; retry after the window resets`,
             ttlMs / 1000,
           );
         }
@@ -56,7 +58,9 @@ export function quotaStep(kv: KvStore, log: Logger, attribution: TokenAttributio
         if (used >= limits.tokenRate) {
           const ttlMs = await kv.pttl(key);
           throw errors.budgetExceeded(
-            `group token quota of policies.rules[${ruleIndex}] exceeded: ${limits.tokenRate} tokens per ${formatDuration(limits.tokenPeriodMs)}; retry after the window resets`,
+            `group token quota of policies.rules[${ruleIndex}] exceeded: ${limits.tokenRate} tokens per ${
+              formatDuration(limits.tokenPeriodMs)
+            }; retry after the window resets`,
             (ttlMs > 0 ? ttlMs : limits.tokenPeriodMs) / 1000,
           );
         }

@@ -10,7 +10,7 @@
 import { durationMs } from "../../core/config/duration.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
 import type { Principal } from "../../core/pipeline/context.ts";
-import { anyGlob, GlobError, type Glob } from "../../core/glob.ts";
+import { anyGlob, type Glob, GlobError } from "../../core/glob.ts";
 
 export type PoliciesConfig = NonNullable<GatewayConfig["policies"]>;
 type RuleConfig = PoliciesConfig["rules"][number];
@@ -120,10 +120,9 @@ export class PolicySet {
       if (rule.grants(model, serviceType)) return { allowed: true, rule };
       matched.push(rule.index);
     }
-    const reason =
-      matched.length === 0
-        ? "no rule matches the caller"
-        : `rules ${matched.map((i) => `[${i}]`).join(", ")} match the caller but none grants model "${model}" of service type "${serviceType}"`;
+    const reason = matched.length === 0
+      ? "no rule matches the caller"
+      : `rules ${matched.map((i) => `[${i}]`).join(", ")} match the caller but none grants model "${model}" of service type "${serviceType}"`;
     return { allowed: false, matched, reason };
   }
 }

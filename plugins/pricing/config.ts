@@ -4,7 +4,7 @@
  * which wins when both match). Token prices are per million tokens, `per_second` per
  * second of an async job's processing time. Hot-reloadable: a reload builds a new table.
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 
@@ -58,7 +58,9 @@ export const pricingSection: ConfigSection<typeof PricingSchema> = {
     (["models", "backend_models"] as const).flatMap((map) =>
       Object.entries(pricing[map])
         .filter(([, entry]) => Object.keys(entry).length === 0)
-        .map(([model]) => `pricing.${map}.${model}: no price set; give at least one of input, output, cached_input, cache_write, per_second (or remove the entry)`),
+        .map(([model]) =>
+          `pricing.${map}.${model}: no price set; give at least one of input, output, cached_input, cache_write, per_second (or remove the entry)`
+        )
     ),
   facts: (pricing) => ({ pricingOn: pricingOn(pricing) }),
 };

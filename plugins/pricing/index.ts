@@ -6,7 +6,7 @@
  * the new price.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
-import { NANOS_PER_UNIT, type PricedUsage, type Pricing, type PriceQuery } from "../../core/pricing/price.ts";
+import { NANOS_PER_UNIT, type PricedUsage, type PriceQuery, type Pricing } from "../../core/pricing/price.ts";
 import { pricingOn, pricingSection } from "./config.ts";
 import { PriceTable } from "./table.ts";
 

@@ -7,7 +7,7 @@
  *
  * computed in whole nano-units of the currency, rounded once, so every sum of costs is exact.
  */
-import { NANOS_PER_UNIT, type PriceQuery, type PricedUsage } from "../../core/pricing/price.ts";
+import { NANOS_PER_UNIT, type PricedUsage, type PriceQuery } from "../../core/pricing/price.ts";
 import type { ModelPrice, PricingConfig } from "./config.ts";
 
 /** Nano-units per token of a per-million price. */
@@ -35,7 +35,8 @@ export class PriceTable {
     const cached = Math.max(0, usage.cached ?? 0);
     const written = Math.max(0, usage.cacheCreation ?? 0);
     const fresh = Math.max(0, (usage.prompt ?? 0) - cached - written);
-    const tokens = fresh * input + cached * (price.cached_input ?? input) + written * (price.cache_write ?? input) + (usage.completion ?? 0) * (price.output ?? 0);
+    const tokens = fresh * input + cached * (price.cached_input ?? input) + written * (price.cache_write ?? input) +
+      (usage.completion ?? 0) * (price.output ?? 0);
     return Math.round(tokens * PER_TOKEN + (usage.seconds ?? 0) * (price.per_second ?? 0) * NANOS_PER_UNIT);
   }
 }

@@ -51,7 +51,7 @@ export class ChatStreamToMessages {
       if (!this.open || this.open.tool !== undefined) out.push(...this.openBlock({ type: "text", text: "" }));
       out.push(this.delta({ type: "text_delta", text: delta.content }));
     }
-    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) if (isRecord(call)) out.push(...this.toolCall(call));
+    if (Array.isArray(delta.tool_calls)) { for (const call of delta.tool_calls) if (isRecord(call)) out.push(...this.toolCall(call)); }
     if (typeof choice.finish_reason === "string") this.stop = stopReasonOf(choice.finish_reason);
     return out;
   }
@@ -66,7 +66,16 @@ export class ChatStreamToMessages {
     const id = typeof chunk.id === "string" && chunk.id !== "" ? chunk.id : this.messageId();
     const model = typeof chunk.model === "string" ? chunk.model : "";
     // A chat stream reports its usage at the end: the counts come with `message_delta`.
-    const message = { id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+    const message = {
+      id,
+      type: "message",
+      role: "assistant",
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+    };
     return named({ type: "message_start", message });
   }
 

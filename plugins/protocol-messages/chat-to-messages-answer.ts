@@ -27,7 +27,9 @@ export function toolInput(args: unknown): unknown {
 /** A chat `usage` as Messages counts it (`input_tokens` without the cached prefix); undefined when it has none. */
 export function messagesUsageOf(usage: unknown): JsonObject | undefined {
   if (!isRecord(usage) || typeof usage.prompt_tokens !== "number") return undefined;
-  const cached = isRecord(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === "number" ? usage.prompt_tokens_details.cached_tokens : undefined;
+  const cached = isRecord(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === "number"
+    ? usage.prompt_tokens_details.cached_tokens
+    : undefined;
   const out: JsonObject = {
     input_tokens: Math.max(0, usage.prompt_tokens - (cached ?? 0)),
     output_tokens: typeof usage.completion_tokens === "number" ? usage.completion_tokens : 0,
@@ -64,6 +66,10 @@ export function chatToMessagesResponse(body: unknown, messageId: () => string): 
 export function chatToMessagesError(status: number, body: unknown): JsonObject {
   if (isRecord(body) && body.type === "error" && isRecord(body.error)) return body;
   const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
-  const message = typeof error?.message === "string" ? error.message : typeof body === "string" && body.trim() !== "" ? body.trim() : `the backend answered HTTP ${status}`;
+  const message = typeof error?.message === "string"
+    ? error.message
+    : typeof body === "string" && body.trim() !== ""
+    ? body.trim()
+    : `the backend answered HTTP ${status}`;
   return messagesError(messagesErrorType(status, error?.type), message);
 }

@@ -20,7 +20,9 @@ import { messagesFromChat, nativeMessages } from "./translators.ts";
 /** Only `POST /v1/messages` has a chat-completions equivalent: a backend that does not speak Messages cannot count tokens. */
 function toChatRequest(body: JsonObject, request: ProtocolRequest): JsonObject {
   if (request.path === COUNT_TOKENS_PATH) {
-    throw errors.notFound(`model "${request.model}" cannot count tokens: its provider "${request.provider}" does not speak the Messages API (only POST /v1/messages is translated)`);
+    throw errors.notFound(
+      `model "${request.model}" cannot count tokens: its provider "${request.provider}" does not speak the Messages API (only POST /v1/messages is translated)`,
+    );
   }
   return messagesToChatRequest(body);
 }

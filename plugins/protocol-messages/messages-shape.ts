@@ -7,6 +7,7 @@ import {
   BOOLEAN,
   COUNT,
   fieldProblem,
+  type FieldRules,
   NUMBER,
   OBJECT,
   OBJECTS,
@@ -14,7 +15,6 @@ import {
   STRING,
   STRING_OR_OBJECTS,
   STRINGS,
-  type FieldRules,
 } from "../../core/llm/client-protocol.ts";
 import type { JsonObject } from "../../core/llm/json.ts";
 

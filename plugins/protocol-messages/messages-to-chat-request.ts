@@ -119,7 +119,9 @@ export function messagesToChatRequest(body: JsonObject): JsonObject {
   out.messages = messages;
   out.max_tokens = body.max_tokens;
   if (body.stop_sequences !== undefined) {
-    if (!Array.isArray(body.stop_sequences) || !body.stop_sequences.every((s) => typeof s === "string")) throw refuse(`"stop_sequences" must be an array of strings`);
+    if (!Array.isArray(body.stop_sequences) || !body.stop_sequences.every((s) => typeof s === "string")) {
+      throw refuse(`"stop_sequences" must be an array of strings`);
+    }
     if (body.stop_sequences.length > 0) out.stop = body.stop_sequences;
   }
   for (const key of ["temperature", "top_p"] as const) {

@@ -4,7 +4,7 @@
  * signature over the exact body that will be sent). The one call the LLM proxy makes per
  * attempt, after translating the body and before sending it.
  */
-import { bedrockAuth, type AwsCredentials, type AwsCredentialSource } from "./credentials.ts";
+import { type AwsCredentials, type AwsCredentialSource, bedrockAuth } from "./credentials.ts";
 import { signBedrockRequest } from "./sigv4.ts";
 import { bedrockModelUrl } from "./urls.ts";
 
@@ -41,7 +41,15 @@ export async function prepareBedrockRequest(attempt: BedrockAttempt): Promise<{ 
   const headers: Record<string, string> = { "content-type": "application/json", ...lowerCased(attempt.headers) };
   const auth = bedrockAuth(settings, attempt.chain);
   if (auth.kind === "api_key") return { url, headers: { ...headers, authorization: `Bearer ${auth.apiKey}` } };
-  const signed = await signBedrockRequest({ method: "POST", url, headers, body: attempt.body, region: settings.region, credentials: auth.credentials, now: attempt.now });
+  const signed = await signBedrockRequest({
+    method: "POST",
+    url,
+    headers,
+    body: attempt.body,
+    region: settings.region,
+    credentials: auth.credentials,
+    now: attempt.now,
+  });
   return { url, headers: signed };
 }
 

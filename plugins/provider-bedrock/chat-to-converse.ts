@@ -149,8 +149,9 @@ export function convertMessages(messages: unknown, systemField: unknown): { syst
     const role = message.role;
     if (role === "system" || role === "developer") system.push(...systemBlocks(message, where));
     else if (role === "user") push(turns, "user", withCachePoint(contentBlocks(message.content, where), message));
-    else if (role === "assistant") push(turns, "assistant", withCachePoint([...contentBlocks(message.content, where), ...toolUseBlocks(message.tool_calls, where)], message));
-    else if (role === "tool") push(turns, "user", withCachePoint([toolResultBlock(message, where)], message));
+    else if (role === "assistant") {
+      push(turns, "assistant", withCachePoint([...contentBlocks(message.content, where), ...toolUseBlocks(message.tool_calls, where)], message));
+    } else if (role === "tool") push(turns, "user", withCachePoint([toolResultBlock(message, where)], message));
     else throw refuse(`${where}: role "${String(role)}" has no Bedrock equivalent; use system, developer, user, assistant or tool`);
   });
   return { system, messages: turns };

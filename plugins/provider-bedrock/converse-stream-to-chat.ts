@@ -19,15 +19,15 @@
  */
 import {
   chatChunk,
+  type ChunkEnvelope,
   DONE,
   isRecord,
-  usageChunk,
-  type ChunkEnvelope,
   type JsonObject,
   type OutEvent,
   type StreamEvent,
   type StreamProgress,
   type TranslatorContext,
+  usageChunk,
 } from "../../core/llm/provider.ts";
 import { chatErrorFor } from "./converse-errors.ts";
 import { converseUsage, finishReason, withCachedTokens } from "./converse-to-chat.ts";

@@ -18,12 +18,12 @@
  */
 import {
   chatCompletion,
-  isRecord,
-  messagesUsage,
   type ChatToolCall,
   type FinishReason,
+  isRecord,
   type JsonObject,
   type MessagesUsage,
+  messagesUsage,
   type TranslatedResponse,
   type TranslatorContext,
 } from "../../core/llm/provider.ts";

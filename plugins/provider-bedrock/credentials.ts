@@ -22,8 +22,7 @@ export type BedrockAuth =
   /** AWS Signature Version 4 with these credentials. */
   | { kind: "sigv4"; credentials: AwsCredentialSource };
 
-const NO_CREDENTIALS =
-  "no AWS credentials were found for Bedrock: set the backend's api_key, or give the gateway AWS credentials " +
+const NO_CREDENTIALS = "no AWS credentials were found for Bedrock: set the backend's api_key, or give the gateway AWS credentials " +
   "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE with ~/.aws files, or a container or instance role)";
 
 /** A fresh chain (tests use one per case; the gateway shares `sharedCredentialChain`). */
@@ -59,7 +58,9 @@ export function bedrockAuth(settings: BedrockAuthSettings, chain: AwsCredentialS
   if (settings.apiKey !== undefined && settings.apiKey !== "") return { kind: "api_key", apiKey: settings.apiKey };
   const explicit = settings.credentials;
   if (explicit) {
-    if (explicit.accessKeyId === "" || explicit.secretAccessKey === "") throw new Error("Bedrock credentials need both an access key id and a secret access key");
+    if (explicit.accessKeyId === "" || explicit.secretAccessKey === "") {
+      throw new Error("Bedrock credentials need both an access key id and a secret access key");
+    }
     return { kind: "sigv4", credentials: () => Promise.resolve(explicit) };
   }
   return { kind: "sigv4", credentials: chain };

@@ -9,7 +9,16 @@
  * exported here for the LLM proxy to call (README.md, "Wiring"); until it does, this provider
  * is not registered.
  */
-import type { JsonObject, OutEvent, ProviderDefinition, StreamEvent, StreamProgress, TranslatedResponse, Translator, TranslatorContext } from "../../core/llm/provider.ts";
+import type {
+  JsonObject,
+  OutEvent,
+  ProviderDefinition,
+  StreamEvent,
+  StreamProgress,
+  TranslatedResponse,
+  Translator,
+  TranslatorContext,
+} from "../../core/llm/provider.ts";
 import { wantsStreamUsage } from "../../core/llm/provider.ts";
 import { chatToConverseRequest } from "./chat-to-converse.ts";
 import { converseToChatError, type ErrorHeaders } from "./converse-errors.ts";
@@ -18,10 +27,10 @@ import { converseToChatResponse } from "./converse-to-chat.ts";
 
 export { isContextWindowError } from "./context-window.ts";
 export { EventStreamDecoder } from "./event-stream.ts";
-export { prepareBedrockRequest, type BedrockAttempt, type BedrockBackendSettings } from "./backend-request.ts";
-export { signBedrockRequest, type SignableRequest } from "./sigv4.ts";
+export { type BedrockAttempt, type BedrockBackendSettings, prepareBedrockRequest } from "./backend-request.ts";
+export { type SignableRequest, signBedrockRequest } from "./sigv4.ts";
 export { bedrockModelUrl, bedrockRuntimeUrl } from "./urls.ts";
-export { bedrockAuth, createCredentialChain, sharedCredentialChain, type AwsCredentials, type BedrockAuth } from "./credentials.ts";
+export { type AwsCredentials, type BedrockAuth, bedrockAuth, createCredentialChain, sharedCredentialChain } from "./credentials.ts";
 
 /** The media type of a ConverseStream answer. */
 export const EVENT_STREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream";

@@ -129,7 +129,9 @@ function toolResultPart(message: JsonObject, where: string, names: Map<string, s
   const id = typeof message.tool_call_id === "string" ? message.tool_call_id : undefined;
   const name = (id !== undefined ? names.get(id) : undefined) ?? (typeof message.name === "string" ? message.name : undefined);
   if (name === undefined) {
-    throw refuse(`${where}: tool_call_id ${describe(message.tool_call_id)} matches no earlier assistant tool call; Gemini needs the function's name for a result`);
+    throw refuse(
+      `${where}: tool_call_id ${describe(message.tool_call_id)} matches no earlier assistant tool call; Gemini needs the function's name for a result`,
+    );
   }
   return { functionResponse: { name, response: functionResponse(textOf(message.content, where)) } };
 }

@@ -22,19 +22,19 @@
  */
 import {
   chatChunk,
-  DONE,
-  isRecord,
-  usageChunk,
   type ChunkEnvelope,
+  DONE,
   type FinishReason,
+  isRecord,
   type JsonObject,
   type OutEvent,
   type StreamEvent,
   type StreamProgress,
   type TranslatorContext,
+  usageChunk,
 } from "../../core/llm/provider.ts";
 import { answerText, choiceFinish, partsOf, toolCallOf } from "./gemini-to-chat.ts";
-import { chatUsage, geminiUsage, type GeminiUsage } from "./gemini-usage.ts";
+import { chatUsage, type GeminiUsage, geminiUsage } from "./gemini-usage.ts";
 import { googleErrorOf, googleToChatError } from "./google-errors.ts";
 import { promptBlockedError, promptBlockOf } from "./prompt-block.ts";
 

@@ -20,10 +20,10 @@
  */
 import {
   chatCompletion,
-  isRecord,
   type ChatMessage,
   type ChatToolCall,
   type FinishReason,
+  isRecord,
   type JsonObject,
   type TranslatedResponse,
   type TranslatorContext,

@@ -2,7 +2,7 @@
  * The per-request translator of Google's Gemini protocol (AI Studio and Vertex AI alike):
  * chat completions to `generateContent` and back, streams and errors included.
  */
-import { wantsStreamUsage, type JsonObject, type Translator, type TranslatorContext } from "../../core/llm/provider.ts";
+import { type JsonObject, type Translator, type TranslatorContext, wantsStreamUsage } from "../../core/llm/provider.ts";
 import { chatToGeminiRequest } from "./chat-to-gemini.ts";
 import { GeminiStreamTranslator } from "./gemini-stream-to-chat.ts";
 import { geminiToChatResponse } from "./gemini-to-chat.ts";

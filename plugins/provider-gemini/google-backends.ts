@@ -51,7 +51,7 @@ function keyAuth(key: string): BackendAuth {
 
 /** Throws, saying what to set, when the settings cannot authenticate. */
 export function geminiBackendAuth(settings: GoogleBackendSettings): BackendAuth {
-  if (!present(settings.api_key)) throw new Error("a gemini backend needs api_key: a Google AI Studio API key (e.g. api_key: \"${GEMINI_API_KEY}\")");
+  if (!present(settings.api_key)) throw new Error('a gemini backend needs api_key: a Google AI Studio API key (e.g. api_key: "${GEMINI_API_KEY}")');
   return keyAuth(settings.api_key);
 }
 

@@ -31,17 +31,17 @@ export const createVertexAiProvider = (messagesProvider: ProviderDefinition): Pr
   createTranslator: (context) => vertexTranslator(context, messagesProvider),
 });
 
-export { geminiRequestUrl, vertexBaseUrl, vertexPublisherOf, vertexRequestUrl, GEMINI_API_URL, VERTEX_GLOBAL_URL } from "./urls.ts";
+export { GEMINI_API_URL, geminiRequestUrl, VERTEX_GLOBAL_URL, vertexBaseUrl, vertexPublisherOf, vertexRequestUrl } from "./urls.ts";
 export {
+  type BackendAuth,
   geminiBackendAuth,
   geminiBackendUrl,
+  GOOGLE_API_KEY_HEADER,
+  type GoogleBackendSettings,
   vertexBackendAuth,
   vertexBackendUrl,
-  GOOGLE_API_KEY_HEADER,
-  type BackendAuth,
-  type GoogleBackendSettings,
 } from "./google-backends.ts";
-export { GoogleAccessTokens, CLOUD_PLATFORM_SCOPE, REFRESH_MARGIN_MS, type GoogleTokenOptions } from "./google-access-tokens.ts";
+export { CLOUD_PLATFORM_SCOPE, GoogleAccessTokens, type GoogleTokenOptions, REFRESH_MARGIN_MS } from "./google-access-tokens.ts";
 export { googleToChatError, isContextWindowError, retryAfterOf, retryDelayMs } from "./google-errors.ts";
-export { PromptBlockedError, PROMPT_BLOCKED_STATUS } from "./prompt-block.ts";
+export { PROMPT_BLOCKED_STATUS, PromptBlockedError } from "./prompt-block.ts";
 export { toVertexAnthropicBody, VERTEX_ANTHROPIC_VERSION } from "./vertex-anthropic.ts";

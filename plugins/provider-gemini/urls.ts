@@ -70,11 +70,15 @@ interface VertexModel {
 
 function vertexModelOf(model: string): VertexModel {
   const parts = checked(model, "model").split("/");
-  if (parts[0] === "projects") return { publisher: /\/publishers\/([^/]+)\/models\//.exec(model)?.[1] ?? "google", name: parts[parts.length - 1], resource: model };
+  if (parts[0] === "projects") {
+    return { publisher: /\/publishers\/([^/]+)\/models\//.exec(model)?.[1] ?? "google", name: parts[parts.length - 1], resource: model };
+  }
   if (parts.length === 4 && parts[0] === "publishers" && parts[2] === "models") return { publisher: parts[1], name: parts[3] };
   if (parts.length === 2) return parts[0] === "models" ? { publisher: "google", name: parts[1] } : { publisher: parts[0], name: parts[1] };
   if (parts.length === 1) return { publisher: /^claude-/i.test(model) ? "anthropic" : "google", name: model };
-  throw new Error(`model "${model}" is not a Vertex AI model name: use "name", "publisher/name", "publishers/{publisher}/models/{name}" or a full "projects/..." resource`);
+  throw new Error(
+    `model "${model}" is not a Vertex AI model name: use "name", "publisher/name", "publishers/{publisher}/models/{name}" or a full "projects/..." resource`,
+  );
 }
 
 /**
@@ -118,7 +122,9 @@ export function vertexRequestUrl(options: VertexUrlOptions): string {
     }
     return `${trimSlash(options.baseUrl ?? VERTEX_GLOBAL_URL)}/v1/publishers/google/models/${model.name}:${method}`;
   }
-  if (options.location === undefined || options.location === "") throw new Error(`Vertex AI needs a location (e.g. us-central1 or global) with project "${options.project}"`);
+  if (options.location === undefined || options.location === "") {
+    throw new Error(`Vertex AI needs a location (e.g. us-central1 or global) with project "${options.project}"`);
+  }
   const project = checkedSegment(options.project, "project");
   const location = checkedSegment(options.location, "location");
   const base = trimSlash(options.baseUrl ?? vertexBaseUrl(location));

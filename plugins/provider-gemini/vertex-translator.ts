@@ -10,8 +10,9 @@ import { VERTEX_PUBLISHERS, vertexPublisherOf } from "./urls.ts";
 import { vertexAnthropicTranslator } from "./vertex-anthropic.ts";
 
 /** A translator whose every method is there (the ones this provider builds are). */
-type Complete = Required<Pick<Translator, "translateRequest" | "translateResponse" | "translateStreamEvent" | "streamProgress" | "translateError">> &
-  Pick<Translator, "translateStreamEnd">;
+type Complete =
+  & Required<Pick<Translator, "translateRequest" | "translateResponse" | "translateStreamEvent" | "streamProgress" | "translateError">>
+  & Pick<Translator, "translateStreamEnd">;
 
 function complete(translator: Translator): Complete {
   const { translateRequest, translateResponse, translateStreamEvent, streamProgress, translateError, translateStreamEnd } = translator;

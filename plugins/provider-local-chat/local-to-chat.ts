@@ -20,14 +20,12 @@ import {
   chatChunk,
   chatCompletion,
   chatError,
-  DONE,
-  errorTypeFor,
-  isRecord,
-  usageChunk,
-  usageFromCounts,
   type ChatToolCall,
   type ChunkEnvelope,
+  DONE,
+  errorTypeFor,
   type FinishReason,
+  isRecord,
   type JsonObject,
   type OutEvent,
   type StreamEvent,
@@ -35,6 +33,8 @@ import {
   type TokenUsage,
   type TranslatedResponse,
   type TranslatorContext,
+  usageChunk,
+  usageFromCounts,
 } from "../../core/llm/provider.ts";
 
 function toolCalls(message: JsonObject, context: TranslatorContext): ChatToolCall[] {
@@ -42,7 +42,11 @@ function toolCalls(message: JsonObject, context: TranslatorContext): ChatToolCal
   return message.tool_calls.filter(isRecord).map((call) => {
     const fn = isRecord(call.function) ? call.function : {};
     const args = typeof fn.arguments === "string" ? fn.arguments : JSON.stringify(fn.arguments ?? {});
-    return { id: typeof call.id === "string" ? call.id : `call_${context.newId()}`, type: "function", function: { name: String(fn.name ?? ""), arguments: args } };
+    return {
+      id: typeof call.id === "string" ? call.id : `call_${context.newId()}`,
+      type: "function",
+      function: { name: String(fn.name ?? ""), arguments: args },
+    };
   });
 }
 

@@ -53,7 +53,9 @@ function withMessageMarker(blocks: Block[], message: JsonObject): Block[] {
 function systemBlocks(message: JsonObject, where: string): Block[] {
   const content = message.content;
   const blocks = Array.isArray(content)
-    ? content.map((part) => (isRecord(part) ? withMarker({ type: "text", text: typeof part.text === "string" ? part.text : "" }, part) : { type: "text", text: "" }))
+    ? content.map((
+      part,
+    ) => (isRecord(part) ? withMarker({ type: "text", text: typeof part.text === "string" ? part.text : "" }, part) : { type: "text", text: "" }))
     : [{ type: "text", text: textOf(content, where) }];
   return withMessageMarker(blocks, message);
 }
@@ -157,7 +159,10 @@ export function convertMessages(messages: unknown, systemField: unknown): { syst
         out.push({ role: "assistant", content: [...(typeof content === "string" ? blocksOf(content, where) : content), ...toolUses] });
       }
     } else if (role === "tool") {
-      const result = withMarker({ type: "tool_result", tool_use_id: String(message.tool_call_id ?? ""), content: textOf(message.content, where) }, toolResultMarker(message));
+      const result = withMarker(
+        { type: "tool_result", tool_use_id: String(message.tool_call_id ?? ""), content: textOf(message.content, where) },
+        toolResultMarker(message),
+      );
       // Results of one assistant turn go back together, in one user message.
       const previous = out[out.length - 1];
       const previousBlocks = previous?.role === "user" && Array.isArray(previous.content) ? (previous.content as unknown[]) : undefined;

@@ -20,16 +20,16 @@
 import {
   chatChunk,
   chatError,
+  type ChunkEnvelope,
   DONE,
   isRecord,
-  messagesUsage,
   MessagesStreamWatch,
-  usageChunk,
-  type ChunkEnvelope,
+  messagesUsage,
   type OutEvent,
   type StreamEvent,
   type StreamProgress,
   type TranslatorContext,
+  usageChunk,
 } from "../../core/llm/provider.ts";
 import { finishReasonOf } from "../../core/llm/messages.ts";
 import { withCachedTokens } from "./messages-to-chat.ts";

@@ -18,7 +18,16 @@
  * Other blocks (thinking, ...) are not part of the chat-completions answer and are left out.
  */
 import { finishReasonOf, toolCallOf } from "../../core/llm/messages.ts";
-import { chatCompletion, chatError, errorTypeFor, isRecord, messagesUsage, type JsonObject, type TranslatedResponse, type TranslatorContext } from "../../core/llm/provider.ts";
+import {
+  chatCompletion,
+  chatError,
+  errorTypeFor,
+  isRecord,
+  type JsonObject,
+  messagesUsage,
+  type TranslatedResponse,
+  type TranslatorContext,
+} from "../../core/llm/provider.ts";
 
 /** Adds `prompt_tokens_details.cached_tokens` to a chat-completions `usage` object that `withTotal` built. */
 export function withCachedTokens<T extends object>(usage: T, cachedTokens: number | undefined): T | (T & { prompt_tokens_details: { cached_tokens: number } }) {

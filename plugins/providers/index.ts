@@ -24,10 +24,10 @@ export default definePlugin({
       const problems = api.config.services.flatMap((service, index) =>
         service.provider !== "" && !providers.get(service.provider)
           ? [
-              `services[${index}].provider: "${service.provider}" (model "${service.model}") is not a provider any plugin registered ` +
-                `(registered providers: ${registered}); fix the name or load the provider's plugin with plugins.load`,
-            ]
-          : [],
+            `services[${index}].provider: "${service.provider}" (model "${service.model}") is not a provider any plugin registered ` +
+            `(registered providers: ${registered}); fix the name or load the provider's plugin with plugins.load`,
+          ]
+          : []
       );
       if (problems.length > 0) throw new PluginError(problems.join("; "), problems);
     });

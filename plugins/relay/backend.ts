@@ -12,7 +12,7 @@
  * `retry.on_statuses`.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
-import { backendOrder, withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
+import { backendOrder, type BackendTarget, withFailover } from "../../core/proxy/backends.ts";
 import type { ObjectStore } from "../../core/stores/objects.ts";
 import type { JobRecord } from "../../core/jobs/types.ts";
 import { parseRetryAfter } from "../../core/proxy/retry-after.ts";

@@ -2,7 +2,7 @@
  * The `relay:` section (the async job worker) and `services[i].retry`, the retries of a
  * failed job attempt, which the relay carries out.
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { listenAddressProblem, parseListenAddress } from "../../core/config/addr.ts";
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
@@ -10,14 +10,16 @@ import type { ConfigSection, ServiceFieldSet } from "../../core/config/schema.ts
 
 export const RelaySchema = Section(
   {
-    embedded: Type.Optional(Type.Boolean({ description: "Run the relay inside the gateway; unset = true with the embedded key-value store, false with Redis" })),
+    embedded: Type.Optional(
+      Type.Boolean({ description: "Run the relay inside the gateway; unset = true with the embedded key-value store, false with Redis" }),
+    ),
     concurrency: Type.Integer({ minimum: 1, default: 4, description: "Jobs processed in parallel per process" }),
     lease_seconds: Type.Integer({ minimum: 1, default: 60, description: "Lease of a job being processed, in seconds; renewed while the backend works" }),
     request_timeout: Duration("10m", "Max time for one inference call"),
     metrics_addr: Type.String({
       default: "",
       description:
-        "Where a standalone relay process (npm run relay) serves GET /metrics and GET /health, host:port or :port; \"\" = no listener. RELAY_METRICS_ADDR overrides it; not hot-reloadable",
+        'Where a standalone relay process (npm run relay) serves GET /metrics and GET /health, host:port or :port; "" = no listener. RELAY_METRICS_ADDR overrides it; not hot-reloadable',
     }),
   },
   "Relay worker",
@@ -77,9 +79,13 @@ function retryProblems(retry: RetryConfig | undefined, at: string): string[] {
     return []; // a malformed duration is already reported by the schema
   }
   const problems: string[] = [];
-  if (backoff <= 0) problems.push(`${at}.backoff: must be a positive duration, got ${JSON.stringify(retry.backoff)} (default "1s": the delay before the first retry)`);
+  if (backoff <= 0) {
+    problems.push(`${at}.backoff: must be a positive duration, got ${JSON.stringify(retry.backoff)} (default "1s": the delay before the first retry)`);
+  }
   if (maxBackoff <= 0) {
-    problems.push(`${at}.max_backoff: must be a positive duration, got ${JSON.stringify(retry.max_backoff)} (default "30s": the longest delay between attempts)`);
+    problems.push(
+      `${at}.max_backoff: must be a positive duration, got ${JSON.stringify(retry.max_backoff)} (default "30s": the longest delay between attempts)`,
+    );
   } else if (backoff > maxBackoff) {
     problems.push(`${at}.max_backoff: ${formatDuration(maxBackoff)} is shorter than backoff (${formatDuration(backoff)}); raise max_backoff or lower backoff`);
   }

@@ -17,8 +17,8 @@ import type { ObjectStore } from "../../core/stores/objects.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { ClaimedJob, JobRecord, JobStore } from "../../core/jobs/types.ts";
 import { ATTR } from "../../core/telemetry/attributes.ts";
-import { callBackend, type BackendOutcome } from "./backend.ts";
-import { untracedJobs, type InJobTrace, type JobSpan } from "./job-trace.ts";
+import { type BackendOutcome, callBackend } from "./backend.ts";
+import { type InJobTrace, type JobSpan, untracedJobs } from "./job-trace.ts";
 import type { RelayMetrics, RelayOutcome } from "./metrics.ts";
 import { retryDelay, retryPolicyOf, type TransientFailure } from "./retry-policy.ts";
 
@@ -125,7 +125,13 @@ async function finish(
     if (fields.error) run.span.fail(fields.error);
     const finished = (await deps.jobs.get(job.id).catch(() => null)) ?? { ...job, status: to, ...fields };
     deps.emit("job.terminal", to === "completed" ? { job: finished, result } : { job: finished });
-    deps.log.info("relay_job_finished", { job_id: job.id, model: claim.model, status: to, attempts: job.attempts ?? 0, ...(fields.error ? { error: fields.error } : {}) });
+    deps.log.info("relay_job_finished", {
+      job_id: job.id,
+      model: claim.model,
+      status: to,
+      attempts: job.attempts ?? 0,
+      ...(fields.error ? { error: fields.error } : {}),
+    });
     return;
   }
   if (fields.result_key) await deps.objects.delete(fields.result_key).catch(() => undefined);

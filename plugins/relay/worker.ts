@@ -15,7 +15,7 @@
  */
 import type { Logger } from "../../core/log.ts";
 import type { ClaimedJob, JobStore } from "../../core/jobs/types.ts";
-import { runJob, type RunDeps } from "./run-job.ts";
+import { type RunDeps, runJob } from "./run-job.ts";
 import { RelaySlots } from "./slots.ts";
 
 /** How long a stopping relay lets running jobs finish before giving them back to their queues. */

@@ -4,7 +4,7 @@
  * `llm.cache_key` and `llm.cache_streams` (they live where the LLM traffic's settings are), and `redis.embedded_cache_max_mb`
  * (the embedded store's cap on cached answers, read by the store opener at start).
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import type { SectionFieldSet, ServiceFieldSet } from "../../core/config/schema.ts";
 
 export const CacheServiceFields = Type.Object({
@@ -35,7 +35,10 @@ export const CacheLlmFields = Type.Object(
         "Where the response cache is on, store streamed answers that end complete (their events as the client got them, up to 1 MiB) and replay them as a stream to identical streamed requests; false = the spec's behaviour (streams bypass the cache)",
     }),
   },
-  { notes: "See [Coalescing](llm-proxy.md#coalescing) for `coalesce`, [Cache key](llm-proxy.md#cache-key) for `cache_key` and [Streamed answers](llm-proxy.md#streamed-answers) for `cache_streams`." },
+  {
+    notes:
+      "See [Coalescing](llm-proxy.md#coalescing) for `coalesce`, [Cache key](llm-proxy.md#cache-key) for `cache_key` and [Streamed answers](llm-proxy.md#streamed-answers) for `cache_streams`.",
+  },
 );
 
 export const cacheLlmFields: SectionFieldSet<typeof CacheLlmFields> = { section: "llm", schema: CacheLlmFields };
@@ -49,8 +52,15 @@ export const EmbeddedCacheFields = Type.Object(
         "Embedded store only (addr empty), read at start: cap in MiB of the cached LLM answers (key + text + 300 bytes each), least recently used dropped first; 0 = no cap",
     }),
   },
-  { notes: "`embedded_cache_max_mb`: the process holds about 2.5-3.5x the cap for the cached answers; on Redis, see [Response cache](llm-proxy.md#response-cache)." },
+  {
+    notes:
+      "`embedded_cache_max_mb`: the process holds about 2.5-3.5x the cap for the cached answers; on Redis, see [Response cache](llm-proxy.md#response-cache).",
+  },
 );
 
 /** `redis.embedded_cache_max_mb`: the store is opened once, at start. */
-export const embeddedCacheFields: SectionFieldSet<typeof EmbeddedCacheFields> = { section: "redis", schema: EmbeddedCacheFields, restartOnly: ["embedded_cache_max_mb"] };
+export const embeddedCacheFields: SectionFieldSet<typeof EmbeddedCacheFields> = {
+  section: "redis",
+  schema: EmbeddedCacheFields,
+  restartOnly: ["embedded_cache_max_mb"],
+};

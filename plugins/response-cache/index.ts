@@ -101,7 +101,9 @@ function createCache(api: PluginApi): ResponseCache {
         if (outcome.stored !== null) {
           try {
             const answer = decodeEntry(outcome.stored);
-            if (!fitsKey(answer, stream)) throw new Error(`the stored answer is ${answer.contentType || "untyped"}, not an answer to a ${stream ? "streamed" : "non-streamed"} request`);
+            if (!fitsKey(answer, stream)) {
+              throw new Error(`the stored answer is ${answer.contentType || "untyped"}, not an answer to a ${stream ? "streamed" : "non-streamed"} request`);
+            }
             hitsFor(metricLabels).inc();
             return { kind: "hit", answer };
           } catch (error) {
@@ -131,7 +133,12 @@ function createCache(api: PluginApi): ResponseCache {
             share(answer);
             if (answer.status < 200 || answer.status > 299) return;
             if (!fitsKey(answer, stream)) {
-              api.log.warn("response_cache_not_stored", { model: service.model, stream, content_type: answer.contentType, reason: "the answer's content type does not fit the request" });
+              api.log.warn("response_cache_not_stored", {
+                model: service.model,
+                stream,
+                content_type: answer.contentType,
+                reason: "the answer's content type does not fit the request",
+              });
               return;
             }
             try {

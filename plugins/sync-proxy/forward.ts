@@ -7,10 +7,10 @@
 import { errorResponse, errors } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { BackendHealth } from "../../core/proxy/backend-health.ts";
-import { withFailover, type BackendTarget } from "../../core/proxy/backends.ts";
+import { type BackendTarget, withFailover } from "../../core/proxy/backends.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
-import { BackendTimeoutError, callBackend, describeFailure, type BackendInit, type CallOptions } from "../../core/proxy/backend-call.ts";
+import { type BackendInit, BackendTimeoutError, callBackend, type CallOptions, describeFailure } from "../../core/proxy/backend-call.ts";
 export { backendUrl } from "../../core/proxy/backend-call.ts";
 
 export interface ForwardOptions extends CallOptions {

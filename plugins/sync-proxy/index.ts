@@ -8,11 +8,11 @@ import { durationMs } from "../../core/config/duration.ts";
 import type { RequestMode } from "../../core/pipeline/context.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
-import { directProxy, type CallSettings } from "./direct-proxy.ts";
+import { type CallSettings, directProxy } from "./direct-proxy.ts";
 import { modelEntryHandler, modelListHandler } from "./model-list.ts";
 import { syncProxyOpenApi } from "./openapi.ts";
 import { syncBodyLimit } from "./request-body.ts";
-import { resolveSyncRequest, type Resolved } from "./resolve.ts";
+import { type Resolved, resolveSyncRequest } from "./resolve.ts";
 import { SyncModeList } from "./sync-modes.ts";
 
 export default definePlugin({

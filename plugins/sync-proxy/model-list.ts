@@ -18,7 +18,7 @@ import { backendOrder, type BackendTarget } from "../../core/proxy/backends.ts";
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { ModelAccess } from "../../core/registry/model-access.ts";
 import type { Registry } from "../../core/registry/registry.ts";
-import { noBackend, type CallSettings } from "./direct-proxy.ts";
+import { type CallSettings, noBackend } from "./direct-proxy.ts";
 import { backendUrl, forward } from "./forward.ts";
 
 /** The fixed `owned_by` label of every entry. */

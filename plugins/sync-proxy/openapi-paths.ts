@@ -4,8 +4,8 @@
  * parameter with a note, since OpenAPI has no wildcard paths. And `GET /v1/models`.
  */
 import type { ServiceConfig } from "../../core/config/schema.ts";
-import { deprecationOf, withNote, type Deprecation } from "../../core/openapi/deprecation.ts";
-import { fallbackModel, identityHeaders, modelNames, oneOfStrings, type DocInput } from "../../core/openapi/input.ts";
+import { type Deprecation, deprecationOf, withNote } from "../../core/openapi/deprecation.ts";
+import { type DocInput, fallbackModel, identityHeaders, modelNames, oneOfStrings } from "../../core/openapi/input.ts";
 import { messagesRoute } from "../../core/llm/messages.ts";
 import { errors, jsonResponse, messagesErrors, schemaRef } from "../../core/openapi/responses.ts";
 import type { Operation, Parameter, Paths, RequestBody, ResponseObject, Schema } from "../../core/openapi/types.ts";
@@ -48,7 +48,13 @@ function modelField(services: readonly ServiceConfig[], all: readonly ServiceCon
 /** An inbound Messages route (`/v1/messages`, its count_tokens) that LLM services serve. */
 const isMessages = (pattern: string, services: readonly ServiceConfig[]) => messagesRoute(pattern) !== undefined && services.some((s) => s.provider !== "");
 
-function requestBody(pattern: string, services: readonly ServiceConfig[], all: readonly ServiceConfig[], deprecation: Deprecation, modelInPath: boolean): RequestBody {
+function requestBody(
+  pattern: string,
+  services: readonly ServiceConfig[],
+  all: readonly ServiceConfig[],
+  deprecation: Deprecation,
+  modelInPath: boolean,
+): RequestBody {
   const model = modelInPath ? {} : { model: modelField(services, all, deprecation) };
   const llm = services.some((s) => s.provider !== "");
   if (llm) {
@@ -70,13 +76,14 @@ function requestBody(pattern: string, services: readonly ServiceConfig[], all: r
 function success(pattern: string, services: readonly ServiceConfig[]): ResponseObject {
   if (isMessages(pattern, services)) {
     return {
-      description:
-        messagesRoute(pattern) === "count_tokens"
-          ? "`{input_tokens}` from a backend that speaks the Messages API (404 for one that does not)"
-          : "The message in the Messages API's shape (translated from Chat Completions where the backend speaks those); `X-Cache: HIT|MISS`",
+      description: messagesRoute(pattern) === "count_tokens"
+        ? "`{input_tokens}` from a backend that speaks the Messages API (404 for one that does not)"
+        : "The message in the Messages API's shape (translated from Chat Completions where the backend speaks those); `X-Cache: HIT|MISS`",
       content: {
         "application/json": { schema: { type: "object", additionalProperties: true } },
-        "text/event-stream": { schema: { type: "string", description: "With \"stream\": true: message_start, content_block_*, message_delta, message_stop (or an error event)" } },
+        "text/event-stream": {
+          schema: { type: "string", description: 'With "stream": true: message_start, content_block_*, message_delta, message_stop (or an error event)' },
+        },
       },
     };
   }
@@ -85,7 +92,7 @@ function success(pattern: string, services: readonly ServiceConfig[]): ResponseO
       description: "The chat completion (translated to the Chat Completions shape where the provider needs it); `X-Cache: HIT|MISS`",
       content: {
         "application/json": { schema: { type: "object", additionalProperties: true } },
-        "text/event-stream": { schema: { type: "string", description: "With \"stream\": true" } },
+        "text/event-stream": { schema: { type: "string", description: 'With "stream": true' } },
       },
     };
   }
@@ -109,7 +116,9 @@ function parameters(pattern: string, services: readonly ServiceConfig[], depreca
       name: "path",
       in: "path",
       required: true,
-      description: `Wildcard: the gateway serves every path under ${pattern.slice(0, -2)}/ (configured as \`${pattern}\`) and forwards it as is; deeper paths work too.`,
+      description: `Wildcard: the gateway serves every path under ${
+        pattern.slice(0, -2)
+      }/ (configured as \`${pattern}\`) and forwards it as is; deeper paths work too.`,
       schema: { type: "string" },
     });
   }
@@ -120,7 +129,7 @@ function describe(pattern: string, services: readonly ServiceConfig[], deprecati
   const names = modelNames(services);
   const lines = [names.length > 0 ? `Models: ${names.join(", ")}.` : "Served by the service's single backend."];
   if (services.some((s) => s.provider !== "")) {
-    lines.push("LLM proxy: weighted backends with failover on 5xx and network errors; `\"stream\": true` streams server-sent events.");
+    lines.push('LLM proxy: weighted backends with failover on 5xx and network errors; `"stream": true` streams server-sent events.');
   } else {
     lines.push("Forwarded to the backend address plus this path; the response is passed through.");
   }
@@ -157,7 +166,10 @@ export function syncPaths(input: DocInput): Paths {
       ...(deprecation.operation ? { deprecated: true } : {}),
       parameters: parameters(pattern, services, deprecation, input),
       requestBody: requestBody(pattern, services, configured.get(pattern) ?? services, deprecation, pattern.includes("{model}")),
-      responses: { "200": success(pattern, services), ...(isMessages(pattern, services) ? messagesErrors : errors)(400, ...(oauth2 ? [401] : []), 403, 404, 413, 429, 502, 503, 504) },
+      responses: {
+        "200": success(pattern, services),
+        ...(isMessages(pattern, services) ? messagesErrors : errors)(400, ...(oauth2 ? [401] : []), 403, 404, 413, 429, 502, 503, 504),
+      },
     };
     paths[key] = { post: operation };
   }
@@ -166,20 +178,18 @@ export function syncPaths(input: DocInput): Paths {
 
 export function modelListPath(input: DocInput): Paths {
   if (!input.served("get", "/v1/models")) return {};
-  const entry: Paths = !input.served("get", "/v1/models/{model}")
-    ? {}
-    : {
-        "/v1/models/{model}": {
-          get: {
-            operationId: "retrieve_model",
-            summary: "One model's entry of the list",
-            description: "The OpenAI clients' models.retrieve. A model hidden from the caller is the unknown model's 404 (code model_not_found).",
-            tags: ["Models"],
-            parameters: [{ name: "model", in: "path", required: true, schema: oneOfStrings(modelNames(input.visible)) }, ...identityHeaders(input.config)],
-            responses: { "200": jsonResponse("Model", "The model's entry"), ...errors(404) },
-          },
-        },
-      };
+  const entry: Paths = !input.served("get", "/v1/models/{model}") ? {} : {
+    "/v1/models/{model}": {
+      get: {
+        operationId: "retrieve_model",
+        summary: "One model's entry of the list",
+        description: "The OpenAI clients' models.retrieve. A model hidden from the caller is the unknown model's 404 (code model_not_found).",
+        tags: ["Models"],
+        parameters: [{ name: "model", in: "path", required: true, schema: oneOfStrings(modelNames(input.visible)) }, ...identityHeaders(input.config)],
+        responses: { "200": jsonResponse("Model", "The model's entry"), ...errors(404) },
+      },
+    },
+  };
   return {
     ...entry,
     "/v1/models": {
@@ -188,7 +198,12 @@ export function modelListPath(input: DocInput): Paths {
         summary: "Models the caller may see",
         tags: ["Models"],
         parameters: [
-          { name: "model", in: "query", description: "Return this model's native info from its backend instead", schema: oneOfStrings(modelNames(input.visible)) },
+          {
+            name: "model",
+            in: "query",
+            description: "Return this model's native info from its backend instead",
+            schema: oneOfStrings(modelNames(input.visible)),
+          },
           ...identityHeaders(input.config),
         ],
         responses: { "200": jsonResponse("ModelList", "The model list (or, with ?model=, the backend's answer)"), ...errors(404, 502) },

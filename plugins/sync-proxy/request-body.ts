@@ -9,7 +9,7 @@ import { errors } from "../../core/errors.ts";
 import { isRecord } from "../../core/llm/json.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";
 import { parseJsonBytes } from "../../core/request-body/json-body.ts";
-import { readBodyBytes, readStreamCapped, tooLarge, type BodyLimit } from "../../core/request-body/read-bytes.ts";
+import { type BodyLimit, readBodyBytes, readStreamCapped, tooLarge } from "../../core/request-body/read-bytes.ts";
 
 const MIB = 1024 * 1024;
 

@@ -81,7 +81,7 @@ export function bucketLabels(period: Period, from: number, to: number): string[]
     for (let monday = mondayOf(from); monday <= to; monday += WEEK_MS) labels.push(weekLabel(monday));
   } else {
     const first = new Date(from);
-    for (let index = 0; ; index++) {
+    for (let index = 0;; index++) {
       const start = Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + index, 1);
       if (start > to) break;
       labels.push(monthLabel(start));

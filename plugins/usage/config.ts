@@ -1,5 +1,5 @@
 /** The `usage:` section: how long per-consumer usage counters are kept, and when they are written. */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
 

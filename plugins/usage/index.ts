@@ -48,7 +48,14 @@ export default definePlugin({
           if (consumer === undefined || consumer === "") return;
           const key = ctx.principal.keyId;
           ctx.beforeEnd((status) => {
-            const written = recorder.requestEnded({ mode: ctx.mode, origin: ctx.origin, serviceType: ctx.serviceType, consumer, model: ctx.service?.model ?? "", key }, status);
+            const written = recorder.requestEnded({
+              mode: ctx.mode,
+              origin: ctx.origin,
+              serviceType: ctx.serviceType,
+              consumer,
+              model: ctx.service?.model ?? "",
+              key,
+            }, status);
             return waitForWrite ? written : undefined;
           });
         });

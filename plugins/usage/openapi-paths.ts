@@ -1,5 +1,5 @@
 /** The usage endpoints: the caller's own usage, every consumer's, and the calendar report. Each documented only when its route exists. */
-import { identityHeaders, oneOfStrings, type DocInput } from "../../core/openapi/input.ts";
+import { type DocInput, identityHeaders, oneOfStrings } from "../../core/openapi/input.ts";
 import { errors, jsonResponse } from "../../core/openapi/responses.ts";
 import type { Parameter, Paths } from "../../core/openapi/types.ts";
 
@@ -50,7 +50,12 @@ export function usagePaths(input: DocInput): Paths {
           { name: "from", in: "query", required: true, schema: { type: "string", format: "date" } },
           { name: "to", in: "query", required: true, schema: { type: "string", format: "date" } },
           { name: "total", in: "query", schema: { type: "boolean" } },
-          { name: "group_by", in: "query", description: "Adds `groups`, ranked by cost; `mode` groups `interactive` requests and `batch` lines", schema: { type: "string", enum: ["consumer", "model", "key", "mode"] } },
+          {
+            name: "group_by",
+            in: "query",
+            description: "Adds `groups`, ranked by cost; `mode` groups `interactive` requests and `batch` lines",
+            schema: { type: "string", enum: ["consumer", "model", "key", "mode"] },
+          },
         ],
         responses: { "200": jsonResponse("UsageReport", "One entry per bucket"), ...errors(400, 501) },
       },

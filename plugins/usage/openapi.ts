@@ -17,7 +17,7 @@ export const usageOpenApi: OpenApiContribution = {
     UsageRecord: Type.Object(
       {
         consumer: Type.String(),
-        retention: Type.String({ description: "\"all-time\" or a duration such as \"8760h\"" }),
+        retention: Type.String({ description: '"all-time" or a duration such as "8760h"' }),
         last_active: Type.Optional(Timestamp("Omitted if no activity")),
         usage: Type.Array(
           Type.Object({

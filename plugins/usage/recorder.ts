@@ -35,7 +35,7 @@ import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { toNanos } from "../../core/pricing/price.ts";
 import { DAY_MS, labelOf, PERIODS } from "./calendar.ts";
-import { usageKeys, type GroupCounter, type GroupDimension } from "./keys.ts";
+import { type GroupCounter, type GroupDimension, usageKeys } from "./keys.ts";
 import { groupsAdd, usageRecord } from "./ops.ts";
 
 /**
@@ -151,7 +151,15 @@ function addTo(groups: Map<string, number>, field: string, amount: number): void
 }
 
 /** Adds `amount` of one counter to the groups of a consumer, a model, a key and a mode. */
-function addToGroups(groups: Map<string, number>, counter: GroupCounter, amount: number, consumer: GroupFields, model: GroupFields, key: GroupFields, mode: GroupFields): void {
+function addToGroups(
+  groups: Map<string, number>,
+  counter: GroupCounter,
+  amount: number,
+  consumer: GroupFields,
+  model: GroupFields,
+  key: GroupFields,
+  mode: GroupFields,
+): void {
   if (amount === 0) return;
   addTo(groups, consumer[counter], amount);
   addTo(groups, model[counter], amount);
@@ -186,7 +194,10 @@ export class UsageRecorder {
     const costNanos = event.cost !== undefined ? toNanos(event.cost) : 0;
     const tokens = event.prompt + event.completion;
     if (!held && this.waiting.size >= MAX_WAITING) {
-      this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion, costNanos }, { model: event.model, key: event.keyId });
+      this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion, costNanos }, {
+        model: event.model,
+        key: event.keyId,
+      });
       return;
     }
     const entry = held ?? { prompt: 0, completion: 0, costNanos: 0, models: [] };
@@ -243,7 +254,10 @@ export class UsageRecorder {
 
   processed(event: GatewayEvents["relay.processed"]): void {
     if (event.consumer === undefined || event.consumer === "" || !(event.seconds > 0)) return;
-    this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds, costNanos: event.cost !== undefined ? toNanos(event.cost) : 0 }, { model: event.model, key: event.keyId });
+    this.write(event.consumer, event.serviceType, { processingSeconds: event.seconds, costNanos: event.cost !== undefined ? toNanos(event.cost) : 0 }, {
+      model: event.model,
+      key: event.keyId,
+    });
   }
 
   /**

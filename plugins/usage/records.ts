@@ -7,7 +7,7 @@ import type { KvStore } from "../../core/stores/kv.ts";
 import type { LimitWindows } from "../../core/limits/windows.ts";
 import { usageKeys } from "./keys.ts";
 import { hashesRead, rankPage } from "./ops.ts";
-import { isEmpty, parseConsumerHash, totalsOf, typeKinds, windowView, type TypeUsage, type UsageRecordView } from "./shape.ts";
+import { isEmpty, parseConsumerHash, totalsOf, typeKinds, type TypeUsage, type UsageRecordView, windowView } from "./shape.ts";
 
 export interface RecordsDeps {
   kv: KvStore;

@@ -8,11 +8,11 @@
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors } from "../../core/errors.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
-import { bucketCount, bucketLabels, parseDay, PERIODS, type Period } from "./calendar.ts";
+import { bucketCount, bucketLabels, parseDay, type Period, PERIODS } from "./calendar.ts";
 import { costOfNanos } from "../../core/pricing/price.ts";
-import { GROUP_DIMENSIONS, TYPE_SEPARATOR, usageKeys, type GroupDimension } from "./keys.ts";
+import { GROUP_DIMENSIONS, type GroupDimension, TYPE_SEPARATOR, usageKeys } from "./keys.ts";
 import { hashesRead } from "./ops.ts";
-import { countsOf, totalsOf, typeKinds, type Counts, type Totals } from "./shape.ts";
+import { type Counts, countsOf, type Totals, totalsOf, typeKinds } from "./shape.ts";
 
 /** docs/design.md#constants. */
 export const MAX_BUCKETS = 400;
@@ -69,7 +69,9 @@ export function parseReportQuery(query: (name: string) => string | undefined): R
   if (from.ms > to.ms) throw errors.badRequest(`query parameter "from" (${from.text}) is after "to" (${to.text})`);
   const count = bucketCount(period as Period, from.ms, to.ms);
   if (count > MAX_BUCKETS) {
-    throw errors.badRequest(`the range ${from.text}..${to.text} spans ${count} ${period} buckets; at most ${MAX_BUCKETS} are allowed, narrow it or use a longer period`);
+    throw errors.badRequest(
+      `the range ${from.text}..${to.text} spans ${count} ${period} buckets; at most ${MAX_BUCKETS} are allowed, narrow it or use a longer period`,
+    );
   }
   const groupBy = query("group_by");
   if (groupBy !== undefined && groupBy !== "" && !(GROUP_DIMENSIONS as readonly string[]).includes(groupBy)) {

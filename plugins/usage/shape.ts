@@ -8,7 +8,7 @@
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { LimitWindow } from "../../core/limits/windows.ts";
 import { costOfNanos, roundCost } from "../../core/pricing/price.ts";
-import { COUNTERS, LAST_ACTIVE, TYPE_SEPARATOR, type Counter } from "./keys.ts";
+import { type Counter, COUNTERS, LAST_ACTIVE, TYPE_SEPARATOR } from "./keys.ts";
 
 export type Counts = Partial<Record<Counter, number>>;
 

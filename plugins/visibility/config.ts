@@ -1,5 +1,5 @@
 /** `services[i].visibility`: the audience a model is listed and served to (absent = public). */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { StringList } from "../../core/config/schema-parts.ts";
 import type { ServiceFieldSet } from "../../core/config/schema.ts";
 

@@ -1,5 +1,5 @@
 /** The `webhooks:` section: delivery retries, signing and the SSRF switch of job callbacks. */
-import { Type, type Static } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { positiveDurationProblems } from "../../core/config/load.ts";
 import { Duration, Section } from "../../core/config/schema-parts.ts";
 import type { ConfigSection } from "../../core/config/schema.ts";
@@ -11,7 +11,10 @@ export const WebhooksSchema = Section(
     max_backoff: Duration("10m", "Retry delay cap"),
     signing_secret: Type.String({ default: "", description: "HMAC-SHA256 secret for X-Svc-Signature; empty = unsigned" }),
     timeout: Duration("10s", "Per-attempt timeout; must be positive"),
-    allow_private_networks: Type.Boolean({ default: false, description: "Allow loopback and private-range callback targets (link-local and metadata addresses are always refused)" }),
+    allow_private_networks: Type.Boolean({
+      default: false,
+      description: "Allow loopback and private-range callback targets (link-local and metadata addresses are always refused)",
+    }),
   },
   "Job webhooks",
 );

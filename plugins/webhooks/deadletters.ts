@@ -8,7 +8,7 @@
 import type { Context } from "hono";
 import { errors, GatewayError } from "../../core/errors.ts";
 import { isRecord } from "../../core/llm/json.ts";
-import { pageParams, type Page } from "../../core/pagination.ts";
+import { type Page, pageParams } from "../../core/pagination.ts";
 import type { PluginApi } from "../../core/plugins/types.ts";
 import { readAdminJson } from "../../core/request-body/admin-json.ts";
 import type { DeadLetterEntry, DeliveryQueue, DeliveryRecord } from "./queue.ts";
@@ -116,7 +116,7 @@ export class WebhookAdmin {
 
   private async all(): Promise<string[]> {
     const all: string[] = [];
-    for (let start = 0; ; start += BATCH) {
+    for (let start = 0;; start += BATCH) {
       const page = await this.deps.queue.deadLetters(start, start + BATCH - 1);
       all.push(...page);
       if (page.length < BATCH) return all;

@@ -13,7 +13,7 @@ import { definePlugin, type GatewayEvents } from "../../core/plugins/types.ts";
 import { webhooksSection } from "./config.ts";
 import { webhooksPanel } from "./console-panel.ts";
 import { registerWebhookAdminRoutes, WebhookAdmin } from "./deadletters.ts";
-import { Dispatcher, notificationBody, type EventNotification, type TerminalJob } from "./dispatcher.ts";
+import { Dispatcher, type EventNotification, notificationBody, type TerminalJob } from "./dispatcher.ts";
 import { webhooksOpenApi } from "./openapi.ts";
 import { OutboxSweep } from "./outbox.ts";
 import { DeliveryQueue } from "./queue.ts";

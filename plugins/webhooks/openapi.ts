@@ -3,7 +3,7 @@
  * admin endpoints over the retry queue and the dead letters (each documented only when its route exists).
  */
 import { Type } from "@sinclair/typebox";
-import { ADMIN, body, PAGE, servedOperations, type AdminOperation } from "../../core/openapi/admin.ts";
+import { ADMIN, type AdminOperation, body, PAGE, servedOperations } from "../../core/openapi/admin.ts";
 import type { OpenApiContribution } from "../../core/openapi/contribution.ts";
 import type { DocInput } from "../../core/openapi/input.ts";
 import { errors, jsonResponse } from "../../core/openapi/responses.ts";
@@ -14,12 +14,26 @@ const OPERATIONS: AdminOperation[] = [
   {
     method: "get",
     path: "/-/webhooks/retries",
-    operation: { operationId: "webhook_retries", summary: "Webhook deliveries waiting for a retry", description: `Soonest first, with the attempt under way or next. ${ADMIN}`, tags: ["Admin"], parameters: PAGE, responses: { "200": jsonResponse("WebhookRetries", "A page of deliveries"), ...errors(400) } },
+    operation: {
+      operationId: "webhook_retries",
+      summary: "Webhook deliveries waiting for a retry",
+      description: `Soonest first, with the attempt under way or next. ${ADMIN}`,
+      tags: ["Admin"],
+      parameters: PAGE,
+      responses: { "200": jsonResponse("WebhookRetries", "A page of deliveries"), ...errors(400) },
+    },
   },
   {
     method: "get",
     path: "/-/webhooks/deadletter",
-    operation: { operationId: "webhook_deadletters", summary: "Webhooks that failed every attempt", description: `Oldest first, with the last error. ${ADMIN}`, tags: ["Admin"], parameters: PAGE, responses: { "200": jsonResponse("WebhookDeadLetters", "A page of dead letters"), ...errors(400) } },
+    operation: {
+      operationId: "webhook_deadletters",
+      summary: "Webhooks that failed every attempt",
+      description: `Oldest first, with the last error. ${ADMIN}`,
+      tags: ["Admin"],
+      parameters: PAGE,
+      responses: { "200": jsonResponse("WebhookDeadLetters", "A page of dead letters"), ...errors(400) },
+    },
   },
   {
     method: "post",
@@ -27,7 +41,8 @@ const OPERATIONS: AdminOperation[] = [
     operation: {
       operationId: "webhook_redeliver",
       summary: "Redeliver dead-lettered webhooks",
-      description: `The named deliveries (or, without ids, every one) go back on the durable retry schedule with every attempt of webhooks.max_retries, the same body signed anew at each attempt. Audited. ${ADMIN}`,
+      description:
+        `The named deliveries (or, without ids, every one) go back on the durable retry schedule with every attempt of webhooks.max_retries, the same body signed anew at each attempt. Audited. ${ADMIN}`,
       tags: ["Admin"],
       requestBody: body("RedeliverRequest"),
       responses: { "200": jsonResponse("RedeliverResult", "Scheduled"), ...errors(400, 413, 415) },
@@ -65,7 +80,15 @@ export const webhooksOpenApi: OpenApiContribution = {
     }),
     WebhookRetries: Type.Object({
       ...PageFields,
-      deliveries: Type.Array(Type.Intersect([ref("WebhookDelivery"), Type.Object({ created_at: Type.String({ format: "date-time" }), due_at: Type.String({ format: "date-time", description: "The next attempt, or the end of the lease of the attempt under way" }) })])),
+      deliveries: Type.Array(
+        Type.Intersect([
+          ref("WebhookDelivery"),
+          Type.Object({
+            created_at: Type.String({ format: "date-time" }),
+            due_at: Type.String({ format: "date-time", description: "The next attempt, or the end of the lease of the attempt under way" }),
+          }),
+        ]),
+      ),
     }),
     WebhookDeadLetters: Type.Object({
       ...PageFields,

@@ -135,7 +135,13 @@ export class DeliveryQueue {
 
   /** Swaps the dead-letter entry `entry` (as stored) for `record`, due at `dueAt`: see ops.ts `deadLetterRedeliver`. */
   redeliver(entry: string, record: DeliveryRecord, dueAt: number): Promise<number> {
-    return this.kv.run(deadLetterRedeliver, [DEADLETTER_KEY, RECORD_PREFIX + record.id, RETRIES_KEY], [entry, record.id, JSON.stringify(record), this.recordTtlMs, dueAt]);
+    return this.kv.run(deadLetterRedeliver, [DEADLETTER_KEY, RECORD_PREFIX + record.id, RETRIES_KEY], [
+      entry,
+      record.id,
+      JSON.stringify(record),
+      this.recordTtlMs,
+      dueAt,
+    ]);
   }
 
   /** Deliveries waiting for a retry or being attempted. */

@@ -21,7 +21,7 @@ import {
 } from "../../core/stores/atomic-ops.ts";
 import type { AtomicOp, KvStore } from "../../core/stores/kv.ts";
 import { SENTINEL_MASTER } from "../support/redis-topologies.ts";
-import { freePort, startRedis, type RunningServer } from "../support/servers.ts";
+import { freePort, type RunningServer, startRedis } from "../support/servers.ts";
 
 interface Harness {
   /** Handles onto the same data. Redis gets one connection each, so concurrent calls really race. */

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryData } from "../../adapters/kv-memory/data.ts";
 import { MemoryKv } from "../../adapters/kv-memory/index.ts";
-import { ManualClock, type Clock } from "../../core/clock.ts";
+import { type Clock, ManualClock } from "../../core/clock.ts";
 import type { AtomicOp } from "../../core/stores/kv.ts";
 
 const DAY = 86_400_000;

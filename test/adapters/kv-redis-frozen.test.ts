@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
-import { startRedis, type RunningServer } from "../support/servers.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
 
 const started: RunningServer[] = [];
 const opened: RedisKv[] = [];

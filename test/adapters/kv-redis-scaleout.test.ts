@@ -92,7 +92,9 @@ describe("Redis Cluster", () => {
       await Promise.all(Array.from({ length: 30 }, (_, i) => kv.set(`${prefix}${i}`, "v", 60_000)));
       expect(await kv.get(`${prefix}7`)).toBe("v");
       await kv.ping();
-      await expect(RedisKv.connect({ cluster: { nodes: secured.addrs }, connectTimeoutMs: 1_000 })).rejects.toThrow(/Redis Cluster at .* unavailable \(NOAUTH Authentication required/);
+      await expect(RedisKv.connect({ cluster: { nodes: secured.addrs }, connectTimeoutMs: 1_000 })).rejects.toThrow(
+        /Redis Cluster at .* unavailable \(NOAUTH Authentication required/,
+      );
     } finally {
       await Promise.all(opened.splice(0).map((kv) => kv.close()));
       await secured.stop();
@@ -111,7 +113,8 @@ describe("Redis Sentinel", () => {
     opened.push(kv);
     const key = `job:${crypto.randomUUID()}`;
     await kv.set(key, "v", 60_000);
-    const primary = (await nodeCommand(Number(inject("redisSentinelAddrs")[0].split(":")[1]), ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER])) as string[];
+    const primary =
+      (await nodeCommand(Number(inject("redisSentinelAddrs")[0].split(":")[1]), ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER])) as string[];
     expect(await nodeCommand(Number(primary[1]), ["GET", key])).toBe("v");
   });
 
@@ -157,7 +160,9 @@ describe("config", () => {
   it("takes one of addr, sentinel and cluster, each complete", () => {
     expect(problems(`  cluster: { addrs: ["10.0.0.1:7000"] }`)).toBe("");
     expect(problems(`  sentinel: { master_name: main, addrs: ["10.0.0.1:26379", "[::1]:26379"] }\n  tls: { enabled: true }`)).toBe("");
-    expect(problems(`  addr: "r:6379"\n  cluster: { addrs: ["10.0.0.1:7000"] }`)).toContain("redis: redis.addr and redis.cluster.addrs are both set; set exactly one");
+    expect(problems(`  addr: "r:6379"\n  cluster: { addrs: ["10.0.0.1:7000"] }`)).toContain(
+      "redis: redis.addr and redis.cluster.addrs are both set; set exactly one",
+    );
     expect(problems(`  sentinel: { addrs: ["10.0.0.1:26379"] }`)).toContain("redis.sentinel.master_name: required with redis.sentinel.addrs");
     expect(problems(`  cluster: { addrs: ["10.0.0.1"] }`)).toContain('redis.cluster.addrs: "10.0.0.1" is not host:port');
     // One environment variable can carry the list; an unset one leaves no entry.

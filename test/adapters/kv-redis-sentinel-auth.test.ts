@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { readyStatus } from "../support/gateway-traffic.ts";
-import { SENTINEL_MASTER, startRedisSentinel, type RedisSentinelProcesses } from "../support/redis-topologies.ts";
+import { type RedisSentinelProcesses, SENTINEL_MASTER, startRedisSentinel } from "../support/redis-topologies.ts";
 
 const PASSWORD = "primary-secret";
 const SENTINEL_PASSWORD = "sentinel-secret";
@@ -80,7 +80,11 @@ services:
     await waitUntil(async () => (await readyStatus(gw)) === 200, 20_000, () => gw.output().slice(-2000));
     const statuses: number[] = [];
     for (let i = 0; i < 2; i++) {
-      const response = await fetch(`${gw.url}/v1/echo`, { method: "POST", headers: { "content-type": "application/json", "x-consumer": "auth-user" }, body: "{}" });
+      const response = await fetch(`${gw.url}/v1/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-consumer": "auth-user" },
+        body: "{}",
+      });
       await response.arrayBuffer();
       statuses.push(response.status);
     }

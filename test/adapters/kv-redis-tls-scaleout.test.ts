@@ -10,7 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
 import { keySlot } from "../../adapters/kv-redis/slot.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
-import { nodeCommand, SENTINEL_MASTER, startRedisCluster, startRedisSentinel, type RedisClusterProcesses, type RedisSentinelProcesses } from "../support/redis-topologies.ts";
+import {
+  nodeCommand,
+  type RedisClusterProcesses,
+  type RedisSentinelProcesses,
+  SENTINEL_MASTER,
+  startRedisCluster,
+  startRedisSentinel,
+} from "../support/redis-topologies.ts";
 import { TLS_SERVER_NAME, type TlsFiles } from "../support/tls-files.ts";
 
 let cluster: RedisClusterProcesses;
@@ -53,7 +60,9 @@ describe("a Redis Cluster over TLS", () => {
       await Promise.all(keys.map((key) => kv.set(key, `v-${key}`, 60_000)));
       expect(await Promise.all(keys.map((key) => kv.get(key)))).toEqual(keys.map((key) => `v-${key}`));
       // Every primary holds some: the store reached each node over TLS, not only the first.
-      const perNode = await Promise.all(cluster.nodes.map(async (n) => ((await nodeCommand(n.port, ["KEYS", `${prefix}*`], undefined, tls)) as string[]).length));
+      const perNode = await Promise.all(
+        cluster.nodes.map(async (n) => ((await nodeCommand(n.port, ["KEYS", `${prefix}*`], undefined, tls)) as string[]).length),
+      );
       expect(perNode).toHaveLength(3);
       expect(perNode.every((count) => count > 0), `keys per node: ${perNode.join(", ")}`).toBe(true);
 

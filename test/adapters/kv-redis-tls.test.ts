@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
 import { windowIncrement } from "../../core/stores/atomic-ops.ts";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { readyStatus } from "../support/gateway-traffic.ts";
 import { startTlsRedis, TLS_SERVER_NAME, type TlsRedis } from "../support/redis-tls.ts";
 
@@ -42,7 +42,9 @@ describe("the Redis store over TLS", () => {
   });
 
   it("checks the certificate against server_name: without it, 127.0.0.1 is not a name the certificate holds", async () => {
-    await expect(RedisKv.connect({ url: redis.addr, tls: { ca: pem(redis.caFile) }, connectTimeoutMs: 3_000 })).rejects.toThrow(/does not match certificate's altnames/);
+    await expect(RedisKv.connect({ url: redis.addr, tls: { ca: pem(redis.caFile) }, connectTimeoutMs: 3_000 })).rejects.toThrow(
+      /does not match certificate's altnames/,
+    );
   });
 
   it("refuses a server whose certificate another CA signed, saying so", async () => {
@@ -80,7 +82,11 @@ services:
 
 describe("a gateway on a TLS Redis (redis.tls)", () => {
   const call = (gw: GatewayProcess) =>
-    fetch(`${gw.url}/v1/echo`, { method: "POST", headers: { "content-type": "application/json", "x-consumer": "tls-user" }, body: JSON.stringify({ model: "echo" }) });
+    fetch(`${gw.url}/v1/echo`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-consumer": "tls-user" },
+      body: JSON.stringify({ model: "echo" }),
+    });
 
   it("is ready and counts its rate limit in Redis over TLS", async () => {
     const gw = await startGateway(gatewayYaml(redis.caFile));

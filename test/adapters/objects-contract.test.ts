@@ -13,7 +13,7 @@ import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
 import { encryptedObjects, parseEncryptionKey } from "../../core/stores/encryption.ts";
 import type { ObjectInfo, ObjectStore } from "../../core/stores/objects.ts";
 import { isBodyError } from "../../core/stores/streams.ts";
-import { TEST_BUCKET, freePort } from "../support/servers.ts";
+import { freePort, TEST_BUCKET } from "../support/servers.ts";
 
 const KEY = "5e0f1c2d3b4a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
 const OTHER_KEY = "a".repeat(64);
@@ -74,7 +74,7 @@ async function openHarness(variant: Variant): Promise<Harness> {
     dir,
     withKey: (keyHex) => encryptedObjects(raw, keyHex),
     async close() {
-      if (variant.kind === "s3") for (const info of await listAll(raw, base)) await raw.delete(info.key);
+      if (variant.kind === "s3") { for (const info of await listAll(raw, base)) await raw.delete(info.key); }
       await store.close();
       if (dir) await rm(dir, { recursive: true, force: true });
     },

@@ -5,7 +5,7 @@
  * real wrappers (npx, npm start, deno task) are in test/e2e/cli.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { brokenLink, watchParent, wrapperLinks, type ProcessTable } from "../../adapters/parent-watch.ts";
+import { brokenLink, type ProcessTable, watchParent, wrapperLinks } from "../../adapters/parent-watch.ts";
 
 interface FakeProcess {
   parent: number;

@@ -70,7 +70,25 @@ describe("GET /-/config", () => {
       const response = await gw.request("/-/config");
       expect(response.status).toBe(200);
       const text = await response.text();
-      for (const secret of ["redis-pw", "AKIA123", "s3-secret", "abab", "whsec", "hmac-secret", ":pw@", "otel-token", "admin-token-value", "api-key-hmac-secret", "key-secret", "hunter2", "sk-live", "sk-b1", "swagger-key"]) {
+      for (
+        const secret of [
+          "redis-pw",
+          "AKIA123",
+          "s3-secret",
+          "abab",
+          "whsec",
+          "hmac-secret",
+          ":pw@",
+          "otel-token",
+          "admin-token-value",
+          "api-key-hmac-secret",
+          "key-secret",
+          "hunter2",
+          "sk-live",
+          "sk-b1",
+          "swagger-key",
+        ]
+      ) {
         expect(text, secret).not.toContain(secret);
       }
       const config = JSON.parse(text);

@@ -12,7 +12,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStores } from "../../adapters/stores.ts";
-import { ConfigError, defaultErrorCode, ERROR_CODES, errors, GatewayError, PluginError, START_ERROR_CODES, startError, startErrorMessage, toErrorResponse, type ErrorCode } from "../../core/errors.ts";
+import {
+  ConfigError,
+  defaultErrorCode,
+  ERROR_CODES,
+  type ErrorCode,
+  errors,
+  GatewayError,
+  PluginError,
+  START_ERROR_CODES,
+  startError,
+  startErrorMessage,
+  toErrorResponse,
+} from "../../core/errors.ts";
 import { messagesErrorEvent } from "../../core/llm/messages.ts";
 import { errorEvent } from "../../core/llm/stream.ts";
 import { Gateway } from "../../core/gateway.ts";
@@ -144,7 +156,8 @@ services:
 
   const post = (path: string, body: string, consumer = "ann") =>
     request(path, { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body });
-  const chat = (model: string, consumer = "ann") => post("/v1/chat/completions", JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }), consumer);
+  const chat = (model: string, consumer = "ann") =>
+    post("/v1/chat/completions", JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }), consumer);
 
   it("no route, unknown model, bad body, no admin token, unknown job, too large: each its documented code", async () => {
     const cases: Array<[string, () => Promise<Response>, ErrorCode]> = [
@@ -153,7 +166,11 @@ services:
       ["a body that is not JSON", () => post("/v1/chat/completions", "{not json"), "invalid_request"],
       ["an admin endpoint without the admin token", () => request("/-/config"), "unauthorized"],
       ["a job that does not exist", () => request("/jobs/chat/4f1c2a7e-8d3b-4c5e-9f6a-1b2c3d4e5f60", { headers: { "x-consumer": "ann" } }), "job_not_found"],
-      ["a body over server.max_body_mb", () => post("/v1/rerank", JSON.stringify({ model: "rr", text: "x".repeat(2 * 1024 * 1024) }), "bob"), "payload_too_large"],
+      [
+        "a body over server.max_body_mb",
+        () => post("/v1/rerank", JSON.stringify({ model: "rr", text: "x".repeat(2 * 1024 * 1024) }), "bob"),
+        "payload_too_large",
+      ],
     ];
     for (const [what, send, code] of cases) {
       const error = await errorOf(await send());
@@ -207,7 +224,9 @@ describe("start errors: each message lives with its code", () => {
     expect(startErrorMessage("GW_LISTEN_FAILED", { hostname: "10.9.9.9", port: 8080, cause: "not_local", detail: "", settings: "server.addr" })).toBe(
       'cannot listen on 10.9.9.9:8080: 10.9.9.9 is not an address of this machine; use one of its addresses, or ":8080" for all (server.addr)',
     );
-    expect(startErrorMessage("GW_LISTEN_FAILED", { port: 80, cause: undefined, detail: "something else", settings: "PORT" })).toBe("cannot listen on :80: something else (PORT)");
+    expect(startErrorMessage("GW_LISTEN_FAILED", { port: 80, cause: undefined, detail: "something else", settings: "PORT" })).toBe(
+      "cannot listen on :80: something else (PORT)",
+    );
     expect(new ConfigError(["services[0].type: required"]).message).toBe("invalid configuration:\n  services[0].type: required");
   });
 });

@@ -49,9 +49,13 @@ async function start(text: string, modules: Record<string, unknown> = {}) {
   const reload = async (next: string) => {
     file.text = next;
     const response = await gateway.fetch(new Request("http://gateway/-/reload", { method: "POST" }));
-    return { status: response.status, body: (await response.json()) as { status?: string; services?: number; problems?: string[]; error?: { message: string; type: string } } };
+    return {
+      status: response.status,
+      body: (await response.json()) as { status?: string; services?: number; problems?: string[]; error?: { message: string; type: string } },
+    };
   };
-  const models = async () => ((await (await gateway.fetch(new Request("http://gateway/v1/models"))).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+  const models = async () =>
+    ((await (await gateway.fetch(new Request("http://gateway/v1/models"))).json()) as { data: { id: string }[] }).data.map((m) => m.id);
   return { gateway, file, entries, reload, models };
 }
 
@@ -81,7 +85,9 @@ describe("hot reload", () => {
 
   it("answers 500 config_error listing every problem of the file, each with its path, and keeps the running config", async () => {
     const gw = await start(fileA);
-    const bad = `${stores}servics: []\nwebhooks: { timout: 5s }\nserver: { addr: nowhere }\nservices:\n${service("a", ", oprations: { run: [/run] }")}  - { model: b }\n`;
+    const bad = `${stores}servics: []\nwebhooks: { timout: 5s }\nserver: { addr: nowhere }\nservices:\n${
+      service("a", ", oprations: { run: [/run] }")
+    }  - { model: b }\n`;
     const refused = await gw.reload(bad);
     expect(refused.status).toBe(500);
     const problems = [
@@ -103,7 +109,11 @@ describe("hot reload", () => {
     const bad = `${stores}services:\n${service("a")}${service("bad-provider", ", provider: nope")}`;
     const error = await start(bad).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^services\[1\]\.provider: "nope" \(model "bad-provider"\) is not a provider any plugin registered \(registered providers: .*chat_completions/)]);
+    expect((error as ConfigError).problems).toEqual([
+      expect.stringMatching(
+        /^services\[1\]\.provider: "nope" \(model "bad-provider"\) is not a provider any plugin registered \(registered providers: .*chat_completions/,
+      ),
+    ]);
 
     const gw = await start(fileA);
     const refused = await gw.reload(bad);
@@ -115,7 +125,10 @@ describe("hot reload", () => {
     const gw = await start(fileA);
     const needsRestart = () => gw.entries.filter((e) => e.event === "reload_needs_restart").map((e) => e.fields.keys);
 
-    const changed = fileA.replace('":8080"', '":9090"').replace("top_consumers: 0", "top_consumers: 5").replace("relay: { embedded: false }", 'relay: { embedded: false, metrics_addr: ":9091" }');
+    const changed = fileA.replace('":8080"', '":9090"').replace("top_consumers: 0", "top_consumers: 5").replace(
+      "relay: { embedded: false }",
+      'relay: { embedded: false, metrics_addr: ":9091" }',
+    );
     expect(changed).toContain('metrics_addr: ":9091"');
     expect((await gw.reload(changed)).status).toBe(200);
     expect(needsRestart()).toEqual([["server.addr", "relay.metrics_addr", "metrics.top_consumers"]]);
@@ -178,7 +191,10 @@ const sideDoor = definePlugin({
   section: {
     key: "side_door",
     schema: Type.Object({ addr: Type.String({ default: ":9300" }), greeting: Type.String({ default: "hi" }) }, { additionalProperties: false }),
-    validate: (section, config) => (section.addr === config.server.addr ? [`side_door.addr: "${section.addr}" is server.addr too; give the side door a port of its own`] : []),
+    validate: (
+      section,
+      config,
+    ) => (section.addr === config.server.addr ? [`side_door.addr: "${section.addr}" is server.addr too; give the side door a port of its own`] : []),
     restartOnly: ["addr"],
   },
   setup(api) {

@@ -88,9 +88,9 @@ describe("layering (docs/design.md#layout)", () => {
       'import "../w/side.ts";',
       'const m = await import("../v/lazy.ts");',
       'declare module "../u/types.ts" {}',
-      "import {\n  d,\n  type E,\n} from \"../t/multi.ts\";",
+      'import {\n  d,\n  type E,\n} from "../t/multi.ts";',
     ].join("\n");
     expect(specifiers(source).sort()).toEqual(["../t/multi.ts", "../u/types.ts", "../v/lazy.ts", "../w/side.ts", "../x/a.ts", "../y/b.ts", "../z/c.ts"]);
-    expect(withoutComments("// Deno.env\nconst url = \"http://x\"; /* process.env */")).toBe("\nconst url = \"http://x\"; ");
+    expect(withoutComments('// Deno.env\nconst url = "http://x"; /* process.env */')).toBe('\nconst url = "http://x"; ');
   });
 });

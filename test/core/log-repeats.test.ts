@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../core/clock.ts";
-import { createLogger, MAX_REPEAT_WINDOWS, REPEAT_WINDOW_MS, type LogEntry, type Logger } from "../../core/log.ts";
+import { createLogger, type LogEntry, type Logger, MAX_REPEAT_WINDOWS, REPEAT_WINDOW_MS } from "../../core/log.ts";
 import { Metrics } from "../../core/metrics.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import { instrumentKv } from "../../core/stores/instrument.ts";

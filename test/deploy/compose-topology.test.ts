@@ -11,11 +11,11 @@
 import { randomBytes } from "node:crypto";
 import { posix } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type GatewayProcess, repoRoot, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { freePort } from "../support/servers.ts";
-import { composeFile, composeInterpolate, composeWith, deployDir, deployText, dockerfile, execForm, type ComposeService } from "./deploy-files.ts";
+import { composeFile, composeInterpolate, type ComposeService, composeWith, deployDir, deployText, dockerfile, execForm } from "./deploy-files.ts";
 import { spawnSync } from "node:child_process";
 
 const REDIS_DB = "7";
@@ -95,10 +95,14 @@ async function startService(name: string, service: ComposeService, shell: Record
   running.push(proc);
   if (role === "relay") {
     proc.url = `http://127.0.0.1:${relayPort}`;
-    await waitUntil(async () => {
-      if (proc.child.exitCode !== null) throw new Error(`${name} exited with ${proc.child.exitCode}:\n${proc.output()}`);
-      return (await fetch(`${proc.url}/health?ready=1`).catch(() => undefined))?.status === 200;
-    }, 30_000, () => `${name} did not become ready:\n${proc.output()}`);
+    await waitUntil(
+      async () => {
+        if (proc.child.exitCode !== null) throw new Error(`${name} exited with ${proc.child.exitCode}:\n${proc.output()}`);
+        return (await fetch(`${proc.url}/health?ready=1`).catch(() => undefined))?.status === 200;
+      },
+      30_000,
+      () => `${name} did not become ready:\n${proc.output()}`,
+    );
   }
   return proc;
 }
@@ -124,10 +128,14 @@ describe("deploy/compose.yaml as processes", () => {
 
     // The relay (not a replica: relay.embedded is false) runs it; the other replica reads it.
     let job: { status?: string; result?: unknown } = {};
-    await waitUntil(async () => {
-      job = (await (await fetch(`${gw2.url}/jobs/transcription/${body.job_id}`)).json()) as typeof job;
-      return job.status === "completed";
-    }, 20_000, () => `job not completed on the other replica: ${JSON.stringify(job)}\n${relay.output().slice(-2000)}`);
+    await waitUntil(
+      async () => {
+        job = (await (await fetch(`${gw2.url}/jobs/transcription/${body.job_id}`)).json()) as typeof job;
+        return job.status === "completed";
+      },
+      20_000,
+      () => `job not completed on the other replica: ${JSON.stringify(job)}\n${relay.output().slice(-2000)}`,
+    );
     expect(job.result).toEqual({ text: "transcribed" });
     expect(backend.requests.map((r) => r.path)).toEqual(["/v1/audio/transcriptions"]);
 
@@ -160,10 +168,14 @@ describe("deploy/compose.yaml as processes", () => {
     const body = (await submitted.json()) as { job_id: string };
     expect(submitted.status, JSON.stringify(body)).toBe(202);
     let job: { status?: string } = {};
-    await waitUntil(async () => {
-      job = (await (await fetch(`${gw.url}/jobs/transcription/${body.job_id}`)).json()) as typeof job;
-      return job.status === "completed";
-    }, 20_000, () => `job not completed: ${JSON.stringify(job)}\n${relay.output().slice(-2000)}`);
+    await waitUntil(
+      async () => {
+        job = (await (await fetch(`${gw.url}/jobs/transcription/${body.job_id}`)).json()) as typeof job;
+        return job.status === "completed";
+      },
+      20_000,
+      () => `job not completed: ${JSON.stringify(job)}\n${relay.output().slice(-2000)}`,
+    );
   });
 
   it("refuses to start without the encryption key and the backend address, as compose.yaml's header says", () => {

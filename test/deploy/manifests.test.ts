@@ -13,10 +13,9 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseListenAddress } from "../../core/config/addr.ts";
 import { loadConfig } from "../../plugins/config.ts";
-import { onDeno, repoRoot, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, onDeno, repoRoot, startGateway } from "../support/gateway-process.ts";
 import { freePort } from "../support/servers.ts";
-import { composeFile, configVariables, deployText, dockerfile, execForm, manifests, type KubeObject } from "./deploy-files.ts";
-
+import { composeFile, configVariables, deployText, dockerfile, execForm, type KubeObject, manifests } from "./deploy-files.ts";
 
 /** The environment variables the gateway's process code reads (`env.NAME` in adapters/), found in the source. */
 function variablesReadByAdapters(): Set<string> {
@@ -25,7 +24,7 @@ function variablesReadByAdapters(): Set<string> {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) visit(path);
-      else if (entry.name.endsWith(".ts")) for (const m of readFileSync(path, "utf8").matchAll(/\benv\.([A-Z][A-Z0-9_]*)/g)) names.add(m[1]);
+      else if (entry.name.endsWith(".ts")) { for (const m of readFileSync(path, "utf8").matchAll(/\benv\.([A-Z][A-Z0-9_]*)/g)) names.add(m[1]); }
     }
   };
   visit(join(repoRoot, "adapters"));
@@ -56,7 +55,11 @@ interface Container {
 
 interface PodTemplate {
   metadata: { labels: Record<string, string> };
-  spec: { containers: Container[]; volumes: { name: string; configMap?: { name: string } }[]; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number } };
+  spec: {
+    containers: Container[];
+    volumes: { name: string; configMap?: { name: string } }[];
+    securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+  };
 }
 
 const all = (): KubeObject[] => ["configmap.yaml", "secret.yaml", "gateway.yaml", "relay.yaml", "pdb.yaml"].flatMap((f) => manifests(`kubernetes/${f}`));

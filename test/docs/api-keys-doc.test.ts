@@ -10,8 +10,8 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { onDeno, repoRoot, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, onDeno, repoRoot, startGateway } from "../support/gateway-process.ts";
 
 const page = readFileSync(join(repoRoot, "docs/api-keys.md"), "utf8");
 const MARK = "test/docs/api-keys-doc.test.ts";
@@ -47,7 +47,8 @@ let gateway: GatewayProcess | undefined;
 beforeAll(async () => {
   if (onDeno) return;
   backend = await startLlmBackend();
-  const services = `services:\n  - { type: llm, model: chat-small, provider: chat_completions, inference_url: "${backend.url}", operations: { chat: [/v1/chat/completions] } }\n`;
+  const services =
+    `services:\n  - { type: llm, model: chat-small, provider: chat_completions, inference_url: "${backend.url}", operations: { chat: [/v1/chat/completions] } }\n`;
   gateway = await startGateway(`${yaml}${services}`, { env: { GATEWAY_ADMIN_TOKEN: "admin-token", GATEWAY_API_KEY_SECRET: "doc-secret" } });
 }, 60_000);
 

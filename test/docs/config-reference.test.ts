@@ -31,7 +31,9 @@ describe("docs/config-reference.md", () => {
     const schemas: TSchema[] = [
       ...Object.values(CoreConfigSchema.properties),
       CoreServiceSchema,
-      ...builtinPlugins.flatMap((p) => [p.section?.schema, p.serviceFields?.schema, ...(p.sectionFields ?? []).map((f) => f.schema)].filter((s): s is TSchema => s !== undefined)),
+      ...builtinPlugins.flatMap((p) =>
+        [p.section?.schema, p.serviceFields?.schema, ...(p.sectionFields ?? []).map((f) => f.schema)].filter((s): s is TSchema => s !== undefined)
+      ),
     ];
     const notes = schemas.map((s) => s.notes).filter((n): n is string => typeof n === "string");
     expect(notes.length).toBeGreaterThan(3);

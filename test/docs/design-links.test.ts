@@ -7,7 +7,7 @@
  * a `docs/NAME.md#heading` (or `bench/README.md#heading`) link names a file or heading that
  * does not exist.
  */
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../support/gateway-process.ts";

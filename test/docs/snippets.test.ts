@@ -13,8 +13,8 @@
  *
  * Node only: the gateway under test is the compiled one `npm start` runs.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,7 +22,7 @@ import { onDeno, repoRoot } from "../support/gateway-process.ts";
 import { anchorsOf } from "../support/markdown-anchors.ts";
 import { freePort } from "../support/servers.ts";
 import { startInferenceBackend } from "../fixtures/inference-backend.ts";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
 
 const docFiles = [
   ...readdirSync(join(repoRoot, "docs"))

@@ -6,10 +6,10 @@
  * backend of test/fixtures/access-backend.ts, with a JWKS endpoint of our own for oauth2.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startAccessBackend, type AccessBackend } from "../fixtures/access-backend.ts";
-import { startJwksServer, type JwksServer } from "../fixtures/jwks-server.ts";
-import { exitCode, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
-import { newSigningKey, signToken, type SigningKey, type TokenOptions } from "../support/jwt.ts";
+import { type AccessBackend, startAccessBackend } from "../fixtures/access-backend.ts";
+import { type JwksServer, startJwksServer } from "../fixtures/jwks-server.ts";
+import { exitCode, type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
+import { newSigningKey, type SigningKey, signToken, type TokenOptions } from "../support/jwt.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
@@ -146,7 +146,8 @@ policies:
       allow_models: [acc-quota]
       limits: { token_rate: 100, token_period: 1h }
 `;
-  const config = (defaultDecision: "deny" | "allow" = "deny") => `${stores()}
+  const config = (defaultDecision: "deny" | "allow" = "deny") =>
+    `${stores()}
 server:
   consumer_header: X-Consumer
   user_type_header: X-User-Type
@@ -157,7 +158,9 @@ auth:
     roles_header: X-Roles
     scopes_header: X-Scopes
 ${policies(defaultDecision)}
-services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility: { user_types: [premium] }")}${chatModel("acc-ml", "\n    visibility: { groups: [ml] }")}${chatModel("acc-ga-1")}${chatModel("acc-gb-2")}${chatModel("acc-gc-x")}${chatModel("acc-quota")}
+services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility: { user_types: [premium] }")}${
+      chatModel("acc-ml", "\n    visibility: { groups: [ml] }")
+    }${chatModel("acc-ga-1")}${chatModel("acc-gb-2")}${chatModel("acc-gc-x")}${chatModel("acc-quota")}
   - type: acc-echo
     model: acc-echo
     operations: { run: [/v1/acc-echo] }
@@ -208,7 +211,8 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
   });
 
   it("matches allow_service_types globs against the service type", async () => {
-    const echo = (headers: Headers) => fetch(`${gw.url}/v1/acc-echo`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
+    const echo = (headers: Headers) =>
+      fetch(`${gw.url}/v1/acc-echo`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
     expect(await status(await echo({ "x-groups": "echo-users" }))).toBe(200);
     expect(await status(await chat(gw, "acc-ga-1", { "x-groups": "echo-users" }))).toBe(403);
     expect(await status(await echo({ "x-groups": "g-team" }))).toBe(403);
@@ -231,7 +235,7 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
       principal: { consumer: "dave", user_type: "free", groups: ["sales"], roles: ["viewer"], scopes: ["read"], authenticated: true },
       model: "acc-ga-1",
       service_type: "acc-chat",
-      outcome: "rules [0] match the caller but none grants model \"acc-ga-1\" of service type \"acc-chat\"",
+      outcome: 'rules [0] match the caller but none grants model "acc-ga-1" of service type "acc-chat"',
     });
     const text = await metrics(gw);
     expect(metricValue(text, "svc_authz_decisions_total", { service_type: "acc-chat", model: "acc-ga-1", decision: "deny" })).toBeGreaterThanOrEqual(1);
@@ -347,7 +351,11 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
         const hidden = await submitJob(gw, "acc-ocr", "acc-ocr-hidden", caller);
         expect(hidden.status).toBe(404);
         expect(await hidden.json()).toEqual({
-          error: { type: "not_found_error", message: 'model "acc-ocr-hidden" is not available for service type "acc-ocr"; available models: acc-ocr', code: "model_not_found" },
+          error: {
+            type: "not_found_error",
+            message: 'model "acc-ocr-hidden" is not available for service type "acc-ocr"; available models: acc-ocr',
+            code: "model_not_found",
+          },
         });
       }
       expect(await status(await submitJob(gw, "acc-ocr", "acc-ocr-hidden", premium))).toBe(202);
@@ -415,7 +423,9 @@ server:
   user_type_header: X-User-Type
 auth:
   mode: proxy
-services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-emb", "auto-emb-staff", "/v1/auto-emb", `, default: true${staffOnly}`)}${service("auto-tts", "auto-voice-pub", "/v1/auto-tts")}${service("auto-tts", "auto-voice-staff", "/v1/auto-tts", staffOnly)}${service("auto-solo", "auto-solo-staff", "/v1/auto-solo", staffOnly)}
+services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-emb", "auto-emb-staff", "/v1/auto-emb", `, default: true${staffOnly}`)}${
+      service("auto-tts", "auto-voice-pub", "/v1/auto-tts")
+    }${service("auto-tts", "auto-voice-staff", "/v1/auto-tts", staffOnly)}${service("auto-solo", "auto-solo-staff", "/v1/auto-solo", staffOnly)}
 `);
   });
   afterAll(async () => {
@@ -464,14 +474,18 @@ services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-e
         error: { type: "not_found_error", message: `model "${model}" is not available on /v1/auto-solo; available models: (none)`, code: "model_not_found" },
       });
     }
-    const unknownType = { error: { type: "not_found_error", message: 'unknown service type "auto-solo"; configured types: auto-emb, auto-tts', code: "not_found" } };
+    const unknownType = {
+      error: { type: "not_found_error", message: 'unknown service type "auto-solo"; configured types: auto-emb, auto-tts', code: "not_found" },
+    };
     for (const model of ["", "auto-solo-staff", "auto-other"]) {
       const response = await submitJob(gw, "auto-solo", model, outsider);
       expect(response.status).toBe(404);
       expect(await response.json()).toEqual(unknownType);
     }
     const missingType = await submitJob(gw, "auto-nosuch", "", outsider);
-    expect(await missingType.json()).toEqual({ error: { type: "not_found_error", message: 'unknown service type "auto-nosuch"; configured types: auto-emb, auto-tts', code: "not_found" } });
+    expect(await missingType.json()).toEqual({
+      error: { type: "not_found_error", message: 'unknown service type "auto-nosuch"; configured types: auto-emb, auto-tts', code: "not_found" },
+    });
     // The audience still reaches it.
     expect(await status(await post("/v1/auto-solo", staff))).toBe(200);
     expect(await jobModel(await submitJob(gw, "auto-solo", "", staff))).toBe("auto-solo-staff");
@@ -480,11 +494,19 @@ services:${service("auto-emb", "auto-emb-pub", "/v1/auto-emb")}${service("auto-e
   it("never names a hidden model in an error, and counts requests that name one", async () => {
     const named = await post("/v1/auto-emb", outsider, { model: "auto-emb-staff" });
     expect(await named.json()).toEqual({
-      error: { type: "not_found_error", message: 'model "auto-emb-staff" is not available on /v1/auto-emb; available models: auto-emb-pub', code: "model_not_found" },
+      error: {
+        type: "not_found_error",
+        message: 'model "auto-emb-staff" is not available on /v1/auto-emb; available models: auto-emb-pub',
+        code: "model_not_found",
+      },
     });
     const job = await submitJob(gw, "auto-tts", "auto-voice-staff", outsider);
     expect(await job.json()).toEqual({
-      error: { type: "not_found_error", message: 'model "auto-voice-staff" is not available for service type "auto-tts"; available models: auto-voice-pub', code: "model_not_found" },
+      error: {
+        type: "not_found_error",
+        message: 'model "auto-voice-staff" is not available for service type "auto-tts"; available models: auto-voice-pub',
+        code: "model_not_found",
+      },
     });
     const text = await metrics(gw);
     expect(metricValue(text, "svc_model_hidden_total", { service_type: "auto-emb", model: "auto-emb-staff" })).toBeGreaterThanOrEqual(1);
@@ -501,7 +523,8 @@ describe("oauth2 bearer tokens", () => {
   let impostor: SigningKey;
   let gw: GatewayProcess;
 
-  const config = () => `${stores()}
+  const config = () =>
+    `${stores()}
 server:
   consumer_header: X-Consumer
   user_type_header: X-User-Type
@@ -578,7 +601,10 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
       await chat(gw, "acc-public", bearer(await token({ sub: "alice" }, { now: hourAgo, expiresAt: Math.floor(Date.now() / 1000) - 60 }))),
       "the token has expired",
     );
-    await expectInvalid(await chat(gw, "acc-public", bearer(await token({ sub: "alice" }, { audience: "someone-else" }))), "the token audience (aud) is not this gateway's audience");
+    await expectInvalid(
+      await chat(gw, "acc-public", bearer(await token({ sub: "alice" }, { audience: "someone-else" }))),
+      "the token audience (aud) is not this gateway's audience",
+    );
     await expectInvalid(await chat(gw, "acc-public", bearer(await token({ sub: "alice" }, {}, impostor))), "the token signature does not verify");
   });
 
@@ -646,7 +672,8 @@ services:${chatModel("acc-public")}${chatModel("acc-premium", "\n    visibility:
     const spoofed: Headers = { "x-consumer": "mallory", "x-user-type": "premium", "x-groups": "admins", "x-roles": "root", "x-scopes": "all" };
     const withType = await token({ sub: "tina", tier: "gold" }, {}, signer);
     const withoutType = await token({ sub: "uma" }, {}, signer);
-    const echo = (headers: Headers) => fetch(`${gw.url}/v1/acc-echo`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
+    const echo = (headers: Headers) =>
+      fetch(`${gw.url}/v1/acc-echo`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
     const requests: Array<[() => Promise<Response>, Record<string, string>]> = [
       // sync direct proxy
       [() => echo({ ...spoofed, ...bearer(withType) }), { "x-consumer": "tina", "x-user-type": "gold" }],

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, onDeno, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { freePort } from "../support/servers.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -36,7 +36,8 @@ services:
 `;
 
 /** The other site's page: what it sends to the gateway, without asking it first. */
-const attackerPage = (gateway: string) => `<!doctype html>
+const attackerPage = (gateway: string) =>
+  `<!doctype html>
 <html><body>
 <a id="console" href="${gateway}/-/console">the gateway's console</a>
 <iframe name="sink" style="display:none"></iframe>
@@ -69,7 +70,15 @@ describe.skipIf(skipReason !== undefined)("admin endpoints against a page from a
     const { chromium } = await import("playwright-core");
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
     });
   });
   afterAll(async () => {

@@ -11,9 +11,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
 import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 
 const DB = 18;
 const ROUNDS = 200;
@@ -112,18 +112,22 @@ describe.each(["memory", "redis"] as const)("on the %s store", (store) => {
     running.push(gw);
   });
 
-  it("frees the sync slot before the client has its answer: two answers read, a third request at once is never refused", { timeout: ROUND_TIMEOUT_MS }, async () => {
-    for (const [kind, , send] of kinds(gw)) {
-      const consumer = `slots-${store}-${kind}`;
-      for (let round = 1; round <= ROUNDS; round++) {
-        const pair = await Promise.all([answer(send, consumer), answer(send, consumer)]);
-        const third = await answer(send, consumer);
-        for (const got of [...pair, third]) {
-          if (got.status !== 200) expect.fail(`${kind}, round ${round}: ${got.status} ${got.body}`);
+  it(
+    "frees the sync slot before the client has its answer: two answers read, a third request at once is never refused",
+    { timeout: ROUND_TIMEOUT_MS },
+    async () => {
+      for (const [kind, , send] of kinds(gw)) {
+        const consumer = `slots-${store}-${kind}`;
+        for (let round = 1; round <= ROUNDS; round++) {
+          const pair = await Promise.all([answer(send, consumer), answer(send, consumer)]);
+          const third = await answer(send, consumer);
+          for (const got of [...pair, third]) {
+            if (got.status !== 200) expect.fail(`${kind}, round ${round}: ${got.status} ${got.body}`);
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   it("counts a request in GET /usage by the time the client has its answer", { timeout: ROUND_TIMEOUT_MS }, async () => {
     const submit: Send = (consumer) => {

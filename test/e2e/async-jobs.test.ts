@@ -18,9 +18,9 @@ import { createClient } from "redis";
 import { parse, stringify } from "yaml";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
 import { multipartUpload } from "../fixtures/multipart-stream.ts";
-import { inDenoSubset, onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, inDenoSubset, onDeno, repoRoot, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { watchRss } from "../support/process-memory.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 import { startReceiverProcess } from "../support/webhook-receiver-process.ts";
@@ -90,12 +90,11 @@ interface Options {
 }
 
 function config({ workers = 1, db = 2, relay = "embedded: true", extra = "", stores = "production", objectDir }: Options = {}): string {
-  const storeSection =
-    stores === "production"
-      ? `
+  const storeSection = stores === "production"
+    ? `
 ${storesYaml({ db: db, bucket: BUCKET })}
 `
-      : `
+    : `
 object_store:
   dir: ${JSON.stringify(objectDir ?? mkdtempSync(join(tmpdir(), "gw-e2e-objects-")))}
 `;
@@ -162,10 +161,19 @@ function form(fields: Record<string, string>, file?: { name: string; content: st
 async function submit(
   gw: GatewayProcess,
   type: string,
-  options: { fields?: Record<string, string>; file?: { name: string; content: string | Uint8Array<ArrayBuffer> } | null; headers?: Record<string, string>; fileFirst?: boolean } = {},
+  options: {
+    fields?: Record<string, string>;
+    file?: { name: string; content: string | Uint8Array<ArrayBuffer> } | null;
+    headers?: Record<string, string>;
+    fileFirst?: boolean;
+  } = {},
 ): Promise<Response> {
   const file = options.file === null ? undefined : (options.file ?? { name: "clip.wav", content: "audio bytes" });
-  return await fetch(`${gw.url}/jobs/${type}`, { method: "POST", body: form(options.fields ?? {}, file, options.fileFirst), headers: { ...SPREAD, ...options.headers } });
+  return await fetch(`${gw.url}/jobs/${type}`, {
+    method: "POST",
+    body: form(options.fields ?? {}, file, options.fileFirst),
+    headers: { ...SPREAD, ...options.headers },
+  });
 }
 
 async function accepted(response: Response): Promise<Accepted> {
@@ -198,8 +206,7 @@ async function message(response: Response): Promise<string> {
   return ((await response.json()) as { error: { message: string } }).error.message;
 }
 
-const s3 = () =>
-  new S3ObjectStore({ endpoint: inject("s3Endpoint"), region: "us-east-1", accessKey: "S3RVER", secretKey: "S3RVER", bucket: BUCKET });
+const s3 = () => new S3ObjectStore({ endpoint: inject("s3Endpoint"), region: "us-east-1", accessKey: "S3RVER", secretKey: "S3RVER", bucket: BUCKET });
 
 async function s3Keys(): Promise<string[]> {
   const store = s3();
@@ -303,31 +310,38 @@ describe("async jobs on Redis and S3", () => {
     expect(fine.model).toBe("whisper-large");
   });
 
-  (inDenoSubset ? it.skip : it).each([1, 2])("replays an Idempotency-Key (200), answers 409 once its job is gone, and keeps distinct keys apart (server.workers: %i)", async (workers) => {
-    const gw = await startWorkers(config({ workers, relay: "embedded: false" }), workers);
-    const headers = { "idempotency-key": "order-42", "x-consumer": "ann" };
-    const first = await accepted(await submit(gw, "transcription", { headers }));
-    const replay = await submit(gw, "transcription", { headers });
-    expect(replay.status).toBe(200);
-    expect(replay.headers.get("x-idempotent-replay")).toBe("true");
-    expect(await replay.json()).toEqual(first);
+  (inDenoSubset ? it.skip : it).each([1, 2])(
+    "replays an Idempotency-Key (200), answers 409 once its job is gone, and keeps distinct keys apart (server.workers: %i)",
+    async (workers) => {
+      const gw = await startWorkers(config({ workers, relay: "embedded: false" }), workers);
+      const headers = { "idempotency-key": "order-42", "x-consumer": "ann" };
+      const first = await accepted(await submit(gw, "transcription", { headers }));
+      const replay = await submit(gw, "transcription", { headers });
+      expect(replay.status).toBe(200);
+      expect(replay.headers.get("x-idempotent-replay")).toBe("true");
+      expect(await replay.json()).toEqual(first);
 
-    const parallel = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => submit(gw, "transcription", { headers: { "idempotency-key": `batch-${i}`, "x-consumer": "ann" } })),
-    );
-    const ids = await Promise.all(parallel.map(async (r) => (await accepted(r)).job_id));
-    expect(new Set(ids).size).toBe(20);
-    expect(ids).not.toContain(first.job_id);
+      const parallel = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => submit(gw, "transcription", { headers: { "idempotency-key": `batch-${i}`, "x-consumer": "ann" } })),
+      );
+      const ids = await Promise.all(parallel.map(async (r) => (await accepted(r)).job_id));
+      expect(new Set(ids).size).toBe(20);
+      expect(ids).not.toContain(first.job_id);
 
-    const purge = await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } });
-    expect(await purge.json()).toEqual({ model: "whisper", deleted: 21 });
-    const gone = await submit(gw, "transcription", { headers });
-    expect(gone.status).toBe(409);
-    const metrics = await metricsOf(gw);
-    expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="created"} 21');
-    expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="replayed"} 1');
-    expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="conflict"} 1');
-  });
+      const purge = await fetch(`${gw.url}/-/jobs/purge`, {
+        method: "POST",
+        body: JSON.stringify({ model: "whisper" }),
+        headers: { "content-type": "application/json" },
+      });
+      expect(await purge.json()).toEqual({ model: "whisper", deleted: 21 });
+      const gone = await submit(gw, "transcription", { headers });
+      expect(gone.status).toBe(409);
+      const metrics = await metricsOf(gw);
+      expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="created"} 21');
+      expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="replayed"} 1');
+      expect(metrics).toContain('svc_idempotency_requests_total{service_type="transcription",outcome="conflict"} 1');
+    },
+  );
 
   it.skipIf(inDenoSubset)("hides another consumer's job (404) and shows it without the header", async () => {
     const gw = await start(config({ relay: "embedded: false" }));
@@ -427,7 +441,11 @@ describe("async jobs on Redis and S3", () => {
     await waitForStatus(gw, "transcription", done.job_id, "completed");
     const other = await accepted(await submit(gw, "broken", { file: { name: "x.bin", content: "x" } }));
     await waitForStatus(gw, "broken", other.job_id, "failed");
-    const response = await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } });
+    const response = await fetch(`${gw.url}/-/jobs/purge`, {
+      method: "POST",
+      body: JSON.stringify({ model: "whisper" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ model: "whisper", deleted: 1 });
     expect((await getJob(gw, "transcription", done.job_id)).status).toBe(404);
@@ -565,7 +583,9 @@ describe("async jobs on the embedded stores", () => {
     // A client that polls while its webhook arrives: the delivery does not take the result away.
     const receiver = await startReceiverProcess();
     try {
-      const hooked = await accepted(await submit(gw, "transcription", { fields: { callback_url: `${receiver.url}/hook` }, file: { name: "example.wav", content: "hooked" } }));
+      const hooked = await accepted(
+        await submit(gw, "transcription", { fields: { callback_url: `${receiver.url}/hook` }, file: { name: "example.wav", content: "hooked" } }),
+      );
       // Past the delivery's settling, which (with the spec's default) consumes the job right after this line.
       const delivered = () => gw.output().split("\n").some((line) => line.includes('"webhook_delivered"') && line.includes(hooked.job_id));
       await waitUntil(async () => delivered(), 20_000, () => gw.output().slice(-3000));

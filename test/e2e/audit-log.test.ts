@@ -8,14 +8,15 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 
 const running: GatewayProcess[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((p) => p.kill()));
 });
 
-const config = (audit: boolean, extra = "") => `${extra}
+const config = (audit: boolean, extra = "") =>
+  `${extra}
 server:
   consumer_header: X-Consumer
   user_type_header: X-User-Type
@@ -73,7 +74,11 @@ describe("audit log", () => {
     expect(cancel.status).toBe(202);
     const denied = await fetch(`${gw.url}/jobs/ocr/${jobId}`, { method: "DELETE", headers: { "X-Consumer": "mallory" } });
     expect(denied.status).toBe(404);
-    const purge = await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", headers: { "content-type": "application/json", "X-Consumer": "ops" }, body: JSON.stringify({ model: "reader" }) });
+    const purge = await fetch(`${gw.url}/-/jobs/purge`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "X-Consumer": "ops" },
+      body: JSON.stringify({ model: "reader" }),
+    });
     expect(purge.status).toBe(200);
     expect((await fetch(`${gw.url}/-/reload`, { method: "POST" })).status).toBe(200);
     await (await fetch(`${gw.url}/-/usage`, { headers: { "X-Consumer": "ops" } })).arrayBuffer();
@@ -91,7 +96,12 @@ describe("audit log", () => {
       "POST /-/reload 200",
       "GET /-/usage 200",
     ]);
-    expect(lines[0]).toMatchObject({ kind: "change", principal: { consumer: "alice", user_type: "pro", authenticated: false }, outcome: "success", job_id: jobId });
+    expect(lines[0]).toMatchObject({
+      kind: "change",
+      principal: { consumer: "alice", user_type: "pro", authenticated: false },
+      outcome: "success",
+      job_id: jobId,
+    });
     expect(Date.parse(lines[0].time)).not.toBeNaN();
     expect(lines[1]).toMatchObject({ principal: { consumer: "alice" }, outcome: "success", job_status: "cancelled" });
     expect(lines[2]).toMatchObject({ principal: { consumer: "mallory" }, outcome: "rejected" });
@@ -117,7 +127,8 @@ describe("audit log", () => {
     await submit(gw, "carol");
     await waitUntil(() => auditLines(gw).length >= 2, 10_000, () => gw.output());
     // Off now: neither this purge nor the reload that turns it back on is audited.
-    expect((await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"model":"reader"}' })).status).toBe(200);
+    expect((await fetch(`${gw.url}/-/jobs/purge`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"model":"reader"}' })).status)
+      .toBe(200);
     gw.writeConfig(config(true));
     expect((await fetch(`${gw.url}/-/reload`, { method: "POST" })).status).toBe(200);
     await submit(gw, "dave");

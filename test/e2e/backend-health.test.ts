@@ -4,8 +4,8 @@
  * gets no more traffic, and /-/backends, /metrics and the API document say so.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startScriptedBackend, type ScriptedBackend } from "../fixtures/scripted-backend.ts";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type ScriptedBackend, startScriptedBackend } from "../fixtures/scripted-backend.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 
 let first: ScriptedBackend;
 let second: ScriptedBackend;
@@ -31,7 +31,12 @@ afterAll(async () => {
   await second?.close();
 });
 
-const chat = () => fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [] }) });
+const chat = () =>
+  fetch(`${gw.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", messages: [] }),
+  });
 
 describe("backend health (gateway process)", () => {
   it("fails a 429 over to the next backend and lets the 429ing backend sit out its Retry-After", async () => {
@@ -47,8 +52,28 @@ describe("backend health (gateway process)", () => {
     const listed = (await (await fetch(`${gw.url}/-/backends`)).json()) as { since: string; backends: Array<Record<string, unknown>> };
     // The sit-out counts as an ejection; attempts and failures count since the process started.
     expect(listed.backends).toEqual([
-      { service_type: "chat", model: "m", url: first.url, state: "ejected", ejected_until: expect.any(String), consecutive_failures: 1, ejections: 1, requests: 1, failures: 1 },
-      { service_type: "chat", model: "m", url: second.url, state: "healthy", ejected_until: null, consecutive_failures: 0, ejections: 0, requests: 2, failures: 0 },
+      {
+        service_type: "chat",
+        model: "m",
+        url: first.url,
+        state: "ejected",
+        ejected_until: expect.any(String),
+        consecutive_failures: 1,
+        ejections: 1,
+        requests: 1,
+        failures: 1,
+      },
+      {
+        service_type: "chat",
+        model: "m",
+        url: second.url,
+        state: "healthy",
+        ejected_until: null,
+        consecutive_failures: 0,
+        ejections: 0,
+        requests: 2,
+        failures: 0,
+      },
     ]);
     expect(Date.parse(listed.since)).toBeLessThanOrEqual(Date.now());
     const until = Date.parse(String(listed.backends[0].ejected_until)) - Date.now();

@@ -7,14 +7,16 @@
  * second round however many are allowed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startScriptedBackend, type ScriptedBackend } from "../fixtures/scripted-backend.ts";
+import { type ScriptedBackend, startScriptedBackend } from "../fixtures/scripted-backend.ts";
 import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 
 const DB = 19;
 
-const SSE = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "hi" }, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`;
+const SSE = `data: ${
+  JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "hi" }, finish_reason: "stop" }] })
+}\n\ndata: [DONE]\n\n`;
 
 const running: GatewayProcess[] = [];
 const backends: ScriptedBackend[] = [];
@@ -43,7 +45,11 @@ services:
 }
 
 const chat = (gw: GatewayProcess, stream = false) =>
-  fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [], ...(stream ? { stream } : {}) }) });
+  fetch(`${gw.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", messages: [], ...(stream ? { stream } : {}) }),
+  });
 
 describe.each(["memory", "redis"] as const)("backend retry rounds on the %s store", (store) => {
   const gateways: Record<"twoRounds" | "oneRound" | "shortDeadline", { gw: GatewayProcess; backend: ScriptedBackend }> = {} as never;

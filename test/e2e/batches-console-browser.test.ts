@@ -8,9 +8,9 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHeldBackend, type HeldBackend } from "../fixtures/held-backend.ts";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type HeldBackend, startHeldBackend } from "../fixtures/held-backend.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, onDeno, startGateway, waitUntil } from "../support/gateway-process.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skipReason = onDeno ? "runs on Node only" : existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is missing (apt-get install chromium)`;
@@ -45,15 +45,26 @@ services:
   });
 
   async function batch(consumer: string, model: string, count: number): Promise<string> {
-    const lines = Array.from({ length: count }, (_, i) => JSON.stringify({ custom_id: `r${i}`, method: "POST", url: "/v1/chat/completions", body: { model, messages: [{ role: "user", content: `x${i}` }] } }));
+    const lines = Array.from(
+      { length: count },
+      (_, i) =>
+        JSON.stringify({ custom_id: `r${i}`, method: "POST", url: "/v1/chat/completions", body: { model, messages: [{ role: "user", content: `x${i}` }] } }),
+    );
     const form = new FormData();
     form.append("purpose", "batch");
     form.append("file", new Blob([lines.join("\n")]), "in.jsonl");
     const file = (await (await fetch(`${gw.url}/v1/files`, { method: "POST", headers: { "x-consumer": consumer }, body: form })).json()) as { id: string };
-    const created = await fetch(`${gw.url}/v1/batches`, { method: "POST", headers: { "x-consumer": consumer, "content-type": "application/json" }, body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }) });
+    const created = await fetch(`${gw.url}/v1/batches`, {
+      method: "POST",
+      headers: { "x-consumer": consumer, "content-type": "application/json" },
+      body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }),
+    });
     return ((await created.json()) as { id: string }).id;
   }
-  const status = async (id: string) => ((await (await fetch(`${gw.url}/-/batches?limit=10`, { headers: { authorization: "Bearer console-token" } })).json()) as { data: Array<{ id: string; status: string; in_flight: number }> }).data.find((b) => b.id === id);
+  const status = async (id: string) =>
+    ((await (await fetch(`${gw.url}/-/batches?limit=10`, { headers: { authorization: "Bearer console-token" } })).json()) as {
+      data: Array<{ id: string; status: string; in_flight: number }>;
+    }).data.find((b) => b.id === id);
 
   it("lists each batch with its owner, status and progress", async () => {
     const finished = await batch("alice", "fast", 3);

@@ -15,10 +15,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
-import { startRedis, type RunningServer } from "../support/servers.ts";
-import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
+import { type ReceiverProcess, startReceiverProcess } from "../support/webhook-receiver-process.ts";
 import { createHmac } from "node:crypto";
 
 type Json = Record<string, unknown>;
@@ -37,7 +37,9 @@ const STORES = [
   {
     name: "Redis and S3",
     yaml: (_dir: string, redis?: RunningServer) =>
-      `redis:\n  addr: ${JSON.stringify(redis?.url)}\nobject_store:\n  endpoint: ${JSON.stringify(inject("s3Endpoint"))}\n  access_key: S3RVER\n  secret_key: S3RVER\n  bucket: gateway-test\n`,
+      `redis:\n  addr: ${JSON.stringify(redis?.url)}\nobject_store:\n  endpoint: ${
+        JSON.stringify(inject("s3Endpoint"))
+      }\n  access_key: S3RVER\n  secret_key: S3RVER\n  bucket: gateway-test\n`,
   },
 ] as const;
 
@@ -72,28 +74,46 @@ ${yaml(dir, redis)}${services(backend.url)}`);
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const upload = async (lines: readonly Json[]) => client.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join("\n") + "\n"), "input.jsonl"), purpose: "batch" });
+  const upload = async (lines: readonly Json[]) =>
+    client.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join("\n") + "\n"), "input.jsonl"), purpose: "batch" });
   const until = async (id: string, status: string) => {
     let batch = await client.batches.retrieve(id);
-    await waitUntil(async () => {
-      batch = await client.batches.retrieve(id);
-      return batch.status === status;
-    }, 30_000, () => `batch ${id} is ${batch.status}, not ${status}: ${JSON.stringify(batch)}`);
+    await waitUntil(
+      async () => {
+        batch = await client.batches.retrieve(id);
+        return batch.status === status;
+      },
+      30_000,
+      () => `batch ${id} is ${batch.status}, not ${status}: ${JSON.stringify(batch)}`,
+    );
     return batch;
   };
-  const contentLines = async (fileId: string) => (await (await client.files.content(fileId)).text()).split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Json);
+  const contentLines = async (fileId: string) =>
+    (await (await client.files.content(fileId)).text()).split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Json);
 
   it("runs a chat batch over a chat-completions backend and a Messages-style one (translated)", async () => {
-    const chat = (id: string, model: string) => ({ custom_id: id, method: "POST", url: "/v1/chat/completions", body: { model, max_tokens: 50, messages: [{ role: "user", content: `hello ${id}` }] } });
+    const chat = (id: string, model: string) => ({
+      custom_id: id,
+      method: "POST",
+      url: "/v1/chat/completions",
+      body: { model, max_tokens: 50, messages: [{ role: "user", content: `hello ${id}` }] },
+    });
     const file = await upload([chat("c1", "chat-small"), chat("m1", "claude-like"), chat("c2", "chat-small")]);
     expect(file).toMatchObject({ object: "file", purpose: "batch", filename: "input.jsonl" });
-    const created = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h", metadata: { run: "e2e" } });
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h",
+      metadata: { run: "e2e" },
+    });
     expect(created).toMatchObject({ object: "batch", status: "validating", metadata: { run: "e2e" } });
     const done = await until(created.id, "completed");
     expect(done.request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
     const output = await contentLines(done.output_file_id as string);
     expect(output.map((l) => l.custom_id).sort()).toEqual(["c1", "c2", "m1"]);
-    const byId = Object.fromEntries(output.map((l) => [l.custom_id, l.response as { status_code: number; body: { object: string; choices: Array<{ message: { content: string } }> } }]));
+    const byId = Object.fromEntries(
+      output.map((l) => [l.custom_id, l.response as { status_code: number; body: { object: string; choices: Array<{ message: { content: string } }> } }]),
+    );
     expect(byId.c1).toMatchObject({ status_code: 200, body: { object: "chat.completion", choices: [{ message: { content: "echo: hello c1" } }] } });
     // The Messages-style backend got a Messages request; its answer came back as chat completions.
     expect(byId.m1).toMatchObject({ status_code: 200, body: { object: "chat.completion" } });
@@ -111,9 +131,16 @@ ${yaml(dir, redis)}${services(backend.url)}`);
   });
 
   it("cancels a batch and pages the list with after", async () => {
-    const file = await upload([{ custom_id: "x", method: "POST", url: "/v1/chat/completions", body: { model: "chat-small", messages: [{ role: "user", content: "x" }] } }]);
+    const file = await upload([{
+      custom_id: "x",
+      method: "POST",
+      url: "/v1/chat/completions",
+      body: { model: "chat-small", messages: [{ role: "user", content: "x" }] },
+    }]);
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })).id);
+    for (let i = 0; i < 3; i++) {
+      ids.push((await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })).id);
+    }
     const cancelled = await client.batches.cancel(ids[2]);
     expect(["cancelling", "cancelled"]).toContain(cancelled.status);
     await until(ids[2], "cancelled");
@@ -128,8 +155,18 @@ ${yaml(dir, redis)}${services(backend.url)}`);
   });
 
   it("notifies the callback_url, signed, when a batch ends, and lists it for operators", async () => {
-    const file = await upload([{ custom_id: "w", method: "POST", url: "/v1/chat/completions", body: { model: "chat-small", messages: [{ role: "user", content: "w" }] } }]);
-    const params = { input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h", callback_url: `${receiver.url}/hook` } as unknown as OpenAI.BatchCreateParams;
+    const file = await upload([{
+      custom_id: "w",
+      method: "POST",
+      url: "/v1/chat/completions",
+      body: { model: "chat-small", messages: [{ role: "user", content: "w" }] },
+    }]);
+    const params = {
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h",
+      callback_url: `${receiver.url}/hook`,
+    } as unknown as OpenAI.BatchCreateParams;
     const created = await client.batches.create(params);
     await until(created.id, "completed");
     let deliveries: Awaited<ReturnType<ReceiverProcess["received"]>> = [];
@@ -140,7 +177,12 @@ ${yaml(dir, redis)}${services(backend.url)}`);
     const [t, v1] = String(delivery.headers["x-svc-signature"]).split(",").map((part) => part.split("=")[1]);
     expect(v1).toBe(createHmac("sha256", "batch-secret").update(`${t}.${delivery.body}`).digest("hex"));
     const listed = (await (await fetch(`${gw.url}/-/batches?limit=100`)).json()) as { data: Json[] };
-    expect(listed.data.find((b) => b.id === created.id)).toMatchObject({ status: "completed", api: "openai", owner: "", request_counts: { total: 1, completed: 1, failed: 0 } });
+    expect(listed.data.find((b) => b.id === created.id)).toMatchObject({
+      status: "completed",
+      api: "openai",
+      owner: "",
+      request_counts: { total: 1, completed: 1, failed: 0 },
+    });
   });
 
   it("runs a Message Batch through the official Anthropic SDK", async () => {
@@ -153,9 +195,18 @@ ${yaml(dir, redis)}${services(backend.url)}`);
         { custom_id: "native-2", params: params("claude-native", "again") },
       ],
     });
-    expect(created).toMatchObject({ type: "message_batch", processing_status: "in_progress", request_counts: { processing: 3, succeeded: 0 }, results_url: null });
+    expect(created).toMatchObject({
+      type: "message_batch",
+      processing_status: "in_progress",
+      request_counts: { processing: 3, succeeded: 0 },
+      results_url: null,
+    });
     let batch = created;
-    await waitUntil(async () => (batch = await anthropic.messages.batches.retrieve(created.id)).processing_status === "ended", 30_000, () => JSON.stringify(batch));
+    await waitUntil(
+      async () => (batch = await anthropic.messages.batches.retrieve(created.id)).processing_status === "ended",
+      30_000,
+      () => JSON.stringify(batch),
+    );
     expect(batch.request_counts).toEqual({ processing: 0, succeeded: 3, errored: 0, canceled: 0, expired: 0 });
     expect(batch.results_url).toBe(`${gw.url}/v1/messages/batches/${created.id}/results`);
     const results: Array<{ custom_id: string; result: { type: string; message?: { type: string; content: Array<{ text?: string }> } } }> = [];
@@ -166,6 +217,8 @@ ${yaml(dir, redis)}${services(backend.url)}`);
     expect(chat?.result.message?.content[0]?.text).toBe("echo: hi chat");
     const page = await anthropic.messages.batches.list({ limit: 10 });
     expect(page.data.map((b) => b.id)).toContain(created.id);
-    await expect(anthropic.messages.batches.create({ requests: [{ custom_id: "x", params: params("no-such-model", "x") }] })).rejects.toMatchObject({ status: 400 });
+    await expect(anthropic.messages.batches.create({ requests: [{ custom_id: "x", params: params("no-such-model", "x") }] })).rejects.toMatchObject({
+      status: 400,
+    });
   });
 });

@@ -8,7 +8,7 @@
  * on Deno): killing the wrapper stops the gateway, also when the wrapper does not pass the
  * signal on or cannot (SIGKILL).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -235,7 +235,9 @@ describe("inference-gateway: serving", () => {
     expect(output).toContain('"event":"stopped"');
     if (!onDeno && Number(process.versions.node.split(".")[0]) < 22) {
       // The notice Node would print as 8 plain lines, as one line.
-      expect(output).toMatch(/"event":"process_warning","role":"gateway","name":"Warning","message":"NodeVersionSupportWarning: The AWS SDK for JavaScript \(v3\) versions published after/);
+      expect(output).toMatch(
+        /"event":"process_warning","role":"gateway","name":"Warning","message":"NodeVersionSupportWarning: The AWS SDK for JavaScript \(v3\) versions published after/,
+      );
     }
   });
 
@@ -286,15 +288,15 @@ const WRAPPERS: Record<string, WrapperCommand> = {
 // (deno task) stops the gateway through the signal, the others through the parent watch.
 const cases: Array<[string, "SIGTERM" | "SIGKILL", string]> = onDeno
   ? [
-      ["deno task start", "SIGTERM", '"signal":"SIGTERM"'],
-      ["deno task start", "SIGKILL", '"reason":"parent_gone"'],
-      ["npx deno task start", "SIGTERM", '"reason":"parent_gone"'],
-      ["npx deno task start", "SIGKILL", '"reason":"parent_gone"'],
-    ]
+    ["deno task start", "SIGTERM", '"signal":"SIGTERM"'],
+    ["deno task start", "SIGKILL", '"reason":"parent_gone"'],
+    ["npx deno task start", "SIGTERM", '"reason":"parent_gone"'],
+    ["npx deno task start", "SIGKILL", '"reason":"parent_gone"'],
+  ]
   : [
-      ["npx inference-gateway", "SIGTERM", '"reason":"parent_gone"'],
-      ["npx inference-gateway", "SIGKILL", '"reason":"parent_gone"'],
-    ];
+    ["npx inference-gateway", "SIGTERM", '"reason":"parent_gone"'],
+    ["npx inference-gateway", "SIGKILL", '"reason":"parent_gone"'],
+  ];
 
 describe("inference-gateway: stopping the wrapper the user started stops the gateway", () => {
   it.each(cases)("%s, %s to it: the gateway shuts down gracefully and exits", async (wrapper, signal, cause) => {

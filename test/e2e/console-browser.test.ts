@@ -18,8 +18,8 @@ import { join } from "node:path";
 import { createClient } from "redis";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
-import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { type GatewayProcess, onDeno, repoRoot, startGateway, waitUntil } from "../support/gateway-process.ts";
+import { type ReceiverProcess, startReceiverProcess } from "../support/webhook-receiver-process.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const DB = 31;
@@ -102,7 +102,15 @@ describe.skipIf(skipReason !== undefined)("the admin console in a browser", () =
     const { chromium } = await import("playwright-core");
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
     });
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

@@ -18,8 +18,8 @@ import { join } from "node:path";
 import { createClient } from "redis";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, onDeno, repoRoot, startGateway, waitUntil } from "../support/gateway-process.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const DB = 4;
@@ -71,7 +71,15 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     const { chromium } = await import("playwright-core");
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
     });
   });
   afterAll(async () => {
@@ -92,11 +100,15 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
   /** Polls (cache_ttl is 100ms) until a request with `key` answers `status`; the last body. */
   async function until(key: string, status: number): Promise<string> {
     let body = "";
-    await waitUntil(async () => {
-      const response = await chat(gw.url, key);
-      body = await response.text();
-      return response.status === status;
-    }, 10_000, () => `wanted ${status}, last body: ${body}`);
+    await waitUntil(
+      async () => {
+        const response = await chat(gw.url, key);
+        body = await response.text();
+        return response.status === status;
+      },
+      10_000,
+      () => `wanted ${status}, last body: ${body}`,
+    );
     return body;
   }
 
@@ -150,7 +162,13 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     expect(listed).toContain(id); // the usage panel's groups per key name it
     expect(listed).not.toContain(secret);
     const stored_ = (await (await fetch(`${gw.url}/-/keys/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as Record<string, unknown>;
-    expect(stored_).toMatchObject({ consumer: "team-console", user_type: "standard", models: ["gpt*", "chat-*"], expires_at: "2099-01-01T00:00:00.000Z", limits: { rate: 100, period: "1m", token_rate: 100000, token_period: "1h", cost_rate: 5, cost_period: "24h" } });
+    expect(stored_).toMatchObject({
+      consumer: "team-console",
+      user_type: "standard",
+      models: ["gpt*", "chat-*"],
+      expires_at: "2099-01-01T00:00:00.000Z",
+      limits: { rate: 100, period: "1m", token_rate: 100000, token_period: "1h", cost_rate: 5, cost_period: "24h" },
+    });
 
     // The secret authenticates a priced request; the backend gets the key's consumer.
     const answered = await chat(gw.url, secret);
@@ -208,7 +226,11 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     expect(await row.locator("button").count()).toBe(0);
 
     // Paging and the consumer filter: a second consumer's key.
-    const other = await fetch(`${gw.url}/-/keys`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ consumer: "team-other" }) });
+    const other = await fetch(`${gw.url}/-/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ consumer: "team-other" }),
+    });
     expect(other.status).toBe(201);
     const otherKey = (await other.json()) as { id: string; key: string };
     expect((await chat(gw.url, otherKey.key)).status).toBe(200);
@@ -236,14 +258,22 @@ describe.skipIf(skipReason !== undefined)("the console's API keys panel in a bro
     await expect.poll(() => usage.locator("[data-table=usage-groups] th").allTextContents()).toEqual(["API key", "Consumer", "Requests", "Tokens", "Cost"]);
     expect(await groups.count()).toBe(2);
     const mine = requests - 1;
-    expect(await groups.nth(0).locator("td").allTextContents()).toEqual([short(id), "team-console", String(mine), String(mine * 18), String(Number((mine * COST).toFixed(6)))]);
+    expect(await groups.nth(0).locator("td").allTextContents()).toEqual([
+      short(id),
+      "team-console",
+      String(mine),
+      String(mine * 18),
+      String(Number((mine * COST).toFixed(6))),
+    ]);
     expect(await groups.nth(0).getAttribute("data-group")).toBe(id);
     expect(await groups.nth(0).locator("code").getAttribute("title")).toBe(id);
     expect(await groups.nth(1).locator("td").allTextContents()).toEqual([short(otherKey.id), "team-other", "1", "18", String(COST)]);
     // The chart: one row per key, its label whole and beside its bar, no two labels on top of each other.
     const labels = usage.locator("[data-chart=groups] .rank-label");
     expect(await labels.allTextContents()).toEqual([`${short(id)} (team-console)`, `${short(otherKey.id)} (team-other)`]);
-    const boxes = await labels.evaluateAll((spans) => spans.map((span) => ({ ...span.getBoundingClientRect().toJSON(), whole: span.scrollWidth <= span.clientWidth })));
+    const boxes = await labels.evaluateAll((spans) =>
+      spans.map((span) => ({ ...span.getBoundingClientRect().toJSON(), whole: span.scrollWidth <= span.clientWidth }))
+    );
     expect(boxes.map((box) => box.whole)).toEqual([true, true]);
     expect(boxes[1].top).toBeGreaterThanOrEqual(boxes[0].bottom);
     const bars = usage.locator("[data-chart=groups] rect.bar");

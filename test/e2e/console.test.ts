@@ -5,7 +5,7 @@
  * The page in a browser: console-browser.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 
 const services = `
 services:

@@ -19,10 +19,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { openStores } from "../../adapters/stores.ts";
 import { ManualClock } from "../../core/clock.ts";
 import { Gateway } from "../../core/gateway.ts";
-import { createLogger, silentLogger, type Logger } from "../../core/log.ts";
+import { createLogger, type Logger, silentLogger } from "../../core/log.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
 import { waitUntil } from "../support/gateway-process.ts";
 
 const DB = 25;
@@ -131,7 +131,12 @@ async function chat(gateway: Gateway, consumer: string, model: string, text = "h
     new Request("http://gateway/v1/chat/completions", {
       method: "POST",
       headers: { "content-type": "application/json", "x-consumer": consumer },
-      body: JSON.stringify({ model, messages: [{ role: "user", content: text }], max_tokens: 16, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
+      body: JSON.stringify({
+        model,
+        messages: [{ role: "user", content: text }],
+        max_tokens: 16,
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      }),
     }),
   );
   await response.clone().arrayBuffer();
@@ -151,7 +156,9 @@ async function metricValue(gateway: Gateway, name: string, labels: string): Prom
 }
 
 const usageOf = async (gateway: Gateway, consumer: string, type: string) => {
-  const page = (await getJson(gateway, `/-/usage?consumer=${consumer}`)) as { consumers: Array<{ usage: Array<{ service_type: string; total: Json; window?: Json }> }> };
+  const page = (await getJson(gateway, `/-/usage?consumer=${consumer}`)) as {
+    consumers: Array<{ usage: Array<{ service_type: string; total: Json; window?: Json }> }>;
+  };
   return page.consumers[0]?.usage.find((u) => u.service_type === type);
 };
 
@@ -195,7 +202,10 @@ describe.each<Store>(["memory", "redis"])("priced traffic on %s", (store) => {
     expect((await usageOf(gateway, "bob", "chat"))?.total).toEqual({ requests: 3, tokens: { prompt: 2312 + 12 + 11, completion: 5 + 5 + 7 }, cost: 0.001947 });
     expect((await usageOf(gateway, "cat", "asr"))?.total).toEqual({ requests: 1, jobs: 1, processing_time_seconds: 2.5, cost: 0.0015 });
 
-    const byConsumer = (await getJson(gateway, `/-/usage/report?type=chat&period=daily&from=${DAY}&to=${DAY}&total=true&group_by=consumer`)) as Json & { buckets: Json[]; groups: Json[] };
+    const byConsumer = (await getJson(gateway, `/-/usage/report?type=chat&period=daily&from=${DAY}&to=${DAY}&total=true&group_by=consumer`)) as Json & {
+      buckets: Json[];
+      groups: Json[];
+    };
     expect(byConsumer.buckets).toEqual([{ bucket: "20260310", requests: 6, tokens: { prompt: 2368, completion: 38 }, cost: 0.002169 }]);
     expect(byConsumer.total).toEqual({ requests: 6, tokens: { prompt: 2368, completion: 38 }, cost: 0.002169 });
     expect(byConsumer.groups).toEqual([
@@ -222,7 +232,9 @@ describe.each<Store>(["memory", "redis"])("priced traffic on %s", (store) => {
   it("refuses a group_by it does not know, naming the choices", async () => {
     const response = await gateway.fetch(new Request(`http://gateway/-/usage/report?type=chat&period=daily&from=${DAY}&to=${DAY}&group_by=team`));
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toBe('query parameter "group_by" must be one of consumer, model, key, mode; got "team"');
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+      'query parameter "group_by" must be one of consumer, model, key, mode; got "team"',
+    );
   });
 
   it("applies a price changed by hot reload to the next request only", async () => {
@@ -249,15 +261,34 @@ pricing:
   models:
     gpt: {input: 2, output: 8}
 services:
-${["free", "cheap"].map((model) => `  - { type: chat, model: ${model}, provider: chat_completions, inference_url: ${JSON.stringify(llm.url)}, operations: { chat: [/v1/chat/completions] } }`).join("\n")}
+${
+      ["free", "cheap"].map((model) =>
+        `  - { type: chat, model: ${model}, provider: chat_completions, inference_url: ${
+          JSON.stringify(llm.url)
+        }, operations: { chat: [/v1/chat/completions] } }`
+      ).join("\n")
+    }
 `;
     const gateway = await gatewayFor(() => config, new ManualClock(NOW), log);
     try {
       for (const model of ["free", "free", "cheap", "free", "cheap"]) expect((await chat(gateway, "ann", model)).status).toBe(200);
-      await waitUntil(async () => (await metricValue(gateway, "svc_cost_unpriced_total", 'service_type="chat",model="free"')) === 3, 10_000, () => "free's 3 responses never counted");
-      await waitUntil(async () => (await metricValue(gateway, "svc_cost_unpriced_total", 'service_type="chat",model="cheap"')) === 2, 10_000, () => "cheap's 2 responses never counted");
+      await waitUntil(
+        async () => (await metricValue(gateway, "svc_cost_unpriced_total", 'service_type="chat",model="free"')) === 3,
+        10_000,
+        () => "free's 3 responses never counted",
+      );
+      await waitUntil(
+        async () => (await metricValue(gateway, "svc_cost_unpriced_total", 'service_type="chat",model="cheap"')) === 2,
+        10_000,
+        () => "cheap's 2 responses never counted",
+      );
       expect(lines.filter((line) => line.event === "model_unpriced")).toEqual([
-        expect.objectContaining({ level: "warn", service_type: "chat", model: "free", message: "no price in pricing.models or pricing.backend_models: counted as costing nothing" }),
+        expect.objectContaining({
+          level: "warn",
+          service_type: "chat",
+          model: "free",
+          message: "no price in pricing.models or pricing.backend_models: counted as costing nothing",
+        }),
         expect.objectContaining({ level: "warn", service_type: "chat", model: "cheap" }),
       ]);
     } finally {
@@ -316,7 +347,11 @@ describe.each<Store>(["memory", "redis"])("a cost budget on %s", (store) => {
       statuses.push(response.status);
       // The cost is added after the answer: wait until the other replica can see it.
       const expected = Math.round(78 * (i + 1)) / 1e6;
-      await waitUntil(async () => (await usageOf(replicas[(i + 1) % 2], "eve", "chat"))?.window?.cost === expected, 10_000, () => `cost window never reached ${expected}`);
+      await waitUntil(
+        async () => (await usageOf(replicas[(i + 1) % 2], "eve", "chat"))?.window?.cost === expected,
+        10_000,
+        () => `cost window never reached ${expected}`,
+      );
     }
     expect(statuses).toEqual([200, 200, 200]);
     const window = (await usageOf(replicas[0], "eve", "chat"))?.window;
@@ -337,11 +372,17 @@ describe.each<Store>(["memory", "redis"])("a cost budget on %s", (store) => {
     for (let i = 0; i < 2; i++) {
       expect((await chat(replicas[i % 2], "gus", "mini")).status).toBe(200);
       const expected = Math.round(78 * (i + 1)) / 1e6;
-      await waitUntil(async () => (await usageOf(replicas[(i + 1) % 2], "gus", "chat"))?.window?.cost === expected, 10_000, () => `cost window never reached ${expected}`);
+      await waitUntil(
+        async () => (await usageOf(replicas[(i + 1) % 2], "gus", "chat"))?.window?.cost === expected,
+        10_000,
+        () => `cost window never reached ${expected}`,
+      );
     }
     const refused = await chat(replicas[0], "gus", "mini");
     expect(refused.status).toBe(429);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^cost budget of model "mini" used up: 0\.000156 of 0\.0001 USD per 1h; /);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+      /^cost budget of model "mini" used up: 0\.000156 of 0\.0001 USD per 1h; /,
+    );
     // The type's budget (0.0002) still has room for the other model.
     expect((await chat(replicas[1], "gus", "gpt")).status).toBe(200);
   });

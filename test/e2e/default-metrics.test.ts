@@ -4,7 +4,7 @@
  * again, and a standalone relay's metrics listener on the suite's redis-server and s3rver.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startGateway, waitUntil, type GatewayProcess, type StartOptions } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, type StartOptions, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { TEST_BUCKET } from "../support/servers.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
@@ -86,11 +86,15 @@ services: []
 `;
     const relay = await start(yaml, { role: "relay" });
     let text = "";
-    await waitUntil(async () => {
-      if (relay.child.exitCode !== null) throw new Error(`relay exited with ${relay.child.exitCode}:\n${relay.output()}`);
-      text = await fetch(`${relay.url}/metrics`).then((r) => r.text(), () => "");
-      return text !== "";
-    }, 30_000, () => `relay did not answer /metrics:\n${relay.output()}`);
+    await waitUntil(
+      async () => {
+        if (relay.child.exitCode !== null) throw new Error(`relay exited with ${relay.child.exitCode}:\n${relay.output()}`);
+        text = await fetch(`${relay.url}/metrics`).then((r) => r.text(), () => "");
+        return text !== "";
+      },
+      30_000,
+      () => `relay did not answer /metrics:\n${relay.output()}`,
+    );
     expectProcessSeries(text);
   });
 });

@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { onDeno, repoRoot, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, onDeno, repoRoot, startGateway } from "../support/gateway-process.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skipReason = onDeno ? "runs on Node only" : existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is missing (apt-get install chromium)`;
@@ -41,7 +41,15 @@ describe.skipIf(skipReason !== undefined)("GET /docs in a browser", () => {
     const { chromium } = await import("playwright-core");
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
     });
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
@@ -58,7 +66,9 @@ describe.skipIf(skipReason !== undefined)("GET /docs in a browser", () => {
       await page.goto(`${gw.url}/docs`);
       await page.locator(".opblock").first().waitFor({ timeout: 20_000 });
       // Swagger UI renders a deprecated operation's path with its own class.
-      const listed = await page.locator(".opblock-summary-path, .opblock-summary-path__deprecated").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("data-path")));
+      const listed = await page.locator(".opblock-summary-path, .opblock-summary-path__deprecated").evaluateAll((nodes) =>
+        nodes.map((n) => n.getAttribute("data-path"))
+      );
       for (const path of ["/v1/chat/completions", "/v1/audio/transcriptions", "/jobs/{service_type}/{id}", "/health", "/-/reload", "/openapi.yaml"]) {
         expect(listed, path).toContain(path);
       }

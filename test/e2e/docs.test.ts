@@ -7,8 +7,8 @@
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 
 type Doc = {
   paths: Record<string, Record<string, Operation>>;
@@ -132,7 +132,18 @@ describe("GET /openapi.yaml", () => {
     expect((doc as unknown as { openapi: string }).openapi).toBe("3.0.3");
 
     const paths = Object.keys(doc.paths);
-    const own = ["/health", "/metrics", "/-/reload", "/v1/models", "/jobs", "/jobs/{service_type}/{id}", "/-/jobs/purge", "/usage", "/-/usage", "/-/usage/report"];
+    const own = [
+      "/health",
+      "/metrics",
+      "/-/reload",
+      "/v1/models",
+      "/jobs",
+      "/jobs/{service_type}/{id}",
+      "/-/jobs/purge",
+      "/usage",
+      "/-/usage",
+      "/-/usage/report",
+    ];
     for (const path of [...own, "/openapi.yaml", "/docs", "/docs/spec/{type}/{model}", "/swagger/{type}/{model}"]) {
       expect(paths).toContain(path);
     }

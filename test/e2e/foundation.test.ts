@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { startHeldBackend } from "../fixtures/held-backend.ts";
-import { exitCode, onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { exitCode, type GatewayProcess, onDeno, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { rawRequest } from "../support/raw-http.ts";
 import { freePort } from "../support/servers.ts";
@@ -199,7 +199,9 @@ describe("startup refusals: one message saying what to fix, exit 1, nothing star
 
   it("a CONFIG_PATH naming a missing file", async () => {
     const output = await refused("services: []\n", { CONFIG_PATH: "/nonexistent/gateway.yaml" });
-    expect(output).toContain("[GW_CONFIG_NOT_FOUND] cannot start: CONFIG_PATH names /nonexistent/gateway.yaml, which does not exist; point CONFIG_PATH at your config file");
+    expect(output).toContain(
+      "[GW_CONFIG_NOT_FOUND] cannot start: CONFIG_PATH names /nonexistent/gateway.yaml, which does not exist; point CONFIG_PATH at your config file",
+    );
     expect(output).not.toContain("ENOENT");
   });
 
@@ -226,7 +228,9 @@ describe("startup refusals: one message saying what to fix, exit 1, nothing star
   it("a port already in use", async () => {
     const first = await start("services: []\n");
     const output = await refused("services: []\n", { GATEWAY_ADDR: `127.0.0.1:${first.port}` });
-    expect(output).toContain(`[GW_LISTEN_FAILED] cannot start: cannot listen on 127.0.0.1:${first.port}: the port ${first.port} is already in use by another process; stop that process or choose another port`);
+    expect(output).toContain(
+      `[GW_LISTEN_FAILED] cannot start: cannot listen on 127.0.0.1:${first.port}: the port ${first.port} is already in use by another process; stop that process or choose another port`,
+    );
     expect(output).not.toContain("Unhandled 'error' event");
     expect((await fetch(`${first.url}/health`)).status).toBe(200);
   });

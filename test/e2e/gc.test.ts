@@ -14,10 +14,10 @@ import type { AddressInfo } from "node:net";
 import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
-import { startRedis, type RunningServer } from "../support/servers.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
 
 const DB = 8;
 const BUCKET = "gc-e2e";
@@ -308,8 +308,10 @@ describe("three gateway replicas", () => {
     // Started together, so their first ticks (at start) race over the same entries.
     const yaml = config({ gc: "enabled: true, max_reap_attempts: 3" });
     const replicas = await Promise.all([start(yaml), start(yaml), start(yaml)]);
-    await waitUntil(async () => (await redis.lLen(PROCESSING)) === 0 && (await redis.lLen(QUEUE)) === 50, 30_000, () =>
-      replicas.map((r) => r.output().slice(-1000)).join("\n"),
+    await waitUntil(
+      async () => (await redis.lLen(PROCESSING)) === 0 && (await redis.lLen(QUEUE)) === 50,
+      30_000,
+      () => replicas.map((r) => r.output().slice(-1000)).join("\n"),
     );
 
     const queue = await redis.lRange(QUEUE, 0, -1);

@@ -9,14 +9,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { Pool, type Dispatcher } from "undici";
+import { type Dispatcher, Pool } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
 import { multipartUpload } from "../fixtures/multipart-stream.ts";
-import { onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
-import { rawExchange, type RawAnswer } from "../support/raw-http.ts";
+import { type GatewayProcess, onDeno, startGateway, waitUntil } from "../support/gateway-process.ts";
+import { type RawAnswer, rawExchange } from "../support/raw-http.ts";
 import { freePort } from "../support/servers.ts";
-import { startSlowLink, type SlowLink } from "../support/slow-link.ts";
+import { type SlowLink, startSlowLink } from "../support/slow-link.ts";
 
 const MIB = 1024 * 1024;
 
@@ -68,7 +68,10 @@ describe("requests the HTTP server refuses", () => {
   });
 
   it("answers both Content-Length and Transfer-Encoding with 400", async () => {
-    const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    const answer = await rawExchange(
+      gw.port,
+      "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    );
     expect(answer.status).toBe(400);
     if (onDeno) {
       // Deno's server answers this itself, with no body and no hook to give it one.
@@ -78,11 +81,16 @@ describe("requests the HTTP server refuses", () => {
     const error = errorOf(answer);
     expect(error.type).toBe("invalid_request_error");
     expect(error.code).toBe("invalid_request");
-    expect(error.message).toBe("the request is not valid HTTP/1.1: Transfer-Encoding can't be present with Content-Length; fix how the client frames its request");
+    expect(error.message).toBe(
+      "the request is not valid HTTP/1.1: Transfer-Encoding can't be present with Content-Length; fix how the client frames its request",
+    );
   });
 
   it("answers a chunk size that is not hex, in the middle of a body, with 400", async () => {
-    const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n");
+    const answer = await rawExchange(
+      gw.port,
+      "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n",
+    );
     if (onDeno) {
       // Deno's server drops such a connection without an answer.
       expect(answer).toMatchObject({ status: 0, body: "" });
@@ -114,12 +122,17 @@ describe("requests the HTTP server refuses", () => {
   });
 
   it("answers an Expect other than 100-continue with 417, on both runtimes", async () => {
-    const answer = await rawExchange(gw.port, "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\n{}");
+    const answer = await rawExchange(
+      gw.port,
+      "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\n{}",
+    );
     expect(answer.status).toBe(417);
     const error = errorOf(answer);
     expect(error.type).toBe("invalid_request_error");
     expect(error.code).toBe("expectation_failed");
-    expect(error.message).toBe('the Expect header "teapot" cannot be met: the only expectation this server supports is "100-continue"; send that, or no Expect header');
+    expect(error.message).toBe(
+      'the Expect header "teapot" cannot be met: the only expectation this server supports is "100-continue"; send that, or no Expect header',
+    );
     expect(backend.requests.filter((r) => r.path === "/v1/echo")).toHaveLength(0);
   });
 
@@ -150,10 +163,12 @@ describe("requests the HTTP server refuses", () => {
   });
 
   it.skipIf(onDeno)("answers a Host or target that cannot make a URL with 400 and the error body (Node)", async () => {
-    for (const [head, reason] of [
-      ["GET /health HTTP/1.1\r\nHost: gw/x", "Invalid host header"],
-      ["GET /a\\b HTTP/1.1\r\nHost: gw", "Backslash in request path"],
-    ]) {
+    for (
+      const [head, reason] of [
+        ["GET /health HTTP/1.1\r\nHost: gw/x", "Invalid host header"],
+        ["GET /a\\b HTTP/1.1\r\nHost: gw", "Backslash in request path"],
+      ]
+    ) {
       const answer = await rawExchange(gw.port, `${head}\r\n\r\n`);
       expect([head, answer.status]).toEqual([head, 400]);
       expect(errorOf(answer)).toEqual({
@@ -165,7 +180,10 @@ describe("requests the HTTP server refuses", () => {
   });
 
   it("still answers 100-continue and serves the request", async () => {
-    const answer = await rawExchange(gw.port, 'POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    const answer = await rawExchange(
+      gw.port,
+      "POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    );
     expect(answer.status).toBe(100);
   });
 });
@@ -194,7 +212,11 @@ describe.skipIf(onDeno)("requests that do not arrive within server.read_timeout 
   it("answers a body that stops coming with 408, while the gateway waits for it", async () => {
     const answer = await rawExchange(gw.port, 'POST /v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":');
     expect(answer.status).toBe(408);
-    expect(errorOf(answer)).toEqual({ type: "timeout_error", code: "request_timeout", message: "the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout" });
+    expect(errorOf(answer)).toEqual({
+      type: "timeout_error",
+      code: "request_timeout",
+      message: "the request did not arrive within 1 s (server.read_timeout); send it faster, or raise server.read_timeout",
+    });
   });
 });
 
@@ -237,7 +259,12 @@ describe("an answer given before the request body was read", () => {
     const upload = multipartUpload(100 * MIB, { model: "whisper" });
     const pool = new Pool(gw.url, { connections: 1 });
     try {
-      const refused = await pool.request({ method: "POST", path: "/jobs/transcription", headers: { "content-type": upload.contentType }, body: Readable.fromWeb(upload.stream as NodeReadableStream<Uint8Array>) });
+      const refused = await pool.request({
+        method: "POST",
+        path: "/jobs/transcription",
+        headers: { "content-type": upload.contentType },
+        body: Readable.fromWeb(upload.stream as NodeReadableStream<Uint8Array>),
+      });
       expect(refused.statusCode).toBe(413);
       // Deno's server reads and drops the rest of the body itself once the gateway stops reading,
       // and keeps the connection; Node's leaves it to the gateway.
@@ -258,7 +285,11 @@ describe("the listen address", () => {
     const gw = await startGateway(config(), { env: { GATEWAY_ADDR: `:${port}` }, noWait: true });
     try {
       for (const host of ["127.0.0.1", "[::1]"]) {
-        await waitUntil(async () => (await fetch(`http://${host}:${port}/health`).catch(() => undefined))?.ok === true, 15_000, () => `no answer on ${host}:${port}:\n${gw.output()}`);
+        await waitUntil(
+          async () => (await fetch(`http://${host}:${port}/health`).catch(() => undefined))?.ok === true,
+          15_000,
+          () => `no answer on ${host}:${port}:\n${gw.output()}`,
+        );
       }
       expect(gw.output()).toContain('"address":"::"');
     } finally {

@@ -11,8 +11,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAccessBackend, type AccessBackend } from "../fixtures/access-backend.ts";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type AccessBackend, startAccessBackend } from "../fixtures/access-backend.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 import { rawRequest, type RawResponse } from "../support/raw-http.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
@@ -34,7 +34,8 @@ const STORES = {
 };
 
 /** Proxy mode with every identity header named; role `admin` alone grants `id-admin`. No relay: jobs stay pending. */
-const config = (stores: string) => `${stores}
+const config = (stores: string) =>
+  `${stores}
 server:
   consumer_header: X-Consumer
   user_type_header: X-User-Type
@@ -139,8 +140,16 @@ describe.each(Object.keys(STORES) as Array<keyof typeof STORES>)("a blank consum
     const ann = someone("ann");
     expect((await submitJob(gw, { "x-consumer": ann })).status).toBe(202);
     const before = backend.paths.length;
-    const blankConsumer = { message: "the X-Consumer header is empty: send a consumer name or leave the header out", type: "invalid_request_error", code: "invalid_request" };
-    const blankUserType = { message: "the X-User-Type header is empty: send a user type or leave the header out", type: "invalid_request_error", code: "invalid_request" };
+    const blankConsumer = {
+      message: "the X-Consumer header is empty: send a consumer name or leave the header out",
+      type: "invalid_request_error",
+      code: "invalid_request",
+    };
+    const blankUserType = {
+      message: "the X-User-Type header is empty: send a user type or leave the header out",
+      type: "invalid_request_error",
+      code: "invalid_request",
+    };
     const calls: Array<[string, () => Promise<Response>, ErrorBody["error"]]> = [
       ["submit", () => submitJob(gw, { "x-consumer": "" }), blankConsumer],
       ["list", () => fetch(`${gw.url}/jobs`, { headers: { "x-consumer": "" } }), blankConsumer],

@@ -6,8 +6,8 @@
  */
 import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { startScriptedBackend, type ScriptedBackend } from "../fixtures/scripted-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type ScriptedBackend, startScriptedBackend } from "../fixtures/scripted-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 16;
@@ -70,7 +70,7 @@ async function view(id: string): Promise<JobView> {
 
 async function waitFor(id: string, check: (job: JobView) => boolean): Promise<JobView> {
   let last: JobView | undefined;
-  await waitUntil(async () => check((last = await view(id))), 20_000, () => `job ${id} is ${JSON.stringify(last)}\n${gw.output()}`);
+  await waitUntil(async () => check(last = await view(id)), 20_000, () => `job ${id} is ${JSON.stringify(last)}\n${gw.output()}`);
   return last!;
 }
 

@@ -7,9 +7,9 @@
  * received.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startBackend, type FakeBackend as HttpBackend } from "../fixtures/http-backend.ts";
-import { startLlmBackend, type FakeBackend as LlmBackend } from "../fixtures/llm-backends.ts";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend as HttpBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type FakeBackend as LlmBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 
 const MIB = 1024 * 1024;
 const CHAT = "/v1/chat/completions";
@@ -117,7 +117,11 @@ describe("admin endpoints: a bounded body", () => {
 
   it("refuses an empty purge body with 400 saying what to send", async () => {
     const error = await errorOf(await post("/-/jobs/purge", ""), 400);
-    expect(error).toEqual({ type: "invalid_request_error", code: "invalid_request", message: 'the request body is empty; send a JSON body {"model": "<model alias>"}' });
+    expect(error).toEqual({
+      type: "invalid_request_error",
+      code: "invalid_request",
+      message: 'the request body is empty; send a JSON body {"model": "<model alias>"}',
+    });
   });
 });
 
@@ -137,7 +141,9 @@ describe("nesting depth", () => {
       const response = await post(path, body);
       answers.push({ path, status: response.status, error: ((await response.json()) as Partial<ErrorBody>).error });
     }
-    expect(answers).toEqual(cases.map(([path]) => ({ path, status: 400, error: { type: "invalid_request_error", code: "invalid_request", message: NESTING_MESSAGE } })));
+    expect(answers).toEqual(
+      cases.map(([path]) => ({ path, status: 400, error: { type: "invalid_request_error", code: "invalid_request", message: NESTING_MESSAGE } })),
+    );
     // The same sent as text/plain on an LLM path (read as JSON there) is refused too.
     const untyped = await post(CHAT, chat("gpt-rewritten", `,"x":${deepArray(100_000)}`), { "content-type": "text/plain" });
     expect((await errorOf(untyped, 400)).message).toBe(NESTING_MESSAGE);
@@ -171,7 +177,13 @@ describe("a top-level field twice", () => {
       ["/v1/echo", '{"model":"echo-model","input":"a","input":"b"}', "input"],
       ["/-/jobs/purge", '{"model":"nothing-here","model":"echo-model"}', "model"],
     ];
-    for (const [path, body, field] of cases) expect(await errorOf(await post(path, body), 400), `${path} ${body}`).toEqual({ type: "invalid_request_error", code: "invalid_request", message: message(field) });
+    for (const [path, body, field] of cases) {
+      expect(await errorOf(await post(path, body), 400), `${path} ${body}`).toEqual({
+        type: "invalid_request_error",
+        code: "invalid_request",
+        message: message(field),
+      });
+    }
     expect(llm.received).toHaveLength(0);
     expect(echo.requests).toHaveLength(0);
   });
@@ -210,7 +222,11 @@ describe("the body forwarded is the body parsed", () => {
   it("refuses an empty body sent as JSON with 400 instead of serving the default model", async () => {
     for (const path of [CHAT, "/v1/echo"]) {
       const error = await errorOf(await post(path, ""), 400);
-      expect(error).toEqual({ type: "invalid_request_error", code: "invalid_request", message: "the request body is empty; send a JSON object (the content type says JSON)" });
+      expect(error).toEqual({
+        type: "invalid_request_error",
+        code: "invalid_request",
+        message: "the request body is empty; send a JSON object (the content type says JSON)",
+      });
     }
     expect(llm.received).toHaveLength(0);
     expect(echo.requests).toHaveLength(0);

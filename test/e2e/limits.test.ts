@@ -11,12 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startHeldBackend, type HeldBackend } from "../fixtures/held-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { CHAT_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type HeldBackend, startHeldBackend } from "../fixtures/held-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { CHAT_USAGE, type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
-import { startRedis, type RunningServer } from "../support/servers.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
 
 const DB = 6;
 const TOKENS = CHAT_USAGE.prompt_tokens + CHAT_USAGE.completion_tokens;
@@ -270,7 +270,13 @@ describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) =>
       expect(refused.status).toBe(429);
       expectRetryAfter(refused, 60);
       const body = (await refused.json()) as ErrorBody;
-      expect(body).toEqual({ error: { message: expect.stringContaining(`token budget of service type "chat" used up: ${2 * TOKENS} of 30 tokens per 1m`), type: "rate_limit_error", code: "budget_exceeded" } });
+      expect(body).toEqual({
+        error: {
+          message: expect.stringContaining(`token budget of service type "chat" used up: ${2 * TOKENS} of 30 tokens per 1m`),
+          type: "rate_limit_error",
+          code: "budget_exceeded",
+        },
+      });
       const text = await metrics(gw);
       expect(metricValue(text, "svc_token_ratelimit_checked_total", { service_type: "chat", user_type: "*", result: "allowed" })).toBeGreaterThanOrEqual(2);
       expect(metricValue(text, "svc_token_ratelimit_checked_total", { service_type: "chat", user_type: "*", result: "rejected" })).toBeGreaterThanOrEqual(1);
@@ -327,7 +333,11 @@ describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) =>
         inference.release();
       }
       // The jobs run and end; their slots free up.
-      await waitUntil(async () => (await withRedis((client) => client.zCard("conc:transcription:conc-a"))) === 0, 15_000, () => "the jobs' slots were never released");
+      await waitUntil(
+        async () => (await withRedis((client) => client.zCard("conc:transcription:conc-a"))) === 0,
+        15_000,
+        () => "the jobs' slots were never released",
+      );
       const again = await submit(gw, who);
       expect(again.status).toBe(202);
       expect(again.headers.get("x-concurrent-remaining")).toBe("1");
@@ -350,7 +360,11 @@ describe.each([1, 2])("limits on one gateway (server.workers: %i)", (workers) =>
       const retryAfter = Number(refused.headers.get("retry-after"));
       expect(retryAfter).toBeGreaterThan(3_000);
       expect(retryAfter).toBeLessThanOrEqual(3_600);
-      expect(((await refused.json()) as ErrorBody).error).toEqual({ message: expect.stringContaining("processing-time budget used up"), type: "rate_limit_error", code: "budget_exceeded" });
+      expect(((await refused.json()) as ErrorBody).error).toEqual({
+        message: expect.stringContaining("processing-time budget used up"),
+        type: "rate_limit_error",
+        code: "budget_exceeded",
+      });
       const window = (await usageOf(gw, "ptime-a")).usage.find((u) => u.service_type === "transcription")?.window;
       expect(window?.processing_time_seconds).toBeGreaterThan(1);
     });

@@ -6,10 +6,10 @@
 import OpenAI from "openai";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { freePort } from "../support/servers.ts";
-import { CHAT_USAGE, LOCAL_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend, type ReceivedRequest } from "../fixtures/llm-backends.ts";
-import { startBackend, type FakeBackend as HttpBackend } from "../fixtures/http-backend.ts";
+import { CHAT_USAGE, type FakeBackend, LOCAL_COUNTS, MESSAGES_USAGE, type ReceivedRequest, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type FakeBackend as HttpBackend, startBackend } from "../fixtures/http-backend.ts";
 import { cacheKey } from "../../plugins/response-cache/key.ts";
 
 type Json = Record<string, unknown>;
@@ -18,10 +18,19 @@ const examplePath = new URL("../../examples/custom-provider.ts", import.meta.url
 const CHAT = "/v1/chat/completions";
 
 function post(gw: GatewayProcess, body: unknown, headers: Record<string, string> = {}, path = CHAT): Promise<Response> {
-  return fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+  return fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
 }
 
-async function postJson(gw: GatewayProcess, body: unknown, headers: Record<string, string> = {}, path = CHAT): Promise<{ status: number; headers: Headers; body: Json }> {
+async function postJson(
+  gw: GatewayProcess,
+  body: unknown,
+  headers: Record<string, string> = {},
+  path = CHAT,
+): Promise<{ status: number; headers: Headers; body: Json }> {
   const response = await post(gw, body, headers, path);
   return { status: response.status, headers: response.headers, body: (await response.json()) as Json };
 }
@@ -65,12 +74,16 @@ async function metric(gw: GatewayProcess, name: string, labels: Record<string, s
 /** Sends `body` until it is answered from the cache (the fill runs after the first response is written). */
 async function untilHit(gw: GatewayProcess, body: unknown): Promise<Json> {
   let hit: Json | undefined;
-  await waitUntil(async () => {
-    const response = await post(gw, body);
-    const json = (await response.json()) as Json;
-    if (response.headers.get("x-cache") === "HIT") hit = json;
-    return hit !== undefined;
-  }, 10_000, () => "the response was never served from the cache");
+  await waitUntil(
+    async () => {
+      const response = await post(gw, body);
+      const json = (await response.json()) as Json;
+      if (response.headers.get("x-cache") === "HIT") hit = json;
+      return hit !== undefined;
+    },
+    10_000,
+    () => "the response was never served from the cache",
+  );
   return hit as Json;
 }
 
@@ -173,7 +186,10 @@ services:
 
   describe("chat_completions", () => {
     it("forwards to the same path with the backend model and the service headers, and returns the answer as is", async () => {
-      const { status, headers, body } = await postJson(gw, { model: "gpt-alias", messages: [user("cc-basic")] }, { "x-shared": "from-client", "x-client": "kept" });
+      const { status, headers, body } = await postJson(gw, { model: "gpt-alias", messages: [user("cc-basic")] }, {
+        "x-shared": "from-client",
+        "x-client": "kept",
+      });
       expect(status).toBe(200);
       expect(headers.get("x-cache")).toBe("MISS");
       expect(body).toMatchObject({ object: "chat.completion", model: "backend-gpt", choices: [{ message: { content: "echo: cc-basic" } }] });
@@ -240,15 +256,20 @@ services:
 
   describe("messages_api translation", () => {
     it("translates the request: system string, max_tokens default, stop_sequences, Messages endpoint, service headers", async () => {
-      const { status, body } = await postJson(gw, {
-        model: "messages-alias",
-        messages: [{ role: "system", content: "Be terse." }, { role: "developer", content: "Use English." }, user("mt-request")],
-        stop: "END",
-        temperature: 0.2,
-        n: 1,
-        frequency_penalty: 0,
-        user: "end-user-7",
-      }, {}, "/v1/chat/completions?trace=1");
+      const { status, body } = await postJson(
+        gw,
+        {
+          model: "messages-alias",
+          messages: [{ role: "system", content: "Be terse." }, { role: "developer", content: "Use English." }, user("mt-request")],
+          stop: "END",
+          temperature: 0.2,
+          n: 1,
+          frequency_penalty: 0,
+          user: "end-user-7",
+        },
+        {},
+        "/v1/chat/completions?trace=1",
+      );
       expect(status).toBe(200);
       const sent = only(backend, "mt-request");
       expect(sent.path).toBe("/v1/messages");
@@ -298,12 +319,19 @@ services:
       const { body } = await postJson(gw, {
         model: "messages-alias",
         messages: [user("[tool] mt-tools")],
-        tools: [{ type: "function", function: { name: "get_weather", description: "Weather by city", parameters: { type: "object", properties: { city: { type: "string" } } } } }],
+        tools: [{
+          type: "function",
+          function: { name: "get_weather", description: "Weather by city", parameters: { type: "object", properties: { city: { type: "string" } } } },
+        }],
         tool_choice: { type: "function", function: { name: "get_weather" } },
         parallel_tool_calls: false,
       });
       const sent = only(backend, "mt-tools").body as Json;
-      expect(sent.tools).toEqual([{ name: "get_weather", description: "Weather by city", input_schema: { type: "object", properties: { city: { type: "string" } } } }]);
+      expect(sent.tools).toEqual([{
+        name: "get_weather",
+        description: "Weather by city",
+        input_schema: { type: "object", properties: { city: { type: "string" } } },
+      }]);
       expect(sent.tool_choice).toEqual({ type: "tool", name: "get_weather", disable_parallel_tool_use: true });
       const choice = (body.choices as Json[])[0];
       expect(choice.finish_reason).toBe("tool_calls");
@@ -321,10 +349,14 @@ services:
         tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }],
         messages: [
           user("mt-history"),
-          { role: "assistant", content: null, tool_calls: [
-            { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
-            { id: "call_2", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' } },
-          ] },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [
+              { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
+              { id: "call_2", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' } },
+            ],
+          },
           { role: "tool", tool_call_id: "call_1", content: "sunny" },
           { role: "tool", tool_call_id: "call_2", content: "rainy" },
         ],
@@ -333,14 +365,20 @@ services:
       expect(sent.tool_choice).toEqual({ type: "any" });
       expect(sent.messages).toEqual([
         { role: "user", content: "mt-history" },
-        { role: "assistant", content: [
-          { type: "tool_use", id: "call_1", name: "get_weather", input: { city: "Paris" } },
-          { type: "tool_use", id: "call_2", name: "get_weather", input: { city: "Rome" } },
-        ] },
-        { role: "user", content: [
-          { type: "tool_result", tool_use_id: "call_1", content: "sunny" },
-          { type: "tool_result", tool_use_id: "call_2", content: "rainy" },
-        ] },
+        {
+          role: "assistant",
+          content: [
+            { type: "tool_use", id: "call_1", name: "get_weather", input: { city: "Paris" } },
+            { type: "tool_use", id: "call_2", name: "get_weather", input: { city: "Rome" } },
+          ],
+        },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "call_1", content: "sunny" },
+            { type: "tool_result", tool_use_id: "call_2", content: "rainy" },
+          ],
+        },
       ]);
     });
 
@@ -358,7 +396,12 @@ services:
     });
 
     it("translates the event stream to chat-completions chunks with the usage chunk", async () => {
-      const response = await post(gw, { model: "messages-alias", stream: true, messages: [user("[tool] mt-stream")], tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }] });
+      const response = await post(gw, {
+        model: "messages-alias",
+        stream: true,
+        messages: [user("[tool] mt-stream")],
+        tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }],
+      });
       expect(response.status).toBe(200);
       expect(response.headers.get("content-type")).toContain("text/event-stream");
       const data = sseData(await response.text());
@@ -386,7 +429,12 @@ services:
       expect(status).toBe(200);
       const sent = only(backend, "lc-basic");
       expect(sent.path).toBe("/api/chat");
-      expect(sent.body).toEqual({ model: "local-alias", messages: [{ role: "user", content: "lc-basic" }], stream: false, options: { temperature: 0.1, stop: ["x"], num_predict: 20 } });
+      expect(sent.body).toEqual({
+        model: "local-alias",
+        messages: [{ role: "user", content: "lc-basic" }],
+        stream: false,
+        options: { temperature: 0.1, stop: ["x"], num_predict: 20 },
+      });
       expect(body).toMatchObject({
         object: "chat.completion",
         model: "local-alias",
@@ -563,7 +611,10 @@ services:
       [{ temperature: "0.5" }, '"temperature" must be a number, not "0.5"'],
       [{ stop: ["END", 1] }, '"stop" must be a string or an array of strings, not ["END",1]'],
       [{ stream_options: true }, '"stream_options" must be an object whose "include_usage" is true or false, not true'],
-      [{ stream: true, stream_options: { include_usage: "no" } }, '"stream_options" must be an object whose "include_usage" is true or false, not {"include_usage":"no"}'],
+      [
+        { stream: true, stream_options: { include_usage: "no" } },
+        '"stream_options" must be an object whose "include_usage" is true or false, not {"include_usage":"no"}',
+      ],
       [{ tools: { type: "function" } }, '"tools" must be an array of objects, not {"type":"function"}'],
       [{ response_format: "json" }, '"response_format" must be an object, not "json"'],
     ];
@@ -590,7 +641,17 @@ services:
     });
 
     it("takes null as not set, as the OpenAI API does", async () => {
-      const { status, body } = await postJson(gw, { model: "gpt-alias", messages: [user("shape-nulls")], stream: null, stream_options: null, n: null, max_tokens: null, temperature: null, stop: null, user: null });
+      const { status, body } = await postJson(gw, {
+        model: "gpt-alias",
+        messages: [user("shape-nulls")],
+        stream: null,
+        stream_options: null,
+        n: null,
+        max_tokens: null,
+        temperature: null,
+        stop: null,
+        user: null,
+      });
       expect(status).toBe(200);
       expect(body).toMatchObject({ object: "chat.completion", choices: [{ message: { content: "echo: shape-nulls" } }] });
       expect(only(backend, "shape-nulls").body).toMatchObject({ stream: null, n: null });
@@ -601,10 +662,18 @@ services:
       for (const headers of [{ "content-type": "application/json" }, { "content-type": "text/plain" }]) {
         const response = await fetch(`${gw.url}${CHAT}`, { method: "POST", headers, body: twice });
         expect(response.status).toBe(400);
-        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once', code: "invalid_request" } });
+        expect(await response.json()).toEqual({
+          error: {
+            type: "invalid_request_error",
+            message: 'the JSON body has the field "model" more than once; send each field once',
+            code: "invalid_request",
+          },
+        });
       }
       const escaped = `{"model":"cached","messages":[{"role":"user","content":"shape-twice"}],"stream":false,"str\u0065am":true}`;
-      expect(await (await post(gw, escaped)).json()).toEqual({ error: { type: "invalid_request_error", message: 'the JSON body has the field "stream" more than once; send each field once', code: "invalid_request" } });
+      expect(await (await post(gw, escaped)).json()).toEqual({
+        error: { type: "invalid_request_error", message: 'the JSON body has the field "stream" more than once; send each field once', code: "invalid_request" },
+      });
       expect(receivedWith(backend, "shape-twice")).toHaveLength(0);
     });
   });
@@ -713,10 +782,11 @@ services:
     });
 
     it("surfaces a translated backend error as an API error", async () => {
-      await expect(client().chat.completions.create({ model: "messages-alias", messages: [{ role: "user", content: "[status:400] oa-error" }] })).rejects.toMatchObject({
-        status: 400,
-        error: { message: "forced 400", type: "invalid_request_error" },
-      });
+      await expect(client().chat.completions.create({ model: "messages-alias", messages: [{ role: "user", content: "[status:400] oa-error" }] })).rejects
+        .toMatchObject({
+          status: 400,
+          error: { message: "forced 400", type: "invalid_request_error" },
+        });
     });
   });
 });
@@ -879,7 +949,11 @@ describe("LLM proxy: cache scope, answers that break off or stall, JSON sent wit
   const TIMEOUT_MS = 800;
 
   beforeAll(async () => {
-    [backend, dropping, stalling] = await Promise.all([startLlmBackend(), startBackend({ kind: "partial", then: "drop" }), startBackend({ kind: "partial", then: "stall" })]);
+    [backend, dropping, stalling] = await Promise.all([
+      startLlmBackend(),
+      startBackend({ kind: "partial", then: "drop" }),
+      startBackend({ kind: "partial", then: "stall" }),
+    ]);
     const chatOps = `operations: { chat: [${CHAT}] }`;
     const breaking = (first: string) => `backends: [{ url: ${first}, weight: 1 }, { url: ${backend.url}, weight: 0 }]`;
     gw = await startGateway(`
@@ -909,11 +983,15 @@ services:
     fetch(`${gw.url}${path}`, { method: "POST", headers, body, signal: AbortSignal.timeout(10_000) });
 
   async function untilHitAt(path: string, body: unknown): Promise<void> {
-    await waitUntil(async () => {
-      const response = await send(path, JSON.stringify(body));
-      await response.arrayBuffer();
-      return response.headers.get("x-cache") === "HIT";
-    }, 10_000, () => `${path} was never served from the cache`);
+    await waitUntil(
+      async () => {
+        const response = await send(path, JSON.stringify(body));
+        await response.arrayBuffer();
+        return response.headers.get("x-cache") === "HIT";
+      },
+      10_000,
+      () => `${path} was never served from the cache`,
+    );
   }
 
   describe("the cache key covers the service type, the path and a non-chat body", () => {
@@ -922,7 +1000,12 @@ services:
       const other = await send("/v1/pass/two", JSON.stringify({ model: "pass", input: "totally different" }));
       expect(other.headers.get("x-cache")).toBe("MISS");
       expect(await other.json()).toEqual({ echo: { model: "pass", input: "totally different" }, path: "/v1/pass/two" });
-      for (const [path, body] of [["/v1/pass/two", { model: "pass", input: "x" }], ["/v1/pass/foo/bar?q=2", { model: "pass", input: "x" }], ["/v1/pass/foo/bar?q=1", { model: "pass", input: "y" }]] as const) {
+      for (
+        const [path, body] of [["/v1/pass/two", { model: "pass", input: "x" }], ["/v1/pass/foo/bar?q=2", { model: "pass", input: "x" }], [
+          "/v1/pass/foo/bar?q=1",
+          { model: "pass", input: "y" },
+        ]] as const
+      ) {
         const response = await send(path, JSON.stringify(body));
         expect(response.headers.get("x-cache"), `${path} ${JSON.stringify(body)}`).toBe("MISS");
         expect(((await response.json()) as Json).echo).toEqual(body);
@@ -952,7 +1035,11 @@ services:
       const body = (await response.json()) as Json;
       expect((body.choices as Json[])[0]).toMatchObject({ message: { content: model === "drops" ? `echo: broken-${model}` : "Hello there" } });
       expect(receivedWith(backend, `broken-${model}`)).toHaveLength(1);
-      await waitUntil(() => gw.output().includes(`"answered_by":"${backend.url}"`) && /llm_backend_failover.*the backend broke off its answer/.test(gw.output()), 5000, () => gw.output());
+      await waitUntil(
+        () => gw.output().includes(`"answered_by":"${backend.url}"`) && /llm_backend_failover.*the backend broke off its answer/.test(gw.output()),
+        5000,
+        () => gw.output(),
+      );
     });
 
     it("a backend that goes silent mid-body fails over after server.backend_timeout, and frees the request's max_concurrent_sync slot", async () => {
@@ -999,12 +1086,16 @@ services:
     it("counts against the token budget, so switching the content type does not get past a 429", async () => {
       const who = { "x-consumer": "untyped-budget" };
       let refused: Response | undefined;
-      await waitUntil(async () => {
-        const response = await send(CHAT, bodyFor(`budget-json-${Date.now()}`, "budget"), { "content-type": "application/json", ...who });
-        await response.arrayBuffer();
-        if (response.status === 429) refused = response;
-        return refused !== undefined;
-      }, 10_000, () => "the token budget never refused a request");
+      await waitUntil(
+        async () => {
+          const response = await send(CHAT, bodyFor(`budget-json-${Date.now()}`, "budget"), { "content-type": "application/json", ...who });
+          await response.arrayBuffer();
+          if (response.status === 429) refused = response;
+          return refused !== undefined;
+        },
+        10_000,
+        () => "the token budget never refused a request",
+      );
       for (const [, headers] of types) {
         const response = await send(CHAT, new TextEncoder().encode(bodyFor("budget-untyped", "budget")), { ...headers, ...who });
         expect(response.status).toBe(429);

@@ -9,9 +9,9 @@
  * translated from a Messages backend.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
 import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 
 const DB = 20;
 
@@ -70,7 +70,12 @@ describe.each(["memory", "redis"] as const)("streamed answers in the response ca
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ model, max_tokens: 50, messages: [{ role: "user", content: `${store}: ${text}` }], ...(stream ? { stream } : {}) }),
     });
-    return { status: response.status, cache: response.headers.get("x-cache"), contentType: response.headers.get("content-type") ?? "", body: await response.text() };
+    return {
+      status: response.status,
+      cache: response.headers.get("x-cache"),
+      contentType: response.headers.get("content-type") ?? "",
+      body: await response.text(),
+    };
   }
 
   /** The backend calls so far for this model's protocol. */
@@ -79,7 +84,11 @@ describe.each(["memory", "redis"] as const)("streamed answers in the response ca
   /** Asks until the answer comes from the cache (the fill lands after the first stream ended). */
   async function untilHit(model: "gpt" | "claude", text: string): Promise<Reply> {
     let reply: Reply | undefined;
-    await waitUntil(async () => (reply = await ask(model, text)).cache === "HIT", 10_000, () => `"${text}" never served from the cache: ${JSON.stringify(reply)}`);
+    await waitUntil(
+      async () => (reply = await ask(model, text)).cache === "HIT",
+      10_000,
+      () => `"${text}" never served from the cache: ${JSON.stringify(reply)}`,
+    );
     return reply as Reply;
   }
 

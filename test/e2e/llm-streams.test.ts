@@ -11,8 +11,8 @@
  */
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
-import { CHAT_USAGE, LOCAL_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
+import { CHAT_USAGE, type FakeBackend, LOCAL_COUNTS, MESSAGES_USAGE, startLlmBackend } from "../fixtures/llm-backends.ts";
 
 type Json = Record<string, unknown>;
 
@@ -51,17 +51,33 @@ async function metric(gw: GatewayProcess, name: string, labels: Record<string, s
 }
 
 /** A consumer's total tokens of one service type, from `GET /usage`. */
-async function usageTokens(gw: GatewayProcess, consumer: string, serviceType: string): Promise<{ requests: number; prompt: number; completion: number } | undefined> {
+async function usageTokens(
+  gw: GatewayProcess,
+  consumer: string,
+  serviceType: string,
+): Promise<{ requests: number; prompt: number; completion: number } | undefined> {
   const body = (await (await fetch(`${gw.url}/usage`, { headers: { "x-consumer": consumer } })).json()) as { usage?: Json[] };
-  const entry = body.usage?.find((u) => u.service_type === serviceType) as { total: { requests: number; tokens?: { prompt: number; completion: number } } } | undefined;
+  const entry = body.usage?.find((u) => u.service_type === serviceType) as
+    | { total: { requests: number; tokens?: { prompt: number; completion: number } } }
+    | undefined;
   if (!entry) return undefined;
   return { requests: entry.total.requests, prompt: entry.total.tokens?.prompt ?? 0, completion: entry.total.tokens?.completion ?? 0 };
 }
 
 const PROVIDERS = [
   { provider: "chat_completions", model: "chat", type: "chat", usage: CHAT_USAGE },
-  { provider: "messages_api", model: "msg", type: "msg", usage: { prompt_tokens: MESSAGES_USAGE.input_tokens, completion_tokens: MESSAGES_USAGE.output_tokens } },
-  { provider: "local_chat", model: "local", type: "local", usage: { prompt_tokens: LOCAL_COUNTS.prompt_eval_count, completion_tokens: LOCAL_COUNTS.eval_count } },
+  {
+    provider: "messages_api",
+    model: "msg",
+    type: "msg",
+    usage: { prompt_tokens: MESSAGES_USAGE.input_tokens, completion_tokens: MESSAGES_USAGE.output_tokens },
+  },
+  {
+    provider: "local_chat",
+    model: "local",
+    type: "local",
+    usage: { prompt_tokens: LOCAL_COUNTS.prompt_eval_count, completion_tokens: LOCAL_COUNTS.eval_count },
+  },
 ] as const;
 
 function servicesYaml(backend: FakeBackend, failing: FakeBackend): string {
@@ -69,7 +85,9 @@ function servicesYaml(backend: FakeBackend, failing: FakeBackend): string {
     (p) =>
       `  - { type: ${p.type}, model: ${p.model}, provider: ${p.provider}, inference_url: ${backend.url}, token_limits: { "*": { token_rate: 10, token_period: 1m } }, operations: { chat: [${CHAT}] } }`,
   );
-  lines.push(`  - { type: chat, model: failover, provider: chat_completions, backends: [{ url: ${failing.url}, weight: 1 }, { url: ${backend.url}, weight: 0 }], operations: { chat: [${CHAT}] } }`);
+  lines.push(
+    `  - { type: chat, model: failover, provider: chat_completions, backends: [{ url: ${failing.url}, weight: 1 }, { url: ${backend.url}, weight: 0 }], operations: { chat: [${CHAT}] } }`,
+  );
   return `services:\n${lines.join("\n")}\n`;
 }
 
@@ -173,11 +191,13 @@ ${servicesYaml(backend, failing)}`);
   }
 
   describe.each(PROVIDERS)("$provider", ({ model, type }) => {
-    it.each([
-      ["cut", "no_end", /ended before the end of the answer/],
-      ["reset", "reset", /broke off/],
-      ["stall", "idle", /fell silent for 300 ms \(llm\.stream_idle_timeout\)/],
-    ] as const)("a stream that is %s ends with one error event and no [DONE], counted as %s", async (fault, reason, message) => {
+    it.each(
+      [
+        ["cut", "no_end", /ended before the end of the answer/],
+        ["reset", "reset", /broke off/],
+        ["stall", "idle", /fell silent for 300 ms \(llm\.stream_idle_timeout\)/],
+      ] as const,
+    )("a stream that is %s ends with one error event and no [DONE], counted as %s", async (fault, reason, message) => {
       const labels = { service_type: type, model, reason };
       const before = await metric(gw, "svc_llm_stream_incomplete_total", labels);
       const data = await streamed(model, `[${fault}]`);

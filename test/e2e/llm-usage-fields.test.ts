@@ -7,9 +7,17 @@
  */
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHAT_CACHED_TOKENS, CHAT_USAGE, EMBEDDINGS_PROMPT_TOKENS, MESSAGES_CACHE_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import {
+  CHAT_CACHED_TOKENS,
+  CHAT_USAGE,
+  EMBEDDINGS_PROMPT_TOKENS,
+  type FakeBackend,
+  MESSAGES_CACHE_COUNTS,
+  MESSAGES_USAGE,
+  startLlmBackend,
+} from "../fixtures/llm-backends.ts";
 import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 
 const DB = 27;
@@ -108,7 +116,10 @@ describe.each(["memory", "redis"] as const)("usage fields on the %s store", (sto
 
     const sent = llm.calls("/v1/messages").slice(before)[0]?.body as Json;
     expect(sent.system).toEqual([{ type: "text", text: "Long shared instructions", cache_control: EPHEMERAL }]);
-    expect(sent.messages).toEqual([{ role: "user", content: [{ type: "text", text: "A long document", cache_control: EPHEMERAL }, { type: "text", text: "[cached] question" }] }]);
+    expect(sent.messages).toEqual([{
+      role: "user",
+      content: [{ type: "text", text: "A long document", cache_control: EPHEMERAL }, { type: "text", text: "[cached] question" }],
+    }]);
     expect(sent.tools).toEqual([{ name: "lookup", input_schema: { type: "object", properties: {} }, cache_control: EPHEMERAL }]);
 
     expect(answer.usage).toEqual({
@@ -124,9 +135,12 @@ describe.each(["memory", "redis"] as const)("usage fields on the %s store", (sto
     // One cached answer is past the budget: the next request is refused.
     const refused = await post(gw, "/v1/chat/completions", consumer, { model: "claude", messages: [{ role: "user", content: "again" }] });
     expect(refused.status).toBe(429);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(`used up: ${CACHED_PROMPT + MESSAGES_USAGE.output_tokens} of ${ASSISTANT_BUDGET} tokens`);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+      `used up: ${CACHED_PROMPT + MESSAGES_USAGE.output_tokens} of ${ASSISTANT_BUDGET} tokens`,
+    );
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    expect(metricValue(metrics, "svc_llm_tokens_total", { service_type: "assistant", model: "claude", backend_model: "claude", user_type: "", type: "prompt" })).toBeGreaterThanOrEqual(CACHED_PROMPT);
+    expect(metricValue(metrics, "svc_llm_tokens_total", { service_type: "assistant", model: "claude", backend_model: "claude", user_type: "", type: "prompt" }))
+      .toBeGreaterThanOrEqual(CACHED_PROMPT);
   });
 
   it("chat_completions: prompt_tokens_details pass through unchanged; prompt_tokens (cached included) is counted", async () => {
@@ -134,7 +148,11 @@ describe.each(["memory", "redis"] as const)("usage fields on the %s store", (sto
     const response = await post(gw, "/v1/chat/completions", consumer, { model: "gpt", messages: [{ role: "user", content: "[cached] hi" }] });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { usage: Json };
-    expect(body.usage).toEqual({ ...CHAT_USAGE, total_tokens: CHAT_USAGE.prompt_tokens + CHAT_USAGE.completion_tokens, prompt_tokens_details: { cached_tokens: CHAT_CACHED_TOKENS, audio_tokens: 0 } });
+    expect(body.usage).toEqual({
+      ...CHAT_USAGE,
+      total_tokens: CHAT_USAGE.prompt_tokens + CHAT_USAGE.completion_tokens,
+      prompt_tokens_details: { cached_tokens: CHAT_CACHED_TOKENS, audio_tokens: 0 },
+    });
     const usage = await countedUsage(gw, consumer, "chat");
     expect(usage?.total.tokens).toEqual({ prompt: CHAT_USAGE.prompt_tokens, completion: CHAT_USAGE.completion_tokens });
   });
@@ -148,6 +166,8 @@ describe.each(["memory", "redis"] as const)("usage fields on the %s store", (sto
     expect(usage?.total.tokens).toEqual({ prompt: EMBEDDINGS_PROMPT_TOKENS, completion: 0 });
     expect(usage?.window?.tokens).toBe(EMBEDDINGS_PROMPT_TOKENS);
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    expect(metricValue(metrics, "svc_llm_tokens_total", { service_type: "embeddings", model: "embedder", backend_model: "embedder", user_type: "", type: "prompt" })).toBe(EMBEDDINGS_PROMPT_TOKENS);
+    expect(
+      metricValue(metrics, "svc_llm_tokens_total", { service_type: "embeddings", model: "embedder", backend_model: "embedder", user_type: "", type: "prompt" }),
+    ).toBe(EMBEDDINGS_PROMPT_TOKENS);
   });
 });

@@ -9,8 +9,8 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
-import { CHAT_USAGE, LOCAL_COUNTS, MESSAGES_CACHE_COUNTS, MESSAGES_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
+import { CHAT_USAGE, type FakeBackend, LOCAL_COUNTS, MESSAGES_CACHE_COUNTS, MESSAGES_USAGE, startLlmBackend } from "../fixtures/llm-backends.ts";
 
 type Json = Record<string, unknown>;
 
@@ -51,8 +51,18 @@ const textOf = (content: Anthropic.ContentBlock[]) => content.map((block) => (bl
 
 const BACKENDS = [
   { kind: "a Messages-style backend", model: "claude-native", answer: "Hello there", usage: MESSAGES_USAGE },
-  { kind: "a chat-completions backend", model: "claude-chat", answer: "echo: hi", usage: { input_tokens: CHAT_USAGE.prompt_tokens, output_tokens: CHAT_USAGE.completion_tokens } },
-  { kind: "a local runtime's chat", model: "claude-local", answer: "Hi local", usage: { input_tokens: LOCAL_COUNTS.prompt_eval_count, output_tokens: LOCAL_COUNTS.eval_count } },
+  {
+    kind: "a chat-completions backend",
+    model: "claude-chat",
+    answer: "echo: hi",
+    usage: { input_tokens: CHAT_USAGE.prompt_tokens, output_tokens: CHAT_USAGE.completion_tokens },
+  },
+  {
+    kind: "a local runtime's chat",
+    model: "claude-local",
+    answer: "Hi local",
+    usage: { input_tokens: LOCAL_COUNTS.prompt_eval_count, output_tokens: LOCAL_COUNTS.eval_count },
+  },
 ] as const;
 
 describe("inbound Messages API through the official SDK", () => {
@@ -93,7 +103,12 @@ services:
   describe.each(BACKENDS)("to $kind", ({ model, answer, usage }) => {
     it("answers a plain message with the backend's text, stop reason and usage", async () => {
       const message = await client.messages.create({ model, max_tokens: 64, messages: [{ role: "user", content: "hi" }] });
-      expect(message).toMatchObject({ type: "message", role: "assistant", stop_reason: "end_turn", usage: { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens } });
+      expect(message).toMatchObject({
+        type: "message",
+        role: "assistant",
+        stop_reason: "end_turn",
+        usage: { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens },
+      });
       expect(textOf(message.content)).toBe(answer);
     });
 
@@ -127,14 +142,18 @@ services:
       const streamed = await client.messages.stream({ model, max_tokens: 64, tools: [WEATHER_TOOL], messages: [ask] }).finalMessage();
       expect(streamed.stop_reason).toBe("tool_use");
       // The same call (ids a local runtime does not give are made per answer).
-      const calls = (content: Anthropic.ContentBlock[]) => content.flatMap((block) => (block.type === "tool_use" ? [{ name: block.name, input: block.input }] : []));
+      const calls = (content: Anthropic.ContentBlock[]) =>
+        content.flatMap((block) => (block.type === "tool_use" ? [{ name: block.name, input: block.input }] : []));
       expect(calls(streamed.content)).toEqual(calls(call.content));
       if (!use || use.type !== "tool_use") throw new Error("no tool_use block");
       const result = await client.messages.create({
         model,
         max_tokens: 64,
         tools: [WEATHER_TOOL],
-        messages: [ask, { role: "assistant", content: call.content }, { role: "user", content: [{ type: "tool_result", tool_use_id: use.id, content: "sunny" }] }],
+        messages: [ask, { role: "assistant", content: call.content }, {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: use.id, content: "sunny" }],
+        }],
       });
       expect(result.stop_reason).toBe("end_turn");
       expect(textOf(result.content)).toBe("result: sunny");
@@ -155,7 +174,10 @@ services:
       expect(response.status).toBe(200);
       const events = sseEvents(await response.text());
       expect(events.map((e) => e.event)).not.toContain("message_stop");
-      expect(events[events.length - 1]).toEqual({ event: "error", data: { type: "error", error: { type: "api_error", message: expect.stringContaining("incomplete"), code: "stream_interrupted" } } });
+      expect(events[events.length - 1]).toEqual({
+        event: "error",
+        data: { type: "error", error: { type: "api_error", message: expect.stringContaining("incomplete"), code: "stream_interrupted" } },
+      });
       // The SDK's stream helper raises it.
       const stream = client.messages.stream({ model, max_tokens: 64, messages: [{ role: "user", content: `[${fault}]` }] });
       await expect(stream.finalMessage()).rejects.toBeInstanceOf(Anthropic.APIError);
@@ -189,7 +211,8 @@ services:
   });
 
   it("forwards a Messages request verbatim to a passthrough backend, streams included (no chat stream_options added)", async () => {
-    const streamed = await client.messages.stream({ model: "claude-verbatim", max_tokens: 64, messages: [{ role: "user", content: "verbatim stream" }] }).finalMessage();
+    const streamed = await client.messages.stream({ model: "claude-verbatim", max_tokens: 64, messages: [{ role: "user", content: "verbatim stream" }] })
+      .finalMessage();
     expect(textOf(streamed.content)).toBe("Hello there");
     const sent = backend.received.filter((r) => JSON.stringify(r.body).includes("verbatim stream"));
     expect(sent.map((r) => r.path)).toEqual(["/v1/messages"]);
@@ -197,9 +220,13 @@ services:
   });
 
   it("counts tokens where the backend speaks Messages, and answers 404 where it does not", async () => {
-    expect(await client.messages.countTokens({ model: "claude-native", messages: [{ role: "user", content: "hi" }] })).toEqual({ input_tokens: MESSAGES_USAGE.input_tokens });
+    expect(await client.messages.countTokens({ model: "claude-native", messages: [{ role: "user", content: "hi" }] })).toEqual({
+      input_tokens: MESSAGES_USAGE.input_tokens,
+    });
     expect(backend.calls("/v1/messages/count_tokens").length).toBeGreaterThan(0);
-    await expect(client.messages.countTokens({ model: "claude-chat", messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(client.messages.countTokens({ model: "claude-chat", messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
   });
 
   describe("fields of the wrong type, refused in the Messages shape before anything is sent", () => {
@@ -240,8 +267,18 @@ services:
         body: '{"model":"claude-native","max_tokens":64,"messages":[{"role":"user","content":"msg-twice"}],"model":"claude-chat"}',
       });
       expect(response.status).toBe(400);
-      expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once', code: "invalid_request" } });
-      await expect(client.messages.create({ model: "claude-native", max_tokens: 64, messages: [{ role: "user", content: "msg-shape-sdk" }], stream: "yes" as unknown as false })).rejects.toBeInstanceOf(
+      expect(await response.json()).toEqual({
+        type: "error",
+        error: { type: "invalid_request_error", message: 'the JSON body has the field "model" more than once; send each field once', code: "invalid_request" },
+      });
+      await expect(
+        client.messages.create({
+          model: "claude-native",
+          max_tokens: 64,
+          messages: [{ role: "user", content: "msg-shape-sdk" }],
+          stream: "yes" as unknown as false,
+        }),
+      ).rejects.toBeInstanceOf(
         Anthropic.BadRequestError,
       );
       expect(backend.received.filter((r) => /msg-twice|msg-shape-sdk/.test(JSON.stringify(r.body)))).toHaveLength(0);
@@ -249,20 +286,41 @@ services:
   });
 
   it("answers the gateway's own errors in the Messages shape: unknown model 404, limits 429, a bad body 400", async () => {
-    await expect(client.messages.create({ model: "no-such-model", max_tokens: 64, messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(client.messages.create({ model: "no-such-model", max_tokens: 64, messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
     // One request a minute per consumer: the second is refused.
     const consumer = { headers: { "x-consumer": "limited-one" }, maxRetries: 0 };
     await client.messages.create({ model: "claude-limited", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }, consumer);
-    await expect(client.messages.create({ model: "claude-limited", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }, consumer)).rejects.toBeInstanceOf(
-      Anthropic.RateLimitError,
-    );
-    const bad = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "claude-chat", max_tokens: 64 }) });
+    await expect(client.messages.create({ model: "claude-limited", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }, consumer)).rejects
+      .toBeInstanceOf(
+        Anthropic.RateLimitError,
+      );
+    const bad = await fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-chat", max_tokens: 64 }),
+    });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: expect.stringContaining('"messages" must be an array'), code: "invalid_request" } });
-    const unknown = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "no-such-model", max_tokens: 1, messages: [] }) });
-    expect(await unknown.json()).toEqual({ type: "error", error: { type: "not_found_error", message: expect.stringContaining("no-such-model"), code: "model_not_found" } });
+    expect(await bad.json()).toEqual({
+      type: "error",
+      error: { type: "invalid_request_error", message: expect.stringContaining('"messages" must be an array'), code: "invalid_request" },
+    });
+    const unknown = await fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "no-such-model", max_tokens: 1, messages: [] }),
+    });
+    expect(await unknown.json()).toEqual({
+      type: "error",
+      error: { type: "not_found_error", message: expect.stringContaining("no-such-model"), code: "model_not_found" },
+    });
     // Chat-completions clients keep the chat-completions error shape.
-    const chat = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "no-such-model", messages: [] }) });
+    const chat = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "no-such-model", messages: [] }),
+    });
     expect(((await chat.json()) as Json).error).toMatchObject({ type: "not_found_error" });
   });
 });

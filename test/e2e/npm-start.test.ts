@@ -39,7 +39,11 @@ describe.skipIf(onDeno)("npm start", () => {
     const config = join(mkdtempSync(join(tmpdir(), "gw-npm-start-")), "config.yaml");
     writeFileSync(config, `services:\n  - type: echo\n    model: echo\n    operations:\n      run: ["/v1/echo"]\n    inference_url: "http://127.0.0.1:9"\n`);
     const { CONFIG_PATH: _c, GATEWAY_ADDR: _g, PORT: _p, ...env } = process.env;
-    const child = spawn(npm, ["start", "--silent", "--", "--config", config, "--port", String(port)], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(npm, ["start", "--silent", "--", "--config", config, "--port", String(port)], {
+      cwd: repoRoot,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -89,7 +93,12 @@ describe.skipIf(onDeno)("npm start", () => {
     // Without the caller's npm variables: what npm start sets is under test.
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(npm_|INIT_CWD$|CONFIG_PATH$|GATEWAY_ADDR$|PORT$)/.test(name)));
     // Its own process group, so the test can clean up whatever is left.
-    const child = spawn(npm, ["start", "--silent", "--", "--config", config, "--port", String(port)], { cwd: repoRoot, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(npm, ["start", "--silent", "--", "--config", config, "--port", String(port)], {
+      cwd: repoRoot,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -126,7 +135,11 @@ describe.skipIf(onDeno)("npm start", () => {
     writeFileSync(project, JSON.stringify({ compilerOptions, files: ["main.ts"] }));
 
     const first = await prestart(project);
-    expect(first).toEqual({ code: 0, stdout: "", stderr: `inference-gateway: compiling the TypeScript sources (${project}), about half a minute on a fresh clone...\n` });
+    expect(first).toEqual({
+      code: 0,
+      stdout: "",
+      stderr: `inference-gateway: compiling the TypeScript sources (${project}), about half a minute on a fresh clone...\n`,
+    });
     expect(existsSync(join(dir, "out/main.js"))).toBe(true);
 
     expect(await prestart(project)).toEqual({ code: 0, stdout: "", stderr: "" });

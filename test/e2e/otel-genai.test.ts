@@ -5,9 +5,9 @@
  * `svc_llm_time_to_first_token_seconds` on /metrics after a stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHAT_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { flatten, startOtlpReceiver, type OtlpReceiver } from "../fixtures/otlp-receiver.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { CHAT_USAGE, type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { flatten, type OtlpReceiver, startOtlpReceiver } from "../fixtures/otlp-receiver.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 
 const SERVER = 2;

@@ -10,9 +10,9 @@
  */
 import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { flatten, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../fixtures/otlp-receiver.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { flatten, type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../fixtures/otlp-receiver.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 const SERVER = 2;
@@ -25,7 +25,11 @@ let failing: FakeBackend;
 const running: GatewayProcess[] = [];
 
 beforeAll(async () => {
-  [receiver, echo, failing] = await Promise.all([startOtlpReceiver(), startBackend({ kind: "echo" }), startBackend({ kind: "status", status: 503, body: "down" })]);
+  [receiver, echo, failing] = await Promise.all([
+    startOtlpReceiver(),
+    startBackend({ kind: "echo" }),
+    startBackend({ kind: "status", status: 503, body: "down" }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([receiver.close(), echo.close(), failing.close()]);
@@ -77,11 +81,19 @@ const CALLER_SPAN = "00f067aa0ba902b7";
 
 function read(gw: GatewayProcess, headers: Record<string, string> = {}, path = "/v1/read"): Promise<Response> {
   const model = path === "/v1/quiet" ? "quiet" : "reader";
-  return fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ model, text: "hi" }) });
+  return fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ model, text: "hi" }),
+  });
 }
 
 async function spansOfTrace(traceId: string, count: number): Promise<ReceivedSpan[]> {
-  await waitUntil(() => receiver.spans.filter((s) => s.traceId === traceId).length >= count, 15_000, () => `spans received: ${JSON.stringify(receiver.spans, null, 1)}`);
+  await waitUntil(
+    () => receiver.spans.filter((s) => s.traceId === traceId).length >= count,
+    15_000,
+    () => `spans received: ${JSON.stringify(receiver.spans, null, 1)}`,
+  );
   return receiver.spans.filter((s) => s.traceId === traceId);
 }
 
@@ -122,9 +134,20 @@ describe("OpenTelemetry traces", () => {
       expect(client.parentSpanId).toBe(server.spanId);
       expect(client.attributes["server.address"]).toBe("127.0.0.1");
     }
-    expect(clients[0].attributes).toMatchObject({ "gateway.attempt": 1, "gateway.outcome": "server_error", "http.response.status_code": 503, "server.port": failing.port });
+    expect(clients[0].attributes).toMatchObject({
+      "gateway.attempt": 1,
+      "gateway.outcome": "server_error",
+      "http.response.status_code": 503,
+      "server.port": failing.port,
+    });
     expect(clients[0].status).toBe(2);
-    expect(clients[1].attributes).toMatchObject({ "gateway.attempt": 2, "gateway.outcome": "success", "http.response.status_code": 200, "server.port": echo.port, "http.request.resend_count": 1 });
+    expect(clients[1].attributes).toMatchObject({
+      "gateway.attempt": 2,
+      "gateway.outcome": "success",
+      "http.response.status_code": 200,
+      "server.port": echo.port,
+      "http.request.resend_count": 1,
+    });
 
     // Each backend joined the trace as a child of its own attempt's span.
     expect(traceparentOf(failing)).toEqual(["00", TRACE_ID, clients[0].spanId, "01"]);
@@ -291,14 +314,22 @@ services:
     const body = new FormData();
     body.append("model", "quiet");
     body.append("file", new Blob(["page"]), "page.png");
-    const submitted = await fetch(`${gw.url}/jobs/ocr`, { method: "POST", body, headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01`, "X-Consumer": "alice" } });
+    const submitted = await fetch(`${gw.url}/jobs/ocr`, {
+      method: "POST",
+      body,
+      headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01`, "X-Consumer": "alice" },
+    });
     expect(submitted.status).toBe(202);
     const { job_id: jobId } = (await submitted.json()) as { job_id: string };
     let view: Record<string, unknown> = {};
-    await waitUntil(async () => {
-      view = (await (await fetch(`${gw.url}/jobs/ocr/${jobId}`, { headers: { "X-Consumer": "alice" } })).json()) as Record<string, unknown>;
-      return view.status === "completed";
-    }, 15_000, () => `${JSON.stringify(view)}\nrelay:\n${relay.output()}`);
+    await waitUntil(
+      async () => {
+        view = (await (await fetch(`${gw.url}/jobs/ocr/${jobId}`, { headers: { "X-Consumer": "alice" } })).json()) as Record<string, unknown>;
+        return view.status === "completed";
+      },
+      15_000,
+      () => `${JSON.stringify(view)}\nrelay:\n${relay.output()}`,
+    );
     // The stored trace context is not part of the job's API view.
     expect(view).not.toHaveProperty("traceparent");
 

@@ -52,13 +52,20 @@ describe.skipIf(onDeno)("the npm package", () => {
       (error: { code: number; stderr: string }) => error,
     );
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('plugins.load[0]: cannot import "./hello.mts": loading a TypeScript plugin on Node needs tsx, which is not installed: run "npm install tsx" next to the gateway');
+    expect(refused.stderr).toContain(
+      'plugins.load[0]: cannot import "./hello.mts": loading a TypeScript plugin on Node needs tsx, which is not installed: run "npm install tsx" next to the gateway',
+    );
 
     copyFileSync(join(installed, "config.example.yaml"), join(app, "config.yaml"));
     const port = await freePort();
     const { CONFIG_PATH: _c, GATEWAY_ADDR: _g, PORT: _p, ...env } = process.env;
     // Its own process group: npx runs the bin under a shell, and a failed test stops them all.
-    const child = spawn("npx", ["inference-gateway", "--config", "config.yaml", "--port", String(port)], { cwd: app, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("npx", ["inference-gateway", "--config", "config.yaml", "--port", String(port)], {
+      cwd: app,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -80,7 +87,11 @@ describe.skipIf(onDeno)("the npm package", () => {
       // Stopping npx alone stops the gateway: npx's shell does not pass the SIGTERM on, so the
       // gateway notices its parent is gone.
       child.kill("SIGTERM");
-      await waitUntil(async () => !(await fetch(`${base}/health`).then((r) => r.ok, () => false)), 10_000, () => `the gateway still answers after npx was stopped:\n${output}`);
+      await waitUntil(
+        async () => !(await fetch(`${base}/health`).then((r) => r.ok, () => false)),
+        10_000,
+        () => `the gateway still answers after npx was stopped:\n${output}`,
+      );
       await waitUntil(() => output.includes('"event":"stopped","role":"gateway","reason":"parent_gone"'), 10_000, () => `did not stop:\n${output}`);
     } finally {
       if (child.pid !== undefined && !output.includes('"event":"stopped"')) process.kill(-child.pid, "SIGKILL");

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { exitCode, onDeno, repoRoot, startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { exitCode, type GatewayProcess, onDeno, repoRoot, startGateway } from "../support/gateway-process.ts";
 
 const GREETER = `
 import { definePlugin, errors, Type } from "inference-gateway/plugin";
@@ -119,7 +119,9 @@ services:
 
     const refused = await say('{"text": "hello"}');
     expect(refused.status).toBe(400);
-    expect(await refused.json()).toEqual({ error: { message: 'send a JSON body with a string "input", e.g. {"input": "hello"}', type: "invalid_request_error", code: "invalid_request" } });
+    expect(await refused.json()).toEqual({
+      error: { message: 'send a JSON body with a string "input", e.g. {"input": "hello"}', type: "invalid_request_error", code: "invalid_request" },
+    });
 
     // Counted as the sync requests it served, after the pipeline resolved the service.
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();

@@ -7,12 +7,12 @@
  */
 import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { exitCode, onDeno, startGateway, waitUntil, type GatewayProcess, type StartOptions } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { exitCode, type GatewayProcess, onDeno, startGateway, type StartOptions, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { freePort, TEST_BUCKET } from "../support/servers.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
-import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { type ReceiverProcess, startReceiverProcess } from "../support/webhook-receiver-process.ts";
 
 const REDIS_DB = 9;
 
@@ -58,14 +58,18 @@ async function start(yaml: string, options: StartOptions = {}): Promise<GatewayP
 /** Starts a relay and waits until its metrics listener answers /health. */
 async function startRelay(yaml: string): Promise<GatewayProcess> {
   const relay = await start(yaml, { role: "relay" });
-  await waitUntil(async () => {
-    if (relay.child.exitCode !== null) throw new Error(`relay exited with ${relay.child.exitCode}:\n${relay.output()}`);
-    try {
-      return (await fetch(`${relay.url}/health`)).ok;
-    } catch {
-      return false;
-    }
-  }, 30_000, () => `relay did not answer /health:\n${relay.output()}`);
+  await waitUntil(
+    async () => {
+      if (relay.child.exitCode !== null) throw new Error(`relay exited with ${relay.child.exitCode}:\n${relay.output()}`);
+      try {
+        return (await fetch(`${relay.url}/health`)).ok;
+      } catch {
+        return false;
+      }
+    },
+    30_000,
+    () => `relay did not answer /health:\n${relay.output()}`,
+  );
   return relay;
 }
 
@@ -91,7 +95,7 @@ describe("a standalone relay with relay.metrics_addr", () => {
 
     // The relay counts the delivery once the receiver's answer is in: poll until it shows.
     let text = "";
-    await waitUntil(async () => metricValue((text = await scrape(relay)), "svc_webhook_deliveries_total", { result: "delivered" }) === 1, 10_000, () => text);
+    await waitUntil(async () => metricValue(text = await scrape(relay), "svc_webhook_deliveries_total", { result: "delivered" }) === 1, 10_000, () => text);
     const response = await fetch(`${relay.url}/metrics`);
     expect(response.headers.get("content-type")).toContain("text/plain");
     expect(text).toContain('svc_relay_jobs_total{model="whisper",outcome="completed"} 1');
@@ -125,7 +129,8 @@ describe("a standalone relay with relay.metrics_addr", () => {
     const relay = await start(yaml, { role: "relay", env: { RELAY_METRICS_ADDR: `127.0.0.1:${port}` } });
     await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true, 30_000, () => relay.output());
     expect(relay.output()).toContain(`"event":"metrics_listening"`);
-    expect(metricValue(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), "svc_relay_jobs_total", { model: "whisper", outcome: "completed" })).toBe(0);
+    expect(metricValue(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), "svc_relay_jobs_total", { model: "whisper", outcome: "completed" }))
+      .toBe(0);
 
     const bad = await start(yaml, { role: "relay", env: { RELAY_METRICS_ADDR: "nowhere" } });
     expect(await exitCode(bad)).toBe(1);

@@ -5,9 +5,9 @@
  * run in this process.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startBackend, type Behaviour, type FakeBackend, type RecordedRequest } from "../fixtures/http-backend.ts";
+import { type Behaviour, type FakeBackend, type RecordedRequest, startBackend } from "../fixtures/http-backend.ts";
 import { multipartUpload } from "../fixtures/multipart-stream.ts";
-import { onDeno, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, onDeno, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { rawRequest } from "../support/raw-http.ts";
 import { watchRss } from "../support/process-memory.ts";
 import { freePort } from "../support/servers.ts";
@@ -318,7 +318,9 @@ describe("direct proxy", () => {
     if (watch) {
       const growth = peaks.map((p) => p - watch.before);
       console.log(
-        `gateway RSS (${onDeno ? "deno" : "node"}): before ${(watch.before / MIB).toFixed(1)} MiB; peak growth during 50 MB upload ${(growth[0] / MIB).toFixed(1)} MiB, after 150 MB more ${(growth[1] / MIB).toFixed(1)} MiB`,
+        `gateway RSS (${onDeno ? "deno" : "node"}): before ${(watch.before / MIB).toFixed(1)} MiB; peak growth during 50 MB upload ${
+          (growth[0] / MIB).toFixed(1)
+        } MiB, after 150 MB more ${(growth[1] / MIB).toFixed(1)} MiB`,
       );
       expect(growth[0]).toBeLessThan(64 * MIB);
       // Held whole, the second body alone would add 143 MiB; the allocator's own growth
@@ -349,7 +351,11 @@ describe("direct proxy", () => {
     // Counted as the client's doing (499), and not logged as a backend failing over.
     const clientClosed = /svc_gateway_requests_total\{status="499",mode="sync",service_type="hang"\} 1/;
     let metrics = "";
-    await waitUntil(async () => clientClosed.test((metrics = await (await fetch(`${gw.url}/metrics`)).text())), 5000, () => `no 499 counted:\n${metrics.split("\n").filter((l) => l.startsWith("svc_gateway_requests_total")).join("\n")}`);
+    await waitUntil(
+      async () => clientClosed.test(metrics = await (await fetch(`${gw.url}/metrics`)).text()),
+      5000,
+      () => `no 499 counted:\n${metrics.split("\n").filter((l) => l.startsWith("svc_gateway_requests_total")).join("\n")}`,
+    );
     expect(gw.output()).not.toMatch(/"event":"backend_failover".*"model":"hanger"/);
   });
 
@@ -386,7 +392,9 @@ describe("backend selection and failover", () => {
       expect(order).toHaveLength(4);
       const [first, ...rest] = order;
       firstPicks.add(first);
-      expect(rest.slice(0, 2).map((fake) => weightOf.get(fake))).toEqual([...weightOf.entries()].filter(([fake]) => fake !== first).map(([, w]) => w).sort((a, b) => b - a));
+      expect(rest.slice(0, 2).map((fake) => weightOf.get(fake))).toEqual(
+        [...weightOf.entries()].filter(([fake]) => fake !== first).map(([, w]) => w).sort((a, b) => b - a),
+      );
       // The dead weight-0 backend comes before the fallback and leaves no trace; the fallback answers last.
       expect(rest[2]).toBe(fakes.fallback);
     }

@@ -15,10 +15,10 @@ import { ManualClock } from "../../core/clock.ts";
 import { Gateway } from "../../core/gateway.ts";
 import { silentLogger } from "../../core/log.ts";
 import { builtinPlugins } from "../../plugins/index.ts";
-import { startHeldBackend, type HeldBackend } from "../fixtures/held-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { CHAT_USAGE, startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type HeldBackend, startHeldBackend } from "../fixtures/held-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { CHAT_USAGE, type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 
 const DB = 7;
 const DAY = 86_400_000;
@@ -156,7 +156,9 @@ describe("without server.consumer_header", () => {
     for (const path of ["/usage", "/-/usage", `/-/usage/report?type=echo&period=daily&from=${isoDay()}&to=${isoDay()}`]) {
       const { status, body } = await get(gw, path, { "x-consumer": "nobody" });
       expect(status).toBe(501);
-      expect(body).toEqual({ error: { message: expect.stringContaining("set server.consumer_header"), type: "not_implemented_error", code: "not_implemented" } });
+      expect(body).toEqual({
+        error: { message: expect.stringContaining("set server.consumer_header"), type: "not_implemented_error", code: "not_implemented" },
+      });
     }
     expect(await withRedis((client) => client.keys("usage:*"))).toEqual([]);
     await gw.kill();
@@ -179,7 +181,11 @@ rate_limits:
   echo:
     "*": { rate: 100, period: 1m }
 ${stores()}${services()}`);
-    await waitUntil(async () => (await (await fetch(`${gw.url}/metrics`, { headers: SPREAD })).text()).includes(`\nsvc_workers ${workers}\n`), 20_000, () => gw.output());
+    await waitUntil(
+      async () => (await (await fetch(`${gw.url}/metrics`, { headers: SPREAD })).text()).includes(`\nsvc_workers ${workers}\n`),
+      20_000,
+      () => gw.output(),
+    );
     // alice: 2 echo, 1 chat, 1 job; bob: 3 echo; carol: 1 echo, 2 chats. Anonymous and refused requests are not usage.
     for (const [consumer, n] of [["alice", 2], ["bob", 3], ["carol", 1]] as const) {
       for (let i = 0; i < n; i++) expect(await echo(gw, consumer)).toBe(200);
@@ -190,13 +196,21 @@ ${stores()}${services()}`);
     expect(await chat(gw, "carol")).toBe(200);
     expect(await chat(gw, "carol")).toBe(200);
     const jobId = await submit(gw, "alice");
-    await waitUntil(async () => (await get(gw, `/jobs/transcription/${jobId}`, {})).body.status === "completed", 15_000, () => `the job never completed:\n${gw.output()}`);
+    await waitUntil(
+      async () => (await get(gw, `/jobs/transcription/${jobId}`, {})).body.status === "completed",
+      15_000,
+      () => `the job never completed:\n${gw.output()}`,
+    );
     // Counting happens after each response: wait until the last counts are in.
-    await waitUntil(async () => {
-      const { body } = await get(gw, "/usage", { "x-consumer": "alice" });
-      const job = (body as unknown as Record24).usage?.find((u) => u.service_type === "transcription");
-      return Number(job?.total.processing_time_seconds ?? 0) > 0;
-    }, 15_000, () => "alice's job was never counted");
+    await waitUntil(
+      async () => {
+        const { body } = await get(gw, "/usage", { "x-consumer": "alice" });
+        const job = (body as unknown as Record24).usage?.find((u) => u.service_type === "transcription");
+        return Number(job?.total.processing_time_seconds ?? 0) > 0;
+      },
+      15_000,
+      () => "alice's job was never counted",
+    );
     await waitUntil(async () => (await get(gw, "/-/usage?type=chat", {})).body.total === 2, 10_000, () => "chat usage never counted");
   });
   // Its relay would take the next block's jobs, whose files are in another directory.
@@ -257,7 +271,10 @@ ${stores()}${services()}`);
     const chat = (await get(gw, "/-/usage?type=chat")).body as unknown as Page;
     expect(chat.total).toBe(2);
     expect(chat.consumers.map((c) => [c.consumer, c.usage])).toEqual([
-      ["carol", [{ service_type: "chat", total: { requests: 2, tokens: { prompt: 2 * CHAT_USAGE.prompt_tokens, completion: 2 * CHAT_USAGE.completion_tokens } } }]],
+      ["carol", [{
+        service_type: "chat",
+        total: { requests: 2, tokens: { prompt: 2 * CHAT_USAGE.prompt_tokens, completion: 2 * CHAT_USAGE.completion_tokens } },
+      }]],
       ["alice", [{ service_type: "chat", total: { requests: 1, tokens: { prompt: CHAT_USAGE.prompt_tokens, completion: CHAT_USAGE.completion_tokens } } }]],
     ]);
   });

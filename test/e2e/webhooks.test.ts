@@ -8,11 +8,11 @@ import { createHmac } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { S3ObjectStore } from "../../adapters/objects-s3/index.ts";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
 import type { ReceivedDelivery } from "../fixtures/webhook-receiver.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { TEST_BUCKET } from "../support/servers.ts";
-import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { type ReceiverProcess, startReceiverProcess } from "../support/webhook-receiver-process.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 const REDIS_DB = 5;
@@ -46,7 +46,15 @@ interface ConfigOptions {
 }
 
 function gatewayConfig(options: ConfigOptions): string {
-  const webhooks = { signing_secret: SECRET, allow_private_networks: true, retry_backoff: "500ms", max_backoff: "1s", max_retries: 4, timeout: "5s", ...options.webhooks };
+  const webhooks = {
+    signing_secret: SECRET,
+    allow_private_networks: true,
+    retry_backoff: "500ms",
+    max_backoff: "1s",
+    max_retries: 4,
+    timeout: "5s",
+    ...options.webhooks,
+  };
   return `
 ${storesYaml({ db: REDIS_DB, bucket: TEST_BUCKET })}
 lifecycle:
@@ -99,7 +107,7 @@ async function submitJob(gw: GatewayProcess, query = ""): Promise<string> {
 /** Polls the receiver until `ready` holds for the job's deliveries; returns them. */
 async function deliveriesOf(jobId: string, ready: (list: ReceivedDelivery[]) => boolean, timeoutMs = 20_000): Promise<ReceivedDelivery[]> {
   let list: ReceivedDelivery[] = [];
-  await waitUntil(async () => ready((list = await receiver.received(jobId))), timeoutMs, () => `deliveries of ${jobId}: ${JSON.stringify(list)}`);
+  await waitUntil(async () => ready(list = await receiver.received(jobId)), timeoutMs, () => `deliveries of ${jobId}: ${JSON.stringify(list)}`);
   return list;
 }
 
@@ -214,68 +222,72 @@ describe("webhooks from a standalone relay (gateway + relay process)", () => {
 describe("durability", () => {
   afterAll(stopAll);
 
-  it("delivers a pending retry after the gateway is SIGKILLed and restarted on Redis", () => explained(() => running, async () => {
-    const yaml = gatewayConfig({ embeddedRelay: true, persistsResult: true, webhooks: { retry_backoff: "2s", max_backoff: "2s" } });
-    const first = await start(yaml);
-    const jobId = await submitJob(first, "?fail=1");
-    await deliveriesOf(jobId, (list) => list.length === 1);
-    // Wait for the failed attempt to be rescheduled in Redis, then kill the process hard.
-    await waitUntil(async () => JSON.parse((await redis.get(`webhook:delivery:${jobId}`)) ?? "{}").last_error === "HTTP 500");
-    expect(await redis.zScore("webhook:retries", jobId)).not.toBeNull();
-    await first.kill();
+  it("delivers a pending retry after the gateway is SIGKILLed and restarted on Redis", () =>
+    explained(() => running, async () => {
+      const yaml = gatewayConfig({ embeddedRelay: true, persistsResult: true, webhooks: { retry_backoff: "2s", max_backoff: "2s" } });
+      const first = await start(yaml);
+      const jobId = await submitJob(first, "?fail=1");
+      await deliveriesOf(jobId, (list) => list.length === 1);
+      // Wait for the failed attempt to be rescheduled in Redis, then kill the process hard.
+      await waitUntil(async () => JSON.parse((await redis.get(`webhook:delivery:${jobId}`)) ?? "{}").last_error === "HTTP 500");
+      expect(await redis.zScore("webhook:retries", jobId)).not.toBeNull();
+      await first.kill();
 
-    const second = await start(yaml);
-    const list = await deliveriesOf(jobId, (l) => l.length === 2);
-    expect(list.map((d) => d.answered)).toEqual([500, 200]);
-    expect(list[1].at - list[0].at).toBeGreaterThanOrEqual(2000 - 20);
-    verifySignature(list[1]);
-    await waitUntil(async () => /svc_webhook_deliveries_total\{result="delivered"\} 1\b/.test(await (await fetch(`${second.url}/metrics`)).text()));
-    // persists_result=true: the delivery did not consume the result.
-    const read = await fetch(`${second.url}/jobs/transcribe/${jobId}`);
-    expect(read.status).toBe(200);
-    expect(await read.json()).toMatchObject({ id: jobId, status: "completed", result: RESULT });
-  }));
+      const second = await start(yaml);
+      const list = await deliveriesOf(jobId, (l) => l.length === 2);
+      expect(list.map((d) => d.answered)).toEqual([500, 200]);
+      expect(list[1].at - list[0].at).toBeGreaterThanOrEqual(2000 - 20);
+      verifySignature(list[1]);
+      await waitUntil(async () => /svc_webhook_deliveries_total\{result="delivered"\} 1\b/.test(await (await fetch(`${second.url}/metrics`)).text()));
+      // persists_result=true: the delivery did not consume the result.
+      const read = await fetch(`${second.url}/jobs/transcribe/${jobId}`);
+      expect(read.status).toBe(200);
+      expect(await read.json()).toMatchObject({ id: jobId, status: "completed", result: RESULT });
+    }));
 });
 
 describe("two replicas", () => {
   afterAll(stopAll);
 
-  it("deliver each of 100 jobs exactly once per attempt (one failure, one success each)", () => explained(() => running, async () => {
-    const yaml = gatewayConfig({ embeddedRelay: true });
-    const replicas = await Promise.all([start(yaml), start(yaml)]);
-    const ids = await Promise.all(Array.from({ length: 100 }, (_, i) => submitJob(replicas[i % 2], "?fail=1")));
-    let all: ReceivedDelivery[] = [];
-    const wanted = new Set(ids);
-    await waitUntil(
-      async () => {
-        all = (await receiver.received()).filter((d) => wanted.has(String(d.headers["x-job-id"])));
-        return all.filter((d) => d.answered === 200).length >= 100;
-      },
-      60_000,
-      () => `${all.filter((d) => d.answered === 200).length} of 100 delivered`,
-    );
-    // Let any duplicate (a second claim of the same retry) arrive before counting.
-    await waitUntil(async () => (await redis.zCard("webhook:retries")) === 0, 10_000);
-    all = (await receiver.received()).filter((d) => wanted.has(String(d.headers["x-job-id"])));
-    const perJob = new Map<string, number[]>();
-    for (const d of all) perJob.set(String(d.headers["x-job-id"]), [...(perJob.get(String(d.headers["x-job-id"])) ?? []), d.answered]);
-    expect(perJob.size).toBe(100);
-    for (const [id, answers] of perJob) expect(answers, id).toEqual([500, 200]);
-    expect((await deadLetters()).filter((e) => wanted.has(String(e.job_id)))).toEqual([]);
-    const deliveredTotal = async () => {
-      const counts = await Promise.all(
-        replicas.map(async (gw) => Number(/svc_webhook_deliveries_total\{result="delivered"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0)),
+  it("deliver each of 100 jobs exactly once per attempt (one failure, one success each)", () =>
+    explained(() => running, async () => {
+      const yaml = gatewayConfig({ embeddedRelay: true });
+      const replicas = await Promise.all([start(yaml), start(yaml)]);
+      const ids = await Promise.all(Array.from({ length: 100 }, (_, i) => submitJob(replicas[i % 2], "?fail=1")));
+      let all: ReceivedDelivery[] = [];
+      const wanted = new Set(ids);
+      await waitUntil(
+        async () => {
+          all = (await receiver.received()).filter((d) => wanted.has(String(d.headers["x-job-id"])));
+          return all.filter((d) => d.answered === 200).length >= 100;
+        },
+        60_000,
+        () => `${all.filter((d) => d.answered === 200).length} of 100 delivered`,
       );
-      return counts[0] + counts[1];
-    };
-    // A replica counts a delivery once its store op taking it off the retry queue has answered,
-    // a moment after the queue reads empty here: wait for the counters to catch up.
-    let delivered = 0;
-    await waitUntil(async () => (delivered = await deliveredTotal()) >= 100, 10_000, () => `${delivered} deliveries counted`);
-    // Every first attempt failed, so these are all retries, each made by one replica or the other
-    // (how they split depends on which polls first after a retry falls due).
-    expect(delivered).toBe(100);
-  }));
+      // Let any duplicate (a second claim of the same retry) arrive before counting.
+      await waitUntil(async () => (await redis.zCard("webhook:retries")) === 0, 10_000);
+      all = (await receiver.received()).filter((d) => wanted.has(String(d.headers["x-job-id"])));
+      const perJob = new Map<string, number[]>();
+      for (const d of all) perJob.set(String(d.headers["x-job-id"]), [...(perJob.get(String(d.headers["x-job-id"])) ?? []), d.answered]);
+      expect(perJob.size).toBe(100);
+      for (const [id, answers] of perJob) expect(answers, id).toEqual([500, 200]);
+      expect((await deadLetters()).filter((e) => wanted.has(String(e.job_id)))).toEqual([]);
+      const deliveredTotal = async () => {
+        const counts = await Promise.all(
+          replicas.map(async (gw) =>
+            Number(/svc_webhook_deliveries_total\{result="delivered"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0)
+          ),
+        );
+        return counts[0] + counts[1];
+      };
+      // A replica counts a delivery once its store op taking it off the retry queue has answered,
+      // a moment after the queue reads empty here: wait for the counters to catch up.
+      let delivered = 0;
+      await waitUntil(async () => (delivered = await deliveredTotal()) >= 100, 10_000, () => `${delivered} deliveries counted`);
+      // Every first attempt failed, so these are all retries, each made by one replica or the other
+      // (how they split depends on which polls first after a retry falls due).
+      expect(delivered).toBe(100);
+    }));
 });
 
 describe("callback_url refusals at submission (SSRF)", () => {

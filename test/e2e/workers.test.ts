@@ -13,11 +13,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startHeldBackend, type HeldBackend } from "../fixtures/held-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { exitCode, onDeno, repoRoot, startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type HeldBackend, startHeldBackend } from "../fixtures/held-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { exitCode, type GatewayProcess, onDeno, repoRoot, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
-import { startRedis, type RunningServer } from "../support/servers.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
 
 const PID_PLUGIN = new URL("../fixtures/plugins/worker-pid.ts", import.meta.url).pathname;
 const EXIT_PLUGIN = new URL("../fixtures/plugins/exit-in-worker.ts", import.meta.url).pathname;
@@ -76,7 +76,11 @@ async function metricsOf(gw: GatewayProcess): Promise<string> {
 }
 
 async function echo(gw: GatewayProcess, consumer: string): Promise<{ status: number; pid: string }> {
-  const response = await fetch(`${gw.url}/v1/echo`, { method: "POST", headers: { ...SPREAD, "content-type": "application/json", "x-consumer": consumer }, body: "{}" });
+  const response = await fetch(`${gw.url}/v1/echo`, {
+    method: "POST",
+    headers: { ...SPREAD, "content-type": "application/json", "x-consumer": consumer },
+    body: "{}",
+  });
   await response.arrayBuffer();
   return { status: response.status, pid: response.headers.get("x-test-pid") ?? "" };
 }
@@ -127,7 +131,9 @@ describe("server.workers: 2 on Redis", () => {
     const before = await eachWorker<{ server: { priority_header: string } }>(gw, "/-/config");
     for (const body of before.values()) expect(body.server.priority_header).toBe("");
 
-    gw.writeConfig(config({ extra: "relay:\n  concurrency: 3" }).replace("consumer_header: X-Consumer", "consumer_header: X-Consumer\n  priority_header: X-Urgent"));
+    gw.writeConfig(
+      config({ extra: "relay:\n  concurrency: 3" }).replace("consumer_header: X-Consumer", "consumer_header: X-Consumer\n  priority_header: X-Urgent"),
+    );
     const reload = await fetch(`${gw.url}/-/reload`, { method: "POST", headers: SPREAD });
     expect(reload.status).toBe(200);
     expect(await reload.json()).toEqual({ status: "reloaded", services: 2 });
@@ -138,7 +144,9 @@ describe("server.workers: 2 on Redis", () => {
     gw.writeConfig(config().replace("  - type: echo\n", "  - type: echo\n    backends: [{ url: not-a-url }]\n"));
     const refused = await fetch(`${gw.url}/-/reload`, { method: "POST", headers: SPREAD });
     expect(refused.status).toBe(500);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("services[0].backends[0].url: must start with http:// or https://");
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+      "services[0].backends[0].url: must start with http:// or https://",
+    );
     const kept = await eachWorker<{ server: { priority_header: string } }>(gw, "/-/config");
     for (const body of kept.values()) expect(body.server.priority_header).toBe("X-Urgent");
     expect(lines(gw, "reloaded")).toHaveLength(2);
@@ -162,7 +170,9 @@ describe("server.workers: 2 on Redis", () => {
     expect(metricValue(await metricsOf(gw), "svc_relay_queue_depth", {})).toBe(2);
     inference.release();
     for (const id of ids) {
-      await waitUntil(async () => ((await (await fetch(`${gw.url}/jobs/transcription/${id}`, { headers: SPREAD })).json()) as { status: string }).status === "completed");
+      await waitUntil(async () =>
+        ((await (await fetch(`${gw.url}/jobs/transcription/${id}`, { headers: SPREAD })).json()) as { status: string }).status === "completed"
+      );
     }
     expect(inference.received.map((job) => job.content)).toEqual(["job-1", "job-2", "job-3"]);
   });
@@ -198,10 +208,14 @@ describe("server.workers: 2 on Redis", () => {
     const gw = await start(config());
     const pids = [...(await eachWorker<{ pid: number }>(gw, "/test/pid")).values()].map((body) => body.pid);
     process.kill(pids[1], "SIGKILL");
-    await waitUntil(async () => {
-      const metrics = await metricsOf(gw);
-      return metricValue(metrics, "svc_worker_restarts_total", {}) === 1 && metricValue(metrics, "svc_workers", {}) === 2;
-    }, 20_000, () => gw.output().slice(-3000));
+    await waitUntil(
+      async () => {
+        const metrics = await metricsOf(gw);
+        return metricValue(metrics, "svc_worker_restarts_total", {}) === 1 && metricValue(metrics, "svc_workers", {}) === 2;
+      },
+      20_000,
+      () => gw.output().slice(-3000),
+    );
     const now = [...(await eachWorker<{ pid: number }>(gw, "/test/pid")).values()].map((body) => body.pid);
     expect(now).toContain(pids[0]);
     expect(now).not.toContain(pids[1]);
@@ -261,7 +275,14 @@ describe("server.workers: workers that cannot start or stay up", () => {
     writeFileSync(join(dir, "config.yaml"), config());
     // Every permission the gateway uses but --allow-run.
     const permissions = ["--allow-read", "--allow-write", "--allow-env", "--allow-net", "--allow-sys", "--allow-ffi"];
-    const child = spawn(process.execPath, ["run", "--unstable-no-legacy-abort", ...permissions, join(repoRoot, "adapters/deno/cli.ts"), "--config", join(dir, "config.yaml")], {
+    const child = spawn(process.execPath, [
+      "run",
+      "--unstable-no-legacy-abort",
+      ...permissions,
+      join(repoRoot, "adapters/deno/cli.ts"),
+      "--config",
+      join(dir, "config.yaml"),
+    ], {
       cwd: repoRoot,
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -69,7 +69,9 @@ function refusal(owners: Owners, plugin: string, section: string, field?: string
   if (owners.coreSections.has(section) || sectionOwner === plugin) return undefined;
   // The section that holds the plugin's own fields (`fieldsOf`): its fields are checked one by one.
   if (field === undefined && addsTo) return undefined;
-  return sectionOwner === undefined ? `${section}${field ? `.${field}` : ""}, fields of other plugins` : `${section}${field ? `.${field}` : ""}, the section of plugin "${sectionOwner}"`;
+  return sectionOwner === undefined
+    ? `${section}${field ? `.${field}` : ""}, fields of other plugins`
+    : `${section}${field ? `.${field}` : ""}, the section of plugin "${sectionOwner}"`;
 }
 
 // --- the source check -------------------------------------------------------------------------
@@ -94,7 +96,10 @@ const isGatewayConfigType = (type: ts.TypeNode | undefined): boolean =>
   type !== undefined && ts.isTypeReferenceNode(type) && ts.isIdentifier(type.typeName) && type.typeName.text === "GatewayConfig";
 
 /** Each config read of a source file, as `[section, field?]` with its line, and each place the config goes by another name. */
-function configReads(source: string, file = "source.ts"): { reads: Array<{ line: number; section: string; field?: string }>; aliases: Array<{ line: number; name: string }> } {
+function configReads(
+  source: string,
+  file = "source.ts",
+): { reads: Array<{ line: number; section: string; field?: string }>; aliases: Array<{ line: number; name: string }> } {
   const parsed = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const reads: Array<{ line: number; section: string; field?: string }> = [];
   const aliases: Array<{ line: number; name: string }> = [];
@@ -125,7 +130,10 @@ function configReads(source: string, file = "source.ts"): { reads: Array<{ line:
       if (ts.isObjectBindingPattern(node.name)) destructured(node.name, node);
       else if (ts.isIdentifier(node.name) && !namesConfig(node.name.text)) aliases.push({ line: lineOf(node), name: node.name.text });
     }
-    if ((ts.isParameter(node) || ts.isVariableDeclaration(node) || ts.isPropertyDeclaration(node) || ts.isPropertySignature(node)) && isGatewayConfigType(node.type)) {
+    if (
+      (ts.isParameter(node) || ts.isVariableDeclaration(node) || ts.isPropertyDeclaration(node) || ts.isPropertySignature(node)) &&
+      isGatewayConfigType(node.type)
+    ) {
       if (ts.isObjectBindingPattern(node.name)) destructured(node.name, node);
       else if (ts.isIdentifier(node.name) && !namesConfig(node.name.text)) aliases.push({ line: lineOf(node), name: node.name.text });
     }
@@ -154,7 +162,9 @@ function sourceFindings(owners: Owners, folders: ReadonlyMap<string, string>): s
         const why = refusal(owners, plugin, section, field);
         if (why) findings.push(`${where}:${line} reads ${why}`);
       }
-      for (const { line, name } of aliases) findings.push(`${where}:${line} names the whole config "${name}": call it config (or read what it needs from it where it is)`);
+      for (const { line, name } of aliases) {
+        findings.push(`${where}:${line} names the whole config "${name}": call it config (or read what it needs from it where it is)`);
+      }
     }
   }
   return findings;
@@ -324,7 +334,12 @@ describe("the checks see what they look for", () => {
   // Two plugins: "a" owns the section "alpha" and adds `metrics.extra`; "b" owns "beta".
   const schema = Type.Object({ x: Type.Number({ default: 1 }) });
   const fake = ownersOf([
-    { name: "a", section: { key: "alpha", schema }, sectionFields: [{ section: "metrics", schema: Type.Object({ extra: Type.Number({ default: 1 }) }) }], setup() {} },
+    {
+      name: "a",
+      section: { key: "alpha", schema },
+      sectionFields: [{ section: "metrics", schema: Type.Object({ extra: Type.Number({ default: 1 }) }) }],
+      setup() {},
+    },
     { name: "b", section: { key: "beta", schema }, setup() {} },
   ]);
   const findingsOf = (plugin: string, reads: ReturnType<typeof configReads>["reads"]) =>
@@ -333,7 +348,7 @@ describe("the checks see what they look for", () => {
       return why ? [`${line}: ${why}`] : [];
     });
 
-  it("finds reads through config, ?., [\"key\"] and destructuring, and a config under another name; not in comments or strings", () => {
+  it('finds reads through config, ?., ["key"] and destructuring, and a config under another name; not in comments or strings', () => {
     const source = [
       "const a = api.config.beta.x;",
       "const b = this.deps.config?.beta;",
@@ -360,7 +375,13 @@ describe("the checks see what they look for", () => {
 
   it("records a read at run time, the section of another plugin and another plugin's field alike", () => {
     const found = new Set<string>();
-    const config = { services: [], server: { addr: ":1" }, metrics: { default_metrics: true, extra: 1 }, alpha: { x: 1 }, beta: { x: 1 } } as unknown as GatewayConfig;
+    const config = {
+      services: [],
+      server: { addr: ":1" },
+      metrics: { default_metrics: true, extra: 1 },
+      alpha: { x: 1 },
+      beta: { x: 1 },
+    } as unknown as GatewayConfig;
     const seenByB = recordingConfig(config, fake, "b", found) as unknown as Record<string, Record<string, unknown>>;
     void [seenByB.beta!.x, seenByB.server!.addr, seenByB.metrics!.default_metrics];
     expect([...found]).toEqual([]);

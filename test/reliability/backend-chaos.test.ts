@@ -17,7 +17,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 
 interface ErrorBody {
@@ -128,7 +128,13 @@ ${backends.map((b, i) => `      - { url: "${c}/${b}", weight: ${i === 0 ? 1 : 0}
   gw = await startGateway(`
 server:
   backend_timeout: 1s
-services:${sync("reset-then-ok", ["reset", "ok"])}${sync("fail-then-ok", ["fail", "ok"])}${sync("hang-then-ok", ["hang", "ok"])}${sync("all-reset", ["reset", "reset"])}${sync("all-fail", ["fail", "fail"])}${sync("all-hang", ["hang"])}${sync("slow", ["slow"])}${sync("badjson", ["badjson", "ok"])}${sync("midreset", ["midreset", "ok"])}${sync("stall", ["stall", "ok"])}${llm("llm-badjson", "chat_completions", "badjson")}${llm("llm-badjson-translated", "messages_api", "badjson")}${llm("llm-midreset", "chat_completions", "midreset")}${llm("llm-badsse", "messages_api", "badsse")}${llm("llm-reset", "chat_completions", "reset")}${llm("llm-hang", "messages_api", "hang")}
+services:${sync("reset-then-ok", ["reset", "ok"])}${sync("fail-then-ok", ["fail", "ok"])}${sync("hang-then-ok", ["hang", "ok"])}${
+    sync("all-reset", ["reset", "reset"])
+  }${sync("all-fail", ["fail", "fail"])}${sync("all-hang", ["hang"])}${sync("slow", ["slow"])}${sync("badjson", ["badjson", "ok"])}${
+    sync("midreset", ["midreset", "ok"])
+  }${sync("stall", ["stall", "ok"])}${llm("llm-badjson", "chat_completions", "badjson")}${llm("llm-badjson-translated", "messages_api", "badjson")}${
+    llm("llm-midreset", "chat_completions", "midreset")
+  }${llm("llm-badsse", "messages_api", "badsse")}${llm("llm-reset", "chat_completions", "reset")}${llm("llm-hang", "messages_api", "hang")}
 `);
 });
 afterAll(async () => {
@@ -281,7 +287,7 @@ describe("scenario 6: backend chaos", () => {
       if (model === "llm-midreset") expect(text.startsWith('data: {"n":1}\n\ndata: {"n":2}\n\n'), text).toBe(true);
       {
         // Translated or passed through, the client's stream ends with one error event.
-        const errorEvent = text.split("\n").find((line) => line.startsWith("data: {\"error\""));
+        const errorEvent = text.split("\n").find((line) => line.startsWith('data: {"error"'));
         expect(errorEvent, text).toBeDefined();
         const body = JSON.parse(errorEvent!.slice("data: ".length)) as ErrorBody;
         expect(body.error.type).toBe("backend_error");

@@ -16,9 +16,9 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startGateway, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20261122);
@@ -56,7 +56,14 @@ function dechunk(body: Buffer): Buffer {
 }
 
 /** One request over a fresh socket, bytes exactly as given; the answer read until the server closes. */
-function raw(port: number, method: string, path: string, headers: Array<[string, string | Buffer]>, body: Buffer = Buffer.alloc(0), timeoutMs = 20_000): Promise<RawAnswer> {
+function raw(
+  port: number,
+  method: string,
+  path: string,
+  headers: Array<[string, string | Buffer]>,
+  body: Buffer = Buffer.alloc(0),
+  timeoutMs = 20_000,
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, "127.0.0.1");
     const chunks: Buffer[] = [];
@@ -84,7 +91,9 @@ function raw(port: number, method: string, path: string, headers: Array<[string,
     });
     socket.on("connect", () => {
       const lines: Buffer[] = [Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n`, "latin1")];
-      for (const [name, value] of headers) lines.push(Buffer.from(`${name}: `, "latin1"), typeof value === "string" ? Buffer.from(value, "latin1") : value, Buffer.from("\r\n"));
+      for (const [name, value] of headers) {
+        lines.push(Buffer.from(`${name}: `, "latin1"), typeof value === "string" ? Buffer.from(value, "latin1") : value, Buffer.from("\r\n"));
+      }
       lines.push(Buffer.from(`Content-Length: ${body.length}\r\n\r\n`, "latin1"), body);
       socket.write(Buffer.concat(lines));
     });
@@ -153,7 +162,9 @@ function check(label: string, answer: RawAnswer, allowed: (status: number) => bo
   requests++;
   seen.set(answer.status, (seen.get(answer.status) ?? 0) + 1);
   if (!allowed(answer.status)) broken.push(`${label}: status ${answer.status} ${answer.body.subarray(0, 200).toString("utf8")}`);
-  else if (answer.status >= 400 && !isErrorBody(answer.body)) broken.push(`${label}: ${answer.status} without the error body: ${answer.body.subarray(0, 200).toString("utf8")}`);
+  else if (answer.status >= 400 && !isErrorBody(answer.body)) {
+    broken.push(`${label}: ${answer.status} without the error body: ${answer.body.subarray(0, 200).toString("utf8")}`);
+  }
 }
 
 const is4xx = (status: number) => status >= 400 && status < 500;
@@ -222,8 +233,10 @@ describe("scenario 7: bad input", () => {
       // A flipped byte can leave a valid object (proxied: 200, or 404 when it hit the model's
       // name), and the gateway may read invalid UTF-8 in a string leniently (the replacement
       // character): 200 or 400. Anything else is a 400.
-      check(`json#${i} kind ${kind} ${body.toString("hex").slice(0, 60)}`, answer, (status) =>
-        jsonIsObject(body) ? status === 200 || status === 404 : kind === 3 ? status === 200 || status === 400 : status === 400,
+      check(
+        `json#${i} kind ${kind} ${body.toString("hex").slice(0, 60)}`,
+        answer,
+        (status) => jsonIsObject(body) ? status === 200 || status === 404 : kind === 3 ? status === 200 || status === 400 : status === 400,
       );
     }
     expect(newBreaks()).toEqual([]);
@@ -282,10 +295,18 @@ describe("scenario 7: bad input", () => {
         headers = [["Content-Type", "multipart/form-data"]]; // no boundary
         body = good;
       } else if (kind === 3) {
-        headers = [["Content-Type", ["application/json", "text/plain", "application/octet-stream", "application/x-www-form-urlencoded"][Math.floor(next() * 4)]]];
+        headers = [[
+          "Content-Type",
+          ["application/json", "text/plain", "application/octet-stream", "application/x-www-form-urlencoded"][Math.floor(next() * 4)],
+        ]];
         body = good;
-      } else if (kind === 4) body = multipart(boundary, [{ name: "file", filename: ["clip.exe", "../../etc/passwd", "no-extension", "\u00e9\u00e8.mp4"][Math.floor(next() * 4)], body: "x" }]);
-      else body = multipart(boundary, [{ name: "operation", body: "transcribe" }]); // no file part
+      } else if (kind === 4) {
+        body = multipart(boundary, [{
+          name: "file",
+          filename: ["clip.exe", "../../etc/passwd", "no-extension", "\u00e9\u00e8.mp4"][Math.floor(next() * 4)],
+          body: "x",
+        }]);
+      } else body = multipart(boundary, [{ name: "operation", body: "transcribe" }]); // no file part
       const answer = await raw(gw.port, "POST", "/jobs/transcription", headers, body);
       check(`multipart#${i} kind ${kind}`, answer, is4xx);
     }
@@ -333,7 +354,9 @@ describe("scenario 7: bad input", () => {
       requests++;
       seen.set(answer.status, (seen.get(answer.status) ?? 0) + 1);
       if (answer.status >= 500 && answer.status !== 502) broken.push(`header ${name} #${i}: ${answer.status} ${answer.body.toString("utf8").slice(0, 200)}`);
-      if (answer.status >= 400 && answer.status < 500 && answer.body.length > 0 && !isErrorBody(answer.body)) broken.push(`header ${name} #${i}: ${answer.status} without the error body`);
+      if (answer.status >= 400 && answer.status < 500 && answer.body.length > 0 && !isErrorBody(answer.body)) {
+        broken.push(`header ${name} #${i}: ${answer.status} without the error body`);
+      }
     }
     expect(newBreaks()).toEqual([]);
   });
@@ -391,7 +414,8 @@ describe("scenario 7: bad input", () => {
       id: 7,
       scenario: "Bad input",
       load: `${requests} seeded-random requests over raw sockets (seed ${SEED})`,
-      faults: "malformed/non-UTF-8 JSON, ill-typed LLM fields and repeated top-level keys, truncated and garbage multipart, 10,000-part forms, huge and odd headers, path traversal",
+      faults:
+        "malformed/non-UTF-8 JSON, ill-typed LLM fields and repeated top-level keys, truncated and garbage multipart, 10,000-part forms, huge and odd headers, path traversal",
       requests,
       lost: 0,
       duplicated: 0,

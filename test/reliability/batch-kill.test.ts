@@ -17,10 +17,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../fixtures/llm-backends.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { watchRss } from "../support/process-memory.ts";
-import { startRedis, type RunningServer } from "../support/servers.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
 
 const LINES = 10_000;
 const DEADLINE_MS = 240_000;
@@ -33,7 +33,16 @@ services:
 
 function inputFile(): Blob {
   const lines: string[] = [];
-  for (let i = 0; i < LINES; i++) lines.push(JSON.stringify({ custom_id: `line-${i}`, method: "POST", url: "/v1/chat/completions", body: { model: "chat-small", messages: [{ role: "user", content: `n${i}` }] } }));
+  for (let i = 0; i < LINES; i++) {
+    lines.push(
+      JSON.stringify({
+        custom_id: `line-${i}`,
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: { model: "chat-small", messages: [{ role: "user", content: `n${i}` }] },
+      }),
+    );
+  }
   return new Blob([lines.join("\n") + "\n"]);
 }
 
@@ -42,7 +51,11 @@ async function createBatch(gw: GatewayProcess): Promise<string> {
   form.append("purpose", "batch");
   form.append("file", inputFile(), "big.jsonl");
   const file = (await (await fetch(`${gw.url}/v1/files`, { method: "POST", body: form })).json()) as Json;
-  const created = await fetch(`${gw.url}/v1/batches`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }) });
+  const created = await fetch(`${gw.url}/v1/batches`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }),
+  });
   expect(created.status).toBe(200);
   return ((await created.json()) as Json).id as string;
 }
@@ -83,7 +96,9 @@ describe("a 10,000-line batch", () => {
   });
 
   it("on the embedded default: every line answered once; peak RSS reported", async () => {
-    const gw = await startGateway(`batches: { enabled: true, concurrency: 32 }\nobject_store: { dir: ${JSON.stringify(join(dir, "memory"))} }\n${services(backend.url)}`);
+    const gw = await startGateway(
+      `batches: { enabled: true, concurrency: 32 }\nobject_store: { dir: ${JSON.stringify(join(dir, "memory"))} }\n${services(backend.url)}`,
+    );
     running.push(gw);
     const rss = watchRss(gw.child.pid);
     const calls = backend.received.length;
@@ -96,13 +111,27 @@ describe("a 10,000-line batch", () => {
     expect(batch.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
     await checkOutput(gw, batch);
     expect(backend.received.length - calls).toBe(LINES);
-    console.log(`batch-kill: ${JSON.stringify({ store: "embedded", lines: LINES, seconds, lines_per_second: Math.round(LINES / seconds), rss_before_mb: rss ? Math.round(rss.before / 1048576) : null, peak_rss_mb: rss ? Math.round(rss.peak() / 1048576) : null, backend_calls: backend.received.length - calls })}`);
+    console.log(
+      `batch-kill: ${
+        JSON.stringify({
+          store: "embedded",
+          lines: LINES,
+          seconds,
+          lines_per_second: Math.round(LINES / seconds),
+          rss_before_mb: rss ? Math.round(rss.before / 1048576) : null,
+          peak_rss_mb: rss ? Math.round(rss.peak() / 1048576) : null,
+          backend_calls: backend.received.length - calls,
+        })
+      }`,
+    );
     await gw.stop();
     running.splice(running.indexOf(gw), 1);
   }, DEADLINE_MS + 30_000);
 
   it("on Redis with S3: a gateway killed with SIGKILL mid-batch and started again loses no line and answers none twice", async () => {
-    const yaml = `batches: { enabled: true, concurrency: 32 }\nredis: { addr: ${JSON.stringify(redis.url)} }\nobject_store: { endpoint: ${JSON.stringify(inject("s3Endpoint"))}, access_key: S3RVER, secret_key: S3RVER, bucket: gateway-test }\n${services(backend.url)}`;
+    const yaml = `batches: { enabled: true, concurrency: 32 }\nredis: { addr: ${JSON.stringify(redis.url)} }\nobject_store: { endpoint: ${
+      JSON.stringify(inject("s3Endpoint"))
+    }, access_key: S3RVER, secret_key: S3RVER, bucket: gateway-test }\n${services(backend.url)}`;
     const [first, second] = await Promise.all([startGateway(yaml), startGateway(yaml)]);
     running.push(first, second);
     const rss = watchRss(first.child.pid);
@@ -110,7 +139,7 @@ describe("a 10,000-line batch", () => {
     const started = Date.now();
     const id = await createBatch(first);
     let batch: Json = {};
-    await waitUntil(async () => completedOf((batch = await batchOf(second, id))) >= LINES / 4, DEADLINE_MS, () => JSON.stringify(batch));
+    await waitUntil(async () => completedOf(batch = await batchOf(second, id)) >= LINES / 4, DEADLINE_MS, () => JSON.stringify(batch));
     const peakBeforeKill = rss?.peak();
     await rss?.stop();
     await first.kill();
@@ -125,6 +154,19 @@ describe("a 10,000-line batch", () => {
     // A line in flight at the kill may have reached the backend twice; none more.
     expect(backendCalls).toBeGreaterThanOrEqual(LINES);
     expect(backendCalls - LINES).toBeLessThanOrEqual(2 * 32);
-    console.log(`batch-kill: ${JSON.stringify({ store: "redis+s3", lines: LINES, killed_after_lines: killedAt, seconds, lines_per_second: Math.round(LINES / seconds), peak_rss_mb_killed_gateway: peakBeforeKill ? Math.round(peakBeforeKill / 1048576) : null, backend_calls: backendCalls, ran_twice: backendCalls - LINES })}`);
+    console.log(
+      `batch-kill: ${
+        JSON.stringify({
+          store: "redis+s3",
+          lines: LINES,
+          killed_after_lines: killedAt,
+          seconds,
+          lines_per_second: Math.round(LINES / seconds),
+          peak_rss_mb_killed_gateway: peakBeforeKill ? Math.round(peakBeforeKill / 1048576) : null,
+          backend_calls: backendCalls,
+          ran_twice: backendCalls - LINES,
+        })
+      }`,
+    );
   }, 2 * DEADLINE_MS + 60_000);
 });

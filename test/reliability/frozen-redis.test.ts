@@ -15,12 +15,12 @@
  */
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { reportReliability } from "../support/reliability-report.ts";
-import { startRedis, type RunningServer } from "../support/servers.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 const CONSUMER = "frozen";
@@ -146,11 +146,15 @@ services:
 
       // Readiness says 503 within its bound (polled: each probe must itself come back).
       let notReady: Awaited<ReturnType<typeof ready>> | undefined;
-      await waitUntil(async () => {
-        const probe = await ready(gw!);
-        if (probe.status === 503) notReady = probe;
-        return notReady !== undefined;
-      }, 10_000, () => "readiness never said 503 with Redis frozen");
+      await waitUntil(
+        async () => {
+          const probe = await ready(gw!);
+          if (probe.status === 503) notReady = probe;
+          return notReady !== undefined;
+        },
+        10_000,
+        () => "readiness never said 503 with Redis frozen",
+      );
       const readinessMs = Date.now() - frozenAt;
       expect(notReady!.body.status).toBe("unavailable");
       expect(notReady!.body.checks.kv).toMatch(/^down: Redis at 127\.0\.0\.1:\d+ (did not answer PING within 500 ms|is not answering)/);
@@ -165,7 +169,11 @@ services:
 
       // Sync answers keep coming while Redis stays frozen, past the point where the silent
       // connection is dropped and the client starts reconnecting to the frozen server.
-      await waitUntil(() => load.answers.length >= answeredBefore + 300, 30_000, () => `only ${load.answers.length - answeredBefore} answers while Redis was frozen`);
+      await waitUntil(
+        () => load.answers.length >= answeredBefore + 300,
+        30_000,
+        () => `only ${load.answers.length - answeredBefore} answers while Redis was frozen`,
+      );
       await waitUntil(() => gw!.output().includes('"event":"kv_store_connection_error"'), 30_000, () => "the silent connection was never dropped");
       const duringFreeze = load.answers.slice(answeredBefore);
       const frozenFor = Date.now() - frozenAt;

@@ -21,11 +21,11 @@
  * repeat of a delivery the store had already finished is a duplicate and fails the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
 import type { ReceivedDelivery } from "../fixtures/webhook-receiver.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
-import { startReceiverProcess, type ReceiverProcess } from "../support/webhook-receiver-process.ts";
+import { type ReceiverProcess, startReceiverProcess } from "../support/webhook-receiver-process.ts";
 import { openScenarioRedis, REDIS_TOPOLOGIES, type ScenarioRedis } from "../support/scenario-redis.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
@@ -164,7 +164,10 @@ services:
         return ids.every((id) => delivered.has(id)) && (await store.kv.zcard("webhook:retries")) === 0 && (await store.keys("webhook:delivery:")).length === 0;
       },
       90_000,
-      () => `${ids.filter((id) => !received.some((d) => jobOf(d) === id && acknowledged(d))).length} of ${ids.length} not delivered:\n${second.output().slice(-3000)}`,
+      () =>
+        `${ids.filter((id) => !received.some((d) => jobOf(d) === id && acknowledged(d))).length} of ${ids.length} not delivered:\n${
+          second.output().slice(-3000)
+        }`,
     );
     // The schedule is empty: no attempt is under way or due, so every delivery there will be is in.
     received = await receiver.received();

@@ -6,12 +6,19 @@
  * The hash tags move keys, they add no command: the counts match across modes.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { jobStatus, readyStatus, submit } from "../support/gateway-traffic.ts";
-import { nodeCommand, SENTINEL_MASTER, startRedisCluster, startRedisSentinel, type RedisClusterProcesses, type RedisSentinelProcesses } from "../support/redis-topologies.ts";
-import { startRedis, TEST_BUCKET, type RunningServer } from "../support/servers.ts";
+import {
+  nodeCommand,
+  type RedisClusterProcesses,
+  type RedisSentinelProcesses,
+  SENTINEL_MASTER,
+  startRedisCluster,
+  startRedisSentinel,
+} from "../support/redis-topologies.ts";
+import { type RunningServer, startRedis, TEST_BUCKET } from "../support/servers.ts";
 
 let echo: FakeBackend;
 let inference: InferenceBackend;
@@ -22,7 +29,13 @@ const running: GatewayProcess[] = [];
 const figures: Record<string, { sync: number; job: number }> = {};
 
 beforeAll(async () => {
-  [echo, inference, single, cluster, sentinel] = await Promise.all([startBackend({ kind: "echo" }), startInferenceBackend(), startRedis(), startRedisCluster(), startRedisSentinel()]);
+  [echo, inference, single, cluster, sentinel] = await Promise.all([
+    startBackend({ kind: "echo" }),
+    startInferenceBackend(),
+    startRedis(),
+    startRedisCluster(),
+    startRedisSentinel(),
+  ]);
 });
 afterAll(async () => {
   await Promise.all(running.splice(0).map((p) => p.kill()));
@@ -109,7 +122,11 @@ async function measure(name: string, redis: string, ports: () => Promise<number[
 describe("Redis commands per request", () => {
   it("is the same on one Redis, on Sentinel and on a Cluster", async () => {
     await measure("single", `  addr: ${JSON.stringify(single.url)}`, async () => [single.port]);
-    await measure("sentinel", `  sentinel:\n    master_name: ${SENTINEL_MASTER}\n    addrs: ${JSON.stringify(sentinel.addrs)}`, async () => [await sentinel.primaryPort()]);
+    await measure(
+      "sentinel",
+      `  sentinel:\n    master_name: ${SENTINEL_MASTER}\n    addrs: ${JSON.stringify(sentinel.addrs)}`,
+      async () => [await sentinel.primaryPort()],
+    );
     await measure("cluster", `  cluster:\n    addrs: ${JSON.stringify(cluster.addrs)}`, async () => cluster.nodes.map((n) => n.port));
     for (const mode of ["sentinel", "cluster"]) {
       expect(Math.abs(figures[mode].sync - figures.single.sync), mode).toBeLessThanOrEqual(1);

@@ -17,8 +17,8 @@
  * figures in docs/reliability.md) lengthen the survivor's backlog without adding a property.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { readyStatus } from "../support/gateway-traffic.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 import { openScenarioRedis, REDIS_TOPOLOGIES, type ScenarioRedis } from "../support/scenario-redis.ts";

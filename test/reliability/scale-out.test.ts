@@ -14,11 +14,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySlot } from "../../adapters/kv-redis/slot.ts";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { jobStatus, readyStatus, steadyTraffic, submit } from "../support/gateway-traffic.ts";
-import { nodeCommand, SENTINEL_MASTER, startRedisCluster, startRedisSentinel, type RedisClusterProcesses, type RedisSentinelProcesses } from "../support/redis-topologies.ts";
+import {
+  nodeCommand,
+  type RedisClusterProcesses,
+  type RedisSentinelProcesses,
+  SENTINEL_MASTER,
+  startRedisCluster,
+  startRedisSentinel,
+} from "../support/redis-topologies.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 import { TEST_BUCKET } from "../support/servers.ts";
 import { inject } from "vitest";
@@ -107,17 +114,21 @@ describe("scenario 10: Sentinel failover under steady traffic", () => {
     await waitUntil(async () => (await readyStatus(gw)) === 200, 30_000, () => gw.output().slice(-2000));
     let refusedDuringSwitch = 0;
     let afterId = "";
-    await waitUntil(async () => {
-      const response = await submit(gw, `sentinel-after-${refusedDuringSwitch}`);
-      if (response.status === 503) {
-        refusedDuringSwitch++;
-        await response.arrayBuffer();
-        return false;
-      }
-      expect(response.status).toBe(202);
-      afterId = ((await response.json()) as { job_id: string }).job_id;
-      return true;
-    }, 15_000, () => gw.output().slice(-2000));
+    await waitUntil(
+      async () => {
+        const response = await submit(gw, `sentinel-after-${refusedDuringSwitch}`);
+        if (response.status === 503) {
+          refusedDuringSwitch++;
+          await response.arrayBuffer();
+          return false;
+        }
+        expect(response.status).toBe(202);
+        afterId = ((await response.json()) as { job_id: string }).job_id;
+        return true;
+      },
+      15_000,
+      () => gw.output().slice(-2000),
+    );
     await waitUntil(async () => (await jobStatus(gw, afterId)) === "completed", 30_000, () => gw.output().slice(-2000));
     expect(await jobStatus(gw, beforeId)).toBe("completed");
     const writesOnNewPrimary = Number(String(await nodeCommand(set.replica.port, ["EXISTS", `job:${afterId}`])));
@@ -137,7 +148,9 @@ describe("scenario 10: Sentinel failover under steady traffic", () => {
       lost: 0,
       duplicated: 0,
       errors: 0,
-      ...(refusedDuringSwitch > 0 ? { expectedErrors: { count: refusedDuringSwitch, why: "job submissions answered 503 while the client switched primaries" } } : {}),
+      ...(refusedDuringSwitch > 0
+        ? { expectedErrors: { count: refusedDuringSwitch, why: "job submissions answered 503 while the client switched primaries" } }
+        : {}),
       details: { sync_requests: total, jobs_completed: 2 },
     });
   }, 120_000);
@@ -155,7 +168,9 @@ describe("scenario 11: a Cluster primary restarted under steady traffic", () => 
     const beforeId = await completedJob(gw, "cluster-before");
     // The primary serving the job store's slot.
     const slot = keySlot("{jobs}");
-    const owners = await Promise.all(cluster.nodes.map(async (n) => ({ n, keys: Number(await nodeCommand(n.port, ["CLUSTER", "COUNTKEYSINSLOT", String(slot)])) })));
+    const owners = await Promise.all(
+      cluster.nodes.map(async (n) => ({ n, keys: Number(await nodeCommand(n.port, ["CLUSTER", "COUNTKEYSINSLOT", String(slot)])) })),
+    );
     const jobsNode = owners.find((o) => o.keys > 0)?.n;
     expect(jobsNode).toBeDefined();
     const sentBefore = traffic.sent;

@@ -14,13 +14,13 @@
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startBackend, type FakeBackend } from "../fixtures/http-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { jobStatus, readyStatus, steadyTraffic, submit } from "../support/gateway-traffic.ts";
 import { metricValue } from "../support/prometheus.ts";
 import { reportReliability } from "../support/reliability-report.ts";
-import { freePort, startRedis, startS3, TEST_BUCKET, type RunningServer } from "../support/servers.ts";
+import { freePort, type RunningServer, startRedis, startS3, TEST_BUCKET } from "../support/servers.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
 
 interface ErrorBody {

@@ -32,10 +32,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startBackend, type FakeBackend as EchoBackend } from "../fixtures/http-backend.ts";
-import { startInferenceBackend, type InferenceBackend } from "../fixtures/inference-backend.ts";
-import { startLlmBackend, type FakeBackend as LlmBackend } from "../fixtures/llm-backends.ts";
-import { startGateway, waitUntil, type GatewayProcess } from "../support/gateway-process.ts";
+import { type FakeBackend as EchoBackend, startBackend } from "../fixtures/http-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../fixtures/inference-backend.ts";
+import { type FakeBackend as LlmBackend, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { reportReliability } from "../support/reliability-report.ts";
 import { openScenarioRedis, REDIS_TOPOLOGIES, type ScenarioRedis } from "../support/scenario-redis.ts";
 import { storesYaml } from "../support/stores-yaml.ts";
@@ -78,8 +78,7 @@ async function startCountingBackend(delayMs: number): Promise<CountingBackend> {
         const text = JSON.stringify({ n: calls });
         leave();
         res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
-      }, delayMs),
-    );
+      }, delayMs));
   });
   server.on("connection", (socket) => {
     sockets.add(socket);
@@ -174,14 +173,14 @@ services:
     inference_url: ${inference.url}
     operations: { transcribe: [/transcribe] }
 ${
-  extra
-    ? `  - type: ${extra}
+      extra
+        ? `  - type: ${extra}
     model: ${extra}
     inference_url: ${echo.url}
     operations: { run: [/v1/${extra}] }
 `
-    : ""
-}`;
+        : ""
+    }`;
   }
 
   it("enforces limits across both, keeps idempotency, reloads one without disturbing the other, loses nothing", async () => {
@@ -193,7 +192,13 @@ ${
     const outcomes: Outcome[] = [];
     const errors: Outcome[] = [];
     /** Sends one request; an answer outside `allowed` (or no answer) is an error. Resolves with status and body. */
-    const send = async (replica: Replica, kind: string, path: string, init: RequestInit, allowed: number[]): Promise<{ status: number; body: string; headers: Headers }> => {
+    const send = async (
+      replica: Replica,
+      kind: string,
+      path: string,
+      init: RequestInit,
+      allowed: number[],
+    ): Promise<{ status: number; body: string; headers: Headers }> => {
       let status = 0;
       let body = "";
       let headers = new Headers();
@@ -239,7 +244,9 @@ ${
         );
         answers.forEach((answer, i) => {
           const retryAfter = Number(answer.headers.get("retry-after"));
-          if (answer.status === 429 && !(retryAfter >= 1 && retryAfter <= 60)) errors.push({ replica: pick(i), kind: "rate", status: 429, detail: `Retry-After ${answer.headers.get("retry-after")}` });
+          if (answer.status === 429 && !(retryAfter >= 1 && retryAfter <= 60)) {
+            errors.push({ replica: pick(i), kind: "rate", status: 429, detail: `Retry-After ${answer.headers.get("retry-after")}` });
+          }
         });
         rounds.push(answers.filter((x) => x.status === 200).length);
       }
@@ -250,9 +257,18 @@ ${
     const llmTraffic = (async () => {
       for (let i = 0; more(); i++) {
         const text = `hello ${i}`;
-        const answer = await send(pick(i), "llm", "/v1/chat/completions", json("chatter", { model: "chat-fake", messages: [{ role: "user", content: text }] }), [200]);
+        const answer = await send(
+          pick(i),
+          "llm",
+          "/v1/chat/completions",
+          json("chatter", { model: "chat-fake", messages: [{ role: "user", content: text }] }),
+          [200],
+        );
         chats++;
-        if (answer.status === 200 && (JSON.parse(answer.body) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content !== `echo: ${text}`) {
+        if (
+          answer.status === 200 &&
+          (JSON.parse(answer.body) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content !== `echo: ${text}`
+        ) {
           errors.push({ replica: pick(i), kind: "llm", status: 200, detail: `wrong answer ${answer.body.slice(0, 200)}` });
         }
       }
@@ -314,7 +330,8 @@ ${
     })();
 
     await Promise.all([cappedTraffic, rateTraffic, llmTraffic, asyncTraffic, adminTraffic]);
-    const storeLog = (gw: GatewayProcess) => gw.output().split("\n").filter((line) => line.includes("kv_store") || line.includes("store_error")).slice(-20).join("\n");
+    const storeLog = (gw: GatewayProcess) =>
+      gw.output().split("\n").filter((line) => line.includes("kv_store") || line.includes("store_error")).slice(-20).join("\n");
     expect(errors, `A:\n${storeLog(a)}\nB:\n${storeLog(b)}`).toEqual([]);
 
     // The reload took on A, and B, never reloaded, still has its own config.

@@ -2,7 +2,7 @@
  * Starts the real gateway (or relay) process for e2e tests: Node runs the compiled
  * output (`npm test` builds it first); under Deno the same source runs with `deno run`.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -77,7 +77,7 @@ class PortTaken extends Error {}
  * started again on another one.
  */
 export async function startGateway(yaml: string, options: StartOptions = {}): Promise<GatewayProcess> {
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     try {
       return await startOnce(yaml, options);
     } catch (error) {
@@ -120,17 +120,21 @@ async function startOnce(yaml: string, options: StartOptions): Promise<GatewayPr
   };
   if (!options.noWait && (options.role ?? "gateway") === "gateway") {
     const ownPort = options.env?.GATEWAY_ADDR === undefined && options.env?.PORT === undefined;
-    await waitUntil(async () => {
-      if (child.exitCode !== null) {
-        const message = `gateway exited with ${child.exitCode}:\n${output}`;
-        throw ownPort && output.includes(`127.0.0.1:${port}`) && output.includes("already in use") ? new PortTaken(message) : new Error(message);
-      }
-      try {
-        return (await fetch(`${proc.url}/health`)).ok;
-      } catch {
-        return false;
-      }
-    }, 30_000, () => `gateway did not answer /health:\n${output}`);
+    await waitUntil(
+      async () => {
+        if (child.exitCode !== null) {
+          const message = `gateway exited with ${child.exitCode}:\n${output}`;
+          throw ownPort && output.includes(`127.0.0.1:${port}`) && output.includes("already in use") ? new PortTaken(message) : new Error(message);
+        }
+        try {
+          return (await fetch(`${proc.url}/health`)).ok;
+        } catch {
+          return false;
+        }
+      },
+      30_000,
+      () => `gateway did not answer /health:\n${output}`,
+    );
   }
   return proc;
 }

@@ -7,7 +7,7 @@
 import type { TestProject } from "vitest/node";
 import type {} from "vitest";
 import { startRedisCluster, startRedisSentinel } from "./redis-topologies.ts";
-import { startRedis, startS3, type RunningServer } from "./servers.ts";
+import { type RunningServer, startRedis, startS3 } from "./servers.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

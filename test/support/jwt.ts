@@ -2,7 +2,7 @@
  * Signing keys and tokens for auth tests: a locally generated key pair, its public JWK,
  * and JWTs with chosen claims, issuer, audience and expiry.
  */
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
+import { type CryptoKey, exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from "jose";
 
 export interface SigningKey {
   kid: string;

@@ -26,7 +26,11 @@ export async function startTlsRedis(): Promise<TlsRedis> {
   const started = async () => {
     const files = makeTlsFiles(dir);
     const port = await freePort();
-    const child = await spawnListening("redis-server", [...tlsServerArgs(files, port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], port);
+    const child = await spawnListening(
+      "redis-server",
+      [...tlsServerArgs(files, port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+      port,
+    );
     return { files, port, child };
   };
   const { files, port, child } = await started().catch((error: unknown) => {

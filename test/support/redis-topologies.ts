@@ -7,13 +7,13 @@
  * (tls-files.ts: one certificate naming TLS_SERVER_NAME, so clients need a server name).
  * Nothing is kept on disk past `stop()`; every wait polls with a deadline.
  */
-import { spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "redis";
 import { freePort, redisServerInstalled, spawnListening, withRetries } from "./servers.ts";
-import { makeTlsFiles, TLS_SERVER_NAME, tlsServerArgs, type TlsFiles } from "./tls-files.ts";
+import { makeTlsFiles, TLS_SERVER_NAME, type TlsFiles, tlsServerArgs } from "./tls-files.ts";
 
 export interface RedisNodeProcess {
   port: number;
@@ -147,9 +147,27 @@ async function startClusterOnce(primaries: number, options: ClusterOptions): Pro
     const [port, bus] = [await freePort(), await freePort()];
     nodes.push(
       node(port, [
-        ...listenArgs(port, tls), "--cluster-port", String(bus), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-        "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", "2000", "--save", "", "--appendonly", options.persist ? "yes" : "no",
-        "--appendfilename", `appendonly-${port}.aof`, "--appenddirname", `aof-${port}`, "--dir", dir,
+        ...listenArgs(port, tls),
+        "--cluster-port",
+        String(bus),
+        "--bind",
+        "127.0.0.1",
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        `nodes-${port}.conf`,
+        "--cluster-node-timeout",
+        "2000",
+        "--save",
+        "",
+        "--appendonly",
+        options.persist ? "yes" : "no",
+        "--appendfilename",
+        `appendonly-${port}.aof`,
+        "--appenddirname",
+        `aof-${port}`,
+        "--dir",
+        dir,
         ...(options.password ? ["--requirepass", options.password, "--masterauth", options.password] : []),
         ...(tls ? ["--tls-cluster", "yes"] : []),
       ]),
@@ -159,7 +177,9 @@ async function startClusterOnce(primaries: number, options: ClusterOptions): Pro
   const addrs = nodes.map((n) => n.addr);
   const auth = options.password ? ["-a", options.password, "--no-auth-warning"] : [];
   const cliTls = tls ? ["--tls", "--cacert", tls.caFile, "--sni", TLS_SERVER_NAME] : [];
-  const created = spawnSync("redis-cli", [...auth, ...cliTls, "--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], { encoding: "utf8" });
+  const created = spawnSync("redis-cli", [...auth, ...cliTls, "--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], {
+    encoding: "utf8",
+  });
   if (created.status !== 0) {
     await stopAll(nodes, dir);
     throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
@@ -215,7 +235,23 @@ async function startSentinelOnce(options: SentinelOptions): Promise<RedisSentine
   const [p, r] = [await freePort(), await freePort()];
   const auth = options.password ? ["--requirepass", options.password, "--masterauth", options.password] : [];
   const replication = tls ? ["--tls-replication", "yes"] : [];
-  const data = (port: number) => [...listenArgs(port, tls), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--dbfilename", `dump-${port}.rdb`, ...auth, ...replication];
+  const data = (
+    port: number,
+  ) => [
+    ...listenArgs(port, tls),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--dir",
+    dir,
+    "--dbfilename",
+    `dump-${port}.rdb`,
+    ...auth,
+    ...replication,
+  ];
   const primary = node(p, data(p));
   const replica = node(r, [...data(r), "--replicaof", "127.0.0.1", String(p)]);
   await startAllOrNone([primary, replica], dir);
@@ -228,7 +264,15 @@ async function startSentinelOnce(options: SentinelOptions): Promise<RedisSentine
       file,
       [
         ...(tls
-          ? ["port 0", `tls-port ${port}`, `tls-cert-file ${tls.certFile}`, `tls-key-file ${tls.keyFile}`, `tls-ca-cert-file ${tls.caFile}`, "tls-auth-clients no", "tls-replication yes"]
+          ? [
+            "port 0",
+            `tls-port ${port}`,
+            `tls-cert-file ${tls.certFile}`,
+            `tls-key-file ${tls.keyFile}`,
+            `tls-ca-cert-file ${tls.caFile}`,
+            "tls-auth-clients no",
+            "tls-replication yes",
+          ]
           : [`port ${port}`]),
         "bind 127.0.0.1",
         `dir ${dir}`,

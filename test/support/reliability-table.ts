@@ -7,7 +7,7 @@
  * The file defaults to $RELIABILITY_REPORT, else `<tmpdir>/gateway-reliability.jsonl`.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { reliabilityReportPath, TOPOLOGY_NAMES, type ReliabilityLine } from "./reliability-report.ts";
+import { type ReliabilityLine, reliabilityReportPath, TOPOLOGY_NAMES } from "./reliability-report.ts";
 
 function argument(name: string): string | undefined {
   const at = process.argv.indexOf(name);
@@ -39,7 +39,9 @@ if (newest.size === 0) {
 
 const cell = (text: string | number) => String(text).replaceAll("|", "\\|");
 const errors = (line: ReliabilityLine) =>
-  line.expectedErrors && line.expectedErrors.count > 0 ? `${line.errors} (+${line.expectedErrors.count} as specified: ${line.expectedErrors.why})` : String(line.errors);
+  line.expectedErrors && line.expectedErrors.count > 0
+    ? `${line.errors} (+${line.expectedErrors.count} as specified: ${line.expectedErrors.why})`
+    : String(line.errors);
 
 console.log("| # | Scenario | Load | Faults injected | Requests | Lost | Duplicated | Errors |");
 console.log("|---|---|---|---|---:|---:|---:|---|");
@@ -47,7 +49,15 @@ const TOPOLOGY_ORDER = ["", "redis", "sentinel", "cluster"];
 const order = (line: ReliabilityLine) => line.id * 10 + TOPOLOGY_ORDER.indexOf(line.redis ?? "");
 for (const line of [...newest.values()].sort((a, b) => order(a) - order(b))) {
   const scenario = line.redis ? `${line.scenario} (on ${TOPOLOGY_NAMES[line.redis]})` : line.scenario;
-  console.log(`| ${line.id} | ${[scenario, line.load, line.faults].map(cell).join(" | ")} | ${line.requests} | ${line.lost} | ${line.duplicated} | ${cell(errors(line))} |`);
+  console.log(
+    `| ${line.id} | ${[scenario, line.load, line.faults].map(cell).join(" | ")} | ${line.requests} | ${line.lost} | ${line.duplicated} | ${
+      cell(errors(line))
+    } |`,
+  );
 }
 const stamps = [...newest.values()].map((line) => line.at).sort();
-console.log(`\n${runtime}, run ${stamps[0].slice(0, 10)}${stamps.length > 1 && stamps.at(-1)!.slice(0, 10) !== stamps[0].slice(0, 10) ? ` to ${stamps.at(-1)!.slice(0, 10)}` : ""}`);
+console.log(
+  `\n${runtime}, run ${stamps[0].slice(0, 10)}${
+    stamps.length > 1 && stamps.at(-1)!.slice(0, 10) !== stamps[0].slice(0, 10) ? ` to ${stamps.at(-1)!.slice(0, 10)}` : ""
+  }`,
+);

@@ -10,10 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryKv } from "../../adapters/kv-memory/index.ts";
 import { FsObjectStore } from "../../adapters/objects-fs/index.ts";
-import { randomIds, systemClock, type Clock } from "../../core/clock.ts";
+import { type Clock, randomIds, systemClock } from "../../core/clock.ts";
 import type { Env } from "../../core/config/env.ts";
 import type { GatewayConfig } from "../../core/config/schema.ts";
-import { silentLogger, type Logger } from "../../core/log.ts";
+import { type Logger, silentLogger } from "../../core/log.ts";
 import { Metrics } from "../../core/metrics.ts";
 import { Runtime, type RuntimeDeps } from "../../core/plugins/host.ts";
 import { definePlugin, type PluginApi, type PluginDefinition, type ProcessRole } from "../../core/plugins/types.ts";
@@ -25,7 +25,7 @@ import { builtinPlugins } from "../../plugins/index.ts";
 import { asyncWorkScope } from "../../adapters/work-scope.ts";
 
 const notUsed = (): never => {
-  throw new Error("this test runtime has no object store (pass objects: \"files\")");
+  throw new Error('this test runtime has no object store (pass objects: "files")');
 };
 /** The object store of a runtime whose plugins never touch one: any use fails the test. */
 export const unusedObjects: ObjectStore = { kind: "unused", put: notUsed, get: notUsed, delete: notUsed, list: notUsed, ping: notUsed, close: notUsed };
@@ -77,7 +77,13 @@ export async function startTestRuntime(yaml: string, plugins: readonly PluginDef
   // Every multi-key call must be one a Redis Cluster accepts (support/slot-checked-kv.ts).
   const kv = typeof options.kv === "object" ? options.kv : slotChecked(options.kv && memory ? options.kv(memory) : (memory as MemoryKv));
   const dir = options.objects === undefined || typeof options.objects === "object" ? undefined : mkdtempSync(join(tmpdir(), "gw-test-"));
-  const objects = typeof options.objects === "object" ? options.objects : dir === undefined ? unusedObjects : typeof options.objects === "function" ? options.objects(new FsObjectStore({ dir })) : new FsObjectStore({ dir });
+  const objects = typeof options.objects === "object"
+    ? options.objects
+    : dir === undefined
+    ? unusedObjects
+    : typeof options.objects === "function"
+    ? options.objects(new FsObjectStore({ dir }))
+    : new FsObjectStore({ dir });
   const metrics = new Metrics();
   const runtime = new Runtime(config, extra, {
     role: options.role ?? "gateway",

@@ -13,11 +13,11 @@
 import { createClient } from "redis";
 import { inject } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
-import { TOPOLOGY_NAMES, type RedisTopology } from "./reliability-report.ts";
-import { nodeCommand, SENTINEL_MASTER, startRedisCluster, type RedisClusterProcesses } from "./redis-topologies.ts";
+import { type RedisTopology, TOPOLOGY_NAMES } from "./reliability-report.ts";
+import { nodeCommand, type RedisClusterProcesses, SENTINEL_MASTER, startRedisCluster } from "./redis-topologies.ts";
 import { flushRedisDb } from "./stores-yaml.ts";
 
-export { TOPOLOGY_NAMES, type RedisTopology };
+export { type RedisTopology, TOPOLOGY_NAMES };
 
 /** For `describe.each`: every topology, each scenario file's figures tagged by it. */
 export const REDIS_TOPOLOGIES: Array<{ topology: RedisTopology; name: string }> = (["redis", "sentinel", "cluster"] as const).map((topology) => ({

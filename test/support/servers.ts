@@ -4,9 +4,9 @@
  * directory. Used by the vitest global setup and by e2e / reliability tests that
  * need to stop and restart a store.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, connect } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -67,7 +67,10 @@ export async function spawnListening(command: string, args: string[], port: numb
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
   const exited = new Promise<never>((_, reject) => {
-    child.once("exit", (code, signal) => reject(new Error(`${command} exited (${signal ?? code}) before listening on ${port}: ${output.trim() || "(no output)"}`)));
+    child.once(
+      "exit",
+      (code, signal) => reject(new Error(`${command} exited (${signal ?? code}) before listening on ${port}: ${output.trim() || "(no output)"}`)),
+    );
   });
   exited.catch(() => {});
   try {
@@ -161,7 +164,20 @@ export async function startS3(port?: number): Promise<RunningServer> {
   try {
     child = await spawnListening(
       "node",
-      ["--openssl-legacy-provider", bin, "-d", dir, "-a", "127.0.0.1", "-p", String(chosen), "--silent", "--no-vhost-buckets", "--configure-bucket", TEST_BUCKET],
+      [
+        "--openssl-legacy-provider",
+        bin,
+        "-d",
+        dir,
+        "-a",
+        "127.0.0.1",
+        "-p",
+        String(chosen),
+        "--silent",
+        "--no-vhost-buckets",
+        "--configure-bucket",
+        TEST_BUCKET,
+      ],
       chosen,
     );
   } catch (error) {

@@ -13,7 +13,11 @@ import type { AtomicOp, KvReply, KvStore } from "../../core/stores/kv.ts";
 export function assertOneSlot(what: string, keys: readonly string[]): void {
   const slots = new Set(keys.map((key) => keySlot(clusterKey(key))));
   if (slots.size > 1) {
-    throw new Error(`CROSSSLOT ${what}: keys in ${slots.size} hash slots on a Redis Cluster: ${keys.map((key) => `${clusterKey(key)} (${keySlot(clusterKey(key))})`).join(", ")}`);
+    throw new Error(
+      `CROSSSLOT ${what}: keys in ${slots.size} hash slots on a Redis Cluster: ${
+        keys.map((key) => `${clusterKey(key)} (${keySlot(clusterKey(key))})`).join(", ")
+      }`,
+    );
   }
 }
 

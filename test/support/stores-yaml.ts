@@ -18,7 +18,9 @@ export interface StoresOptions {
 /** The blocks, without a final newline: `${storesYaml(...)}` stands on a line of its own. */
 export function storesYaml(options: StoresOptions): string {
   const db = options.db === undefined ? "" : `  db: ${options.db}\n`;
-  const redis = options.redisYaml === undefined ? `redis:\n  addr: ${JSON.stringify(options.redisAddr ?? inject("redisUrl"))}\n${db}` : `${options.redisYaml}\n`;
+  const redis = options.redisYaml === undefined
+    ? `redis:\n  addr: ${JSON.stringify(options.redisAddr ?? inject("redisUrl"))}\n${db}`
+    : `${options.redisYaml}\n`;
   return `${redis}object_store:
   endpoint: ${JSON.stringify(options.s3Endpoint ?? inject("s3Endpoint"))}
   access_key: S3RVER

@@ -31,7 +31,24 @@ function openssl(dir: string, args: string[]): void {
 
 /** A self-signed CA: `<name>.key` and `<name>.crt` in `dir`. */
 function makeCa(dir: string, name: string): void {
-  openssl(dir, ["req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", `${name}.key`, "-out", `${name}.crt`, "-days", "2", "-subj", `/CN=${name}`]);
+  openssl(dir, [
+    "req",
+    "-x509",
+    "-new",
+    "-nodes",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.crt`,
+    "-days",
+    "2",
+    "-subj",
+    `/CN=${name}`,
+  ]);
 }
 
 /** Writes the CAs and the server certificate into `dir` (which the caller owns and removes). */
@@ -39,9 +56,39 @@ export function makeTlsFiles(dir: string): TlsFiles {
   if (!opensslInstalled()) throw new Error("openssl is not installed; the TLS tests need it: apt-get install openssl");
   makeCa(dir, "ca");
   makeCa(dir, "wrong-ca");
-  openssl(dir, ["req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", "server.key", "-out", "server.csr", "-subj", `/CN=${TLS_SERVER_NAME}`]);
+  openssl(dir, [
+    "req",
+    "-new",
+    "-nodes",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-keyout",
+    "server.key",
+    "-out",
+    "server.csr",
+    "-subj",
+    `/CN=${TLS_SERVER_NAME}`,
+  ]);
   writeFileSync(join(dir, "server.ext"), `subjectAltName=DNS:${TLS_SERVER_NAME}\n`);
-  openssl(dir, ["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext"]);
+  openssl(dir, [
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "server.crt",
+    "-days",
+    "2",
+    "-extfile",
+    "server.ext",
+  ]);
   return { caFile: join(dir, "ca.crt"), wrongCaFile: join(dir, "wrong-ca.crt"), certFile: join(dir, "server.crt"), keyFile: join(dir, "server.key") };
 }
 
@@ -50,5 +97,18 @@ export function makeTlsFiles(dir: string): TlsFiles {
  * their own (`tls-auth-clients no`), as the gateway presents none.
  */
 export function tlsServerArgs(files: TlsFiles, port: number): string[] {
-  return ["--port", "0", "--tls-port", String(port), "--tls-cert-file", files.certFile, "--tls-key-file", files.keyFile, "--tls-ca-cert-file", files.caFile, "--tls-auth-clients", "no"];
+  return [
+    "--port",
+    "0",
+    "--tls-port",
+    String(port),
+    "--tls-cert-file",
+    files.certFile,
+    "--tls-key-file",
+    files.keyFile,
+    "--tls-ca-cert-file",
+    files.caFile,
+    "--tls-auth-clients",
+    "no",
+  ];
 }

@@ -10,7 +10,7 @@
  * `auth.api_key.stale_if_error`, see lookup.ts).
  */
 import { durationMs } from "../../../core/config/duration.ts";
-import { GatewayError, errors } from "../../../core/errors.ts";
+import { errors, GatewayError } from "../../../core/errors.ts";
 import { anyGlob, type Glob } from "../../../core/glob.ts";
 import type { CredentialLimits } from "../../../core/limits/windows.ts";
 import type { Logger } from "../../../core/log.ts";
@@ -22,7 +22,7 @@ import type { KeyLookup } from "./lookup.ts";
 import type { KeyLimits, KeyRecord } from "./record.ts";
 import type { KeyHasher } from "./secret.ts";
 import { isWellFormedKey } from "./secret.ts";
-import { judgeEntry, KeyRefusal, refusals, type FailureReason } from "./verdict.ts";
+import { type FailureReason, judgeEntry, KeyRefusal, refusals } from "./verdict.ts";
 
 declare module "../../../core/pipeline/context.ts" {
   interface RequestVars {

@@ -21,7 +21,12 @@ export function setupApiKeys(api: PluginApi<AuthConfig>): void {
   const auth = api.config.auth;
   const now = () => api.clock.now();
   const store = new KeyStore(api.kv, now);
-  const lookup = new KeyLookup(store, { ttlMs: durationMs(auth.api_key.cache_ttl), staleIfErrorMs: durationMs(auth.api_key.stale_if_error), now, log: api.log });
+  const lookup = new KeyLookup(store, {
+    ttlMs: durationMs(auth.api_key.cache_ttl),
+    staleIfErrorMs: durationMs(auth.api_key.stale_if_error),
+    now,
+    log: api.log,
+  });
   const hash = keyHasher(auth.api_key.secret);
   registerKeyRoutes(api, { store, lookup, hash, adminTokenConfigured: api.has("admin") && api.use("admin").tokenConfigured });
   if (auth.mode !== "api_key") {

@@ -54,8 +54,9 @@ function limitsOf(value: unknown, problems: string[]): KeyLimits | undefined {
   }
   const cost = value.cost_rate;
   if (cost !== undefined) {
-    if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) problems.push("limits.cost_rate: must be a number of at least 0, in pricing.currency per cost_period (0 = off)");
-    else out.cost_rate = cost;
+    if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) {
+      problems.push("limits.cost_rate: must be a number of at least 0, in pricing.currency per cost_period (0 = off)");
+    } else out.cost_rate = cost;
   }
   for (const field of ["period", "token_period", "cost_period"] as const) {
     const d = value[field];
@@ -69,7 +70,7 @@ function limitsOf(value: unknown, problems: string[]): KeyLimits | undefined {
 
 /** A checked body: every field present in it, `null` for the ones to clear. */
 export function parseKeyBody(body: unknown, creating: boolean, now: number): Patch {
-  if (!isRecord(body)) throw errors.badRequest("the body must be a JSON object such as {\"consumer\": \"team-a\", \"models\": [\"gpt-*\"]}");
+  if (!isRecord(body)) throw errors.badRequest('the body must be a JSON object such as {"consumer": "team-a", "models": ["gpt-*"]}');
   const problems: string[] = [];
   const unknown = Object.keys(body).filter((k) => !(FIELDS as readonly string[]).includes(k));
   if (unknown.length > 0) problems.push(`unknown field ${unknown.map((k) => JSON.stringify(k.slice(0, 64))).join(", ")}; known: ${FIELDS.join(", ")}`);

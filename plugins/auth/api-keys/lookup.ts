@@ -44,7 +44,10 @@ export class KeyLookup {
     } catch (error) {
       // Only a key the store knew: an unknown one is not let in (nor refused) on old news.
       if (cached?.entry && age < this.options.ttlMs + this.options.staleIfErrorMs) {
-        this.options.log.warn("api_key_served_stale", { error, message: "the key store cannot answer: a key it knew is served from the cache (auth.api_key.stale_if_error)" });
+        this.options.log.warn("api_key_served_stale", {
+          error,
+          message: "the key store cannot answer: a key it knew is served from the cache (auth.api_key.stale_if_error)",
+        });
         return cached.entry;
       }
       throw error;

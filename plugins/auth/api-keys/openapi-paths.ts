@@ -33,7 +33,14 @@ export function keyPaths(input: DocInput): Paths {
       },
     },
     "/-/keys/{id}": {
-      get: { operationId: "get_key", summary: "One API key (no secret)", description: ADMIN, tags: ["Admin", "Keys"], parameters: [id], responses: { "200": jsonResponse("Key", "The key"), ...errors(401, 403, 404) } },
+      get: {
+        operationId: "get_key",
+        summary: "One API key (no secret)",
+        description: ADMIN,
+        tags: ["Admin", "Keys"],
+        parameters: [id],
+        responses: { "200": jsonResponse("Key", "The key"), ...errors(401, 403, 404) },
+      },
       patch: {
         operationId: "update_key",
         summary: "Change a key's fields, limits, models, expiry, or enable / disable it",
@@ -46,7 +53,8 @@ export function keyPaths(input: DocInput): Paths {
       delete: {
         operationId: "revoke_key",
         summary: "Revoke a key for good",
-        description: `Its secrets (the previous one of a rotation too) are refused with 401 revoked: on this replica at once, on the others within auth.api_key.cache_ttl. ${ADMIN}`,
+        description:
+          `Its secrets (the previous one of a rotation too) are refused with 401 revoked: on this replica at once, on the others within auth.api_key.cache_ttl. ${ADMIN}`,
         tags: ["Admin", "Keys"],
         parameters: [id],
         responses: { "200": jsonResponse("KeyRevoked", "Revoked"), ...errors(401, 403, 404) },

@@ -13,8 +13,8 @@ import type { PluginApi } from "../../../core/plugins/types.ts";
 import { readAdminJson } from "../../../core/request-body/admin-json.ts";
 import { applyPatch, parseKeyBody } from "./input.ts";
 import type { KeyLookup } from "./lookup.ts";
-import { publicView, type KeyFields, type KeyRecord } from "./record.ts";
-import { newKeySecret, visiblePrefix, type KeyHasher } from "./secret.ts";
+import { type KeyFields, type KeyRecord, publicView } from "./record.ts";
+import { type KeyHasher, newKeySecret, visiblePrefix } from "./secret.ts";
 import type { KeyStore } from "./store.ts";
 
 /** How long a rotated-out secret keeps working unless the rotate call says otherwise. */
@@ -41,7 +41,9 @@ export function registerKeyRoutes(api: PluginApi, deps: KeyRouteDeps): void {
     return async function keysEndpoint(c: Context): Promise<Response> {
       try {
         if (!deps.adminTokenConfigured) {
-          throw errors.forbidden("the key admin API needs an admin token: set admin.token (e.g. admin: {token: ${GATEWAY_ADMIN_TOKEN}}) and call it with Authorization: Bearer <admin.token>");
+          throw errors.forbidden(
+            "the key admin API needs an admin token: set admin.token (e.g. admin: {token: ${GATEWAY_ADMIN_TOKEN}}) and call it with Authorization: Bearer <admin.token>",
+          );
         }
         return await handler(c);
       } catch (error) {
@@ -70,7 +72,15 @@ export function registerKeyRoutes(api: PluginApi, deps: KeyRouteDeps): void {
       const fields = applyPatch({ consumer: "", groups: [], roles: [], scopes: [], models: [], enabled: true, metadata: {} }, patch);
       const key = newKeySecret();
       const at = iso();
-      const record: KeyRecord = { ...fields, id: `key_${api.ids.newId().replace(/-/g, "")}`, prefix: visiblePrefix(key), status: "active", created_at: at, updated_at: at, hash: await hash(key) };
+      const record: KeyRecord = {
+        ...fields,
+        id: `key_${api.ids.newId().replace(/-/g, "")}`,
+        prefix: visiblePrefix(key),
+        status: "active",
+        created_at: at,
+        updated_at: at,
+        hash: await hash(key),
+      };
       await store.save(record, true);
       return c.json({ ...publicView(record), key }, 201);
     }),
@@ -112,14 +122,23 @@ export function registerKeyRoutes(api: PluginApi, deps: KeyRouteDeps): void {
       const record = await existing(c);
       refuseRevoked(record);
       const body = await readBody(c, 'a JSON body {"grace_period": "1h"} (or none)', true);
-      const grace = typeof body === "object" && body !== null && "grace_period" in body ? (body as { grace_period: unknown }).grace_period : DEFAULT_ROTATION_GRACE;
+      const grace = typeof body === "object" && body !== null && "grace_period" in body
+        ? (body as { grace_period: unknown }).grace_period
+        : DEFAULT_ROTATION_GRACE;
       const graceMs = typeof grace === "string" ? parseDuration(grace) : undefined;
       if (typeof graceMs !== "number") throw errors.badRequest('grace_period: must be a duration such as "1h" or "0s" (the old secret stops at once)');
       // A secret rotated out earlier stops now: only the one just replaced gets a grace period.
       if (record.previous_hash) await store.save({ ...record, previous_valid_until: iso() });
       const key = newKeySecret();
       const previousValidUntil = new Date(now() + graceMs).toISOString();
-      const next: KeyRecord = { ...record, prefix: visiblePrefix(key), hash: await hash(key), previous_hash: record.hash, previous_valid_until: previousValidUntil, updated_at: iso() };
+      const next: KeyRecord = {
+        ...record,
+        prefix: visiblePrefix(key),
+        hash: await hash(key),
+        previous_hash: record.hash,
+        previous_valid_until: previousValidUntil,
+        updated_at: iso(),
+      };
       await store.save(next);
       lookup.forget(record.hash, record.previous_hash);
       return c.json({ id: next.id, key, prefix: next.prefix, previous_valid_until: previousValidUntil });

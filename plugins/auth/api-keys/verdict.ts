@@ -35,7 +35,10 @@ export function judgeEntry(entry: HashEntry | undefined, now: number): KeyRecord
   const record = entry.record;
   if (record.status === "revoked") return new KeyRefusal("revoked", "revoked API key: this key was revoked and cannot be used again; ask for a new key");
   if (entry.valid_until !== undefined && Date.parse(entry.valid_until) <= now) {
-    return new KeyRefusal("expired", `expired API key: this secret was replaced by a rotation and its grace period ended at ${entry.valid_until}; use the new secret`);
+    return new KeyRefusal(
+      "expired",
+      `expired API key: this secret was replaced by a rotation and its grace period ended at ${entry.valid_until}; use the new secret`,
+    );
   }
   if (record.expires_at !== undefined && Date.parse(record.expires_at) <= now) {
     return new KeyRefusal("expired", `expired API key: this key expired at ${record.expires_at}; ask for its expiry to be extended or for a new key`);

@@ -40,13 +40,24 @@ function sentBody(body: Record<string, unknown>): Record<string, unknown> {
 export function checkLine(value: unknown, rules: LineRules, seen: Set<string>): Checked {
   if (!isRecord(value)) return problem("invalid_json_line", "the line is not a JSON object; write one request object per line");
   const customId = value.custom_id;
-  if (typeof customId !== "string" || customId === "") return problem("missing_custom_id", 'the line has no "custom_id"; give every request a custom_id (a non-empty string) to find its answer by');
+  if (typeof customId !== "string" || customId === "") {
+    return problem("missing_custom_id", 'the line has no "custom_id"; give every request a custom_id (a non-empty string) to find its answer by');
+  }
   if (customId.length > CUSTOM_ID_MAX) return problem("invalid_custom_id", `"custom_id" is ${customId.length} characters long; keep it to ${CUSTOM_ID_MAX}`);
-  if (seen.has(customId)) return problem("duplicate_custom_id", `custom_id "${customId}" is used by an earlier line; every custom_id in a batch must be unique`);
+  if (seen.has(customId)) {
+    return problem("duplicate_custom_id", `custom_id "${customId}" is used by an earlier line; every custom_id in a batch must be unique`);
+  }
   let body: unknown;
   if (rules.api === "openai") {
     if (value.method !== "POST") return problem("invalid_method", `"method" must be "POST" (got ${JSON.stringify(value.method ?? null)})`);
-    if (value.url !== rules.endpoint) return problem("invalid_url", `"url" ${JSON.stringify(value.url ?? null)} is not the batch's endpoint "${rules.endpoint}"; every line must use the endpoint the batch was created with`);
+    if (value.url !== rules.endpoint) {
+      return problem(
+        "invalid_url",
+        `"url" ${
+          JSON.stringify(value.url ?? null)
+        } is not the batch's endpoint "${rules.endpoint}"; every line must use the endpoint the batch was created with`,
+      );
+    }
     body = value.body;
     if (!isRecord(body)) return problem("invalid_body", 'the line has no "body" object; put the request\'s JSON body there');
   } else {
@@ -54,8 +65,15 @@ export function checkLine(value: unknown, rules: LineRules, seen: Set<string>): 
     if (!isRecord(body)) return problem("invalid_body", 'the request has no "params" object; put the Messages request there');
   }
   const name = body.model;
-  if (typeof name !== "string" || name === "") return problem("missing_model", `"${rules.api === "openai" ? "body" : "params"}.model" is missing; name the model each request is for`);
+  if (typeof name !== "string" || name === "") {
+    return problem("missing_model", `"${rules.api === "openai" ? "body" : "params"}.model" is missing; name the model each request is for`);
+  }
   const model = rules.modelFor(name);
-  if (model === undefined) return problem("model_not_found", `model "${name}" does not exist or is not available to you at ${rules.endpoint}; list the models you may use with GET /v1/models`);
+  if (model === undefined) {
+    return problem(
+      "model_not_found",
+      `model "${name}" does not exist or is not available to you at ${rules.endpoint}; list the models you may use with GET /v1/models`,
+    );
+  }
   return { line: { custom_id: customId, model, body: sentBody(body) } };
 }

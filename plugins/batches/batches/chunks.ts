@@ -35,7 +35,9 @@ export class ChunkWriter {
   async flush(): Promise<void> {
     if (this.lines.length === 0) return;
     const index = this.starts.length - 1;
-    await this.objects.put(batchKeys.chunkObject(this.batchId, index), new TextEncoder().encode(this.lines.join("\n") + "\n"), { contentType: "application/jsonl" });
+    await this.objects.put(batchKeys.chunkObject(this.batchId, index), new TextEncoder().encode(this.lines.join("\n") + "\n"), {
+      contentType: "application/jsonl",
+    });
     this.lines = [];
     this.bytes = 0;
   }

@@ -102,7 +102,11 @@ export class BatchEngine {
   }
 
   /** Saves a new batch (validated in the background by the sweep); with an Idempotency-Key already used, the batch it created. */
-  async create(owner: { owner: string; principal: BatchRecord["principal"] }, input: NewBatch, idempotencyKey?: string): Promise<{ batch: BatchRecord; replay: boolean } | { gone: string }> {
+  async create(
+    owner: { owner: string; principal: BatchRecord["principal"] },
+    input: NewBatch,
+    idempotencyKey?: string,
+  ): Promise<{ batch: BatchRecord; replay: boolean } | { gone: string }> {
     const now = this.api.clock.now();
     const record = this.draft(owner, input);
     const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, ttlMs: IDEMPOTENCY_TTL_MS };
@@ -150,9 +154,20 @@ export class BatchEngine {
    * Saves a batch whose lines were checked already, running, and queues its lines; with an
    * Idempotency-Key already used, the batch it created (the checked lines are then dropped).
    */
-  async createChecked(batch: BatchRecord, checked: Extract<Validated, { ok: true }>, idempotencyKey?: string): Promise<{ batch: BatchRecord; replay: boolean } | { gone: string }> {
+  async createChecked(
+    batch: BatchRecord,
+    checked: Extract<Validated, { ok: true }>,
+    idempotencyKey?: string,
+  ): Promise<{ batch: BatchRecord; replay: boolean } | { gone: string }> {
     const now = this.api.clock.now();
-    const running: BatchRecord = { ...batch, status: "in_progress", in_progress_at: Math.floor(now / 1000), total: checked.total, chunks: checked.chunks, enqueued: 0 };
+    const running: BatchRecord = {
+      ...batch,
+      status: "in_progress",
+      in_progress_at: Math.floor(now / 1000),
+      total: checked.total,
+      chunks: checked.chunks,
+      enqueued: 0,
+    };
     const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, ttlMs: IDEMPOTENCY_TTL_MS };
     const saved = await this.store.create(running, Math.min(running.expires_ms, now + CHECK_MS), idempotency);
     if (!saved.created) {
@@ -179,7 +194,10 @@ export class BatchEngine {
   /** Asks a batch to stop: no new line starts, the running ones finish. The record after the call. */
   async cancel(batch: BatchRecord): Promise<BatchRecord> {
     const now = this.api.clock.now();
-    const before = await this.store.transition(batch.id, ["validating", "in_progress"], "cancelling", { cancelling_at: Math.floor(now / 1000), ending: "cancelled" });
+    const before = await this.store.transition(batch.id, ["validating", "in_progress"], "cancelling", {
+      cancelling_at: Math.floor(now / 1000),
+      ending: "cancelled",
+    });
     if (before === "validating" || before === "in_progress") await this.store.schedule(batch.id, now);
     return (await this.store.get(batch.id)) ?? batch;
   }

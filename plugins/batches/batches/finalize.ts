@@ -8,7 +8,7 @@ import type { ObjectStore } from "../../../core/stores/objects.ts";
 import type { FileStore, NewFile } from "../files/store.ts";
 import { readChunk } from "./chunks.ts";
 import type { OutputWriter } from "./output.ts";
-import { unansweredLine, type FileLetter } from "./results.ts";
+import { type FileLetter, unansweredLine } from "./results.ts";
 import type { BatchEnding, BatchRecord, BatchStatus } from "./record.ts";
 import type { BatchStore } from "./store.ts";
 
@@ -27,7 +27,11 @@ export interface FinalizeDeps {
 const encoder = new TextEncoder();
 
 /** The status field of each end. */
-const ENDED_AT: Record<BatchEnding, "completed_at" | "expired_at" | "cancelled_at"> = { completed: "completed_at", expired: "expired_at", cancelled: "cancelled_at" };
+const ENDED_AT: Record<BatchEnding, "completed_at" | "expired_at" | "cancelled_at"> = {
+  completed: "completed_at",
+  expired: "expired_at",
+  cancelled: "cancelled_at",
+};
 
 /**
  * Finalizes a batch being finalized (or cancelled): "ended" when this call set its final status,
@@ -63,7 +67,11 @@ export async function finalize(batch: BatchRecord, ending: BatchEnding, deps: Fi
   }
   const from: BatchStatus[] = ending === "cancelled" ? ["cancelling"] : ["finalizing"];
   const nowSeconds = Math.floor(deps.now() / 1000);
-  const ended = await deps.store.end(final.id, from, ending, deps.retentionMs, { [ENDED_AT[ending]]: nowSeconds, has_output: counts.o > 0, has_errors: counts.e > 0 });
+  const ended = await deps.store.end(final.id, from, ending, deps.retentionMs, {
+    [ENDED_AT[ending]]: nowSeconds,
+    has_output: counts.o > 0,
+    has_errors: counts.e > 0,
+  });
   return ended ? "ended" : "already";
 }
 
@@ -79,14 +87,16 @@ async function* concatenate(objects: ObjectStore, keys: readonly string[], extra
       yield value;
     }
   }
-  if (extra) for await (const line of extra) yield encoder.encode(line + "\n");
+  if (extra) { for await (const line of extra) yield encoder.encode(line + "\n"); }
 }
 
 /** The output of each line that never ended, in line order (read back from the batch's chunks). */
 async function* unfinishedLines(batch: BatchRecord, ending: BatchEnding, deps: FinalizeDeps): AsyncGenerator<string> {
   const done = await deps.store.doneLines(batch.id);
   const code = ending === "expired" ? "batch_expired" : "batch_cancelled";
-  const message = ending === "expired" ? "the request did not run before the batch's completion window ended" : "the batch was cancelled before the request ran";
+  const message = ending === "expired"
+    ? "the request did not run before the batch's completion window ended"
+    : "the batch was cancelled before the request ran";
   for (let chunk = 0; chunk < batch.chunks.length; chunk++) {
     const lines = (await readChunk(deps.objects, batch.id, chunk)) ?? [];
     for (let i = 0; i < lines.length; i++) {

@@ -44,12 +44,11 @@ export function answeredLine(api: BatchApi, requestId: string, customId: string,
 /** A line that ended without an answer of its own. */
 export function unansweredLine(api: BatchApi, requestId: string, customId: string, why: Unanswered): LineOutput {
   if (api === "anthropic") {
-    const result =
-      why.code === "batch_expired"
-        ? { type: "expired" }
-        : why.code === "batch_cancelled"
-          ? { type: "canceled" }
-          : { type: "errored", error: { type: "error", error: { type: "api_error", message: why.message } } };
+    const result = why.code === "batch_expired"
+      ? { type: "expired" }
+      : why.code === "batch_cancelled"
+      ? { type: "canceled" }
+      : { type: "errored", error: { type: "error", error: { type: "api_error", message: why.message } } };
     return { letter: "o", json: JSON.stringify({ custom_id: customId, result }) };
   }
   return { letter: "e", json: JSON.stringify({ id: requestId, custom_id: customId, response: null, error: why }) };

@@ -6,10 +6,10 @@ import { errors } from "../../../core/errors.ts";
 import { isRecord } from "../../../core/llm/json.ts";
 import type { PluginApi } from "../../../core/plugins/types.ts";
 import { readJsonBody } from "../../../core/request-body/json-body.ts";
-import { answering, identifyCaller, json, listLimit, type Caller } from "../caller.ts";
+import { answering, type Caller, identifyCaller, json, listLimit } from "../caller.ts";
 import type { FileStore } from "../files/store.ts";
 import type { BatchEngine } from "./engine.ts";
-import { batchView, type BatchRecord } from "./record.ts";
+import { type BatchRecord, batchView } from "./record.ts";
 import { batchIdTime } from "./store.ts";
 
 /** The endpoints a batch may target (`/v1/responses` where a service serves it). */
@@ -27,7 +27,9 @@ export function checkMetadata(value: unknown): Record<string, string> | null {
   const problem = `"metadata" must be an object of up to ${METADATA_KEYS} string values (keys up to 64 characters, values up to 512)`;
   if (!isRecord(value)) throw errors.badRequest(problem);
   const entries = Object.entries(value);
-  if (entries.length > METADATA_KEYS || entries.some(([key, v]) => key.length > 64 || typeof v !== "string" || v.length > 512)) throw errors.badRequest(problem);
+  if (entries.length > METADATA_KEYS || entries.some(([key, v]) => key.length > 64 || typeof v !== "string" || v.length > 512)) {
+    throw errors.badRequest(problem);
+  }
   return value as Record<string, string>;
 }
 
@@ -41,8 +43,12 @@ export async function checkCallback(api: PluginApi, value: unknown): Promise<str
   } catch {
     throw errors.badRequest(`callback_url "${value.slice(0, 200)}" is not an absolute URL; send an http:// or https:// address`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw errors.badRequest(`callback_url must be an http:// or https:// address, got "${url.protocol}"`);
-  if (!api.has("webhooks")) throw errors.badRequest("callback_url is not accepted: webhooks are turned off in this deployment (plugins: {webhooks: false}); poll the batch instead");
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw errors.badRequest(`callback_url must be an http:// or https:// address, got "${url.protocol}"`);
+  }
+  if (!api.has("webhooks")) {
+    throw errors.badRequest("callback_url is not accepted: webhooks are turned off in this deployment (plugins: {webhooks: false}); poll the batch instead");
+  }
   const refused = await api.use("webhooks").validateCallbackUrl(url.toString());
   if (refused !== null) throw errors.badRequest(`callback_url is not accepted: ${refused}`);
   return url.toString();
@@ -58,7 +64,9 @@ export function idempotencyKeyOf(request: Request): string | undefined {
 
 /** The answer to a create: the batch, or the one an Idempotency-Key already made (replayed), or 409 when that one is gone. */
 export function createdAnswer(created: Awaited<ReturnType<BatchEngine["create"]>>, view: (batch: BatchRecord) => unknown, key: string | undefined): Response {
-  if ("gone" in created) throw errors.conflict(`Idempotency-Key "${key}" was already used for batch ${created.gone}, which no longer exists; send a new key to create a batch`);
+  if ("gone" in created) {
+    throw errors.conflict(`Idempotency-Key "${key}" was already used for batch ${created.gone}, which no longer exists; send a new key to create a batch`);
+  }
   const response = json(view(created.batch));
   if (created.replay) response.headers.set("x-idempotent-replay", "true");
   return response;
@@ -69,7 +77,9 @@ export function registerBatchRoutes(api: PluginApi, engine: BatchEngine, files: 
 
   const ownBatch = async (caller: Caller, id: string): Promise<BatchRecord> => {
     const batch = await engine.store.get(id);
-    if (!batch || batch.api !== "openai" || !caller.owns(batch.owner)) throw errors.notFound(`no batch "${id.slice(0, 100)}"; list your batches with GET /v1/batches`);
+    if (!batch || batch.api !== "openai" || !caller.owns(batch.owner)) {
+      throw errors.notFound(`no batch "${id.slice(0, 100)}"; list your batches with GET /v1/batches`);
+    }
     return batch;
   };
 
@@ -89,13 +99,21 @@ export function registerBatchRoutes(api: PluginApi, engine: BatchEngine, files: 
       }
       const window = body.completion_window;
       if (typeof window !== "string" || engine.windowMs(window) === undefined) {
-        throw errors.badRequest(`"completion_window" must be one of ${windows.map((w) => `"${w}"`).join(", ")} (batches.completion_windows; got ${JSON.stringify(window ?? null)})`);
+        throw errors.badRequest(
+          `"completion_window" must be one of ${windows.map((w) => `"${w}"`).join(", ")} (batches.completion_windows; got ${JSON.stringify(window ?? null)})`,
+        );
       }
       const fileId = body.input_file_id;
-      if (typeof fileId !== "string" || fileId === "") throw errors.badRequest('"input_file_id" is missing: upload the JSONL file with POST /v1/files (purpose "batch") and send its id');
+      if (typeof fileId !== "string" || fileId === "") {
+        throw errors.badRequest('"input_file_id" is missing: upload the JSONL file with POST /v1/files (purpose "batch") and send its id');
+      }
       const file = await files.get(fileId);
-      if (!file || !caller.owns(file.owner)) throw errors.notFound(`"input_file_id": no file "${fileId.slice(0, 100)}"; upload the input with POST /v1/files and send the id it answers`);
-      if (file.purpose !== "batch") throw errors.badRequest(`"input_file_id": file "${fileId}" has purpose "${file.purpose}"; a batch's input must be uploaded with purpose "batch"`);
+      if (!file || !caller.owns(file.owner)) {
+        throw errors.notFound(`"input_file_id": no file "${fileId.slice(0, 100)}"; upload the input with POST /v1/files and send the id it answers`);
+      }
+      if (file.purpose !== "batch") {
+        throw errors.badRequest(`"input_file_id": file "${fileId}" has purpose "${file.purpose}"; a batch's input must be uploaded with purpose "batch"`);
+      }
       const metadata = checkMetadata(body.metadata);
       const callback = await checkCallback(api, body.callback_url);
       const created = await engine.create(
@@ -114,9 +132,17 @@ export function registerBatchRoutes(api: PluginApi, engine: BatchEngine, files: 
       if (caller instanceof Response) return caller;
       const limit = listLimit(c.req.query("limit"), LIST_DEFAULT, LIST_MAX);
       const after = c.req.query("after") || undefined;
-      if (after !== undefined && batchIdTime(after) === undefined) throw errors.badRequest(`query parameter "after" must be a batch id (the last id of the previous page); got "${after.slice(0, 100)}"`);
+      if (after !== undefined && batchIdTime(after) === undefined) {
+        throw errors.badRequest(`query parameter "after" must be a batch id (the last id of the previous page); got "${after.slice(0, 100)}"`);
+      }
       const page = await engine.store.list(caller.owner, "openai", after, limit);
-      return json({ object: "list", data: page.items.map(batchView), has_more: page.hasMore, first_id: page.items[0]?.id ?? null, last_id: page.items.at(-1)?.id ?? null });
+      return json({
+        object: "list",
+        data: page.items.map(batchView),
+        has_more: page.hasMore,
+        first_id: page.items[0]?.id ?? null,
+        last_id: page.items.at(-1)?.id ?? null,
+      });
     }),
   );
 

@@ -16,7 +16,7 @@ import { retryDelayMs } from "../../../core/backoff.ts";
 import { parseRetryAfter } from "../../../core/proxy/retry-after.ts";
 import type { Principal, RequestContext } from "../../../core/pipeline/context.ts";
 import type { LineSource } from "./line-source.ts";
-import { answeredLine, parseAnswer, unansweredLine, type LineOutput } from "./results.ts";
+import { answeredLine, type LineOutput, parseAnswer, unansweredLine } from "./results.ts";
 import type { BatchRecord } from "./record.ts";
 import type { Entry } from "./store.ts";
 
@@ -63,7 +63,15 @@ export async function runLine(deps: LineRunDeps, entry: Entry, signal: AbortSign
   const { response, ctx } = answer;
   const text = await response.text().catch(() => "");
   const status = response.status;
-  const answered = () => ({ kind: "done" as const, succeeded: status >= 200 && status <= 299, output: answeredLine(batch.api, requestId, line.custom_id, { status, requestId: response.headers.get("x-request-id") ?? requestId, body: parseAnswer(text) }) });
+  const answered = () => ({
+    kind: "done" as const,
+    succeeded: status >= 200 && status <= 299,
+    output: answeredLine(batch.api, requestId, line.custom_id, {
+      status,
+      requestId: response.headers.get("x-request-id") ?? requestId,
+      body: parseAnswer(text),
+    }),
+  });
   if (status >= 200 && status <= 299) return answered();
   if (ctx?.stage === "limits" && status === 503) return { kind: "again", due: deps.now() + YIELD_MS, attempts: entry.attempts, reason: "yield" };
   if (ctx?.stage === "limits" && status === 429) return answered();

@@ -3,7 +3,7 @@
  * it ends, all through the atomic operations of ops.ts (the one owner of that layout, keys.ts).
  */
 import type { KvStore } from "../../../core/stores/kv.ts";
-import { idTime, type IdPrefix } from "../ids.ts";
+import { type IdPrefix, idTime } from "../ids.ts";
 import { batchKeys } from "../keys.ts";
 import { newestFirst, type NewestFirstPage } from "../newest-first.ts";
 import {
@@ -14,13 +14,13 @@ import {
   leaseRenew,
   lineClaim,
   lineFinish,
-  linesEnqueue,
   lineRetry,
+  linesEnqueue,
   scheduleSet,
   scheduleTake,
   segmentCommit,
 } from "./ops.ts";
-import { fromFields, toFields, type BatchApi, type BatchRecord, type BatchStatus } from "./record.ts";
+import { type BatchApi, type BatchRecord, type BatchStatus, fromFields, toFields } from "./record.ts";
 
 /** Retries moved to the head of a queue per claim. */
 const RETRIES_PER_CLAIM = 50;
@@ -122,7 +122,8 @@ export class BatchStore {
 
   /** Puts a running line back to run at `due` (with `next` attempts made); false when its lease had lapsed. */
   async retryAt(model: string, member: string, next: Entry, due: number): Promise<boolean> {
-    return (await this.kv.run(lineRetry, [batchKeys.running(model), batchKeys.retry(model), batchKeys.record(next.batchId)], [member, entryOf(next), due])) === 1;
+    return (await this.kv.run(lineRetry, [batchKeys.running(model), batchKeys.retry(model), batchKeys.record(next.batchId)], [member, entryOf(next), due])) ===
+      1;
   }
 
   renew(model: string, members: readonly string[], deadline: number): Promise<number> {
@@ -176,7 +177,13 @@ export class BatchStore {
   /** Ends the batch with its final status, when it is in one of `from`; false otherwise. */
   async end(id: string, from: readonly BatchStatus[], to: BatchStatus, retentionMs: number, fields: Partial<BatchRecord>): Promise<boolean> {
     const kept = [batchKeys.done(id), batchKeys.output(id), batchKeys.segments(id), batchKeys.flushing(id)];
-    const reply = await this.kv.run(batchEnd, [batchKeys.record(id), batchKeys.active, ...kept], [from.join(","), to, retentionMs, id, ...Object.entries(toFields(fields)).flat()]);
+    const reply = await this.kv.run(batchEnd, [batchKeys.record(id), batchKeys.active, ...kept], [
+      from.join(","),
+      to,
+      retentionMs,
+      id,
+      ...Object.entries(toFields(fields)).flat(),
+    ]);
     return reply === 1;
   }
 

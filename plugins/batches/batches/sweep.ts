@@ -10,7 +10,7 @@ import type { Logger } from "../../../core/log.ts";
 import type { LineRules } from "./checks.ts";
 import { deleteBatchObjects } from "./chunks.ts";
 import { finalize, type FinalizeDeps } from "./finalize.ts";
-import { remainingOf, type BatchEnding, type BatchRecord } from "./record.ts";
+import { type BatchEnding, type BatchRecord, remainingOf } from "./record.ts";
 import type { BatchStore } from "./store.ts";
 import { checkInput, enqueueRest, type ValidationDeps } from "./validate.ts";
 

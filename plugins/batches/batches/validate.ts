@@ -8,8 +8,8 @@
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import type { FileStore } from "../files/store.ts";
 import { jsonlLines } from "../jsonl.ts";
-import { checkLine, type CheckedLine, type LineRules } from "./checks.ts";
-import { ChunkWriter, chunkOf, deleteBatchObjects, readChunk } from "./chunks.ts";
+import { type CheckedLine, checkLine, type LineRules } from "./checks.ts";
+import { chunkOf, ChunkWriter, deleteBatchObjects, readChunk } from "./chunks.ts";
 import type { BatchRecord, LineError } from "./record.ts";
 import type { BatchStore } from "./store.ts";
 
@@ -38,7 +38,16 @@ export type Validated = { ok: true; total: number; chunks: number[]; models: str
 export async function checkInput(batch: BatchRecord, rules: LineRules, deps: ValidationDeps): Promise<Validated> {
   const input = await deps.files.get(batch.input_file_id);
   const content = input ? await deps.files.content(input) : null;
-  if (!content) return { ok: false, errors: [{ code: "file_not_found", message: `the input file "${batch.input_file_id}" was deleted before the batch started; upload it again and create a new batch`, line: null }] };
+  if (!content) {
+    return {
+      ok: false,
+      errors: [{
+        code: "file_not_found",
+        message: `the input file "${batch.input_file_id}" was deleted before the batch started; upload it again and create a new batch`,
+        line: null,
+      }],
+    };
+  }
   const errors: LineError[] = [];
   const seen = new Set<string>();
   const models: string[] = [];
@@ -48,12 +57,20 @@ export async function checkInput(batch: BatchRecord, rules: LineRules, deps: Val
     if (text !== undefined && text.trim() === "") continue;
     count++;
     if (count > deps.maxLines) {
-      errors.push({ code: "too_many_lines", message: `the file has more than ${deps.maxLines} requests (batches.max_lines); split it into several batches`, line: number });
+      errors.push({
+        code: "too_many_lines",
+        message: `the file has more than ${deps.maxLines} requests (batches.max_lines); split it into several batches`,
+        line: number,
+      });
       break;
     }
     if (count % KEEP_ALIVE_LINES === 0) await deps.keepAlive();
     if (text === undefined) {
-      errors.push({ code: "line_too_large", message: `the line is longer than ${deps.maxLineBytes} bytes, the largest request the gateway takes (server.max_body_mb)`, line: number });
+      errors.push({
+        code: "line_too_large",
+        message: `the line is longer than ${deps.maxLineBytes} bytes, the largest request the gateway takes (server.max_body_mb)`,
+        line: number,
+      });
     } else {
       let value: unknown;
       try {
@@ -61,7 +78,9 @@ export async function checkInput(batch: BatchRecord, rules: LineRules, deps: Val
       } catch {
         value = undefined;
       }
-      const checked = value === undefined ? { error: { code: "invalid_json_line", message: "the line is not valid JSON; write one JSON request object per line (JSONL)" } } : checkLine(value, rules, seen);
+      const checked = value === undefined
+        ? { error: { code: "invalid_json_line", message: "the line is not valid JSON; write one JSON request object per line (JSONL)" } }
+        : checkLine(value, rules, seen);
       if ("error" in checked) errors.push({ ...checked.error, line: number });
       else if (errors.length === 0) {
         seen.add(checked.line.custom_id);
@@ -71,7 +90,9 @@ export async function checkInput(batch: BatchRecord, rules: LineRules, deps: Val
     }
     if (errors.length >= MAX_ERRORS) break;
   }
-  if (errors.length === 0 && count === 0) errors.push({ code: "empty_file", message: "the input file holds no request; write one JSON request object per line", line: null });
+  if (errors.length === 0 && count === 0) {
+    errors.push({ code: "empty_file", message: "the input file holds no request; write one JSON request object per line", line: null });
+  }
   if (errors.length > 0) {
     await deleteBatchObjects(deps.objects, batch.id);
     return { ok: false, errors };

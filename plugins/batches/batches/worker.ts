@@ -12,8 +12,8 @@
 import type { Logger } from "../../../core/log.ts";
 import type { OutputWriter } from "./output.ts";
 import { FLUSH_LINES } from "./output.ts";
-import { runLine, type LineRunDeps } from "./run-line.ts";
-import { parseEntry, type BatchStore, type Entry } from "./store.ts";
+import { type LineRunDeps, runLine } from "./run-line.ts";
+import { type BatchStore, type Entry, parseEntry } from "./store.ts";
 
 /** A line's lease; renewed every third of it while the line runs. */
 export const LINE_LEASE_MS = 30_000;
@@ -105,7 +105,12 @@ export class LineWorker {
       while (!this.stopping && (this.perModel.get(model) ?? 0) < this.deps.concurrency) {
         let claim: Awaited<ReturnType<BatchStore["claim"]>>;
         try {
-          claim = await this.deps.store.claim(model, { now: this.deps.now(), leaseMs: LINE_LEASE_MS, token: this.deps.newToken(), limit: this.deps.concurrency });
+          claim = await this.deps.store.claim(model, {
+            now: this.deps.now(),
+            leaseMs: LINE_LEASE_MS,
+            token: this.deps.newToken(),
+            limit: this.deps.concurrency,
+          });
         } catch (error) {
           this.logError("batch_line_claim_failed", error);
           return;
@@ -150,7 +155,9 @@ export class LineWorker {
     }
     const finished = await store.finish(model, member, entry, outcome.succeeded, outcome.output.letter + outcome.output.json);
     if (finished.counted) this.deps.ended(model, outcome.succeeded);
-    if (finished.pending >= FLUSH_LINES) void this.deps.output.flush(entry.batchId).catch((error: unknown) => this.deps.log.warn("batch_flush_failed", { batch_id: entry.batchId, error }));
+    if (finished.pending >= FLUSH_LINES) {
+      void this.deps.output.flush(entry.batchId).catch((error: unknown) => this.deps.log.warn("batch_flush_failed", { batch_id: entry.batchId, error }));
+    }
     if (finished.inFlight === 0 && (finished.remaining === 0 || finished.status === "cancelling")) this.deps.mayEnd(entry.batchId);
   }
 

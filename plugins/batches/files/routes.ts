@@ -5,11 +5,11 @@
  */
 import { errors, GatewayError } from "../../../core/errors.ts";
 import type { PluginApi } from "../../../core/plugins/types.ts";
-import { readMultipartForm, sanitizeFilename, type FilePart, type FormRules } from "../../../core/request-body/multipart-form.ts";
-import { answering, identifyCaller, json, listLimit, type Caller } from "../caller.ts";
+import { type FilePart, type FormRules, readMultipartForm, sanitizeFilename } from "../../../core/request-body/multipart-form.ts";
+import { answering, type Caller, identifyCaller, json, listLimit } from "../caller.ts";
 import { idTime } from "../ids.ts";
 import { capped } from "../upload-cap.ts";
-import { fileView, UPLOAD_PURPOSES, type FileRecord, type FilePurpose, type FileStore } from "./store.ts";
+import { type FilePurpose, type FileRecord, type FileStore, fileView, UPLOAD_PURPOSES } from "./store.ts";
 
 const FILE_FORM: FormRules = { singleValued: new Set(["purpose"]), what: "the file" };
 const MIB = 1024 * 1024;
@@ -51,7 +51,9 @@ export function registerFileRoutes(api: PluginApi, files: FileStore): void {
           stored = { filename: sanitizeFilename(part.filename), contentType: part.mimeType, bytes: size };
         } catch (error) {
           if (upload.exceeded()) {
-            throw errors.tooLarge(`the file is larger than ${api.config.batches.max_file_size_mb} MB (batches.max_file_size_mb); split it into smaller batches`);
+            throw errors.tooLarge(
+              `the file is larger than ${api.config.batches.max_file_size_mb} MB (batches.max_file_size_mb); split it into smaller batches`,
+            );
           }
           if (error instanceof GatewayError) throw error;
           api.log.error("batch_file_store_failed", { file_id: id, error });
@@ -60,7 +62,11 @@ export function registerFileRoutes(api: PluginApi, files: FileStore): void {
       };
       const form = await readMultipartForm(c.req.raw, store, FILE_FORM);
       if (!form.hadFile || !stored) {
-        throw errors.badRequest(form.fields.has("file") ? 'the "file" field must be a file upload (a part with a filename), not a text field' : 'missing the "file" part: send the JSONL file as multipart/form-data field "file"');
+        throw errors.badRequest(
+          form.fields.has("file")
+            ? 'the "file" field must be a file upload (a part with a filename), not a text field'
+            : 'missing the "file" part: send the JSONL file as multipart/form-data field "file"',
+        );
       }
       const problem = purposeProblem(form.fields.get("purpose"));
       if (problem) {

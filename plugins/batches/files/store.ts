@@ -139,7 +139,10 @@ export class FileStore {
 
   /** Deletes the record, then the bytes. False when the file was already gone. */
   async delete(file: FileRecord): Promise<boolean> {
-    const deleted = await this.deps.kv.run(fileDelete, [batchKeys.file(file.id), batchKeys.filesOf(file.owner), batchKeys.fileExpiry], [file.id, this.deps.now()]);
+    const deleted = await this.deps.kv.run(fileDelete, [batchKeys.file(file.id), batchKeys.filesOf(file.owner), batchKeys.fileExpiry], [
+      file.id,
+      this.deps.now(),
+    ]);
     if (deleted === 0) return false;
     await this.removeBytes(file.id);
     return true;

@@ -8,7 +8,7 @@
  */
 import { errors, GatewayError } from "../../../core/errors.ts";
 import type { PluginApi } from "../../../core/plugins/types.ts";
-import { answering, identifyCaller, json, listLimit, type Caller } from "../caller.ts";
+import { answering, type Caller, identifyCaller, json, listLimit } from "../caller.ts";
 import type { BatchEngine } from "../batches/engine.ts";
 import type { BatchRecord } from "../batches/record.ts";
 import { createdAnswer, idempotencyKeyOf } from "../batches/routes.ts";
@@ -33,7 +33,9 @@ export function registerMessageBatchRoutes(api: PluginApi, engine: BatchEngine, 
 
   const ownBatch = async (caller: Caller, id: string): Promise<BatchRecord> => {
     const batch = await engine.store.get(id);
-    if (!batch || batch.api !== "anthropic" || !caller.owns(batch.owner)) throw errors.notFound(`no message batch "${id.slice(0, 100)}"; list yours with GET /v1/messages/batches`);
+    if (!batch || batch.api !== "anthropic" || !caller.owns(batch.owner)) {
+      throw errors.notFound(`no message batch "${id.slice(0, 100)}"; list yours with GET /v1/messages/batches`);
+    }
     return batch;
   };
 
@@ -52,7 +54,9 @@ export function registerMessageBatchRoutes(api: PluginApi, engine: BatchEngine, 
       try {
         bytes = (await api.objects.put(files.objectKey(inputId), upload.stream, { contentType: "application/jsonl" })).size;
       } catch (error) {
-        if (upload.exceeded()) throw errors.tooLarge(`the requests are larger than ${section.max_file_size_mb} MB (batches.max_file_size_mb); split them into smaller batches`);
+        if (upload.exceeded()) {
+          throw errors.tooLarge(`the requests are larger than ${section.max_file_size_mb} MB (batches.max_file_size_mb); split them into smaller batches`);
+        }
         if (error instanceof GatewayError) throw error;
         throw errors.badRequest(`the request body could not be read: ${(error as Error).message}`);
       }
@@ -61,8 +65,19 @@ export function registerMessageBatchRoutes(api: PluginApi, engine: BatchEngine, 
         await discard();
         throw errors.badRequest('the body has no "requests" array; send {"requests": [{"custom_id": ..., "params": {...}}, ...]}');
       }
-      const input = await files.save(inputId, { owner: caller.owner, filename: "message_batch_requests.jsonl", purpose: "batch", contentType: "application/jsonl" }, bytes);
-      const draft = engine.draft({ owner: caller.owner, principal: caller.principal }, { api: "anthropic", endpoint: "/v1/messages", input_file_id: input.id, completion_window: window, metadata: null });
+      const input = await files.save(inputId, {
+        owner: caller.owner,
+        filename: "message_batch_requests.jsonl",
+        purpose: "batch",
+        contentType: "application/jsonl",
+      }, bytes);
+      const draft = engine.draft({ owner: caller.owner, principal: caller.principal }, {
+        api: "anthropic",
+        endpoint: "/v1/messages",
+        input_file_id: input.id,
+        completion_window: window,
+        metadata: null,
+      });
       const checked = await engine.check(draft);
       if (!checked.ok) {
         await files.delete(input);
@@ -84,10 +99,17 @@ export function registerMessageBatchRoutes(api: PluginApi, engine: BatchEngine, 
       const limit = listLimit(c.req.query("limit"), LIST_DEFAULT, LIST_MAX);
       if (c.req.query("before_id")) throw errors.badRequest('"before_id" is not supported here; page forward with "after_id"');
       const after = c.req.query("after_id") || undefined;
-      if (after !== undefined && batchIdTime(after) === undefined) throw errors.badRequest(`query parameter "after_id" must be a message batch id (the last_id of the previous page); got "${after.slice(0, 100)}"`);
+      if (after !== undefined && batchIdTime(after) === undefined) {
+        throw errors.badRequest(`query parameter "after_id" must be a message batch id (the last_id of the previous page); got "${after.slice(0, 100)}"`);
+      }
       const page = await engine.store.list(caller.owner, "anthropic", after, limit);
       const origin = originOf(c.req.raw);
-      return json({ data: page.items.map((b) => messageBatchView(b, origin)), has_more: page.hasMore, first_id: page.items[0]?.id ?? null, last_id: page.items.at(-1)?.id ?? null });
+      return json({
+        data: page.items.map((b) => messageBatchView(b, origin)),
+        has_more: page.hasMore,
+        first_id: page.items[0]?.id ?? null,
+        last_id: page.items.at(-1)?.id ?? null,
+      });
     }),
   );
 
@@ -106,7 +128,9 @@ export function registerMessageBatchRoutes(api: PluginApi, engine: BatchEngine, 
       const caller = await identifyCaller(api, c.req.raw);
       if (caller instanceof Response) return caller;
       const batch = await ownBatch(caller, c.req.param("id") ?? "");
-      if (processingStatus(batch) !== "ended") throw errors.notFound(`message batch "${batch.id}" is ${processingStatus(batch)}; its results are ready once it has ended`);
+      if (processingStatus(batch) !== "ended") {
+        throw errors.notFound(`message batch "${batch.id}" is ${processingStatus(batch)}; its results are ready once it has ended`);
+      }
       const file = batch.has_output ? await files.get(batch.output_file_id) : null;
       const stored = file ? await files.content(file) : null;
       if (!stored) throw errors.notFound(`the results of message batch "${batch.id}" are gone (past batches.retention)`);

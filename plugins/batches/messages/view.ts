@@ -3,7 +3,7 @@
  * `ended`), `request_counts {processing, succeeded, errored, canceled, expired}`, RFC 3339 times,
  * and `results_url` once it ended: an absolute URL of the gateway itself, which the SDK fetches.
  */
-import { ENDED, remainingOf, type BatchRecord } from "../batches/record.ts";
+import { type BatchRecord, ENDED, remainingOf } from "../batches/record.ts";
 
 const iso = (seconds: number | undefined): string | null => (seconds === undefined ? null : new Date(seconds * 1000).toISOString());
 

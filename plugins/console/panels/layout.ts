@@ -18,7 +18,11 @@ export function consolePanels(plugins: readonly PluginContributions[]): ConsoleP
     for (const panel of declared ?? []) {
       const other = panels.find((entry) => entry.panel.id === panel.id);
       if (other) {
-        throw new PluginError(`plugins "${other.plugin}" and "${plugin}" both declare the console panel "${panel.id}"; give one of them another id`, undefined, "GW_PLUGIN_DUPLICATE");
+        throw new PluginError(
+          `plugins "${other.plugin}" and "${plugin}" both declare the console panel "${panel.id}"; give one of them another id`,
+          undefined,
+          "GW_PLUGIN_DUPLICATE",
+        );
       }
       panels.push({ plugin, panel });
     }

@@ -28,7 +28,7 @@ export function assembleDocument(input: DocInput, parts: DocumentParts): OpenApi
       version: "1",
       description: [
         "Generated from the gateway's live configuration: it changes on reload, and models hidden from the caller are left out.",
-        "Every error answers with `{\"error\":{\"message\",\"type\"}}`.",
+        'Every error answers with `{"error":{"message","type"}}`.',
       ].join("\n\n"),
     },
     servers: [{ url: "/", description: "This gateway" }],
@@ -38,7 +38,14 @@ export function assembleDocument(input: DocInput, parts: DocumentParts): OpenApi
       schemas: plain(parts.schemas),
       responses: componentResponses(),
       ...(oauth2 ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } } : {}),
-      ...(apiKey ? { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A gateway API key (gw-...)" }, apiKey: { type: "apiKey", in: "header", name: "x-api-key" } } } : {}),
+      ...(apiKey
+        ? {
+          securitySchemes: {
+            bearer: { type: "http", scheme: "bearer", description: "A gateway API key (gw-...)" },
+            apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
+          },
+        }
+        : {}),
     },
     // Optional security: the gateway also serves anonymous callers (public models, ops endpoints).
     ...(oauth2 ? { security: [{ bearer: [] }, {}] } : {}),

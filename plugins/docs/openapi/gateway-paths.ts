@@ -3,7 +3,7 @@
  * running config), which no plugin owns, and its own (this document and the docs pages).
  */
 import { ADMIN } from "../../../core/openapi/admin.ts";
-import { modelNames, oneOfStrings, type DocInput } from "../../../core/openapi/input.ts";
+import { type DocInput, modelNames, oneOfStrings } from "../../../core/openapi/input.ts";
 import { errors, jsonResponse } from "../../../core/openapi/responses.ts";
 import type { Parameter, Paths } from "../../../core/openapi/types.ts";
 
@@ -32,11 +32,15 @@ export function corePaths(): Paths {
       post: {
         operationId: "reload",
         summary: "Reload the config file",
-        description: "Builds a new runtime from the file and swaps it in atomically; on any problem the running config stays. Admin endpoint: secure /-/* upstream.",
+        description:
+          "Builds a new runtime from the file and swaps it in atomically; on any problem the running config stays. Admin endpoint: secure /-/* upstream.",
         tags: ["Admin"],
         responses: {
           "200": jsonResponse("ReloadResult", "Reloaded"),
-          "500": jsonResponse("ReloadError", "Not reloaded, nothing changed: the file is invalid (type config_error, every problem listed with its path), or a plugin failed to set up for another reason (type api_error)"),
+          "500": jsonResponse(
+            "ReloadError",
+            "Not reloaded, nothing changed: the file is invalid (type config_error, every problem listed with its path), or a plugin failed to set up for another reason (type api_error)",
+          ),
         },
       },
     },
@@ -53,7 +57,8 @@ export function docsPaths(input: DocInput): Paths {
     get: {
       operationId,
       summary,
-      description: "Fetched from the service's swagger_url (cached briefly). Every operation is marked deprecated for a deprecated model; `servers` point at the gateway.",
+      description:
+        "Fetched from the service's swagger_url (cached briefly). Every operation is marked deprecated for a deprecated model; `servers` point at the gateway.",
       tags: ["Docs"],
       parameters: params(),
       responses: {
@@ -64,7 +69,13 @@ export function docsPaths(input: DocInput): Paths {
   });
   const paths: Paths = {
     "/openapi.yaml": {
-      get: { operationId: "openapi", summary: "This document", description: "Generated from the live config; models hidden from the caller are left out.", tags: ["Docs"], responses: { "200": TEXT("OpenAPI 3.0.3", "application/yaml") } },
+      get: {
+        operationId: "openapi",
+        summary: "This document",
+        description: "Generated from the live config; models hidden from the caller are left out.",
+        tags: ["Docs"],
+        responses: { "200": TEXT("OpenAPI 3.0.3", "application/yaml") },
+      },
     },
     "/docs": { get: { operationId: "docs_page", summary: "Interactive API docs", tags: ["Docs"], responses: { "200": TEXT("HTML page", "text/html") } } },
   };
@@ -79,7 +90,13 @@ export function docsPaths(input: DocInput): Paths {
 export function configPath(): Paths {
   return {
     "/-/config": {
-      get: { operationId: "running_config", summary: "The running config, secrets redacted", description: `What this runtime runs (not the file). Every secret is "***". ${ADMIN}`, tags: ["Admin"], responses: { "200": jsonResponse("RunningConfig", "The config") } },
+      get: {
+        operationId: "running_config",
+        summary: "The running config, secrets redacted",
+        description: `What this runtime runs (not the file). Every secret is "***". ${ADMIN}`,
+        tags: ["Admin"],
+        responses: { "200": jsonResponse("RunningConfig", "The config") },
+      },
     },
   };
 }

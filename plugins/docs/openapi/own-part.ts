@@ -6,7 +6,10 @@ import { coreSchemas } from "./schemas.ts";
 export const docsOpenApi: OpenApiContribution = {
   tags: [
     { name: "Gateway", description: "Health and metrics" },
-    { name: "Admin", description: "Operations endpoints under /-/ (with admin.token set they need Authorization: Bearer <admin.token>; else secure them upstream)" },
+    {
+      name: "Admin",
+      description: "Operations endpoints under /-/ (with admin.token set they need Authorization: Bearer <admin.token>; else secure them upstream)",
+    },
     { name: "Docs", description: "This document and the backends' own API documents" },
   ],
   schemas: coreSchemas,

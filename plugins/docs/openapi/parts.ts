@@ -47,6 +47,8 @@ export function documentParts(plugins: readonly PluginContributions[]): Document
 }
 
 function duplicate(kind: "schema" | "tag", name: string, first: string, second: string): PluginError {
-  const fix = kind === "schema" ? "rename one of them (schema names are global to the document)" : `leave it out of "${second}" (its operations may name a tag another plugin declares)`;
+  const fix = kind === "schema"
+    ? "rename one of them (schema names are global to the document)"
+    : `leave it out of "${second}" (its operations may name a tag another plugin declares)`;
   return new PluginError(`plugins "${first}" and "${second}" both declare the OpenAPI ${kind} "${name}"; ${fix}`, undefined, "GW_PLUGIN_DUPLICATE");
 }

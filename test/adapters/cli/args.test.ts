@@ -16,7 +16,10 @@ describe("parseArgs", () => {
     expect(parseArgs(["check", "--config", "c.yaml"])).toEqual({ kind: "check", configPath: "c.yaml", verbose: false });
     expect(parseArgs(["check"])).toEqual({ kind: "check", configPath: undefined, verbose: false });
     expect(parseArgs(["check", "--verbose", "--config", "c.yaml"])).toEqual({ kind: "check", configPath: "c.yaml", verbose: true });
-    expect(parseArgs(["check", "--port", "1"])).toMatchObject({ kind: "usage-error", message: expect.stringContaining("check takes only --config and --verbose") });
+    expect(parseArgs(["check", "--port", "1"])).toMatchObject({
+      kind: "usage-error",
+      message: expect.stringContaining("check takes only --config and --verbose"),
+    });
   });
 
   it("--help and --version win over everything else", () => {

@@ -4,7 +4,7 @@
  * node-server's reason), not one whose answer was finished, and reads the state right when
  * first asked after the fact.
  */
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, request as httpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { clientGoneOf } from "../../../adapters/node/client-gone.ts";

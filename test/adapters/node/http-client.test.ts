@@ -122,7 +122,9 @@ describe("the Node HTTP client", () => {
         controller.close();
       },
     }, { highWaterMark: 0 });
-    const refused = await fetchViaClient("http://127.0.0.1:9/echo", { method: "POST", body, redirect: "manual", duplex: "half" } as RequestInit).catch((error: unknown) => error);
+    const refused = await fetchViaClient("http://127.0.0.1:9/echo", { method: "POST", body, redirect: "manual", duplex: "half" } as RequestInit).catch((
+      error: unknown,
+    ) => error);
     expect(refused).toBeInstanceOf(TypeError);
     expect(String((refused as TypeError & { cause?: { code?: string } }).cause?.code)).toBe("ECONNREFUSED");
     expect(pulls).toBe(0);

@@ -216,7 +216,9 @@ describe("problems", () => {
     expect(problemsOf("services:\n  - type: a\n    oprations: { run: [/run] }\n")).toEqual(['services[0].oprations: unknown key; did you mean "operations"?']);
     // A plugin's per-service field is suggested like a core one; two swapped letters are one edit.
     expect(problemsOf("services:\n  - type: a\n    rerty: {}\n")).toEqual(['services[0].rerty: unknown key; did you mean "retry"?']);
-    expect(problemsOf("services:\n  - type: a\n    retry: { attempts: 2 }\n")).toEqual(['services[0].retry.attempts: unknown key; did you mean "max_attempts"?']);
+    expect(problemsOf("services:\n  - type: a\n    retry: { attempts: 2 }\n")).toEqual([
+      'services[0].retry.attempts: unknown key; did you mean "max_attempts"?',
+    ]);
   });
 
   it("lists the keys allowed there when no key is close to the unknown one", () => {
@@ -244,7 +246,9 @@ describe("problems", () => {
 
   it("names each kind of value a union takes", () => {
     for (const value of ["0", "two", "-3"]) {
-      expect(problemsOf(`server:\n  workers: ${value}\n`)).toEqual([`server.workers: must be an integer of at least 1 or "auto", got ${/^-?\d+$/.test(value) ? value : `"${value}"`}`]);
+      expect(problemsOf(`server:\n  workers: ${value}\n`)).toEqual([
+        `server.workers: must be an integer of at least 1 or "auto", got ${/^-?\d+$/.test(value) ? value : `"${value}"`}`,
+      ]);
     }
     expect(load("server:\n  workers: auto\n").server.workers).toBe("auto");
     expect(load("services: []\n").server.workers).toBe(1);
@@ -310,7 +314,8 @@ describe("problems", () => {
     // Alone of its type: POST /jobs/asr with no model reaches it; no operations = async only.
     expect(load("services:\n  - type: asr\n").services[0]).toMatchObject({ model: "", operations: {} });
     // The type's default, or alone on one of its paths: a request without a model reaches it.
-    const services = (withoutModel: string) => `services:\n  - { type: chat, model: a, operations: { chat: [/v1/chat] } }\n  - { type: chat, ${withoutModel} }\n`;
+    const services = (withoutModel: string) =>
+      `services:\n  - { type: chat, model: a, operations: { chat: [/v1/chat] } }\n  - { type: chat, ${withoutModel} }\n`;
     expect(load(services("default: true")).services[1].model).toBe("");
     expect(load(services("operations: { embed: [/v1/embed] }")).services[1].model).toBe("");
   });
@@ -365,7 +370,7 @@ describe("problems", () => {
     }
   });
 
-  it("checks relay.metrics_addr like server.addr; \"\" (the default) means no listener", () => {
+  it('checks relay.metrics_addr like server.addr; "" (the default) means no listener', () => {
     expect(load("{}\n").relay.metrics_addr).toBe("");
     for (const addr of ["not-an-addr", ":99999", "127.0.0.1:", "host:port"]) {
       expect(problemsOf(`relay:\n  metrics_addr: "${addr}"\n`), addr).toEqual([

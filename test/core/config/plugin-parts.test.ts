@@ -34,7 +34,9 @@ const greeter = definePlugin({
     }),
     validate: (service, at) => {
       const greeting = (service as unknown as { greeting: { text: string; max_words: number } }).greeting;
-      return greeting.max_words >= 1 && greeting.text.split(" ").length > greeting.max_words ? [`${at}.greeting.text: more than ${greeting.max_words} words`] : [];
+      return greeting.max_words >= 1 && greeting.text.split(" ").length > greeting.max_words
+        ? [`${at}.greeting.text: more than ${greeting.max_words} words`]
+        : [];
     },
   },
   setup() {},
@@ -93,7 +95,9 @@ describe("plugin sections and service fields", () => {
 
   it("is an unknown key when no plugin declares the field", () => {
     const result = validate({ services: [{ type: "a", greeting: {} }] }, [farewell]);
-    expect(result.ok ? [] : result.problems).toEqual([expect.stringMatching(/^services\[0\]\.greeting: unknown key; the keys allowed here: type, model, .*, deprecated, farewell_text$/)]);
+    expect(result.ok ? [] : result.problems).toEqual([
+      expect.stringMatching(/^services\[0\]\.greeting: unknown key; the keys allowed here: type, model, .*, deprecated, farewell_text$/),
+    ]);
   });
 
   it("refuses two plugins declaring the same section key or service field", () => {
@@ -135,7 +139,8 @@ const greeterWithRule = definePlugin({
 });
 
 describe("fields a plugin adds to sections it does not own", () => {
-  const check = (raw: Record<string, unknown>, plugins: readonly PluginDefinition[] = [greeterWithRule, counter]) => validateConfigWith(raw, configPartsOf(plugins));
+  const check = (raw: Record<string, unknown>, plugins: readonly PluginDefinition[] = [greeterWithRule, counter]) =>
+    validateConfigWith(raw, configPartsOf(plugins));
 
   it("defaults them into the section, the core's or another plugin's, read with fieldsOf", () => {
     const result = check({});
@@ -153,7 +158,7 @@ describe("fields a plugin adds to sections it does not own", () => {
       [
         'metrics.countd_words: unknown key; did you mean "counted_words"?',
         "metrics.counted_words: at most 100",
-        "greeter.loud: expected boolean, got \"yes\"",
+        'greeter.loud: expected boolean, got "yes"',
       ].sort(),
     );
   });
@@ -173,9 +178,17 @@ describe("fields a plugin adds to sections it does not own", () => {
   });
 
   it("refuses a field the section already has, and fields added to services or plugins", () => {
-    const twice = definePlugin({ name: "twice", sectionFields: [{ section: "greeter", schema: Type.Object({ times: Type.Integer({ default: 1 }) }) }], setup() {} });
+    const twice = definePlugin({
+      name: "twice",
+      sectionFields: [{ section: "greeter", schema: Type.Object({ times: Type.Integer({ default: 1 }) }) }],
+      setup() {},
+    });
     expect(() => check({}, [greeterWithRule, twice])).toThrow(/the field "greeter.times" is declared twice/);
-    const core = definePlugin({ name: "core", sectionFields: [{ section: "metrics", schema: Type.Object({ default_metrics: Type.Boolean({ default: true }) }) }], setup() {} });
+    const core = definePlugin({
+      name: "core",
+      sectionFields: [{ section: "metrics", schema: Type.Object({ default_metrics: Type.Boolean({ default: true }) }) }],
+      setup() {},
+    });
     expect(() => check({}, [core])).toThrow(/the field "metrics.default_metrics" is declared twice/);
     for (const section of ["services", "plugins"]) {
       const wrong = definePlugin({ name: "wrong", sectionFields: [{ section, schema: Type.Object({ x: Type.Integer({ default: 1 }) }) }], setup() {} });
@@ -231,7 +244,8 @@ describe("through the gateway", () => {
         seen = [api.section, ...api.config.services.map((s) => (s as unknown as { greeting: unknown }).greeting)];
       },
     });
-    const text = "plugins: { load: [greeter.ts] }\nserver: { consumer_header: X-Consumer }\ngreeter: { times: 2 }\nservices:\n  - { type: a, inference_url: 'http://127.0.0.1:9', greeting: { text: yo } }\n";
+    const text =
+      "plugins: { load: [greeter.ts] }\nserver: { consumer_header: X-Consumer }\ngreeter: { times: 2 }\nservices:\n  - { type: a, inference_url: 'http://127.0.0.1:9', greeting: { text: yo } }\n";
     await start(text, [], { "greeter.ts": loaded });
     expect(seen).toEqual([{ times: 2 }, { text: "yo", max_words: 3 }]);
     expect(await problemsOf(start(text.replace("text: yo", "text: a b c d"), [], { "greeter.ts": loaded }))).toEqual([

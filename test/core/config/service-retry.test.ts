@@ -46,7 +46,9 @@ describe("services[].retry", () => {
   });
 
   it("refuses statuses outside 100-599 and unknown keys", () => {
-    expect(problemsOf(service("{ on_statuses: [503, 600] }"))).toEqual(["services[0].retry.on_statuses[1]: expected integer to be less or equal to 599, got 600"]);
+    expect(problemsOf(service("{ on_statuses: [503, 600] }"))).toEqual([
+      "services[0].retry.on_statuses[1]: expected integer to be less or equal to 599, got 600",
+    ]);
     expect(problemsOf(service("{ on_statuses: [42] }"))).toEqual(["services[0].retry.on_statuses[0]: expected integer to be greater or equal to 100, got 42"]);
     expect(problemsOf(service("{ attempts: 3 }"))).toEqual(['services[0].retry.attempts: unknown key; did you mean "max_attempts"?']);
   });

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { chatCompletionsProtocol } from "../../../core/llm/chat-protocol.ts";
-import { speaksNatively, type ClientProtocol } from "../../../core/llm/client-protocol.ts";
+import { type ClientProtocol, speaksNatively } from "../../../core/llm/client-protocol.ts";
 import type { ProviderDefinition } from "../../../core/llm/provider.ts";
 import { createClientProtocolRegistry } from "../../../core/llm/registry.ts";
 import { PluginError } from "../../../core/errors.ts";

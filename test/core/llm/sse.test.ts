@@ -55,7 +55,7 @@ describe("SseParser", () => {
 describe("NdjsonParser", () => {
   it("parses one JSON object per line across chunks and skips blank lines", () => {
     const parser = new NdjsonParser();
-    const events = [...parser.push('{"a":1}\n{"b"'), ...parser.push(':2}\r\n\n'), ...parser.push('{"c":3}'), ...parser.end()];
+    const events = [...parser.push('{"a":1}\n{"b"'), ...parser.push(":2}\r\n\n"), ...parser.push('{"c":3}'), ...parser.end()];
     expect(events.map((e) => e.json)).toEqual([{ a: 1 }, { b: 2 }, { c: 3 }]);
   });
 });

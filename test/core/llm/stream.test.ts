@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { StreamEvent } from "../../../core/llm/events.ts";
-import { openStream, passStream, translateStream, type StreamOutcome } from "../../../core/llm/stream.ts";
+import { openStream, passStream, type StreamOutcome, translateStream } from "../../../core/llm/stream.ts";
 
 const encoder = new TextEncoder();
 
@@ -123,7 +123,9 @@ describe("how a stream ended", () => {
   it("ends a stream that closes without its end with one error event, told as no_end with the usage so far", async () => {
     const outcomes: StreamOutcome[] = [];
     const out = passStream(source(["data: USAGE\n\n", "data: 1"]), () => {}, { translator: watching(), onEnd: (o) => outcomes.push(o) });
-    expect(await text(out)).toBe(`data: USAGE\n\ndata: 1\n\ndata: {"error":{"message":"the backend stream ended before the end of the answer: the answer is incomplete","type":"backend_error","code":"stream_interrupted"}}\n\n`);
+    expect(await text(out)).toBe(
+      `data: USAGE\n\ndata: 1\n\ndata: {"error":{"message":"the backend stream ended before the end of the answer: the answer is incomplete","type":"backend_error","code":"stream_interrupted"}}\n\n`,
+    );
     expect(outcomes).toEqual([{ incomplete: "no_end", usage: { prompt_tokens: 2, completion_tokens: 3 } }]);
   });
 
@@ -166,7 +168,9 @@ describe("how a stream ended", () => {
     const outcomes: StreamOutcome[] = [];
     const backend = stalling(["data: 1\n\n", "data: 2\n\n"]);
     const out = passStream(backend.stream, () => {}, { idleTimeoutMs: 40, onEnd: (o) => outcomes.push(o) });
-    expect(await text(out)).toBe('data: 1\n\ndata: 2\n\ndata: {"error":{"message":"the backend stream fell silent for 40 ms (llm.stream_idle_timeout): the answer is incomplete","type":"backend_error","code":"stream_interrupted"}}\n\n');
+    expect(await text(out)).toBe(
+      'data: 1\n\ndata: 2\n\ndata: {"error":{"message":"the backend stream fell silent for 40 ms (llm.stream_idle_timeout): the answer is incomplete","type":"backend_error","code":"stream_interrupted"}}\n\n',
+    );
     expect(outcomes).toEqual([{ incomplete: "idle", usage: undefined }]);
     expect(backend.state.cancelled).toBe(true);
   });

@@ -9,7 +9,7 @@ import { createLogger, silentLogger } from "../../../core/log.ts";
 import { RequestState } from "../../../core/pipeline/context.ts";
 import { Pipeline } from "../../../core/pipeline/pipeline.ts";
 import { wholeBody } from "../../../core/pipeline/whole-body.ts";
-import { withEndHook, type EndHook } from "../../../core/pipeline/end-hook.ts";
+import { type EndHook, withEndHook } from "../../../core/pipeline/end-hook.ts";
 import { passStream } from "../../../core/llm/stream.ts";
 
 const encoder = new TextEncoder();
@@ -183,5 +183,4 @@ describe.each(STREAMED)("ctx.beforeEnd, $kind", ({ make }) => {
     step.finish();
     expect(step.runs).toBe(1);
   });
-
 });

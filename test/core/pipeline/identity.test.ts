@@ -38,7 +38,10 @@ describe("headerIdentity", () => {
     expect((await identify(none, { "x-consumer": "ann", "x-user-type": " " })).error).toEqual(
       refusal("the X-User-Type header is empty: send a user type or leave the header out"),
     );
-    expect(await identify(none, { "x-consumer": " ann ", "x-user-type": "pro" })).toMatchObject({ error: undefined, principal: { consumer: "ann", userType: "pro" } });
+    expect(await identify(none, { "x-consumer": " ann ", "x-user-type": "pro" })).toMatchObject({
+      error: undefined,
+      principal: { consumer: "ann", userType: "pro" },
+    });
     const absent = await identify(none, {});
     expect([absent.error, absent.principal.consumer, absent.principal.userType, absent.priority]).toEqual([undefined, undefined, undefined, false]);
   });
@@ -50,7 +53,11 @@ describe("headerIdentity", () => {
   it("refuses an identity header the adapter saw more than once, naming it as configured", async () => {
     for (const [name, header] of [["x-consumer", "X-Consumer"], ["x-user-type", "X-User-Type"], ["x-priority", "X-Priority"]]) {
       const { error } = await identify(none, { [name]: "a, b" }, { [name]: 2 });
-      expect(error).toEqual(refusal(`the ${header} header was sent 2 times; send it once (a proxy in front of the gateway must replace the client's ${header} header, not add another)`));
+      expect(error).toEqual(
+        refusal(
+          `the ${header} header was sent 2 times; send it once (a proxy in front of the gateway must replace the client's ${header} header, not add another)`,
+        ),
+      );
     }
   });
 

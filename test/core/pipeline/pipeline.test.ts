@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { errors, GatewayError } from "../../../core/errors.ts";
 import { createLogger } from "../../../core/log.ts";
-import { RequestState, type RequestContext } from "../../../core/pipeline/context.ts";
-import { Pipeline, STAGES, type ModeHandlers, type StepStage } from "../../../core/pipeline/pipeline.ts";
+import { type RequestContext, RequestState } from "../../../core/pipeline/context.ts";
+import { type ModeHandlers, Pipeline, STAGES, type StepStage } from "../../../core/pipeline/pipeline.ts";
 
 function capturingLogger() {
   const lines: Array<Record<string, unknown>> = [];

@@ -148,7 +148,7 @@ function overlap(a: string, b: string): boolean {
   if (methodA !== "ALL" && methodB !== "ALL" && methodA !== methodB) return false;
   const partsA = pathA.split("/");
   const partsB = pathB.split("/");
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     const x = partsA[i];
     const y = partsB[i];
     if (x === "*" || y === "*") return true;
@@ -263,7 +263,13 @@ const GATEWAY_ORDER = [
 ];
 const RELAY_ORDER = ["otel", "async-jobs", "limits", "relay", "usage", "webhooks"];
 /** Every built-in plugin active (pricing and batches included, which the config above leaves off). */
-const ALL_ORDER = [...GATEWAY_ORDER.slice(0, 4), "pricing", ...GATEWAY_ORDER.slice(4, GATEWAY_ORDER.indexOf("sync-proxy")), "batches", ...GATEWAY_ORDER.slice(GATEWAY_ORDER.indexOf("sync-proxy"))];
+const ALL_ORDER = [
+  ...GATEWAY_ORDER.slice(0, 4),
+  "pricing",
+  ...GATEWAY_ORDER.slice(4, GATEWAY_ORDER.indexOf("sync-proxy")),
+  "batches",
+  ...GATEWAY_ORDER.slice(GATEWAY_ORDER.indexOf("sync-proxy")),
+];
 
 const SEEDS = [1, 2, 3, 7, 42, 1234, 99991];
 

@@ -86,7 +86,11 @@ describe("a plugin in its own folder", () => {
     const { doc } = await documentOf(gateway);
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     expect(doc.paths["/-/greeting"]?.get?.tags).toEqual(["Admin", "Greetings"]);
-    expect(doc.components.schemas.Greeting).toEqual({ type: "object", required: ["greeting", "times"], properties: { greeting: { type: "string" }, times: { type: "integer", minimum: 1 } } });
+    expect(doc.components.schemas.Greeting).toEqual({
+      type: "object",
+      required: ["greeting", "times"],
+      properties: { greeting: { type: "string" }, times: { type: "integer", minimum: 1 } },
+    });
     expect(Object.keys(doc.paths).at(-1)).toBe("/-/greeting");
     expect(doc.tags.map((tag) => tag.name).at(-1)).toBe("Greetings");
   });
@@ -133,10 +137,18 @@ describe("contributions that collide", () => {
   const copy = (name: string, parts: Pick<PluginDefinition, "openapi" | "consolePanels">) => definePlugin({ name, ...parts, setup() {} });
 
   it("refuses the start when two plugins declare the same OpenAPI schema or tag, naming both", async () => {
-    for (const [clash, expected] of [
-      [{ openapi: { schemas: greeter.openapi?.schemas } }, 'plugins "greeter" and "greeter-copy" both declare the OpenAPI schema "Greeting"; rename one of them'],
-      [{ openapi: { tags: [{ name: "Jobs" }] } }, 'plugins "async-jobs" and "greeter-copy" both declare the OpenAPI tag "Jobs"; leave it out of "greeter-copy"'],
-    ] as const) {
+    for (
+      const [clash, expected] of [
+        [
+          { openapi: { schemas: greeter.openapi?.schemas } },
+          'plugins "greeter" and "greeter-copy" both declare the OpenAPI schema "Greeting"; rename one of them',
+        ],
+        [
+          { openapi: { tags: [{ name: "Jobs" }] } },
+          'plugins "async-jobs" and "greeter-copy" both declare the OpenAPI tag "Jobs"; leave it out of "greeter-copy"',
+        ],
+      ] as const
+    ) {
       const refusal = await start("services: []\n", [...builtinPlugins, greeter, copy("greeter-copy", clash)]).catch((error: unknown) => error);
       expect(refusal).toBeInstanceOf(ConfigError);
       expect((refusal as ConfigError).code).toBe("GW_PLUGIN_DUPLICATE");
@@ -145,8 +157,12 @@ describe("contributions that collide", () => {
   });
 
   it("refuses the start when two plugins declare a console panel of the same id, naming both", async () => {
-    const refusal = await start("services: []\n", [...builtinPlugins, greeter, copy("greeter-copy", { consolePanels: greeter.consolePanels })]).catch((error: unknown) => error);
+    const refusal = await start("services: []\n", [...builtinPlugins, greeter, copy("greeter-copy", { consolePanels: greeter.consolePanels })]).catch((
+      error: unknown,
+    ) => error);
     expect((refusal as ConfigError).code).toBe("GW_PLUGIN_DUPLICATE");
-    expect((refusal as ConfigError).problems.join("\n")).toContain('plugins "greeter" and "greeter-copy" both declare the console panel "greetings"; give one of them another id');
+    expect((refusal as ConfigError).problems.join("\n")).toContain(
+      'plugins "greeter" and "greeter-copy" both declare the console panel "greetings"; give one of them another id',
+    );
   });
 });

@@ -5,10 +5,19 @@ import { randomIds, systemClock } from "../../../core/clock.ts";
 import { loadConfig } from "../../../plugins/config.ts";
 import type { GatewayConfig } from "../../../core/config/schema.ts";
 import { errors } from "../../../core/errors.ts";
-import { createLogger, silentLogger, type Logger } from "../../../core/log.ts";
+import { createLogger, type Logger, silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
 import { activePluginNames, orderPlugins, placePlugins, PluginError, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
-import { definePlugin, PLUGIN_API_VERSION, type EventName, type PinnedFetch, type PluginApi, type PluginDefinition, type PluginLayer, type ProcessRole } from "../../../core/plugins/types.ts";
+import {
+  definePlugin,
+  type EventName,
+  type PinnedFetch,
+  PLUGIN_API_VERSION,
+  type PluginApi,
+  type PluginDefinition,
+  type PluginLayer,
+  type ProcessRole,
+} from "../../../core/plugins/types.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 
 /** The host never touches the object store; any call is a test failure. */
@@ -115,7 +124,12 @@ describe("orderPlugins", () => {
   });
 
   it("lets the declarations come first: a plugin waits for what it depends on, whatever its layer", () => {
-    const definitions = [plugin("who", { layer: "identity", optionalDependsOn: ["m-visibility"] }), plugin("m-visibility"), plugin("a-feature"), plugin("z-feature")];
+    const definitions = [
+      plugin("who", { layer: "identity", optionalDependsOn: ["m-visibility"] }),
+      plugin("m-visibility"),
+      plugin("a-feature"),
+      plugin("z-feature"),
+    ];
     const placements = placePlugins(definitions, new Set(names(definitions)));
     expect(placements.map((p) => [p.definition.name, p.layer, p.after])).toEqual([
       ["a-feature", "routes", []],
@@ -133,17 +147,27 @@ describe("orderPlugins", () => {
     expect(codeOf(() => orderPlugins(typo, new Set(["tracing"])))).toBe("GW_PLUGIN_LAYER_UNKNOWN");
     // Refused when turned off too: a plugin's declarations are checked whatever the config.
     expect(codeOf(() => orderPlugins(typo, new Set()))).toBe("GW_PLUGIN_LAYER_UNKNOWN");
-    expect(() => orderPlugins([plugin("far", { layer: "outermost" as PluginLayer })], new Set(["far"]))).toThrow(/declares layer: "outermost", which is not a layer \(the layers/);
+    expect(() => orderPlugins([plugin("far", { layer: "outermost" as PluginLayer })], new Set(["far"]))).toThrow(
+      /declares layer: "outermost", which is not a layer \(the layers/,
+    );
   });
 
   it("refuses the numeric priority that layers replaced (GW_PLUGIN_LAYER_UNKNOWN), rather than ignoring it", () => {
     const old = [{ ...plugin("tracing"), priority: 300 } as PluginDefinition];
-    expect(() => orderPlugins(old, new Set(["tracing"]))).toThrow('plugin "tracing" declares priority, which this gateway no longer reads; declare its layer instead');
+    expect(() => orderPlugins(old, new Set(["tracing"]))).toThrow(
+      'plugin "tracing" declares priority, which this gateway no longer reads; declare its layer instead',
+    );
     expect(codeOf(() => orderPlugins(old, new Set(["tracing"])))).toBe("GW_PLUGIN_LAYER_UNKNOWN");
   });
 
   it("follows before and after, skipping a plugin that is off", () => {
-    const definitions = [plugin("catch-all"), plugin("docs", { before: ["catch-all"] }), plugin("limits", { after: ["zeta", "off"] }), plugin("zeta"), plugin("off")];
+    const definitions = [
+      plugin("catch-all"),
+      plugin("docs", { before: ["catch-all"] }),
+      plugin("limits", { after: ["zeta", "off"] }),
+      plugin("zeta"),
+      plugin("off"),
+    ];
     expect(names(orderPlugins(definitions, new Set(["catch-all", "docs", "limits", "zeta"])))).toEqual(["docs", "catch-all", "zeta", "limits"]);
   });
 
@@ -184,7 +208,11 @@ describe("orderPlugins", () => {
     expect(names(orderPlugins([plugin("current", { apiVersion: PLUGIN_API_VERSION })], new Set(["current"])))).toEqual(["current"]);
     const future = [plugin("future", { apiVersion: PLUGIN_API_VERSION + 1 })];
     expect(() => orderPlugins(future, new Set(["future"]))).toThrow(
-      `plugin "future" was written for plugin API version ${PLUGIN_API_VERSION + 1}, but this gateway provides version ${PLUGIN_API_VERSION}; use a release of "future" written for version ${PLUGIN_API_VERSION}, or a gateway that provides version ${PLUGIN_API_VERSION + 1}`,
+      `plugin "future" was written for plugin API version ${
+        PLUGIN_API_VERSION + 1
+      }, but this gateway provides version ${PLUGIN_API_VERSION}; use a release of "future" written for version ${PLUGIN_API_VERSION}, or a gateway that provides version ${
+        PLUGIN_API_VERSION + 1
+      }`,
     );
     expect(codeOf(() => orderPlugins(future, new Set(["future"])))).toBe("GW_PLUGIN_API_VERSION");
   });
@@ -485,7 +513,9 @@ describe("background tasks", () => {
       { log },
     );
     await expect(runtime.runTaskNow("gc.sweep")).resolves.toBeUndefined();
-    expect(lines).toEqual([expect.objectContaining({ level: "error", event: "background_task_failed", task: "gc.sweep", error: { message: "store down", name: "Error" } })]);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: "error", event: "background_task_failed", task: "gc.sweep", error: { message: "store down", name: "Error" } }),
+    ]);
   });
 
   it("refuses two tasks with the same name", async () => {

@@ -58,11 +58,26 @@ const twin: PluginDefinition = definePlugin({ name: "sync-proxy", setup: () => {
 
 describe("coded start refusals", () => {
   const cases: Array<[string, PluginDefinition | undefined, keyof typeof START_ERROR_CODES, string]> = [
-    ["a plugin for another API version", future, "GW_PLUGIN_API_VERSION", `plugins: plugin "future" was written for plugin API version ${PLUGIN_API_VERSION + 1}`],
+    [
+      "a plugin for another API version",
+      future,
+      "GW_PLUGIN_API_VERSION",
+      `plugins: plugin "future" was written for plugin API version ${PLUGIN_API_VERSION + 1}`,
+    ],
     ["before naming no installed plugin", misplaced, "GW_PLUGIN_ORDER_UNKNOWN", 'plugins: plugin "misplaced" declares before: ["sync-prox"]'],
-    ["a layer that is not one", unlayered, "GW_PLUGIN_LAYER_UNKNOWN", 'plugins: plugin "unlayered" declares layer: "outermost", which is not a layer (the layers, outermost first: telemetry, audit'],
+    [
+      "a layer that is not one",
+      unlayered,
+      "GW_PLUGIN_LAYER_UNKNOWN",
+      'plugins: plugin "unlayered" declares layer: "outermost", which is not a layer (the layers, outermost first: telemetry, audit',
+    ],
     ["declarations that loop", looping, "GW_PLUGIN_ORDER_CYCLE", "plugins: plugin order cycle: docs -> looping -> sync-proxy -> docs"],
-    ["has() of an undeclared plugin", sneaky, "GW_PLUGIN_UNDECLARED_USE", 'plugins: plugin "sneaky" uses service "jobs" of plugin "async-jobs" without declaring it'],
+    [
+      "has() of an undeclared plugin",
+      sneaky,
+      "GW_PLUGIN_UNDECLARED_USE",
+      'plugins: plugin "sneaky" uses service "jobs" of plugin "async-jobs" without declaring it',
+    ],
     ["a listener for an undeclared event", deaf, "GW_HOOK_UNKNOWN", 'plugins: plugin "deaf" listens to "job.finished", which no plugin declares'],
     ["a second plugin with a built-in name", twin, "GW_PLUGIN_DUPLICATE", 'plugins: plugin "sync-proxy" is registered twice'],
     ["a module that cannot be imported", undefined, "GW_PLUGIN_LOAD_FAILED", 'plugins.load[0]: cannot import "./missing.ts": Cannot find module'],
@@ -81,7 +96,9 @@ describe("coded start refusals", () => {
   it("a config the schema refuses, or a plugin finds wrong: GW_CONFIG_INVALID", async () => {
     const schema = await start(`${base}server: { addr: nowhere }\n`);
     expect(schema.refusal?.code).toBe("GW_CONFIG_INVALID");
-    const plugin = await start(base.replace("services: []", "services:\n  - { type: chat, model: m, provider: chat_completion, inference_url: http://127.0.0.1:9 }"));
+    const plugin = await start(
+      base.replace("services: []", "services:\n  - { type: chat, model: m, provider: chat_completion, inference_url: http://127.0.0.1:9 }"),
+    );
     expect(plugin.refusal?.code).toBe("GW_CONFIG_INVALID");
     expect(plugin.refusal?.problems[0]).toContain('services[0].provider: "chat_completion" (model "m") is not a provider any plugin registered');
   });
@@ -92,7 +109,10 @@ describe("coded start refusals", () => {
     started.file.text = `plugins:\n  load: [./missing.ts]\n${base}`;
     const response = await started.gateway.fetch(new Request("http://gateway/-/reload", { method: "POST" }));
     expect(response.status).toBe(500);
-    expect(await response.json()).toMatchObject({ error: { type: "config_error" }, problems: [expect.stringContaining('plugins.load[0]: cannot import "./missing.ts"')] });
+    expect(await response.json()).toMatchObject({
+      error: { type: "config_error" },
+      problems: [expect.stringContaining('plugins.load[0]: cannot import "./missing.ts"')],
+    });
     expect(started.entries.find((entry) => entry.event === "reload_refused")?.fields).toMatchObject({ code: "GW_PLUGIN_LOAD_FAILED" });
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { validateConfig } from "../../../plugins/config.ts";
-import { Registry, type PathMatch, type Resolution } from "../../../core/registry/registry.ts";
+import { type PathMatch, Registry, type Resolution } from "../../../core/registry/registry.ts";
 
 /** A registry over services that went through config validation, so defaults apply. */
 function registryOf(services: Array<Record<string, unknown>>): Registry {

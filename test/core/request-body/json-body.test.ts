@@ -58,7 +58,11 @@ describe("readJsonBody", () => {
   it("refuses a body over the bound with 413, with or without content-length", async () => {
     const over = `{"pad":"${"x".repeat(limit.maxBytes)}"}`;
     const declared = await refusal(readJsonBody(request(over), { limit }));
-    expect(declared).toEqual({ status: 413, type: "request_too_large", message: "the JSON body is larger than the test limit (0.063 MiB = 65536 bytes); send less" });
+    expect(declared).toEqual({
+      status: 413,
+      type: "request_too_large",
+      message: "the JSON body is larger than the test limit (0.063 MiB = 65536 bytes); send less",
+    });
 
     const { stream } = chunkedBody(8, '{"pad":"');
     const chunked = await refusal(readJsonBody(request(stream), { limit }));

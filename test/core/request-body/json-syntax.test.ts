@@ -3,7 +3,7 @@ import { findJsonSyntaxError } from "../../../core/request-body/json-syntax.ts";
 
 describe("findJsonSyntaxError", () => {
   it("finds nothing wrong where JSON.parse succeeds", () => {
-    const valid = ['{"a":1}', " [1, -2.5e3, true, false, null, \"x\\u00e9\\n\"] ", '{"nested":{"list":[{},[]]}}', "0", '""', "\n{\r\n}\t"];
+    const valid = ['{"a":1}', ' [1, -2.5e3, true, false, null, "x\\u00e9\\n"] ', '{"nested":{"list":[{},[]]}}', "0", '""', "\n{\r\n}\t"];
     for (const text of valid) {
       expect(() => JSON.parse(text)).not.toThrow();
       expect(findJsonSyntaxError(text), text).toBeUndefined();
@@ -18,7 +18,7 @@ describe("findJsonSyntaxError", () => {
       ['{"a":1', { offset: 6, line: 1, column: 7, detail: "unexpected end of input" }],
       ['{"a":"x', { offset: 7, line: 1, column: 8, detail: "unterminated string" }],
       ['{"a":"\\q"}', { offset: 6, line: 1, column: 7, detail: "invalid escape in string" }],
-      ["{'a':1}", { offset: 1, line: 1, column: 2, detail: "expected a property name in double quotes, found \"'\"" }],
+      ["{'a':1}", { offset: 1, line: 1, column: 2, detail: 'expected a property name in double quotes, found "\'"' }],
       ['{"a":1} x', { offset: 8, line: 1, column: 9, detail: 'unexpected "x" after the end of the JSON value' }],
       ["[01]", { offset: 2, line: 1, column: 3, detail: "expected ',' or ']', found \"1\"" }],
       ["", { offset: 0, line: 1, column: 1, detail: "unexpected end of input" }],

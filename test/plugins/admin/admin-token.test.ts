@@ -14,7 +14,9 @@ describe("admin.token set", () => {
     expect(gw.runtime.activePlugins.length).toBe(builtinPlugins.length);
     const routes = adminRoutes(gw);
     // The walk covers the admin routes of every plugin, the core's reload included.
-    expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(expect.arrayContaining(["POST /-/reload", "POST /-/keys", "DELETE /-/keys/x", "POST /-/jobs/purge", "GET /-/usage", "GET /-/backends"]));
+    expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(
+      expect.arrayContaining(["POST /-/reload", "POST /-/keys", "DELETE /-/keys/x", "POST /-/jobs/purge", "GET /-/usage", "GET /-/backends"]),
+    );
     // The only routes let through: the console's page and scripts, which hold no data (a
     // browser loads them before the token is typed in). A new exemption must be added here.
     // The page itself answers 401 without the token (with its token form as the body).

@@ -58,7 +58,9 @@ describe.each([
   it("every admin route refuses what a browser sends for another site's page, with a 403 saying why", async () => {
     const gw = await gateway(everything(admin));
     const routes = adminRoutes(gw).map(({ method, path }) => `${method} ${path}`);
-    expect(routes).toEqual(expect.arrayContaining(["POST /-/reload", "POST /-/jobs/purge", "POST /-/webhooks/deadletter/redeliver", "POST /-/keys", "GET /-/config"]));
+    expect(routes).toEqual(
+      expect.arrayContaining(["POST /-/reload", "POST /-/jobs/purge", "POST /-/webhooks/deadletter/redeliver", "POST /-/keys", "GET /-/config"]),
+    );
     for (const headers of CROSS_SITE) expect(await walk(gw, headers), JSON.stringify(headers)).toEqual(routes);
 
     const answer = await send(gw, "POST", "/-/reload", { ...auth, origin: "http://evil.example" });
@@ -67,7 +69,8 @@ describe.each([
       error: {
         type: "permission_error",
         code: "forbidden",
-        message: "cross-site request refused: Origin http://evil.example is not this gateway's own (http://gateway); admin endpoints answer only the gateway's own pages (the console) and clients that are not browsers (curl, scripts)",
+        message:
+          "cross-site request refused: Origin http://evil.example is not this gateway's own (http://gateway); admin endpoints answer only the gateway's own pages (the console) and clients that are not browsers (curl, scripts)",
       },
     });
     const marked = (await (await send(gw, "POST", "/-/jobs/purge", { ...auth, "sec-fetch-site": "cross-site" })).json()) as ErrorBody;
@@ -90,7 +93,11 @@ describe.each([
     expect(await refusedAsCrossSite(await send(gw, "POST", "/-/reload", navigate))).toBe(true);
     // The same page in a frame of another site's page, or fetched by it.
     expect(await refusedAsCrossSite(await send(gw, "GET", "/-/console", { ...navigate, "sec-fetch-dest": "iframe" }))).toBe(true);
-    expect(await refusedAsCrossSite(await send(gw, "GET", "/-/config", { ...auth, "sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "sec-fetch-dest": "empty" }))).toBe(true);
+    expect(
+      await refusedAsCrossSite(
+        await send(gw, "GET", "/-/config", { ...auth, "sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "sec-fetch-dest": "empty" }),
+      ),
+    ).toBe(true);
   });
 
   it("the rest of the gateway is not concerned: /health, /metrics and the API take cross-site requests as before", async () => {

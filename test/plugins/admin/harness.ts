@@ -67,4 +67,10 @@ export function adminRoutes(gw: Gateway): Array<{ method: string; path: string }
 
 /** A request to `gw` as JSON (`{}` as the body of any method but GET and HEAD), with `headers` on top. */
 export const send = (gw: Gateway, method: string, path: string, headers: Record<string, string> = {}, body = "{}") =>
-  gw.fetch(new Request(`http://gateway${path}`, { method, headers: { "content-type": "application/json", ...headers }, ...(method === "GET" || method === "HEAD" ? {} : { body }) }));
+  gw.fetch(
+    new Request(`http://gateway${path}`, {
+      method,
+      headers: { "content-type": "application/json", ...headers },
+      ...(method === "GET" || method === "HEAD" ? {} : { body }),
+    }),
+  );

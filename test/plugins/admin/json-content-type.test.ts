@@ -45,7 +45,15 @@ async function walk(gw: Gateway, headers: Record<string, string>): Promise<Map<s
 describe("the content type of an admin route's JSON body", () => {
   it("every route that reads a JSON body answers 415 for any other type, saying what to send; the others answer as before", async () => {
     const gw = await gateway(everything("admin: { token: t0ken }"));
-    for (const contentType of ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/merge-patch+json"]) {
+    for (
+      const contentType of [
+        "text/plain",
+        "text/plain;charset=UTF-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/merge-patch+json",
+      ]
+    ) {
       const answers = await walk(gw, { "content-type": contentType });
       const unsupported: string[] = [];
       for (const [route, response] of answers) {
@@ -56,7 +64,9 @@ describe("the content type of an admin route's JSON body", () => {
         unsupported.push(route);
         const error = ((await response.json()) as ErrorBody).error;
         expect(error.type).toBe("invalid_request_error");
-        expect(error.message).toContain(`admin endpoints take JSON only as Content-Type: application/json (got Content-Type: ${JSON.stringify(contentType)}); send a JSON body`);
+        expect(error.message).toContain(
+          `admin endpoints take JSON only as Content-Type: application/json (got Content-Type: ${JSON.stringify(contentType)}); send a JSON body`,
+        );
       }
       expect(unsupported.sort(), contentType).toEqual(Object.keys(READS_JSON).sort());
     }
@@ -66,7 +76,8 @@ describe("the content type of an admin route's JSON body", () => {
       error: {
         type: "invalid_request_error",
         code: "unsupported_media_type",
-        message: `admin endpoints take JSON only as Content-Type: application/json (got no Content-Type); send a JSON body {"model": "<model alias>"} with that header (curl: -H 'content-type: application/json')`,
+        message:
+          `admin endpoints take JSON only as Content-Type: application/json (got no Content-Type); send a JSON body {"model": "<model alias>"} with that header (curl: -H 'content-type: application/json')`,
       },
     });
   });
@@ -87,7 +98,9 @@ describe("the content type of an admin route's JSON body", () => {
     const gw = await gateway(everything("admin: { token: t0ken }"));
     const rotated = await gw.fetch(new Request(`http://gateway/-/keys/${await newKeyId(gw)}/rotate`, { method: "POST", headers: AUTH }));
     expect(rotated.status).toBe(200);
-    const redelivered = await gw.fetch(new Request("http://gateway/-/webhooks/deadletter/redeliver", { method: "POST", headers: { ...AUTH, "content-length": "0" } }));
+    const redelivered = await gw.fetch(
+      new Request("http://gateway/-/webhooks/deadletter/redeliver", { method: "POST", headers: { ...AUTH, "content-length": "0" } }),
+    );
     expect(await redelivered.json()).toEqual({ redelivered: 0, skipped: [] });
     // A route that takes no body answers whatever comes with it.
     expect((await send(gw, "POST", "/-/reload", { ...AUTH, "content-type": "text/plain" }, "anything")).status).toBe(200);

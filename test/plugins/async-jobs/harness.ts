@@ -64,7 +64,11 @@ export async function jobsRuntime(yaml: string, options: HarnessOptions = {}): P
 }
 
 /** A multipart submission body; `fileFirst` puts the file part before the fields. */
-export function jobForm(fields: Record<string, string>, file?: { name: string; content: string | Uint8Array<ArrayBuffer>; type?: string }, fileFirst = false): FormData {
+export function jobForm(
+  fields: Record<string, string>,
+  file?: { name: string; content: string | Uint8Array<ArrayBuffer>; type?: string },
+  fileFirst = false,
+): FormData {
   const form = new FormData();
   const addFile = () => {
     if (file) form.append("file", new Blob([file.content], { type: file.type ?? "application/octet-stream" }), file.name);

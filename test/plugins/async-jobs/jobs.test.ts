@@ -9,10 +9,10 @@ import { ManualClock } from "../../../core/clock.ts";
 import { definePlugin } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
-import { startInferenceBackend, type InferenceBackend } from "../../fixtures/inference-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../../fixtures/inference-backend.ts";
 import { onDeno, waitUntil } from "../../support/gateway-process.ts";
 import { freePort } from "../../support/servers.ts";
-import { jobForm, jobsRuntime, type HarnessOptions, type JobsRuntime } from "./harness.ts";
+import { type HarnessOptions, jobForm, type JobsRuntime, jobsRuntime } from "./harness.ts";
 
 let backend: InferenceBackend;
 beforeAll(async () => {
@@ -110,7 +110,12 @@ describe("submission", () => {
   it("accepts a multipart upload, stores the file and queues a pending job (202, docs/design.md#job-submission)", async () => {
     const gw = await start();
     const job = await accepted(await submit(gw, "asr"));
-    expect(job).toEqual({ job_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/), service_type: "asr", model: "whisper", status: "pending" });
+    expect(job).toEqual({
+      job_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      service_type: "asr",
+      model: "whisper",
+      status: "pending",
+    });
     expect(await objectKeys(gw.objects)).toEqual([`jobs/${job.job_id}/input`]);
     expect(await gw.kv.lrange("relay:whisper", 0, -1)).toEqual([job.job_id]);
     const record = await gw.request(`/jobs/asr/${job.job_id}`);
@@ -283,9 +288,13 @@ describe("submission", () => {
   });
 
   it("puts a priority job at the head of its queue and counts submissions by mode", async () => {
-    const gw = await start("server:\n  priority_header: X-Priority\n  consumer_header: X-Consumer\nrelay:\n  concurrency: 1\nmetrics:\n  consumer_labels: true");
+    const gw = await start(
+      "server:\n  priority_header: X-Priority\n  consumer_header: X-Consumer\nrelay:\n  concurrency: 1\nmetrics:\n  consumer_labels: true",
+    );
     const ids: string[] = [];
-    for (const n of [1, 2, 3]) ids.push((await accepted(await submit(gw, "asr", {}, { name: `${n}.wav`, content: `normal-${n}` }, { "x-consumer": "ann" }))).job_id);
+    for (const n of [1, 2, 3]) {
+      ids.push((await accepted(await submit(gw, "asr", {}, { name: `${n}.wav`, content: `normal-${n}` }, { "x-consumer": "ann" }))).job_id);
+    }
     const urgent = await accepted(await submit(gw, "asr", {}, { name: "p.wav", content: "urgent" }, { "x-priority": "1", "x-consumer": "ann" }));
     expect(await gw.kv.lrange("relay:whisper", 0, -1)).toEqual([urgent.job_id, ...ids]);
     const record = (await (await gw.request(`/jobs/asr/${urgent.job_id}`)).json()) as { priority: boolean; consumer_name: string };
@@ -316,17 +325,26 @@ describe("submission forms the gateway refuses", () => {
     const gw = await start();
     for (const fileFirst of [false, true]) {
       for (const name of ["model", "operation", "callback_url"]) {
-        const values = name === "model" ? ["whisper", "whisper-large"] : name === "operation" ? ["transcribe", "translate"] : ["http://a.example/hook", "http://b.example/hook"];
+        const values = name === "model"
+          ? ["whisper", "whisper-large"]
+          : name === "operation"
+          ? ["transcribe", "translate"]
+          : ["http://a.example/hook", "http://b.example/hook"];
         const response = await gw.request("/jobs/asr", { method: "POST", body: form([[name, values[0]], [name, values[1]]], fileFirst) });
         expect(response.status, `${name}, file first: ${fileFirst}`).toBe(400);
-        expect(await response.json()).toEqual({ error: { type: "invalid_request_error", code: "invalid_request", message: `form field "${name}" was sent more than once; send it once` } });
+        expect(await response.json()).toEqual({
+          error: { type: "invalid_request_error", code: "invalid_request", message: `form field "${name}" was sent more than once; send it once` },
+        });
       }
     }
     expect(await objectKeys(gw.objects)).toEqual([]);
     expect(await gw.kv.llen("relay:whisper")).toBe(0);
     expect(await gw.kv.llen("relay:whisper-large")).toBe(0);
     // A field the gateway does not read may repeat, as OpenAI's timestamp_granularities[] does.
-    const accepted_ = await gw.request("/jobs/asr", { method: "POST", body: form([["model", "whisper"], ["timestamp_granularities[]", "word"], ["timestamp_granularities[]", "segment"]], false) });
+    const accepted_ = await gw.request("/jobs/asr", {
+      method: "POST",
+      body: form([["model", "whisper"], ["timestamp_granularities[]", "word"], ["timestamp_granularities[]", "segment"]], false),
+    });
     expect((await accepted(accepted_)).model).toBe("whisper");
   });
 
@@ -340,7 +358,8 @@ describe("submission forms the gateway refuses", () => {
         error: {
           type: "invalid_request_error",
           code: "invalid_request",
-          message: 'the multipart boundary is empty (boundary=""); give the boundary that separates the body\'s parts (1 to 70 characters), or let the HTTP client set the content type',
+          message:
+            'the multipart boundary is empty (boundary=""); give the boundary that separates the body\'s parts (1 to 70 characters), or let the HTTP client set the content type',
         },
       });
     }
@@ -368,10 +387,14 @@ describe("relay results", () => {
 
   it("emits job.submitted, relay.processed and job.terminal (with the result) for the plugins that follow jobs", async () => {
     const gw = await start("server:\n  consumer_header: X-Consumer\n  user_type_header: X-User-Type", { plugins: [acceptingWebhooks] });
-    const job = await accepted(await submit(gw, "asr", { callback_url: "https://hooks.example.com/done" }, undefined, { "x-consumer": "ann", "x-user-type": "pro" }));
+    const job = await accepted(
+      await submit(gw, "asr", { callback_url: "https://hooks.example.com/done" }, undefined, { "x-consumer": "ann", "x-user-type": "pro" }),
+    );
     await gw.relay();
     expect(gw.events.map((e) => e.name)).toEqual(["job.submitted", "relay.processed", "job.terminal"]);
-    expect(gw.events[0].payload).toMatchObject({ job: { id: job.job_id, status: "pending", consumer_name: "ann", user_type: "pro", callback_url: "https://hooks.example.com/done" } });
+    expect(gw.events[0].payload).toMatchObject({
+      job: { id: job.job_id, status: "pending", consumer_name: "ann", user_type: "pro", callback_url: "https://hooks.example.com/done" },
+    });
     expect(gw.events[1].payload).toEqual({ consumer: "ann", userType: "pro", serviceType: "asr", model: "whisper", seconds: expect.any(Number) });
     expect(gw.events[2].payload).toMatchObject({ job: { id: job.job_id, status: "completed", completed_at: expect.any(String) }, result: { size: 5 } });
 
@@ -566,7 +589,12 @@ describe("GET /jobs", () => {
     await accepted(await submit(gw, "asr", {}, undefined, { "x-consumer": "bob" }));
     await gw.request(`/jobs/asr/${ids[0]}`, { method: "DELETE" });
 
-    const all = (await (await gw.request("/jobs", { headers: ann })).json()) as { total: number; limit: number; offset: number; jobs: Array<{ id: string; status: string }> };
+    const all = (await (await gw.request("/jobs", { headers: ann })).json()) as {
+      total: number;
+      limit: number;
+      offset: number;
+      jobs: Array<{ id: string; status: string }>;
+    };
     expect(all.total).toBe(6);
     expect(all.limit).toBe(20);
     expect(all.offset).toBe(0);
@@ -585,7 +613,9 @@ describe("GET /jobs", () => {
     expect((await gw.request("/jobs?offset=-1", { headers: ann })).status).toBe(400);
     // One reading of page parameters everywhere: digits only, a huge limit is cut to the maximum.
     const offset1e3 = await gw.request("/jobs?offset=1e3", { headers: ann });
-    expect([offset1e3.status, await offset1e3.json()]).toEqual([400, { error: { message: 'query parameter "offset" must be a whole number of at least 0; got "1e3"', type: "invalid_request_error", code: "invalid_request" } }]);
+    expect([offset1e3.status, await offset1e3.json()]).toEqual([400, {
+      error: { message: 'query parameter "offset" must be a whole number of at least 0; got "1e3"', type: "invalid_request_error", code: "invalid_request" },
+    }]);
     expect(((await (await gw.request("/jobs?limit=99999999999999999999", { headers: ann })).json()) as typeof all).limit).toBe(100);
   });
 });
@@ -597,7 +627,11 @@ describe("POST /-/jobs/purge", () => {
     await gw.relay();
     const pending = await accepted(await submit(gw, "asr"));
     const other = await accepted(await submit(gw, "broken", {}, { name: "x.bin", content: "x" }));
-    const response = await gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } });
+    const response = await gw.request("/-/jobs/purge", {
+      method: "POST",
+      body: JSON.stringify({ model: "whisper" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ model: "whisper", deleted: 2 });
     for (const id of [done.job_id, pending.job_id]) expect((await gw.request(`/jobs/asr/${id}`)).status).toBe(404);
@@ -609,11 +643,16 @@ describe("POST /-/jobs/purge", () => {
 
   it("refuses a model name longer than 256 characters, naming the bound", async () => {
     const gw = await start();
-    const purge = (model: string) => gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model }), headers: { "content-type": "application/json" } });
+    const purge = (model: string) =>
+      gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model }), headers: { "content-type": "application/json" } });
     const refused = await purge("m".repeat(10 * 1024));
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({
-      error: { type: "invalid_request_error", code: "invalid_request", message: '"model": at most 256 characters (got 10240); name the model alias whose jobs to delete' },
+      error: {
+        type: "invalid_request_error",
+        code: "invalid_request",
+        message: '"model": at most 256 characters (got 10240); name the model alias whose jobs to delete',
+      },
     });
     expect(await (await purge("m".repeat(256))).json()).toEqual({ model: "m".repeat(256), deleted: 0 });
   });
@@ -661,7 +700,10 @@ describe("idempotency", () => {
     const gw = await start(owned);
     const headers = { "idempotency-key": "k-2" };
     await accepted(await submit(gw, "asr", {}, undefined, headers));
-    expect((await gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } })).status).toBe(200);
+    expect(
+      (await gw.request("/-/jobs/purge", { method: "POST", body: JSON.stringify({ model: "whisper" }), headers: { "content-type": "application/json" } }))
+        .status,
+    ).toBe(200);
     const again = await submit(gw, "asr", {}, undefined, headers);
     expect(again.status).toBe(409);
     expect(await errorOf(again)).toContain("k-2");

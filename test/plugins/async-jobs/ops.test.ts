@@ -106,7 +106,15 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     await create("a");
     await create("b");
     const cancel = (id: string) =>
-      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("retry")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER, "updated_at", "t"]);
+      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("retry")], [
+        id,
+        HOUR,
+        2 * HOUR,
+        60_000,
+        NOTIFY_AFTER,
+        "updated_at",
+        "t",
+      ]);
     expect(await cancel("a")).toEqual(["cancelled", "pending"]);
     expect(await kv.hgetall(k("job:a"))).toEqual({ id: "a", status: "cancelled", updated_at: "t" });
     expect(await kv.lrange(k("queue"), 0, -1)).toEqual(["b"]);
@@ -126,7 +134,13 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     await create("b", { fields: CALLBACK });
     await kv.hset(k("job:b"), { status: "processing" });
     const cancel = (id: string) =>
-      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("retry"), k("index")], [id, HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER]);
+      kv.run(jobCancel, [k(`job:${id}`), k(`tomb:${id}`), k("queue"), k(`cancel:${id}`), k("outbox"), k("retry"), k("index")], [
+        id,
+        HOUR,
+        2 * HOUR,
+        60_000,
+        NOTIFY_AFTER,
+      ]);
     expect(await cancel("a")).toEqual(["cancelled", "pending"]);
     expect(await cancel("b")).toEqual(["processing", "processing"]);
     expect(await outbox()).toEqual(["a"]);
@@ -283,8 +297,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     await create("b");
     await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
     await kv.hset(k("job:a"), { status: "processing" });
-    const release = (token: string) =>
-      kv.run(jobRelease, [k("job:a"), k("processing"), k("queue"), k("lease:a"), k("cancel:a")], ["a", token]);
+    const release = (token: string) => kv.run(jobRelease, [k("job:a"), k("processing"), k("queue"), k("lease:a"), k("cancel:a")], ["a", token]);
 
     expect(await release("theirs")).toBe(0);
     await kv.set(k("cancel:a"), "1");

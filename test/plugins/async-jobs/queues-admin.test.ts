@@ -82,7 +82,11 @@ describe.each(stores)("queue admin endpoints: $name", ({ open }) => {
     return { status: response.status, body: (await response.json()) as Json };
   };
   const post = async (path: string, body: unknown) => {
-    const response = await gw.request(path, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    const response = await gw.request(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
     return { status: response.status, body: (await response.json()) as Json };
   };
 
@@ -131,7 +135,10 @@ describe.each(stores)("queue admin endpoints: $name", ({ open }) => {
 
     // A model removed from the config stays readable and discardable while it has dead letters.
     await gw.kv.push(gw.api.use("jobs").keys.deadletter("retired"), "old-id", "tail");
-    expect((await get("/-/relay/deadletter?model=retired")).body).toMatchObject({ total: 1, jobs: [{ job_id: "old-id", model: "retired", status: "expired" }] });
+    expect((await get("/-/relay/deadletter?model=retired")).body).toMatchObject({
+      total: 1,
+      jobs: [{ job_id: "old-id", model: "retired", status: "expired" }],
+    });
     expect(await post("/-/relay/deadletter/discard", { model: "retired" })).toEqual({ status: 200, body: { model: "retired", discarded: 1 } });
     expect((await get("/-/relay/deadletter?model=retired")).status).toBe(404);
 
@@ -146,7 +153,10 @@ describe.each(stores)("queue admin endpoints: $name", ({ open }) => {
     const b = await deadLetter("whisper", "error b");
     await deadLetter("reader", "error c");
 
-    expect(await post("/-/relay/deadletter/discard", { model: "whisper", ids: [a, "not-there"] })).toEqual({ status: 200, body: { model: "whisper", discarded: 1 } });
+    expect(await post("/-/relay/deadletter/discard", { model: "whisper", ids: [a, "not-there"] })).toEqual({
+      status: 200,
+      body: { model: "whisper", discarded: 1 },
+    });
     expect((await get("/-/relay/deadletter?model=whisper")).body.jobs).toEqual([expect.objectContaining({ job_id: b })]);
 
     expect(await post("/-/relay/deadletter/discard", { model: "whisper" })).toEqual({ status: 200, body: { model: "whisper", discarded: 1 } });
@@ -184,14 +194,26 @@ describe("queue admin endpoints in the audit log", () => {
     const gw = await startTestRuntime(`audit_log:\n  enabled: true\n${yaml}`, [auditLog, asyncJobs], { log, objects: "files" });
     try {
       await gw.kv.push(gw.api.use("jobs").keys.deadletter("whisper"), "dead-id", "tail");
-      const response = await gw.request("/-/relay/deadletter/discard", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "whisper" }) });
+      const response = await gw.request("/-/relay/deadletter/discard", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "whisper" }),
+      });
       expect(await response.json()).toEqual({ model: "whisper", discarded: 1 });
       const audit = () => lines.filter((line) => line.event === "audit");
       for (const deadline = Date.now() + 2000; audit().length < 1; await new Promise((resolve) => setTimeout(resolve, 5))) {
         if (Date.now() > deadline) throw new Error("no audit line within 2 s");
       }
       expect(audit()).toEqual([
-        expect.objectContaining({ kind: "change", method: "POST", path: "/-/relay/deadletter/discard", status: 200, outcome: "success", model: "whisper", discarded: 1 }),
+        expect.objectContaining({
+          kind: "change",
+          method: "POST",
+          path: "/-/relay/deadletter/discard",
+          status: 200,
+          outcome: "success",
+          model: "whisper",
+          discarded: 1,
+        }),
       ]);
     } finally {
       await gw.close();

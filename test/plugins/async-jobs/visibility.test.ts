@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import visibility from "../../../plugins/visibility/index.ts";
-import { jobForm, jobsRuntime, type JobsRuntime } from "./harness.ts";
+import { jobForm, type JobsRuntime, jobsRuntime } from "./harness.ts";
 
 const open: JobsRuntime[] = [];
 afterEach(async () => {
@@ -49,7 +49,11 @@ describe("job submission errors and hidden models", () => {
     }
     // No model: to an outsider the only model is the visible one, auto-selected
     // (docs/design.md#model-resolution); the audience sees two, no default, so the 400 names both.
-    const chosen = await gw.request("/jobs/asr", { method: "POST", body: jobForm({}, { name: "clip.wav", content: "audio" }), headers: { "X-User-Type": "free" } });
+    const chosen = await gw.request("/jobs/asr", {
+      method: "POST",
+      body: jobForm({}, { name: "clip.wav", content: "audio" }),
+      headers: { "X-User-Type": "free" },
+    });
     expect(chosen.status).toBe(202);
     expect(((await chosen.json()) as { model: string }).model).toBe("whisper");
     const ambiguous = await errorOf(gw, {}, "premium");

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinPlugins } from "../../../plugins/index.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
 const ADMIN = { authorization: "Bearer admin-secret", "content-type": "application/json" };
@@ -51,7 +51,11 @@ describe("the bounds of an API key's fields", () => {
     return (await response.json()) as { id: string; key: string };
   }
   const chat = (key: string) =>
-    gw.request("/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "small-1", messages: [{ role: "user", content: "hi" }] }) });
+    gw.request("/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "small-1", messages: [{ role: "user", content: "hi" }] }),
+    });
 
   it("refuses a consumer or user type a header cannot carry, saying which character and why", async () => {
     const cases: Array<[string, string]> = [
@@ -68,7 +72,9 @@ describe("the bounds of an API key's fields", () => {
         `invalid key: consumer: ${where} cannot be sent to backends in a header; use printable ASCII or Latin-1 characters only (no control characters such as CR, LF, NUL or tab, none above U+00FF)`,
       );
     }
-    expect(await refusal(await create({ consumer: "team-a", user_type: "gold\r\n" + "x" }))).toContain("user_type: U+000D at character 5 cannot be sent to backends in a header");
+    expect(await refusal(await create({ consumer: "team-a", user_type: "gold\r\n" + "x" }))).toContain(
+      "user_type: U+000D at character 5 cannot be sent to backends in a header",
+    );
     // Nothing was stored.
     const list = (await (await gw.request("/-/keys?limit=100", { headers: ADMIN })).json()) as { keys: Array<{ consumer: string }> };
     expect(list.keys.map((key) => key.consumer).filter((consumer) => consumer.startsWith("team"))).toEqual([]);
@@ -89,12 +95,20 @@ describe("the bounds of an API key's fields", () => {
     expect(await refusal(await create({ consumer: "c".repeat(100 * 1024) }))).toBe("invalid key: consumer: at most 256 characters (got 102400)");
     expect(await refusal(await create({ consumer: "c".repeat(257) }))).toBe("invalid key: consumer: at most 256 characters (got 257)");
     expect(await refusal(await create({ consumer: "team-a", user_type: "u".repeat(300) }))).toBe("invalid key: user_type: at most 256 characters (got 300)");
-    expect(await refusal(await create({ consumer: "team-a", groups: Array.from({ length: 101 }, (_, i) => `g${i}`) }))).toBe("invalid key: groups: at most 100 entries (got 101)");
-    expect(await refusal(await create({ consumer: "team-a", models: ["chat-*", "m".repeat(300)] }))).toBe("invalid key: models[1]: at most 256 characters (got 300)");
-    expect(await refusal(await create({ consumer: "team-a", metadata: { owner: "x".repeat(500 * 1024) } }))).toBe("invalid key: metadata.owner: at most 512 characters (got 512000)");
+    expect(await refusal(await create({ consumer: "team-a", groups: Array.from({ length: 101 }, (_, i) => `g${i}`) }))).toBe(
+      "invalid key: groups: at most 100 entries (got 101)",
+    );
+    expect(await refusal(await create({ consumer: "team-a", models: ["chat-*", "m".repeat(300)] }))).toBe(
+      "invalid key: models[1]: at most 256 characters (got 300)",
+    );
+    expect(await refusal(await create({ consumer: "team-a", metadata: { owner: "x".repeat(500 * 1024) } }))).toBe(
+      "invalid key: metadata.owner: at most 512 characters (got 512000)",
+    );
     const seventeen = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"]));
     expect(await refusal(await create({ consumer: "team-a", metadata: seventeen }))).toBe("invalid key: metadata: at most 16 pairs (got 17)");
-    expect(await refusal(await create({ consumer: "team-a", metadata: { ["n".repeat(65)]: "v" } }))).toBe("invalid key: metadata: names of at most 64 characters (got one of 65)");
+    expect(await refusal(await create({ consumer: "team-a", metadata: { ["n".repeat(65)]: "v" } }))).toBe(
+      "invalid key: metadata: names of at most 64 characters (got one of 65)",
+    );
     // An unknown field's name is quoted only in part.
     expect(await refusal(await create({ consumer: "team-a", ["f".repeat(10_000)]: 1 }))).toContain(`unknown field "${"f".repeat(64)}"; known:`);
 

@@ -59,7 +59,11 @@ it("revoked or disabled on one replica: refused there at once, on the other with
   const clock = new ManualClock(Date.now());
   const a = await replica(clock);
   const b = await replica(clock);
-  const create = async () => (await (await a.gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "team" }) })).json()) as { id: string; key: string };
+  const create = async () =>
+    (await (await a.gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "team" }) })).json()) as {
+      id: string;
+      key: string;
+    };
 
   const revoked = await create();
   expect(await statusWith(b.gw, revoked.key)).toBe(200);

@@ -13,7 +13,7 @@ import { ManualClock } from "../../../core/clock.ts";
 import { createLogger } from "../../../core/log.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
-import { startRedis, type RunningServer } from "../../support/servers.ts";
+import { type RunningServer, startRedis } from "../../support/servers.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
 const ADMIN = { authorization: "Bearer admin-secret", "content-type": "application/json" };
@@ -155,7 +155,11 @@ describe("a frozen Redis (SIGSTOP)", () => {
       cleanups.push(() => kv.close());
       return kv;
     };
-    const [strict, lenient, admin] = [await replica("0s", await connect(), clock), await replica("60s", await connect(), clock), await replica("0s", await connect(), clock)];
+    const [strict, lenient, admin] = [
+      await replica("0s", await connect(), clock),
+      await replica("60s", await connect(), clock),
+      await replica("0s", await connect(), clock),
+    ];
     return { clock, strict, lenient, admin };
   }
 

@@ -14,7 +14,7 @@ import { ManualClock } from "../../../core/clock.ts";
 import { createLogger } from "../../../core/log.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
 import { metricValue } from "../../support/prometheus.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
@@ -69,7 +69,8 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
     return (await res.json()) as { id: string; key: string; prefix: string };
   }
 
-  const openai = (apiKey: string) => new OpenAI({ apiKey, baseURL: "http://gateway/v1", maxRetries: 0, fetch: (url, init) => gw.runtime.handle(new Request(url, init)) });
+  const openai = (apiKey: string) =>
+    new OpenAI({ apiKey, baseURL: "http://gateway/v1", maxRetries: 0, fetch: (url, init) => gw.runtime.handle(new Request(url, init)) });
   const chat = (apiKey: string, model: string) => openai(apiKey).chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] });
   const failures = async (reason: string) => metricValue(await gw.metrics.text(), "svc_auth_failures_total", { reason });
 
@@ -96,7 +97,9 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
     const rotated = (await (await gw.request(`/-/keys/${second.id}/rotate`, { method: "POST", headers: ADMIN, body: "{}" })).json()) as { key: string };
     await chat(rotated.key, "small-1");
     const day = new Date(clock.now()).toISOString().slice(0, 10);
-    const report = (await (await gw.request(`/-/usage/report?type=chat&period=daily&from=${day}&to=${day}&group_by=key`, { headers: ADMIN })).json()) as { groups: Array<{ key: string; requests: number }> };
+    const report = (await (await gw.request(`/-/usage/report?type=chat&period=daily&from=${day}&to=${day}&group_by=key`, { headers: ADMIN })).json()) as {
+      groups: Array<{ key: string; requests: number }>;
+    };
     // The store is shared by this file's other tests: only these two keys' groups.
     const mine = report.groups.filter((g) => g.key === first.id || g.key === second.id || g.key === "team-a");
     expect(mine.map((g) => [g.key, g.requests])).toEqual([[second.id, 2], [first.id, 1]]);
@@ -130,7 +133,12 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
     const anthropic = new Anthropic({ apiKey: key, baseURL: "http://gateway", maxRetries: 0, fetch: (url, init) => gw.runtime.handle(new Request(url, init)) });
     const page = await anthropic.models.list();
     expect(page.data.map((m) => m.id)).toEqual(["small-1"]);
-    const refused = new Anthropic({ apiKey: "gw-" + "x".repeat(43), baseURL: "http://gateway", maxRetries: 0, fetch: (url, init) => gw.runtime.handle(new Request(url, init)) });
+    const refused = new Anthropic({
+      apiKey: "gw-" + "x".repeat(43),
+      baseURL: "http://gateway",
+      maxRetries: 0,
+      fetch: (url, init) => gw.runtime.handle(new Request(url, init)),
+    });
     await expect(refused.models.list()).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
   });
 
@@ -149,23 +157,29 @@ describe.each(stores)("API keys on the %s store", (_name, open) => {
     const budget = await createKey({ consumer: "team-b", limits: { token_rate: 10, token_period: "1h" } });
     await chat(budget.key, "small-1"); // 18 tokens: crosses the budget and passes
     const tokenCounted = async () => (await gw.kv.get(`tok:key:${budget.id}`)) !== null;
-    for (const deadline = Date.now() + 5000; !(await tokenCounted()) && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+    for (const deadline = Date.now() + 5000; !(await tokenCounted()) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
     const after = await chat(budget.key, "small-1").catch((e: unknown) => e);
     expect(after).toBeInstanceOf(OpenAI.RateLimitError);
     expect((after as Error).message).toContain("token budget of this API key used up");
   });
 
   it("a key's groups, roles and scopes are what access policies match: the key with the grant passes, the others get 403", async () => {
-    await start(`${config()}  - { type: chat, model: mid-1, provider: chat_completions, inference_url: "${backend.url}", operations: { chat: [/v1/chat/completions] } }
+    await start(
+      `${config()}  - { type: chat, model: mid-1, provider: chat_completions, inference_url: "${backend.url}", operations: { chat: [/v1/chat/completions] } }
 policies:
   default: deny
   rules:
     - { match: { groups: [search] }, allow_models: [small-1] }
     - { match: { roles: [admin] }, allow_models: [large-1] }
     - { match: { scopes: ["chat:write"] }, allow_models: [mid-1] }
-`);
+`,
+    );
     const post = (key: string, model: string) =>
-      gw.request("/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }) });
+      gw.request("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+      });
     const grouped = await createKey({ consumer: "team-g", groups: ["search"] });
     const admin = await createKey({ consumer: "team-r", roles: ["admin"] });
     const scoped = await createKey({ consumer: "team-s", scopes: ["chat:write"] });
@@ -205,7 +219,11 @@ policies:
   it("missing, malformed, unknown, expired, disabled and revoked keys: 401 saying which, counted by reason", async () => {
     await start();
     const call = (headers: Record<string, string>) =>
-      gw.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ model: "small-1", messages: [] }) });
+      gw.request("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ model: "small-1", messages: [] }),
+      });
     const expectRefusal = async (headers: Record<string, string>, reason: string, words: string) => {
       const before = await failures(reason);
       const res = await call(headers);
@@ -264,7 +282,14 @@ policies:
     expect(page).toMatchObject({ total: 2, limit: 1, offset: 1 });
     expect(page.keys).toHaveLength(1);
     const got = (await (await gw.request(`/-/keys/${a.id}`, { headers: ADMIN })).json()) as Record<string, unknown>;
-    expect(got).toMatchObject({ id: a.id, consumer: "list-a", metadata: { team: "search" }, limits: { rate: 5, period: "1m" }, enabled: true, status: "active" });
+    expect(got).toMatchObject({
+      id: a.id,
+      consumer: "list-a",
+      metadata: { team: "search" },
+      limits: { rate: 5, period: "1m" },
+      enabled: true,
+      status: "active",
+    });
     for (const body of [got, ...page.keys]) {
       expect(body.key).toBeUndefined();
       expect(body.hash).toBeUndefined();
@@ -315,10 +340,13 @@ describe("the audit log", () => {
     const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
     const gw = await startTestRuntime(`${config()}\naudit_log: { enabled: true }\n`, builtinPlugins, { log });
     try {
-      const created = (await (await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "a" }) })).json()) as { id: string; key: string };
+      const created = (await (await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "a" }) })).json()) as {
+        id: string;
+        key: string;
+      };
       await gw.request(`/-/keys/${created.id}`, { method: "DELETE", headers: ADMIN });
       const audits = () => lines.filter((line) => line.event === "audit");
-      for (const deadline = Date.now() + 5000; audits().length < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+      for (const deadline = Date.now() + 5000; audits().length < 2 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
       expect(audits()).toEqual([
         expect.objectContaining({ kind: "change", method: "POST", path: "/-/keys", status: 201, key_id: created.id }),
         expect.objectContaining({ kind: "change", method: "DELETE", path: `/-/keys/${created.id}`, status: 200, key_id: created.id, job_status: "revoked" }),
@@ -360,7 +388,11 @@ describe("async jobs", () => {
     const yaml = `${config()}  - { type: ocr, model: reader, inference_url: "http://127.0.0.1:9", operations: { read: [/v1/read] } }\n`;
     const gw = await startTestRuntime(yaml, builtinPlugins, { objects: "files" });
     try {
-      const created = await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "team-a", limits: { rate: 1, period: "1h" } }) });
+      const created = await gw.request("/-/keys", {
+        method: "POST",
+        headers: ADMIN,
+        body: JSON.stringify({ consumer: "team-a", limits: { rate: 1, period: "1h" } }),
+      });
       const { key } = (await created.json()) as { key: string };
       const submit = () => {
         const form = new FormData();
@@ -392,6 +424,8 @@ describe("without an admin token", () => {
 
 describe("config", () => {
   it("api_key mode without auth.api_key.secret refuses to start, naming the key", async () => {
-    await expect(startTestRuntime(config().replace("api_key: { secret: test-secret }", ""), builtinPlugins)).rejects.toThrow(/auth\.api_key\.secret: required in api_key mode/);
+    await expect(startTestRuntime(config().replace("api_key: { secret: test-secret }", ""), builtinPlugins)).rejects.toThrow(
+      /auth\.api_key\.secret: required in api_key mode/,
+    );
   });
 });

@@ -33,6 +33,9 @@ describe("the auth service", () => {
 
   it("asks for a gateway API key in api_key mode", () => {
     const auth = authOf({ mode: "api_key", api_key: { secret: "s" } });
-    expect([auth.credentialNamesCaller, auth.missingConsumerMessage(advice)]).toEqual([true, "send a gateway API key (Authorization: Bearer <key> or x-api-key: <key>)"]);
+    expect([auth.credentialNamesCaller, auth.missingConsumerMessage(advice)]).toEqual([
+      true,
+      "send a gateway API key (Authorization: Bearer <key> or x-api-key: <key>)",
+    ]);
   });
 });

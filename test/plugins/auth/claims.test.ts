@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../plugins/config.ts";
-import { claimValue, principalFromClaims, type ClaimNames } from "../../../plugins/auth/claims.ts";
+import { type ClaimNames, claimValue, principalFromClaims } from "../../../plugins/auth/claims.ts";
 import { commaList, scopeList } from "../../../plugins/auth/lists.ts";
 import { bearerToken } from "../../../plugins/auth/oauth2.ts";
 
 function claimNames(yaml = ""): ClaimNames {
-  return loadConfig(`auth:\n  mode: oauth2\n  oauth2:\n    jwks_url: https://idp.test/jwks\n    claims:\n${yaml || "      {}"}\n`, {}).config.auth.oauth2.claims;
+  return loadConfig(`auth:\n  mode: oauth2\n  oauth2:\n    jwks_url: https://idp.test/jwks\n    claims:\n${yaml || "      {}"}\n`, {}).config.auth.oauth2
+    .claims;
 }
 
 describe("identity lists", () => {
@@ -43,13 +44,27 @@ describe("bearer token extraction", () => {
 describe("claims mapping (auth.oauth2.claims)", () => {
   it("maps the default claim names: sub, groups, roles, scope; no user type", () => {
     const principal = principalFromClaims({ sub: "alice", groups: ["ml", "ops"], roles: ["admin"], scope: "read write", user_type: "premium" }, claimNames());
-    expect(principal).toEqual({ consumer: "alice", userType: undefined, groups: ["ml", "ops"], roles: ["admin"], scopes: ["read", "write"], authenticated: true });
+    expect(principal).toEqual({
+      consumer: "alice",
+      userType: undefined,
+      groups: ["ml", "ops"],
+      roles: ["admin"],
+      scopes: ["read", "write"],
+      authenticated: true,
+    });
   });
 
   it("maps configured names, with comma strings for groups and roles and an array for scopes", () => {
     const names = claimNames("      consumer: client_id\n      user_type: tier\n      groups: teams\n      roles: perms\n      scopes: scp\n");
     const principal = principalFromClaims({ client_id: "svc-1", tier: "premium", teams: "ml, ops", perms: "admin,viewer", scp: ["read", "write"] }, names);
-    expect(principal).toEqual({ consumer: "svc-1", userType: "premium", groups: ["ml", "ops"], roles: ["admin", "viewer"], scopes: ["read", "write"], authenticated: true });
+    expect(principal).toEqual({
+      consumer: "svc-1",
+      userType: "premium",
+      groups: ["ml", "ops"],
+      roles: ["admin", "viewer"],
+      scopes: ["read", "write"],
+      authenticated: true,
+    });
   });
 
   it("reads namespaced claims as keys and nested claims as dotted paths", () => {

@@ -1,10 +1,10 @@
 /** Bearer JWT verification in-process: inline keys, a JWKS endpoint behind the injected fetch, and start refusals. */
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { SignJWT, type JWK } from "jose";
+import { type JWK, SignJWT } from "jose";
 import { ManualClock } from "../../../core/clock.ts";
 import { JWKS_REFETCH_COOLDOWN_MS } from "../../../plugins/auth/key-source.ts";
-import { newSigningKey, signToken, type SigningKey, type TokenOptions } from "../../support/jwt.ts";
-import { accessRuntime, type AccessRuntime } from "../access-harness.ts";
+import { newSigningKey, type SigningKey, signToken, type TokenOptions } from "../../support/jwt.ts";
+import { type AccessRuntime, accessRuntime } from "../access-harness.ts";
 
 const ISSUER = "https://idp.test/";
 const AUDIENCE = "inference-gateway";
@@ -18,7 +18,8 @@ services:
     operations: {chat: [/v1/chat/completions]}
 `;
 
-const oauth2Config = (source: string, extra = "") => `${services}
+const oauth2Config = (source: string, extra = "") =>
+  `${services}
 auth:
   mode: oauth2
   oauth2:
@@ -106,7 +107,7 @@ describe("auth.mode oauth2 with inline keys", () => {
   });
 
   it("accepts tokens without a consumer when auth.oauth2.claims.consumer is empty (every caller anonymous)", async () => {
-    const rt = await start(oauth2Config(inlineKeys(key.jwk)).replace("      user_type: tier", "      user_type: tier\n      consumer: \"\""));
+    const rt = await start(oauth2Config(inlineKeys(key.jwk)).replace("      user_type: tier", '      user_type: tier\n      consumer: ""'));
     const response = await chat(rt, bearer(await tokenFor(rt, key, { sub: "alice", tier: "premium" })));
     expect(response.status).toBe(200);
     expect((await response.json()).principal).toMatchObject({ consumer: null, user_type: "premium", authenticated: true });
@@ -139,8 +140,13 @@ describe("auth.mode oauth2 with inline keys", () => {
       await chat(rt, bearer(await tokenFor(rt, key, { sub: "a" }, { audience: "another-api" }))),
       "the token audience (aud) is not this gateway's audience",
     );
-    await expectRejected(await chat(rt, bearer(await tokenFor(rt, key, { sub: "a" }, { issuer: "https://evil.test/" }))), "the token issuer (iss) is not the configured issuer");
-    const noExp = await new SignJWT({ sub: "a" }).setProtectedHeader({ alg: "RS256", kid: key.kid }).setIssuer(ISSUER).setAudience(AUDIENCE).sign(key.privateKey);
+    await expectRejected(
+      await chat(rt, bearer(await tokenFor(rt, key, { sub: "a" }, { issuer: "https://evil.test/" }))),
+      "the token issuer (iss) is not the configured issuer",
+    );
+    const noExp = await new SignJWT({ sub: "a" }).setProtectedHeader({ alg: "RS256", kid: key.kid }).setIssuer(ISSUER).setAudience(AUDIENCE).sign(
+      key.privateKey,
+    );
     await expectRejected(await chat(rt, bearer(noExp)), "the token has no exp claim");
   });
 
@@ -264,10 +270,16 @@ describe("auth start refusals", () => {
 
   it("oauth2 needs jwks_url or keys, not both, and public asymmetric keys", async () => {
     expect(await refusal(oauth2Config(""))).toContain("auth.oauth2: set jwks_url (the issuer's JWKS endpoint) or keys (inline public JWKs)");
-    expect(await refusal(oauth2Config(`    jwks_url: https://idp.test/jwks\n${inlineKeys(key.jwk)}`))).toContain("auth.oauth2.keys: set either jwks_url or keys, not both");
-    expect(await refusal(oauth2Config("    jwks_url: idp.test/jwks"))).toContain('auth.oauth2.jwks_url: must be an http:// or https:// URL, got "idp.test/jwks"');
+    expect(await refusal(oauth2Config(`    jwks_url: https://idp.test/jwks\n${inlineKeys(key.jwk)}`))).toContain(
+      "auth.oauth2.keys: set either jwks_url or keys, not both",
+    );
+    expect(await refusal(oauth2Config("    jwks_url: idp.test/jwks"))).toContain(
+      'auth.oauth2.jwks_url: must be an http:// or https:// URL, got "idp.test/jwks"',
+    );
     expect(await refusal(oauth2Config(inlineKeys({ kty: "oct", k: "c2VjcmV0" })))).toContain("auth.oauth2.keys[0]: symmetric (oct) keys are not accepted");
-    expect(await refusal(oauth2Config(inlineKeys(key.jwk, { ...key.jwk, d: "private" })))).toContain('auth.oauth2.keys[1]: is a private key; give only its public part (no "d")');
+    expect(await refusal(oauth2Config(inlineKeys(key.jwk, { ...key.jwk, d: "private" })))).toContain(
+      'auth.oauth2.keys[1]: is a private key; give only its public part (no "d")',
+    );
     expect(await refusal(oauth2Config(inlineKeys({ n: "x" } as JWK)))).toContain("auth.oauth2.keys[0].kty: required");
   });
 

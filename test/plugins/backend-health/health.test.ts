@@ -16,10 +16,26 @@ afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.close();
 });
 
-const ok = () => new Response(JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }), { headers: { "content-type": "application/json" } });
+const ok = () =>
+  new Response(
+    JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }),
+    { headers: { "content-type": "application/json" } },
+  );
 
 /** A Messages-style answer, for the `messages_api` service's backends (c and d). */
-const messagesOk = () => new Response(JSON.stringify({ id: "m", type: "message", role: "assistant", model: "real", content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } }), { headers: { "content-type": "application/json" } });
+const messagesOk = () =>
+  new Response(
+    JSON.stringify({
+      id: "m",
+      type: "message",
+      role: "assistant",
+      model: "real",
+      content: [{ type: "text", text: "ok" }],
+      stop_reason: "end_turn",
+      usage: { input_tokens: 1, output_tokens: 1 },
+    }),
+    { headers: { "content-type": "application/json" } },
+  );
 
 /** A `messages_api` service (its requests are translated), on backends c then d, like a then b. */
 const MESSAGES_SERVICE = `
@@ -72,11 +88,19 @@ async function setUp(health = "", extra = "") {
   const started = await startTestRuntime(services(health, extra), builtinPlugins, { fetch: fakeFetch, clock });
   runtimes.push(started);
   const chat = async (model = "llm") => {
-    const response = await started.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }) });
+    const response = await started.request("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+    });
     return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.text() };
   };
   const embed = async () => {
-    const response = await started.request("/v1/embeddings", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "direct", input: "x" }) });
+    const response = await started.request("/v1/embeddings", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "direct", input: "x" }),
+    });
     return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.text() };
   };
   const backends = async () => ((await (await started.request("/-/backends")).json()) as { backends: Array<Record<string, unknown>> }).backends;
@@ -164,7 +188,15 @@ describe("backend health", () => {
     expect(await metric('svc_backend_ejected{service_type="embed",backend="a.test:8001"}')).toBe(1);
     expect(await metric('svc_backend_ejected{service_type="chat",backend="b.test:8002"}')).toBe(0);
     // Counts since start: a success does not reset them, as it resets consecutive_failures.
-    const a = { url: "http://a.test:8001/base", state: "ejected", ejected_until: new Date(clock.now() + 30_000).toISOString(), consecutive_failures: 0, ejections: 1, requests: 3, failures: 3 };
+    const a = {
+      url: "http://a.test:8001/base",
+      state: "ejected",
+      ejected_until: new Date(clock.now() + 30_000).toISOString(),
+      consecutive_failures: 0,
+      ejections: 1,
+      requests: 3,
+      failures: 3,
+    };
     const b = { url: "http://b.test:8002", state: "healthy", ejected_until: null, consecutive_failures: 0, ejections: 0, requests: 3, failures: 0 };
     expect(await backends()).toEqual([
       { service_type: "chat", model: "llm", ...a },
@@ -185,7 +217,13 @@ describe("backend health", () => {
     for (let i = 0; i < 3; i++) await chat();
     expect(calls).toEqual(["a", "b", "a", "b", "a", "b"]);
     expect(await metric('svc_backend_ejections_total{service_type="chat",backend="a.test:8001"}')).toBe(2);
-    expect((await backends())[0]).toMatchObject({ state: "ejected", ejected_until: new Date(clock.now() + 60_000).toISOString(), ejections: 2, requests: 6, failures: 6 });
+    expect((await backends())[0]).toMatchObject({
+      state: "ejected",
+      ejected_until: new Date(clock.now() + 60_000).toISOString(),
+      ejections: 2,
+      requests: 6,
+      failures: 6,
+    });
     expect((await backends())[1]).toMatchObject({ state: "healthy", ejections: 0, requests: 7, failures: 0 });
     expect(await metric('svc_backend_ejected{service_type="chat",backend="a.test:8001"}')).toBe(1);
     clock.advance(60_000);

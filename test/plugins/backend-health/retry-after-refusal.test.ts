@@ -16,7 +16,11 @@ afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.close();
 });
 
-const completion = JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] });
+const completion = JSON.stringify({
+  id: "c",
+  object: "chat.completion",
+  choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+});
 
 /** `solo` has one backend; `pair` has `a` (weighted) then `b` (fallback), always in that order. */
 function config(health = "") {
@@ -57,7 +61,11 @@ async function setUp(health = "") {
   const started = await startTestRuntime(config(health), builtinPlugins, { fetch: fakeFetch, clock });
   runtimes.push(started);
   const chat = async (model = "solo") => {
-    const response = await started.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }) });
+    const response = await started.request("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+    });
     return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.text() };
   };
   const metric = async (line: string) => {
@@ -83,7 +91,11 @@ describe("every backend sitting out a Retry-After", () => {
     for (const answer of storm) {
       expect(answer).toMatchObject({ status: 429, retryAfter: "10" });
       expect(JSON.parse(answer.body)).toEqual({
-        error: { message: 'every backend of model "solo" is sitting out the Retry-After it sent; retry in 10s', type: "rate_limit_error", code: "retry_after_refusal" },
+        error: {
+          message: 'every backend of model "solo" is sitting out the Retry-After it sent; retry in 10s',
+          type: "rate_limit_error",
+          code: "retry_after_refusal",
+        },
       });
     }
     expect(await refusals("solo")).toBe(60);
@@ -96,7 +108,9 @@ describe("every backend sitting out a Retry-After", () => {
     expect(calls).toEqual(["s"]);
     expect(await refusals("solo")).toBe(62);
     // Refusals are requests the proxy answered too, under the model sent to the backend.
-    expect(await metric('svc_llm_requests_total{service_type="chat",model="solo",backend_model="real-solo",provider="chat_completions",user_type="",status="429"}')).toBe(63);
+    expect(
+      await metric('svc_llm_requests_total{service_type="chat",model="solo",backend_model="real-solo",provider="chat_completions",user_type="",status="429"}'),
+    ).toBe(63);
 
     // Its time is up: the backend is called again.
     clock.advance(1);

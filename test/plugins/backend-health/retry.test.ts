@@ -18,7 +18,11 @@ afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.close();
 });
 
-const completion = JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] });
+const completion = JSON.stringify({
+  id: "c",
+  object: "chat.completion",
+  choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+});
 const chunk = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] });
 
 /** `solo` has one backend; `pair` has `a` (weighted) then `b` (fallback), always in that order. */
@@ -90,7 +94,10 @@ async function setUp(health = "") {
   /** A streamed (non-JSON) body: the gateway sends it on as a stream. */
   const upload = async (text: string) => {
     const body = new Blob([text]).stream();
-    const response = await started.request("/v1/upload", { method: "POST", headers: { "content-type": "application/octet-stream" }, body, duplex: "half" } as RequestInit);
+    const response = await started.request(
+      "/v1/upload",
+      { method: "POST", headers: { "content-type": "application/octet-stream" }, body, duplex: "half" } as RequestInit,
+    );
     return { status: response.status, body: await response.text() };
   };
   const rounds = async (serviceType: string) => {
@@ -192,7 +199,9 @@ describe("backend retry rounds", () => {
   });
 
   it("refuses a backoff cap below the backoff and a zero deadline, saying what to change", () => {
-    expect(() => loadConfig(config("").replace("retry_backoff: 1ms, retry_backoff_max: 2ms", "retry_backoff: 2s, retry_backoff_max: 1s"), {})).toThrow(/backend_health\.retry_backoff_max: 1s is shorter than retry_backoff \(2s\)/);
+    expect(() => loadConfig(config("").replace("retry_backoff: 1ms, retry_backoff_max: 2ms", "retry_backoff: 2s, retry_backoff_max: 1s"), {})).toThrow(
+      /backend_health\.retry_backoff_max: 1s is shorter than retry_backoff \(2s\)/,
+    );
     expect(() => loadConfig(config("retry_deadline: 0s"), {})).toThrow(/backend_health\.retry_deadline: must be a positive duration/);
     expect(() => loadConfig(config("retry_rounds: 0"), {})).toThrow(/retry_rounds/);
   });

@@ -8,10 +8,10 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../core/clock.ts";
-import { startHeldBackend, type HeldBackend } from "../../fixtures/held-backend.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
+import { type HeldBackend, startHeldBackend } from "../../fixtures/held-backend.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
 import { metricValue } from "../../support/prometheus.ts";
-import { batchRuntime, chatLine, createBatch, drive, fileLines, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
+import { type BatchRuntime, batchRuntime, chatLine, createBatch, drive, fileLines, ownRedis, STORES } from "./harness.ts";
 
 const redisUrl = ownRedis();
 let llm: FakeBackend;
@@ -73,11 +73,21 @@ describe.each(STORES)("batch accounting on the %s store", (store) => {
 
   it("counts lines for the owner at batch_multiplier, apart from interactive requests, and without the request rate", async () => {
     await start();
-    const direct = await gw.request("/v1/chat/completions", { method: "POST", headers: { ...alice, "content-type": "application/json" }, body: JSON.stringify({ model: "chat-small", messages: [{ role: "user", content: "hi" }] }) });
+    const direct = await gw.request("/v1/chat/completions", {
+      method: "POST",
+      headers: { ...alice, "content-type": "application/json" },
+      body: JSON.stringify({ model: "chat-small", messages: [{ role: "user", content: "hi" }] }),
+    });
     expect(direct.status).toBe(200);
     expect(direct.headers.get("x-gateway-cost")).toBe("0.000078");
     // The rate (1 an hour) is used up: a second direct request is refused, the batch's 3 lines all run.
-    expect((await gw.request("/v1/chat/completions", { method: "POST", headers: { ...alice, "content-type": "application/json" }, body: JSON.stringify({ model: "chat-small", messages: [{ role: "user", content: "again" }] }) })).status).toBe(429);
+    expect(
+      (await gw.request("/v1/chat/completions", {
+        method: "POST",
+        headers: { ...alice, "content-type": "application/json" },
+        body: JSON.stringify({ model: "chat-small", messages: [{ role: "user", content: "again" }] }),
+      })).status,
+    ).toBe(429);
     const id = (await createBatch(gw, ["a", "b", "c"].map((c) => chatLine(c, c)), { headers: alice })).id as string;
     await drive(gw, async () => (await get(id)).status === "completed");
     expect((await get(id)).request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
@@ -90,7 +100,10 @@ describe.each(STORES)("batch accounting on the %s store", (store) => {
     ]);
     expect((report.body.total as { cost: number }).cost).toBe(0.000195);
     const usage = await gw.json("/usage", { headers: alice });
-    expect(usage.body).toMatchObject({ consumer: "alice", usage: [expect.objectContaining({ service_type: "chat", total: expect.objectContaining({ requests: 4, tokens: { prompt: 44, completion: 28 } }) })] });
+    expect(usage.body).toMatchObject({
+      consumer: "alice",
+      usage: [expect.objectContaining({ service_type: "chat", total: expect.objectContaining({ requests: 4, tokens: { prompt: 44, completion: 28 } }) })],
+    });
     const metrics = await gw.metrics.text();
     expect(metricValue(metrics, "svc_cost_total", { service_type: "chat", model: "chat-small" })).toBeCloseTo(0.000195, 9);
     expect(metricValue(metrics, "svc_batches_total", { status: "completed" })).toBe(1);
@@ -102,7 +115,12 @@ describe.each(STORES)("batch accounting on the %s store", (store) => {
     held.hold();
     const before = held.arrived;
     // An interactive request holds one of the model's two slots: a line may not start (it would leave less than half).
-    const send = () => gw.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "capped", messages: [{ role: "user", content: "hi" }] }) });
+    const send = () =>
+      gw.request("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "capped", messages: [{ role: "user", content: "hi" }] }),
+      });
     const interactive = send();
     const waitFor = async (count: number) => {
       const deadline = Date.now() + 5_000;

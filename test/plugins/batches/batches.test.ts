@@ -5,8 +5,8 @@
  * models run in one batch; bad input files fail the batch with line numbers and nothing sent.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
-import { batchRuntime, chatLine, createBatch, drive, fileForm, fileLines, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
+import { type BatchRuntime, batchRuntime, chatLine, createBatch, drive, fileForm, fileLines, ownRedis, STORES } from "./harness.ts";
 
 const redisUrl = ownRedis();
 let backend: FakeBackend;
@@ -63,7 +63,13 @@ describe.each(STORES)("batches on the %s store", (store) => {
     await start();
     const lines = [chatLine("r1", "one"), chatLine("r2", "two", "chat-large"), chatLine("r3", "three")];
     const created = await createBatch(gw, lines, { headers: alice });
-    expect(created).toMatchObject({ object: "batch", endpoint: "/v1/chat/completions", status: "validating", request_counts: { total: 0, completed: 0, failed: 0 }, output_file_id: null });
+    expect(created).toMatchObject({
+      object: "batch",
+      endpoint: "/v1/chat/completions",
+      status: "validating",
+      request_counts: { total: 0, completed: 0, failed: 0 },
+      output_file_id: null,
+    });
     const id = created.id as string;
     await drive(gw, statusIs(id, "completed"));
     const done = (await batch(id)).body;
@@ -72,11 +78,21 @@ describe.each(STORES)("batches on the %s store", (store) => {
     const output = await fileLines(gw, done.output_file_id as string, alice);
     expect(output.map((line) => line.custom_id).sort()).toEqual(["r1", "r2", "r3"]);
     for (const line of output) {
-      expect(line).toMatchObject({ id: expect.stringMatching(/^batch_req_/), response: { status_code: 200, body: { object: "chat.completion" } }, error: null });
+      expect(line).toMatchObject({
+        id: expect.stringMatching(/^batch_req_/),
+        response: { status_code: 200, body: { object: "chat.completion" } },
+        error: null,
+      });
     }
     const byId = Object.fromEntries(output.map((line) => [line.custom_id, line]));
-    expect((byId.r2.response as { body: { choices: Array<{ message: { content: string } }>; model: string } }).body.choices[0].message.content).toBe("echo: two");
-    expect(backend.calls("/v1/chat/completions").map((call) => (call.body as { model: string }).model).sort()).toEqual(["chat-large", "chat-small", "chat-small"]);
+    expect((byId.r2.response as { body: { choices: Array<{ message: { content: string } }>; model: string } }).body.choices[0].message.content).toBe(
+      "echo: two",
+    );
+    expect(backend.calls("/v1/chat/completions").map((call) => (call.body as { model: string }).model).sort()).toEqual([
+      "chat-large",
+      "chat-small",
+      "chat-small",
+    ]);
     // The output file is the owner's.
     expect((await gw.json(`/v1/files/${done.output_file_id}`, { headers: { "x-consumer": "bob" } })).status).toBe(404);
     expect((await gw.json(`/v1/files/${done.output_file_id}`, { headers: alice })).body).toMatchObject({ purpose: "batch_output" });

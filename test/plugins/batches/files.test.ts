@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../core/clock.ts";
-import { batchRuntime, fileForm, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
+import { type BatchRuntime, batchRuntime, fileForm, ownRedis, STORES } from "./harness.ts";
 
 const CONFIG = `
 server:
@@ -37,14 +37,23 @@ describe.each(STORES)("files on the %s store", (store) => {
     gw = await batchRuntime(CONFIG, { store, redisUrl, clock });
     return gw;
   };
-  const as = (consumer: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { "x-consumer": consumer, ...(init.headers as Record<string, string> | undefined) } });
+  const as = (consumer: string, init: RequestInit = {}): RequestInit => ({
+    ...init,
+    headers: { "x-consumer": consumer, ...(init.headers as Record<string, string> | undefined) },
+  });
 
   it("stores an upload, answers the File object and gives the bytes back", async () => {
     await start();
     const content = '{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{}}\n';
     const created = await gw.json("/v1/files", as("alice", { method: "POST", body: fileForm(content) }));
     expect(created.status).toBe(200);
-    expect(created.body).toMatchObject({ object: "file", bytes: content.length, filename: "input.jsonl", purpose: "batch", created_at: Math.floor(clock.now() / 1000) });
+    expect(created.body).toMatchObject({
+      object: "file",
+      bytes: content.length,
+      filename: "input.jsonl",
+      purpose: "batch",
+      created_at: Math.floor(clock.now() / 1000),
+    });
     const id = created.body.id as string;
     expect(id).toMatch(/^file-/);
 
@@ -65,7 +74,9 @@ describe.each(STORES)("files on the %s store", (store) => {
     for (const purposeFirst of [true, false]) {
       const refused = await gw.json("/v1/files", as("alice", { method: "POST", body: fileForm("{}\n", "fine-tune", "x.jsonl", purposeFirst) }));
       expect(refused.status).toBe(400);
-      expect(refused.body).toEqual({ error: { message: expect.stringContaining('purpose "fine-tune"'), type: "invalid_request_error", code: "invalid_request" } });
+      expect(refused.body).toEqual({
+        error: { message: expect.stringContaining('purpose "fine-tune"'), type: "invalid_request_error", code: "invalid_request" },
+      });
       expect((refused.body.error as { message: string }).message).toContain('"batch"');
     }
     const missing = await gw.json("/v1/files", as("alice", { method: "POST", body: fileForm("{}\n", null) }));
@@ -111,7 +122,11 @@ describe.each(STORES)("files on the %s store", (store) => {
     const second = await gw.json(`/v1/files?limit=2&after=${newestFirst[1]}`, as("alice"));
     expect((second.body.data as Array<{ id: string }>).map((f) => f.id)).toEqual(newestFirst.slice(2, 4));
     // A cursor whose file was deleted still says where the page starts.
-    expect((await gw.json(`/v1/files/${newestFirst[3]}`, as("alice", { method: "DELETE" }))).body).toEqual({ id: newestFirst[3], object: "file", deleted: true });
+    expect((await gw.json(`/v1/files/${newestFirst[3]}`, as("alice", { method: "DELETE" }))).body).toEqual({
+      id: newestFirst[3],
+      object: "file",
+      deleted: true,
+    });
     const third = await gw.json(`/v1/files?limit=2&after=${newestFirst[3]}`, as("alice"));
     expect((third.body.data as Array<{ id: string }>).map((f) => f.id)).toEqual([newestFirst[4]]);
     expect(third.body.has_more).toBe(false);

@@ -12,7 +12,7 @@ import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
-import { startRedis, type RunningServer } from "../../support/servers.ts";
+import { type RunningServer, startRedis } from "../../support/servers.ts";
 
 export type Store = "memory" | "redis";
 export const STORES: readonly Store[] = ["memory", "redis"];
@@ -104,7 +104,11 @@ export function chatLine(customId: string, content: string, model = "chat-small"
  * ended) until `done` says so, polling with a deadline; `advance` moves a manual clock each round
  * (retries of a line that met a transient failure are due later).
  */
-export async function drive(gw: BatchRuntime, done: () => Promise<boolean>, options: { deadlineMs?: number; advance?: { clock: ManualClock; byMs: number } } = {}): Promise<void> {
+export async function drive(
+  gw: BatchRuntime,
+  done: () => Promise<boolean>,
+  options: { deadlineMs?: number; advance?: { clock: ManualClock; byMs: number } } = {},
+): Promise<void> {
   const deadlineMs = options.deadlineMs ?? 15_000;
   const deadline = Date.now() + deadlineMs;
   const batches = gw.api.use("batches");
@@ -120,7 +124,11 @@ export async function drive(gw: BatchRuntime, done: () => Promise<boolean>, opti
 }
 
 /** Uploads `lines` as a batch input file and creates a batch on it; the batch object answered. */
-export async function createBatch(gw: BatchRuntime, lines: readonly string[], options: { headers?: Record<string, string>; endpoint?: string; body?: Record<string, unknown> } = {}): Promise<Record<string, unknown>> {
+export async function createBatch(
+  gw: BatchRuntime,
+  lines: readonly string[],
+  options: { headers?: Record<string, string>; endpoint?: string; body?: Record<string, unknown> } = {},
+): Promise<Record<string, unknown>> {
   const upload = await gw.json("/v1/files", { method: "POST", body: fileForm(lines.join("\n") + "\n"), headers: options.headers });
   if (upload.status !== 200) throw new Error(`upload failed: ${JSON.stringify(upload)}`);
   const created = await gw.json("/v1/batches", {

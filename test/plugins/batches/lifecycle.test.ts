@@ -11,10 +11,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../core/clock.ts";
 import { BatchStore, parseEntry } from "../../../plugins/batches/batches/store.ts";
 import { LINE_LEASE_MS } from "../../../plugins/batches/batches/worker.ts";
-import { startHeldBackend, type HeldBackend } from "../../fixtures/held-backend.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
-import { startScriptedBackend, type ScriptedBackend } from "../../fixtures/scripted-backend.ts";
-import { batchRuntime, chatLine, createBatch, drive, fileLines, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
+import { type HeldBackend, startHeldBackend } from "../../fixtures/held-backend.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
+import { type ScriptedBackend, startScriptedBackend } from "../../fixtures/scripted-backend.ts";
+import { type BatchRuntime, batchRuntime, chatLine, createBatch, drive, fileLines, ownRedis, STORES } from "./harness.ts";
 
 const redisUrl = ownRedis();
 let llm: FakeBackend;
@@ -101,7 +101,12 @@ describe.each(STORES)("batch lifecycle on the %s store", (store) => {
     expect(done).toMatchObject({ request_counts: { total: 1, completed: 0, failed: 1 }, output_file_id: null });
     expect(llm.received.length).toBe(3);
     const errors = await fileLines(gw, done.error_file_id as string, alice);
-    expect(errors).toEqual([{ id: expect.stringMatching(/^batch_req_/), custom_id: "f", response: { status_code: 503, request_id: expect.any(String), body: expect.objectContaining({ error: expect.anything() }) }, error: null }]);
+    expect(errors).toEqual([{
+      id: expect.stringMatching(/^batch_req_/),
+      custom_id: "f",
+      response: { status_code: 503, request_id: expect.any(String), body: expect.objectContaining({ error: expect.anything() }) },
+      error: null,
+    }]);
   });
 
   it("fails a line refused by a token budget at once, with the refusal's body", async () => {
@@ -113,7 +118,10 @@ describe.each(STORES)("batch lifecycle on the %s store", (store) => {
     expect(done.request_counts).toEqual({ total: 3, completed: 2, failed: 1 });
     expect(llm.received.length).toBe(2);
     const [refused] = await fileLines(gw, done.error_file_id as string, alice);
-    expect(refused).toMatchObject({ custom_id: "c", response: { status_code: 429, body: { error: { type: "rate_limit_error", message: expect.stringContaining("token") } } } });
+    expect(refused).toMatchObject({
+      custom_id: "c",
+      response: { status_code: 429, body: { error: { type: "rate_limit_error", message: expect.stringContaining("token") } } },
+    });
   });
 
   it("cancel starts no new line, lets the running one finish, and lists the rest as cancelled", async () => {
@@ -135,7 +143,11 @@ describe.each(STORES)("batch lifecycle on the %s store", (store) => {
     expect(held.arrived - arrivedBefore).toBe(1);
     expect((await fileLines(gw, done.output_file_id as string, alice)).map((l) => l.custom_id)).toEqual(["a"]);
     const cancelled = await fileLines(gw, done.error_file_id as string, alice);
-    expect(cancelled.map((l) => [l.custom_id, (l.error as { code: string }).code, l.response])).toEqual([["b", "batch_cancelled", null], ["c", "batch_cancelled", null]]);
+    expect(cancelled.map((l) => [l.custom_id, (l.error as { code: string }).code, l.response])).toEqual([["b", "batch_cancelled", null], [
+      "c",
+      "batch_cancelled",
+      null,
+    ]]);
     // Cancelling again answers the batch as it is; a completed batch cannot be cancelled.
     expect((await gw.json(`/v1/batches/${id}/cancel`, { method: "POST", headers: alice })).body.status).toBe("cancelled");
   });
@@ -159,7 +171,12 @@ describe.each(STORES)("batch lifecycle on the %s store", (store) => {
     expect(llm.received).toEqual([]);
     expect((await fileLines(gw, done.output_file_id as string, alice)).map((l) => l.custom_id)).toEqual(["a"]);
     const expired = await fileLines(gw, done.error_file_id as string, alice);
-    expect(expired).toEqual([{ id: expect.any(String), custom_id: "b", response: null, error: { code: "batch_expired", message: expect.stringContaining("completion window") } }]);
+    expect(expired).toEqual([{
+      id: expect.any(String),
+      custom_id: "b",
+      response: null,
+      error: { code: "batch_expired", message: expect.stringContaining("completion window") },
+    }]);
   });
 
   it("runs again the lines a dead process held once their lease lapses; an ended line never runs again", async () => {
@@ -182,7 +199,13 @@ describe.each(STORES)("batch lifecycle on the %s store", (store) => {
     await gw.runtime.runTaskNow("batches.sweep");
     await gw.api.use("batches").idle();
     // The zombie's answer for "b" arrives after its lease lapsed and the line was requeued: it counts, once.
-    await dead.finish("chat-small", b.member, parseEntry(b.entry), true, `o${JSON.stringify({ custom_id: "b", response: { status_code: 200, body: "zombie" } })}`);
+    await dead.finish(
+      "chat-small",
+      b.member,
+      parseEntry(b.entry),
+      true,
+      `o${JSON.stringify({ custom_id: "b", response: { status_code: 200, body: "zombie" } })}`,
+    );
     await drive(gw, statusIs(id, "completed"));
     const output = await fileLines(gw, (await get(id)).output_file_id as string, alice);
     expect(output.map((l) => l.custom_id).sort()).toEqual(["a", "b", "c"]);

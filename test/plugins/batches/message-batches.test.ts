@@ -7,9 +7,9 @@
  * another consumer's batch is a 404.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startHeldBackend, type HeldBackend } from "../../fixtures/held-backend.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
-import { batchRuntime, drive, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
+import { type HeldBackend, startHeldBackend } from "../../fixtures/held-backend.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
+import { type BatchRuntime, batchRuntime, drive, ownRedis, STORES } from "./harness.ts";
 
 const redisUrl = ownRedis();
 let llm: FakeBackend;
@@ -35,7 +35,10 @@ services:
 
 const alice = { "x-consumer": "alice", "content-type": "application/json", host: "gw.example:8443", "x-forwarded-proto": "https" };
 type Json = Record<string, unknown>;
-const request = (id: string, model: string, text: string, extra: Json = {}) => ({ custom_id: id, params: { model, max_tokens: 16, messages: [{ role: "user", content: text }], ...extra } });
+const request = (id: string, model: string, text: string, extra: Json = {}) => ({
+  custom_id: id,
+  params: { model, max_tokens: 16, messages: [{ role: "user", content: text }], ...extra },
+});
 
 describe.each(STORES)("message batches on the %s store", (store) => {
   let gw: BatchRuntime;
@@ -43,7 +46,8 @@ describe.each(STORES)("message batches on the %s store", (store) => {
     await gw?.close();
     llm.received.length = 0;
   });
-  const create = (requests: unknown, headers: Record<string, string> = alice) => gw.json("/v1/messages/batches", { method: "POST", headers, body: JSON.stringify({ requests }) });
+  const create = (requests: unknown, headers: Record<string, string> = alice) =>
+    gw.json("/v1/messages/batches", { method: "POST", headers, body: JSON.stringify({ requests }) });
   const get = async (id: string) => (await gw.json(`/v1/messages/batches/${id}`, { headers: alice })).body;
   const results = async (id: string) => {
     const response = await gw.request(`/v1/messages/batches/${id}/results`, { headers: alice });
@@ -60,11 +64,19 @@ describe.each(STORES)("message batches on the %s store", (store) => {
     expect(id).toMatch(/^msgbatch_/);
     await drive(gw, async () => (await get(id)).processing_status === "ended");
     const batch = await get(id);
-    expect(batch).toMatchObject({ type: "message_batch", processing_status: "ended", request_counts: { processing: 0, succeeded: 1, errored: 1, canceled: 0, expired: 0 }, ended_at: expect.any(String) });
+    expect(batch).toMatchObject({
+      type: "message_batch",
+      processing_status: "ended",
+      request_counts: { processing: 0, succeeded: 1, errored: 1, canceled: 0, expired: 0 },
+      ended_at: expect.any(String),
+    });
     expect(batch.results_url).toBe(`https://gw.example:8443/v1/messages/batches/${id}/results`);
     const lines = Object.fromEntries((await results(id)).map((l) => [l.custom_id, l.result]));
     expect(lines.ok).toMatchObject({ type: "succeeded", message: { type: "message", role: "assistant" } });
-    expect(lines.bad).toEqual({ type: "errored", error: { type: "error", error: { type: "invalid_request_error", message: expect.stringContaining("bogus") } } });
+    expect(lines.bad).toEqual({
+      type: "errored",
+      error: { type: "error", error: { type: "invalid_request_error", message: expect.stringContaining("bogus") } },
+    });
     expect((await gw.json(`/v1/messages/batches/${id}`, { headers: { "x-consumer": "bob" } })).status).toBe(404);
   });
 

@@ -9,7 +9,10 @@ import { buildDocument } from "../../support/openapi-document.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import { startTestRuntime } from "../../support/runtime.ts";
 
-const { config } = loadConfig("batches: { enabled: true }\nservices:\n  - { type: chat, model: a, provider: chat_completions, operations: { chat: [/v1/chat/completions] } }\n", {});
+const { config } = loadConfig(
+  "batches: { enabled: true }\nservices:\n  - { type: chat, model: a, provider: chat_completions, operations: { chat: [/v1/chat/completions] } }\n",
+  {},
+);
 
 const ROUTES = [
   ["post", "/v1/files"],

@@ -14,8 +14,8 @@ import {
   leaseRenew,
   lineClaim,
   lineFinish,
-  linesEnqueue,
   lineRetry,
+  linesEnqueue,
   scheduleSet,
   scheduleTake,
   segmentCommit,
@@ -64,7 +64,10 @@ describe.each(opsStores)("batch ops: $name", ({ open }) => {
     expect(await kv.zrangeByScore(k("all"), -Infinity, Infinity)).toEqual(["b1"]);
     expect(await kv.zscore(k("active"), "b1")).toBe(5);
     // Without a key, every create saves.
-    expect(await kv.run(batchCreate, [record("b3"), k("owner"), k("all"), k("active")], ["b3", -3, 5, 0, "id", "b3", "status", "validating"])).toEqual(["created", "b3"]);
+    expect(await kv.run(batchCreate, [record("b3"), k("owner"), k("all"), k("active")], ["b3", -3, 5, 0, "id", "b3", "status", "validating"])).toEqual([
+      "created",
+      "b3",
+    ]);
   });
 
   it("batchTransition changes the status only from the allowed ones", async () => {
@@ -118,7 +121,8 @@ describe.each(opsStores)("batch ops: $name", ({ open }) => {
   it("lineFinish counts a line once, keeps its output, and refuses a batch being finalized", async () => {
     await makeRunning("f", 2);
     const [, entry] = await claim(kv, 100, "tok");
-    const finish = (member: string, line: string, outcome = "s") => kv.run(lineFinish, [running(), record("f"), k("done:f"), k("out:f")], [member, line, outcome, `o{"line":${line}}`]);
+    const finish = (member: string, line: string, outcome = "s") =>
+      kv.run(lineFinish, [running(), record("f"), k("done:f"), k("out:f")], [member, line, outcome, `o{"line":${line}}`]);
     expect(await finish(`${entry}|tok`, "0")).toEqual([1, 1, 1, 0, "in_progress"]);
     expect(await kv.hgetall(k("out:f"))).toEqual({ "0": 'o{"line":0}' });
     // A second run of the same line (its lease had lapsed) is not counted again.
@@ -153,7 +157,8 @@ describe.each(opsStores)("batch ops: $name", ({ open }) => {
   it("segmentCommit records segments only when every line is still waiting", async () => {
     await kv.hset(k("out:s"), { "1": "oA", "2": "eB", "3": "oC" });
     await kv.hset(record("s"), { pending: "3" });
-    const commit = (segments: string[], lines: string[]) => kv.run(segmentCommit, [k("out:s"), k("seg:s"), record("s")], [segments.length, ...segments, ...lines]);
+    const commit = (segments: string[], lines: string[]) =>
+      kv.run(segmentCommit, [k("out:s"), k("seg:s"), record("s")], [segments.length, ...segments, ...lines]);
     expect(await commit(["o:x"], ["1", "9"])).toBe(0);
     expect(await commit(["o:y", "e:z"], ["1", "2"])).toBe(1);
     expect(await kv.hgetall(k("out:s"))).toEqual({ "3": "oC" });

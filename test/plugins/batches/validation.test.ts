@@ -7,8 +7,8 @@
  * creation; so are a bad endpoint, completion_window and metadata.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
-import { batchRuntime, chatLine, createBatch, drive, fileForm, ownRedis, STORES, type BatchRuntime } from "./harness.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
+import { type BatchRuntime, batchRuntime, chatLine, createBatch, drive, fileForm, ownRedis, STORES } from "./harness.ts";
 
 const redisUrl = ownRedis();
 let backend: FakeBackend;
@@ -60,7 +60,8 @@ describe.each(STORES)("batch input checks on the %s store", (store) => {
     await drive(gw, async () => (await get()).body.status !== "validating");
     return (await get()).body;
   }
-  const errorsOf = (batch: Record<string, unknown>) => (batch.errors as { object: string; data: Array<{ code: string; line: number | null; message: string }> }).data;
+  const errorsOf = (batch: Record<string, unknown>) =>
+    (batch.errors as { object: string; data: Array<{ code: string; line: number | null; message: string }> }).data;
 
   it("fails a batch with bad lines, naming each line, and sends nothing", async () => {
     gw = await batchRuntime(config(), { store, redisUrl });
@@ -82,7 +83,11 @@ describe.each(STORES)("batch input checks on the %s store", (store) => {
       { code: "missing_custom_id", line: 3, message: expect.stringContaining("custom_id") },
     ]);
     const more = await failedBatch(lines.slice(3, 6));
-    expect(errorsOf(more)).toEqual([{ code: "invalid_url", line: 2, message: expect.stringContaining('"/v1/embeddings" is not the batch\'s endpoint "/v1/chat/completions"') }, { code: "model_not_found", line: 3, message: expect.stringContaining('"no-such-model"') }]);
+    expect(errorsOf(more)).toEqual([{
+      code: "invalid_url",
+      line: 2,
+      message: expect.stringContaining('"/v1/embeddings" is not the batch\'s endpoint "/v1/chat/completions"'),
+    }, { code: "model_not_found", line: 3, message: expect.stringContaining('"no-such-model"') }]);
     expect(backend.received).toEqual([]);
   });
 
@@ -115,7 +120,11 @@ describe.each(STORES)("batch input checks on the %s store", (store) => {
     gw = await batchRuntime(config(), { store, redisUrl });
     const upload = await gw.json("/v1/files", { method: "POST", body: fileForm(chatLine("a", "x") + "\n"), headers: alice });
     const create = (body: Record<string, unknown>, headers: Record<string, string> = alice) =>
-      gw.json("/v1/batches", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ input_file_id: upload.body.id, endpoint: "/v1/chat/completions", completion_window: "24h", ...body }) });
+      gw.json("/v1/batches", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ input_file_id: upload.body.id, endpoint: "/v1/chat/completions", completion_window: "24h", ...body }),
+      });
     const foreign = await create({}, { "x-consumer": "bob" });
     expect(foreign.status).toBe(404);
     expect(foreign.body).toEqual({ error: { message: expect.stringContaining("input_file_id"), type: "not_found_error", code: "not_found" } });

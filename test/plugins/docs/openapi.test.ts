@@ -33,8 +33,12 @@ describe("the generated document", () => {
   it("documents every optional endpoint that is served and stays valid", async () => {
     const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => true, syncProxy: true });
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
-    for (const path of ["/usage", "/-/usage", "/-/usage/report", "/jobs/asr", "/v1/asr/{path}", "/v1/models/{model}"]) expect(doc.paths[path], path).toBeDefined();
-    for (const path of ["/-/queues", "/-/relay/deadletter", "/-/webhooks/retries", "/-/webhooks/deadletter", "/-/config", "/-/console"]) expect(doc.paths[path]?.get, path).toBeDefined();
+    for (const path of ["/usage", "/-/usage", "/-/usage/report", "/jobs/asr", "/v1/asr/{path}", "/v1/models/{model}"]) {
+      expect(doc.paths[path], path).toBeDefined();
+    }
+    for (const path of ["/-/queues", "/-/relay/deadletter", "/-/webhooks/retries", "/-/webhooks/deadletter", "/-/config", "/-/console"]) {
+      expect(doc.paths[path]?.get, path).toBeDefined();
+    }
     for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) expect(doc.paths[path]?.post, path).toBeDefined();
     expect(doc.components.securitySchemes).toEqual({ bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } });
     expect(doc.security).toEqual([{ bearer: [] }, {}]);
@@ -65,16 +69,24 @@ services:
     expect(Object.keys(doc.paths["/-/keys"])).toEqual(["post", "get"]);
     expect(Object.keys(doc.paths["/-/keys/{id}"])).toEqual(["get", "patch", "delete"]);
     expect(Object.keys(doc.paths["/-/keys/{id}/rotate"].post?.responses ?? {})).toContain("200");
-    expect(doc.components.securitySchemes).toEqual({ bearer: expect.objectContaining({ scheme: "bearer" }), apiKey: { type: "apiKey", in: "header", name: "x-api-key" } });
+    expect(doc.components.securitySchemes).toEqual({
+      bearer: expect.objectContaining({ scheme: "bearer" }),
+      apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
+    });
     const created = (doc.components.schemas as Record<string, { properties?: Record<string, unknown> }>).KeyCreated;
-    expect(Object.keys(created.properties ?? {})).toEqual(expect.arrayContaining(["id", "key", "prefix", "consumer", "models", "limits", "expires_at", "created_at"]));
-    expect(buildDocument({ config: keys, authMode: authModeOf(keys), visible: keys.services, served: () => false, syncProxy: true }).paths["/-/keys"]).toBeUndefined();
+    expect(Object.keys(created.properties ?? {})).toEqual(
+      expect.arrayContaining(["id", "key", "prefix", "consumer", "models", "limits", "expires_at", "created_at"]),
+    );
+    expect(buildDocument({ config: keys, authMode: authModeOf(keys), visible: keys.services, served: () => false, syncProxy: true }).paths["/-/keys"])
+      .toBeUndefined();
   });
 
   it("documents the 413 an oversize admin body gets, and the 415 of one sent as another type than application/json", () => {
     const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => true, syncProxy: true });
     expect(Object.keys(doc.paths["/-/jobs/purge"].post?.responses ?? {})).toEqual(["200", "400", "413", "415"]);
-    for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) expect(Object.keys(doc.paths[path].post?.responses ?? {}), path).toContain("415");
+    for (const path of ["/-/relay/deadletter/discard", "/-/webhooks/deadletter/redeliver"]) {
+      expect(Object.keys(doc.paths[path].post?.responses ?? {}), path).toContain("415");
+    }
   });
 
   it("documents a refused reload as a 500 with every problem, whether the file is wrong or a plugin failed", () => {

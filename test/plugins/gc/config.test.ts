@@ -27,7 +27,7 @@ describe("redis.pending_max_age refusal", () => {
   it("refuses a value not shorter than the 2h safety net when no TTL is set", () => {
     expect(problems({ pending_max_age: "2h" })).toEqual([
       "redis.pending_max_age: 2h is not shorter than the input object lifetime, 2h (the pending job TTL: lifecycle.job_ttl.pending, " +
-        "else lifecycle.job_ttl.global, else the 2h safety net); lower pending_max_age or raise lifecycle.job_ttl.pending",
+      "else lifecycle.job_ttl.global, else the 2h safety net); lower pending_max_age or raise lifecycle.job_ttl.pending",
     ]);
     expect(problems({ pending_max_age: "1h59m" })).toEqual([]);
   });

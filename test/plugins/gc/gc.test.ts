@@ -8,8 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectInfo } from "../../../core/stores/objects.ts";
 import { modelOfQueueKey } from "../../../core/jobs/queue-models.ts";
-import { startInferenceBackend, type InferenceBackend } from "../../fixtures/inference-backend.ts";
-import { gcRuntime, readObject, type GcRuntime, type GcHarnessOptions } from "./harness.ts";
+import { type InferenceBackend, startInferenceBackend } from "../../fixtures/inference-backend.ts";
+import { type GcHarnessOptions, type GcRuntime, gcRuntime, readObject } from "./harness.ts";
 
 let backend: InferenceBackend;
 beforeAll(async () => {

@@ -58,7 +58,12 @@ function streamAnswer(): Response {
 }
 
 const body = (stream: boolean) =>
-  JSON.stringify({ model: "gpt", messages: [{ role: "user", content: "hi" }], max_tokens: 7, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+  JSON.stringify({
+    model: "gpt",
+    messages: [{ role: "user", content: "hi" }],
+    max_tokens: 7,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  });
 
 function config(limits: string, llm = ""): string {
   return `
@@ -124,7 +129,9 @@ async function burst(r: Replicas, consumer: string, count: number, stream: boole
     answered.push(
       sent.then(async (response) => {
         const text = await response.text();
-        if (response.status === 429) refused.push({ retryAfter: response.headers.get("retry-after"), message: (JSON.parse(text) as { error: { message: string } }).error.message });
+        if (response.status === 429) {
+          refused.push({ retryAfter: response.headers.get("retry-after"), message: (JSON.parse(text) as { error: { message: string } }).error.message });
+        }
         return response.status;
       }),
     );
@@ -173,7 +180,9 @@ describe.each(stores)("budgets under concurrency on %s", (_name, replicas) => {
     expect(admitted).toBeLessThanOrEqual(5);
     expect(refused).toHaveLength(50 - admitted);
     expect(refused[0].retryAfter).toBe("1");
-    expect(refused[0].message).toMatch(/^cost budget of service type "chat" is held by requests in flight: 0 spent and 0\.000\d+ held of 0\.00039 USD per 1h; retry in 1s, when their answers are counted$/);
+    expect(refused[0].message).toMatch(
+      /^cost budget of service type "chat" is held by requests in flight: 0 spent and 0\.000\d+ held of 0\.00039 USD per 1h; retry in 1s, when their answers are counted$/,
+    );
     // What was spent is what the answers cost, and nothing is held any more.
     expect(await spent(r.kv, `cost:chat:${consumer}`)).toBe(admitted * ANSWER_NANOS);
     expect(await r.kv.exists(`rsv:cost:chat:${consumer}`)).toBe(false);
@@ -208,7 +217,11 @@ describe.each(stores)("budgets under concurrency on %s", (_name, replicas) => {
   it("holds a request's estimate while it runs, and replaces it with what its answer cost", async () => {
     const r = await start(config(FITS_FIVE_DOLLARS));
     const consumer = `settle-${crypto.randomUUID()}`;
-    const pending = r.gateways[0].request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body: body(false) });
+    const pending = r.gateways[0].request("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-consumer": consumer },
+      body: body(false),
+    });
     await until(() => r.backend.waiting.length === 1, "the backend call");
     const held = await r.kv.zrangeByScore(`rsv:cost:chat:${consumer}`, -Infinity, Infinity);
     expect(held).toHaveLength(1);
@@ -225,7 +238,11 @@ describe.each(stores)("budgets under concurrency on %s", (_name, replicas) => {
   it("gives a hold back when the request ends without a count (a backend error)", async () => {
     const r = await start(config(FITS_FIVE_DOLLARS));
     const consumer = `error-${crypto.randomUUID()}`;
-    const pending = r.gateways[0].request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body: body(false) });
+    const pending = r.gateways[0].request("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-consumer": consumer },
+      body: body(false),
+    });
     await until(() => r.backend.waiting.length === 1, "the backend call");
     r.backend.waiting[0].answer(Response.json({ error: { message: "bad", type: "invalid_request_error" } }, { status: 400 }));
     expect((await pending).status).toBe(400);
@@ -255,7 +272,8 @@ describe.each(stores)("budgets under concurrency on %s", (_name, replicas) => {
     // One request's estimate (94) fills a budget of 0.00008.
     const r = await start(config("{cost_rate: 0.00008, cost_period: 1h}"));
     const consumer = `orphan-${crypto.randomUUID()}`;
-    const send = (gateway: TestRuntime) => gateway.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body: body(false) });
+    const send = (gateway: TestRuntime) =>
+      gateway.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body: body(false) });
     // Its backend never answers: the request stays in flight as on a replica that crashed.
     void send(r.gateways[0]);
     await until(() => r.backend.waiting.length === 1, "the first backend call");
@@ -285,7 +303,9 @@ describe.each(stores)("budgets under concurrency on %s", (_name, replicas) => {
     const { admitted, refused } = await burst(r, consumer, 50, false);
     expect(admitted).toBeGreaterThan(0);
     expect(admitted).toBeLessThanOrEqual(5);
-    expect(refused[0].message).toMatch(/^token budget of service type "chat" is held by requests in flight: 0 used and \d+ held of 90 tokens per 1h; retry in 1s, when their answers are counted$/);
+    expect(refused[0].message).toMatch(
+      /^token budget of service type "chat" is held by requests in flight: 0 used and \d+ held of 90 tokens per 1h; retry in 1s, when their answers are counted$/,
+    );
     expect(await spent(r.kv, `tok:chat:${consumer}`)).toBe(admitted * ANSWER_TOKENS);
     expect(await r.kv.exists(`rsv:tok:chat:${consumer}`)).toBe(false);
   });
@@ -350,7 +370,9 @@ services:
     const { admitted, refused } = await burst(r, "ignored", 50, true, { authorization: `Bearer ${key}` });
     expect(admitted).toBeGreaterThan(0);
     expect(admitted).toBeLessThanOrEqual(5);
-    expect(refused[0].message).toMatch(/^token budget of this API key is held by requests in flight: 0 used and \d+ held of 90 tokens per 1h; retry in 1s, when their answers are counted$/);
+    expect(refused[0].message).toMatch(
+      /^token budget of this API key is held by requests in flight: 0 used and \d+ held of 90 tokens per 1h; retry in 1s, when their answers are counted$/,
+    );
     const window = `tok:key:${encodeURIComponent(id)}`;
     expect(Number(await r.kv.get(window))).toBe(admitted * ANSWER_TOKENS);
     expect(await r.kv.exists(`rsv:${window}`)).toBe(false);
@@ -379,7 +401,11 @@ services:
 `;
     const gateway = await startTestRuntime(yaml, builtinPlugins, { clock: new ManualClock(NOW), fetch: backend.fetch });
     try {
-      const pending = gateway.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", "x-consumer": "ann" }, body: body(false) });
+      const pending = gateway.request("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-consumer": "ann" },
+        body: body(false),
+      });
       await until(() => backend.waiting.length === 1, "the backend call");
       // 19 x 20 + 7 x 80 = 940 per 1M at gpt-large's price (the first backend, at gpt's, would answer 94).
       expect(await gateway.kv.zrangeByScore("rsv:cost:chat:ann", -Infinity, Infinity)).toEqual([expect.stringMatching(/^940000:/)]);

@@ -13,7 +13,7 @@ import { ManualClock } from "../../../core/clock.ts";
 import { addCost, judgeCost } from "../../../core/limits/cost-budget.ts";
 import { checkCostBudget } from "../../../plugins/limits/cost.ts";
 import pricing from "../../../plugins/pricing/index.ts";
-import { jobForm, limitsRuntime, until, type LimitsRuntime } from "./harness.ts";
+import { jobForm, type LimitsRuntime, limitsRuntime, until } from "./harness.ts";
 
 const CONFIG = `
 server:
@@ -39,7 +39,8 @@ afterEach(async () => {
   gw = undefined;
 });
 
-const submit = (g: LimitsRuntime, consumer: string) => g.request("/jobs/transcription", { method: "POST", body: jobForm(), headers: { "x-consumer": consumer } });
+const submit = (g: LimitsRuntime, consumer: string) =>
+  g.request("/jobs/transcription", { method: "POST", body: jobForm(), headers: { "x-consumer": consumer } });
 
 describe("a cost budget on an async type", () => {
   async function runJob(g: LimitsRuntime, seconds: number): Promise<void> {
@@ -128,6 +129,8 @@ services:
         "services[0].token_limits.*.cost_rate: a cost budget needs prices: set pricing.models (or pricing.backend_models), or remove cost_rate",
       ].join("\n  "),
     );
-    expect(() => loadConfig(`pricing:\n  models:\n    m: {}\n`, {})).toThrow("pricing.models.m: no price set; give at least one of input, output, cached_input, cache_write, per_second (or remove the entry)");
+    expect(() => loadConfig(`pricing:\n  models:\n    m: {}\n`, {})).toThrow(
+      "pricing.models.m: no price set; give at least one of input, output, cached_input, cache_write, per_second (or remove the entry)",
+    );
   });
 });

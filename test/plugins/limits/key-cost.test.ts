@@ -20,9 +20,9 @@ import admin from "../../../plugins/admin/index.ts";
 import auth from "../../../plugins/auth/index.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import pricing from "../../../plugins/pricing/index.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
-import { jobForm, limitsRuntime, until, type LimitsRuntime } from "./harness.ts";
+import { jobForm, type LimitsRuntime, limitsRuntime, until } from "./harness.ts";
 
 const DB = 28;
 const REPLICA_DB = 29;
@@ -131,7 +131,9 @@ describe.each(stores)("API key cost budgets on the %s store", (_name, open) => {
     const refused = await chat(gw, spender.key, "gpt");
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3500);
-    expect(await messageOf(refused)).toMatch(new RegExp(`^cost budget of API key "${spender.id}" used up: 0\\.000234 of 0\\.0002 USD per 1h; retry in \\d+s, when the window resets$`));
+    expect(await messageOf(refused)).toMatch(
+      new RegExp(`^cost budget of API key "${spender.id}" used up: 0\\.000234 of 0\\.0002 USD per 1h; retry in \\d+s, when the window resets$`),
+    );
     // The same consumer with another key: a budget of its own, untouched.
     expect((await chat(gw, sibling.key, "gpt")).status).toBe(200);
     await until(async () => (await keyWindow(gw.kv, sibling.id)) === toNanos(0.000078), "the sibling's window");
@@ -154,7 +156,11 @@ describe.each(stores)("API key cost budgets on the %s store", (_name, open) => {
 
   it("checks cost_rate and cost_period on POST and PATCH /-/keys, and shows them", async () => {
     const gw = await start();
-    const bad = await gw.request("/-/keys", { method: "POST", headers: ADMIN, body: JSON.stringify({ consumer: "c", limits: { cost_rate: -1, cost_period: "soon" } }) });
+    const bad = await gw.request("/-/keys", {
+      method: "POST",
+      headers: ADMIN,
+      body: JSON.stringify({ consumer: "c", limits: { cost_rate: -1, cost_period: "soon" } }),
+    });
     expect(bad.status).toBe(400);
     const message = await messageOf(bad);
     expect(message).toContain("limits.cost_rate: must be a number of at least 0");
@@ -166,10 +172,18 @@ describe.each(stores)("API key cost budgets on the %s store", (_name, open) => {
     const created = await createKey(gw, { consumer: "c", limits: { cost_rate: 5 } });
     const shown = async () => ((await (await gw.request(`/-/keys/${created.id}`, { headers: ADMIN })).json()) as Json).limits;
     expect(await shown()).toEqual({ rate: 0, period: "1m", token_rate: 0, token_period: "1m", cost_rate: 5, cost_period: "24h" });
-    const patched = await gw.request(`/-/keys/${created.id}`, { method: "PATCH", headers: ADMIN, body: JSON.stringify({ limits: { cost_rate: 0.5, cost_period: "1h" } }) });
+    const patched = await gw.request(`/-/keys/${created.id}`, {
+      method: "PATCH",
+      headers: ADMIN,
+      body: JSON.stringify({ limits: { cost_rate: 0.5, cost_period: "1h" } }),
+    });
     expect(patched.status).toBe(200);
     expect(await shown()).toMatchObject({ cost_rate: 0.5, cost_period: "1h" });
-    const badPatch = await gw.request(`/-/keys/${created.id}`, { method: "PATCH", headers: ADMIN, body: JSON.stringify({ limits: { cost_rate: 0, cost_period: "0s" } }) });
+    const badPatch = await gw.request(`/-/keys/${created.id}`, {
+      method: "PATCH",
+      headers: ADMIN,
+      body: JSON.stringify({ limits: { cost_rate: 0, cost_period: "0s" } }),
+    });
     expect(badPatch.status).toBe(400);
     expect(await messageOf(badPatch)).toContain("limits.cost_period:");
   });
@@ -196,7 +210,8 @@ services:
       gw = undefined;
     });
 
-    const submit = (g: LimitsRuntime, key: string) => g.request("/jobs/transcription", { method: "POST", body: jobForm(), headers: { authorization: `Bearer ${key}` } });
+    const submit = (g: LimitsRuntime, key: string) =>
+      g.request("/jobs/transcription", { method: "POST", body: jobForm(), headers: { authorization: `Bearer ${key}` } });
 
     async function runJob(g: LimitsRuntime, key: string, seconds: number): Promise<void> {
       expect((await submit(g, key)).status).toBe(202);
@@ -220,7 +235,9 @@ services:
 
       const refused = await submit(g, budgeted.key);
       expect(refused.status).toBe(429);
-      expect(await messageOf(refused)).toMatch(new RegExp(`^cost budget of API key "${budgeted.id}" used up: 0\\.75 of 0\\.5 EUR per 1h; retry in \\d+s, when the window resets$`));
+      expect(await messageOf(refused)).toMatch(
+        new RegExp(`^cost budget of API key "${budgeted.id}" used up: 0\\.75 of 0\\.5 EUR per 1h; retry in \\d+s, when the window resets$`),
+      );
       // The consumer's other key is not held by it.
       await runJob(g, other.key, 2);
 

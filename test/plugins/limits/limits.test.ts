@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
-import { jobForm, limitsRuntime, sample, until, type LimitsRuntime } from "./harness.ts";
+import { jobForm, type LimitsRuntime, limitsRuntime, sample, until } from "./harness.ts";
 
 const CONFIG = `
 server:
@@ -88,7 +88,9 @@ describe("concurrent async jobs (docs/design.md#concurrent-jobs)", () => {
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(refused.headers.get("x-concurrent-limit")).toBe("1");
     expect(refused.headers.get("x-concurrent-remaining")).toBe("0");
-    expect(await refused.json()).toEqual({ error: { message: expect.stringContaining("concurrent job limit"), type: "rate_limit_error", code: "concurrent_jobs_exceeded" } });
+    expect(await refused.json()).toEqual({
+      error: { message: expect.stringContaining("concurrent job limit"), type: "rate_limit_error", code: "concurrent_jobs_exceeded" },
+    });
 
     upload.finish();
     const accepted = await first;
@@ -235,7 +237,10 @@ describe("processing-time budget (docs/design.md#processing-time)", () => {
 });
 
 describe("idempotent replays and the async limits (docs/design.md#idempotency)", () => {
-  const LIMITED = CONFIG.replace('"*": { max_concurrent: 1, processing_time: 60, processing_period: 1h }', '"*": { max_concurrent: 2, processing_time: 60, processing_period: 1h }');
+  const LIMITED = CONFIG.replace(
+    '"*": { max_concurrent: 1, processing_time: 60, processing_period: 1h }',
+    '"*": { max_concurrent: 2, processing_time: 60, processing_period: 1h }',
+  );
   const submitWithKey = (g: LimitsRuntime, key?: string) =>
     g.request("/jobs/transcription", { method: "POST", body: jobForm(), headers: { "x-consumer": "alice", ...(key ? { "idempotency-key": key } : {}) } });
 
@@ -318,7 +323,8 @@ describe("limit metrics' user_type label (docs/design.md#metrics)", () => {
     expect(await served(echo(g, "bob", "made-up-type-123"))).toBe(200);
     expect(await served(echo(g, "cid"))).toBe(200);
 
-    const requests = (userType: string, result: string) => sample(g.metrics, "svc_ratelimit_requests_total", { service_type: "echo", user_type: userType, result });
+    const requests = (userType: string, result: string) =>
+      sample(g.metrics, "svc_ratelimit_requests_total", { service_type: "echo", user_type: userType, result });
     expect(await requests("free", "allowed")).toBe(1);
     expect(await requests("free", "rejected")).toBe(1);
     expect(await sample(g.metrics, "svc_ratelimit_consumer_hits_total", { service_type: "echo", user_type: "free" })).toBe(1);
@@ -344,7 +350,9 @@ describe("sync concurrency cap (docs/design.md#sync-concurrency-cap)", () => {
     // The one shared slot is taken: a non-priority request is refused without reaching the backend.
     const busy = await call(g);
     expect(busy.status).toBe(503);
-    expect(await busy.json()).toEqual({ error: { message: expect.stringContaining("max_concurrent_sync 2, 1 reserved"), type: "overloaded_error", code: "concurrency_cap" } });
+    expect(await busy.json()).toEqual({
+      error: { message: expect.stringContaining("max_concurrent_sync 2, 1 reserved"), type: "overloaded_error", code: "concurrency_cap" },
+    });
     // A priority request takes the reserved slot; a second one finds both pools full.
     const priority = call(g, true, "vip");
     await until(() => g.backend.waiting.length === 2, "the priority request at the backend");

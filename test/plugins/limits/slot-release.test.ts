@@ -12,7 +12,7 @@ import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import type { AtomicOp, KvReply, KvStore } from "../../../core/stores/kv.ts";
-import { limitsRuntime, until, type LimitsRuntime } from "./harness.ts";
+import { type LimitsRuntime, limitsRuntime, until } from "./harness.ts";
 
 const DB = 17;
 const RELEASE_DELAY_MS = 30;
@@ -77,7 +77,8 @@ describe.each(stores)("on the %s store", (_name, open) => {
     return gw;
   }
 
-  const call = (g: LimitsRuntime) => g.request("/v1/echo", { method: "POST", body: JSON.stringify({ model: "echo" }), headers: { "content-type": "application/json" } });
+  const call = (g: LimitsRuntime) =>
+    g.request("/v1/echo", { method: "POST", body: JSON.stringify({ model: "echo" }), headers: { "content-type": "application/json" } });
   const taken = async () => Number((await store?.get("sem:echo:echo:shared")) ?? "0");
 
   /** The next backend call, answered with `response`. */
@@ -110,7 +111,10 @@ describe.each(stores)("on the %s store", (_name, open) => {
     const g = await start();
     const pending = call(g);
     const encoder = new TextEncoder();
-    await answerNext(g, new Response(chunks(encoder.encode("data: 1\n\n"), encoder.encode("data: 2\n\n")), { headers: { "content-type": "text/event-stream" } }));
+    await answerNext(
+      g,
+      new Response(chunks(encoder.encode("data: 1\n\n"), encoder.encode("data: 2\n\n")), { headers: { "content-type": "text/event-stream" } }),
+    );
     const response = await pending;
     expect(await response.text()).toBe("data: 1\n\ndata: 2\n\n");
     expect(await taken()).toBe(0);

@@ -60,7 +60,13 @@ describe("LimitTable", () => {
   });
 
   it("resolves model token budgets with the same fallback, per model", () => {
-    expect(limits.forModel({ type: "chat", model: "small" }, "premium")).toEqual({ entry: "premium", tokenRate: 500, tokenPeriodMs: 60_000, costNanos: 0, costPeriodMs: 86_400_000 });
+    expect(limits.forModel({ type: "chat", model: "small" }, "premium")).toEqual({
+      entry: "premium",
+      tokenRate: 500,
+      tokenPeriodMs: 60_000,
+      costNanos: 0,
+      costPeriodMs: 86_400_000,
+    });
     expect(limits.forModel({ type: "chat", model: "small" }, "basic")).toMatchObject({ entry: "*", tokenRate: 50, tokenPeriodMs: 600_000 });
     // token_rate 0 is off for that user type: no model budget, and no fall back to "*" (as rate: 0).
     expect(limits.forModel({ type: "chat", model: "small" }, "free")).toBeUndefined();
@@ -71,7 +77,11 @@ describe("LimitTable", () => {
     // Named by its own entry, by another service type's entry, or by a model's token_limits.
     expect(limits.userTypeLabel("premium")).toBe("premium");
     expect(limits.userTypeLabel("basic")).toBe("basic");
-    expect(table(`${CONFIG}\n  - type: chat\n    model: extra\n    inference_url: http://backend\n    token_limits:\n      tier9: { token_rate: 5 }`).userTypeLabel("tier9")).toBe("tier9");
+    expect(
+      table(`${CONFIG}\n  - type: chat\n    model: extra\n    inference_url: http://backend\n    token_limits:\n      tier9: { token_rate: 5 }`).userTypeLabel(
+        "tier9",
+      ),
+    ).toBe("tier9");
     // Absent, or a value the config never names: one bounded "*" series.
     expect(limits.userTypeLabel(undefined)).toBe("*");
     expect(limits.userTypeLabel("student")).toBe("*");

@@ -5,7 +5,7 @@
  * (support/slot-checked-kv.ts), as a cluster would.
  */
 import { afterEach, expect, it } from "vitest";
-import { limitsRuntime, until, type LimitsRuntime } from "./harness.ts";
+import { type LimitsRuntime, limitsRuntime, until } from "./harness.ts";
 
 const CONFIG = `
 server:

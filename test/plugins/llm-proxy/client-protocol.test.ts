@@ -8,9 +8,9 @@
  * errors in the protocol's shape, and a provider that speaks the protocol natively.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { chatAnswer, chatErrorBody, chatStreamData, fieldProblem, STRING, type ClientProtocol } from "../../../core/llm/client-protocol.ts";
+import { chatAnswer, chatErrorBody, chatStreamData, type ClientProtocol, fieldProblem, STRING } from "../../../core/llm/client-protocol.ts";
 import { isRecord } from "../../../core/llm/json.ts";
-import { usageFromCounts, type LlmUsageEvent } from "../../../core/llm/usage.ts";
+import { type LlmUsageEvent, usageFromCounts } from "../../../core/llm/usage.ts";
 import { listsAnyPath, protocolErrors } from "../../../core/llm/protocol-errors.ts";
 import type { ProviderDefinition } from "../../../core/llm/provider.ts";
 import { definePlugin } from "../../../core/plugins/types.ts";
@@ -20,8 +20,16 @@ import providers from "../../../plugins/providers/index.ts";
 import syncProxy from "../../../plugins/sync-proxy/index.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
-const contentOf = (chat: unknown): unknown => (isRecord(chat) && Array.isArray(chat.choices) && isRecord(chat.choices[0]) && isRecord(chat.choices[0].message) ? chat.choices[0].message.content : undefined);
-const deltaOf = (chunk: unknown): unknown => (isRecord(chunk) && Array.isArray(chunk.choices) && isRecord(chunk.choices[0]) && isRecord(chunk.choices[0].delta) ? chunk.choices[0].delta.content : undefined);
+const contentOf = (
+  chat: unknown,
+): unknown => (isRecord(chat) && Array.isArray(chat.choices) && isRecord(chat.choices[0]) && isRecord(chat.choices[0].message)
+  ? chat.choices[0].message.content
+  : undefined);
+const deltaOf = (
+  chunk: unknown,
+): unknown => (isRecord(chunk) && Array.isArray(chunk.choices) && isRecord(chunk.choices[0]) && isRecord(chunk.choices[0].delta)
+  ? chunk.choices[0].delta.content
+  : undefined);
 
 /** The toy protocol: `{model, prompt, stream}` in; `{text}` out; `{failure}` for errors; streams of `{delta}` events. */
 const plain = {
@@ -64,7 +72,11 @@ const protocolPlain = definePlugin({
 
 /** A backend that speaks "plain" itself: requests in it go to it untranslated. */
 const plainSpeaker: ProviderDefinition = { name: "plain_speaker", defaultUrl: "", speaks: ["plain"], createTranslator: () => ({}) };
-const providerPlainSpeaker = definePlugin({ name: "provider-plain-speaker", dependsOn: ["providers"], setup: (api) => api.use("providers").register(plainSpeaker) });
+const providerPlainSpeaker = definePlugin({
+  name: "provider-plain-speaker",
+  dependsOn: ["providers"],
+  setup: (api) => api.use("providers").register(plainSpeaker),
+});
 
 const SERVICES = `
 services:
@@ -101,14 +113,19 @@ async function setUp() {
       return new Response(JSON.stringify({ text: "native", tokens_in: 7, tokens_out: 1 }), { headers: { "content-type": "application/json" } });
     }
     if (JSON.stringify(body.messages).includes('"fail"')) {
-      return new Response(JSON.stringify({ error: { message: "the backend refuses", type: "invalid_request_error" } }), { status: 400, headers: { "content-type": "application/json" } });
+      return new Response(JSON.stringify({ error: { message: "the backend refuses", type: "invalid_request_error" } }), {
+        status: 400,
+        headers: { "content-type": "application/json" },
+      });
     }
     // A stream that breaks off: two chunks, no [DONE].
     if (body.stream === true) return new Response(chunk("hel") + chunk("lo"), { headers: { "content-type": "text/event-stream" } });
     return new Response(completion, { headers: { "content-type": "application/json" } });
   };
   const listener = definePlugin({ name: "usage-listener", setup: (api) => api.on("llm.usage", (event) => events.push(event)) });
-  const started = await startTestRuntime(SERVICES, [syncProxy, providers, providerChatCompletions, providerPlainSpeaker, protocolPlain, llmProxy, listener], { fetch: fakeFetch });
+  const started = await startTestRuntime(SERVICES, [syncProxy, providers, providerChatCompletions, providerPlainSpeaker, protocolPlain, llmProxy, listener], {
+    fetch: fakeFetch,
+  });
   runtimes.push(started);
   const call = (body: unknown) => started.request("/v1/plain", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   return { sent, events, call };
@@ -120,7 +137,10 @@ describe("a client protocol registered by a plugin", () => {
     const response = await call({ model: "chatty", prompt: "hi" });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ text: "hello" });
-    expect(sent).toEqual([{ url: "http://chat.test/v1/chat/completions", body: { model: "chatty", messages: [{ role: "user", content: "hi" }], stream: false } }]);
+    expect(sent).toEqual([{
+      url: "http://chat.test/v1/chat/completions",
+      body: { model: "chatty", messages: [{ role: "user", content: "hi" }], stream: false },
+    }]);
     expect(events).toMatchObject([{ model: "chatty", prompt: 3, completion: 2 }]);
   });
 

@@ -68,7 +68,15 @@ async function setUp(extraPlugins: PluginDefinition[] = [], extraServices = "") 
     return new Response(completion(), { headers: { "content-type": "application/json" } });
   };
   const listener = definePlugin({ name: "usage-listener", setup: (api) => api.on("llm.usage", (event) => events.push(event)) });
-  const started = await startTestRuntime(SERVICES + extraServices, [syncProxy, providers, providerChatCompletions, responseCache, llmProxy, listener, ...extraPlugins], { fetch: fakeFetch });
+  const started = await startTestRuntime(SERVICES + extraServices, [
+    syncProxy,
+    providers,
+    providerChatCompletions,
+    responseCache,
+    llmProxy,
+    listener,
+    ...extraPlugins,
+  ], { fetch: fakeFetch });
   runtimes.push(started);
   const { runtime, metrics } = started;
   const call = (body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
@@ -89,8 +97,30 @@ describe("llm-proxy mode", () => {
     await (await call({ model: "bare", messages: [] }, { "x-consumer": "ann", "x-user-type": "pro" })).text();
     await (await call({ model: "bare", messages: [] }, { "cache-control": "no-cache" })).text();
     expect(events).toEqual([
-      { serviceType: "chat", model: "bare", backendModel: "bare", consumer: "ann", userType: "pro", prompt: 3, completion: 2, cached: 0, cacheCreation: 0, counted: true },
-      { serviceType: "chat", model: "bare", backendModel: "bare", consumer: "", userType: "", prompt: 3, completion: 2, cached: 0, cacheCreation: 0, counted: false },
+      {
+        serviceType: "chat",
+        model: "bare",
+        backendModel: "bare",
+        consumer: "ann",
+        userType: "pro",
+        prompt: 3,
+        completion: 2,
+        cached: 0,
+        cacheCreation: 0,
+        counted: true,
+      },
+      {
+        serviceType: "chat",
+        model: "bare",
+        backendModel: "bare",
+        consumer: "",
+        userType: "",
+        prompt: 3,
+        completion: 2,
+        cached: 0,
+        cacheCreation: 0,
+        counted: false,
+      },
     ]);
   });
 

@@ -9,7 +9,7 @@ import type { Runtime } from "../../../core/plugins/host.ts";
 import { definePlugin } from "../../../core/plugins/types.ts";
 import { toLogRecord } from "../../../plugins/otel/logs-export.ts";
 import otel from "../../../plugins/otel/index.ts";
-import { startOtlpReceiver, type OtlpReceiver } from "../../fixtures/otlp-receiver.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "../../fixtures/otlp-receiver.ts";
 import { startTestRuntime } from "../../support/runtime.ts";
 
 /** A route that logs inside the request (hence inside its server span when tracing is on). */
@@ -40,7 +40,12 @@ const CALLER_SPAN = "00f067aa0ba902b7";
 
 describe("log records", () => {
   it("carry the level as severity, the message (else the event) as body and the other fields as attributes", () => {
-    const record = toLogRecord({ time: 1_700_000_000_000, level: "warn", event: "relay_job_lost", fields: { role: "relay", message: "dropped", job_id: "j1", error: { name: "Error", message: "x" } } });
+    const record = toLogRecord({
+      time: 1_700_000_000_000,
+      level: "warn",
+      event: "relay_job_lost",
+      fields: { role: "relay", message: "dropped", job_id: "j1", error: { name: "Error", message: "x" } },
+    });
     expect(record).toEqual({
       timestamp: 1_700_000_000_000,
       severityNumber: 13,
@@ -78,7 +83,9 @@ opentelemetry:
     receiver.logs.length = 0;
     receiver.spans.length = 0;
     const { runtime } = await start(config(receiver.url));
-    const response = await runtime.handle(new Request("http://gateway/probe", { method: "POST", headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` } }));
+    const response = await runtime.handle(
+      new Request("http://gateway/probe", { method: "POST", headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` } }),
+    );
     expect(response.status).toBe(200);
     await runtime.close();
 

@@ -13,7 +13,9 @@ describe("OTLP metrics from the Prometheus registry", () => {
 
     const json = (await registry.getMetricsAsJSON()) as unknown as PromMetric[];
     const body = otlpMetrics(json, { "service.name": "gw" }, 1_000, 2_000) as {
-      resourceMetrics: Array<{ scopeMetrics: Array<{ metrics: Array<Record<string, { dataPoints: Array<Record<string, unknown>> } & Record<string, unknown>>> }> }>;
+      resourceMetrics: Array<
+        { scopeMetrics: Array<{ metrics: Array<Record<string, { dataPoints: Array<Record<string, unknown>> } & Record<string, unknown>>> }> }
+      >;
     };
     const metrics = Object.fromEntries(body.resourceMetrics[0].scopeMetrics[0].metrics.map((m) => [m.name as unknown as string, m]));
 
@@ -26,7 +28,13 @@ describe("OTLP metrics from the Prometheus registry", () => {
     });
     expect(metrics.depth.gauge.dataPoints[0].asDouble).toBe(7);
     expect(metrics.latency_seconds.histogram.dataPoints).toEqual([
-      expect.objectContaining({ count: "4", sum: 6.25, explicitBounds: [0.1, 1], bucketCounts: ["1", "2", "1"], attributes: [{ key: "model", value: { stringValue: "m" } }] }),
+      expect.objectContaining({
+        count: "4",
+        sum: 6.25,
+        explicitBounds: [0.1, 1],
+        bucketCounts: ["1", "2", "1"],
+        attributes: [{ key: "model", value: { stringValue: "m" } }],
+      }),
     ]);
   });
 });

@@ -12,7 +12,7 @@ import { ignoredPaths } from "../../../plugins/otel/ignore.ts";
 import { acquire } from "../../../plugins/otel/sdk.ts";
 import { runtimeTelemetry } from "../../../plugins/otel/telemetry.ts";
 import { tracingService } from "../../../plugins/otel/tracing-service.ts";
-import { startOtlpReceiver, type OtlpReceiver } from "../../fixtures/otlp-receiver.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "../../fixtures/otlp-receiver.ts";
 
 const exporter = (endpoint: string, insecure = false) => ({ endpoint, insecure, headers: {} });
 
@@ -91,7 +91,11 @@ describe("tracing service", () => {
     const { config } = loadConfig(`opentelemetry: { enabled: true, exporter: { endpoint: ${JSON.stringify(receiver.url)} } }\n`, {});
     const sdk = await acquire("unit-test", runtimeTelemetry(config.opentelemetry, silentLogger, Date.now));
     const tracing = tracingService(sdk.tracer, sdk.propagator);
-    const caller = sdk.propagator.extract(otel.ROOT_CONTEXT, { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" }, otel.defaultTextMapGetter);
+    const caller = sdk.propagator.extract(
+      otel.ROOT_CONTEXT,
+      { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" },
+      otel.defaultTextMapGetter,
+    );
     const request = sdk.tracer.startSpan("POST /jobs/{type}", { kind: otel.SpanKind.SERVER }, caller);
     const handedOver = otel.context.with(otel.trace.setSpan(caller, request), () => tracing.traceparent());
     request.end();

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { windowIncrement } from "../../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { countTokens, tokenKey } from "../../../plugins/policies/quotas.ts";
-import { accessRuntime, metricValue, type AccessRuntime } from "../access-harness.ts";
+import { type AccessRuntime, accessRuntime, metricValue } from "../access-harness.ts";
 
 const open: AccessRuntime[] = [];
 afterEach(async () => {
@@ -95,7 +95,12 @@ describe("policy decisions", () => {
       outcome: "no rule matches the caller",
       matched_rules: [],
     });
-    expect(events[1]).toMatchObject({ model: "reader", service_type: "ocr", outcome: 'rules [0] match the caller but none grants model "reader" of service type "ocr"', matched_rules: [0] });
+    expect(events[1]).toMatchObject({
+      model: "reader",
+      service_type: "ocr",
+      outcome: 'rules [0] match the caller but none grants model "reader" of service type "ocr"',
+      matched_rules: [0],
+    });
   });
 
   it("counts every decision in svc_authz_decisions_total", async () => {

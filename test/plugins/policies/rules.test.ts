@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../plugins/config.ts";
 import type { Principal } from "../../../core/pipeline/context.ts";
-import { PolicySet, ruleProblems, type PoliciesConfig } from "../../../plugins/policies/rules.ts";
+import { type PoliciesConfig, PolicySet, ruleProblems } from "../../../plugins/policies/rules.ts";
 
 function policies(yaml: string): PoliciesConfig {
   const { config } = loadConfig(`auth:\n  mode: proxy\npolicies:\n${yaml}`, {});
@@ -90,7 +90,10 @@ describe("policy rules (docs/design.md#access-policies)", () => {
       reason: 'rules [0], [2] match the caller but none grants model "huge" of service type "chat"',
     });
     expect(set.decide(who({ groups: ["other"] }), "small-1", "chat")).toEqual({ allowed: false, matched: [], reason: "no rule matches the caller" });
-    expect(set.decide(who({ groups: ["research"] }), "huge", "chat")).toMatchObject({ allowed: true, rule: { index: 1, limits: { rate: 5, periodMs: 60_000 } } });
+    expect(set.decide(who({ groups: ["research"] }), "huge", "chat")).toMatchObject({
+      allowed: true,
+      rule: { index: 1, limits: { rate: 5, periodMs: 60_000 } },
+    });
   });
 
   it("a rule with only zero limits carries none", () => {

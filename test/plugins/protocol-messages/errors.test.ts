@@ -22,7 +22,10 @@ describe("asMessagesError", () => {
   it("leaves successes, non-JSON bodies and bodies already in the Messages shape alone", async () => {
     const ok = new Response("{}", { status: 200, headers: { "content-type": "application/json" } });
     const text = new Response("bad gateway", { status: 502, headers: { "content-type": "text/plain" } });
-    const messages = new Response(JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "busy" } }), { status: 529, headers: { "content-type": "application/json" } });
+    const messages = new Response(JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "busy" } }), {
+      status: 529,
+      headers: { "content-type": "application/json" },
+    });
     for (const response of [ok, text, messages]) expect(await asMessagesError(response)).toBe(response);
   });
 });

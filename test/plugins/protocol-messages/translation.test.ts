@@ -37,8 +37,19 @@ describe("Messages request -> chat completions", () => {
             { type: "image", source: { type: "url", url: "https://example.com/a.png" } },
           ],
         },
-        { role: "assistant", content: [{ type: "thinking", thinking: "hm" }, { type: "text", text: "Checking." }, { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } }] },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "sunny" }] }, { type: "text", text: "And tomorrow?" }] },
+        {
+          role: "assistant",
+          content: [{ type: "thinking", thinking: "hm" }, { type: "text", text: "Checking." }, {
+            type: "tool_use",
+            id: "toolu_1",
+            name: "get_weather",
+            input: { city: "Paris" },
+          }],
+        },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "sunny" }] }, { type: "text", text: "And tomorrow?" }],
+        },
       ],
     });
     expect(chat).toEqual({
@@ -49,7 +60,10 @@ describe("Messages request -> chat completions", () => {
       stop: ["END"],
       stream: true,
       user: "u-1",
-      tools: [{ type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }],
+      tools: [{
+        type: "function",
+        function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: { city: { type: "string" } } } },
+      }],
       tool_choice: { type: "function", function: { name: "get_weather" } },
       parallel_tool_calls: false,
       messages: [
@@ -62,7 +76,11 @@ describe("Messages request -> chat completions", () => {
             { type: "image_url", image_url: { url: "https://example.com/a.png" } },
           ],
         },
-        { role: "assistant", content: "Checking.", tool_calls: [{ id: "toolu_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+        {
+          role: "assistant",
+          content: "Checking.",
+          tool_calls: [{ id: "toolu_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }],
+        },
         { role: "tool", tool_call_id: "toolu_1", content: "sunny" },
         { role: "user", content: [{ type: "text", text: "And tomorrow?" }] },
       ],
@@ -96,7 +114,15 @@ describe("chat-completions answer -> Messages", () => {
       {
         id: "chatcmpl-1",
         model: "gpt",
-        choices: [{ index: 0, finish_reason: "tool_calls", message: { role: "assistant", content: "Checking.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] } }],
+        choices: [{
+          index: 0,
+          finish_reason: "tool_calls",
+          message: {
+            role: "assistant",
+            content: "Checking.",
+            tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }],
+          },
+        }],
         usage: { prompt_tokens: 30, completion_tokens: 7, total_tokens: 37, prompt_tokens_details: { cached_tokens: 20 } },
       },
       id,
@@ -126,8 +152,14 @@ describe("chat-completions answer -> Messages", () => {
   });
 
   it("turns errors into the Messages error shape, keeping a type the Messages API knows and mapping others by status", () => {
-    expect(chatToMessagesError(404, { error: { message: "no model", type: "not_found_error" } })).toEqual({ type: "error", error: { type: "not_found_error", message: "no model" } });
-    expect(chatToMessagesError(502, { error: { message: "down", type: "backend_error" } })).toEqual({ type: "error", error: { type: "api_error", message: "down" } });
+    expect(chatToMessagesError(404, { error: { message: "no model", type: "not_found_error" } })).toEqual({
+      type: "error",
+      error: { type: "not_found_error", message: "no model" },
+    });
+    expect(chatToMessagesError(502, { error: { message: "down", type: "backend_error" } })).toEqual({
+      type: "error",
+      error: { type: "api_error", message: "down" },
+    });
     expect(chatToMessagesError(429, "slow down")).toEqual({ type: "error", error: { type: "rate_limit_error", message: "slow down" } });
     const already = { type: "error", error: { type: "overloaded_error", message: "busy" } };
     expect(chatToMessagesError(529, already)).toBe(already);
@@ -173,9 +205,17 @@ describe("chat-completions stream -> Messages events", () => {
     expect(events[0].data).toMatchObject({ type: "message_start", message: { id: "chatcmpl-1", model: "gpt", role: "assistant", content: [] } });
     expect(events[1].data).toEqual({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
     expect(events[2].data).toEqual({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Let me" } });
-    expect(events[5].data).toEqual({ type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "call_1", name: "get_weather", input: {} } });
+    expect(events[5].data).toEqual({
+      type: "content_block_start",
+      index: 1,
+      content_block: { type: "tool_use", id: "call_1", name: "get_weather", input: {} },
+    });
     expect(events[6].data).toEqual({ type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: '{"city":' } });
-    expect(events[9].data).toEqual({ type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { input_tokens: 11, output_tokens: 7 } });
+    expect(events[9].data).toEqual({
+      type: "message_delta",
+      delta: { stop_reason: "tool_use", stop_sequence: null },
+      usage: { input_tokens: 11, output_tokens: 7 },
+    });
     // Nothing after the end.
     expect(stream.event(chunk({ content: "late" }))).toEqual([]);
   });
@@ -191,18 +231,27 @@ describe("chat-completions stream -> Messages events", () => {
 
   it("turns an error chunk into an error event", () => {
     const stream = new ChatStreamToMessages(id);
-    expect(stream.event({ error: { message: "boom", type: "backend_error" } })).toEqual([{ event: "error", data: { type: "error", error: { type: "api_error", message: "boom" } } }]);
+    expect(stream.event({ error: { message: "boom", type: "backend_error" } })).toEqual([{
+      event: "error",
+      data: { type: "error", error: { type: "api_error", message: "boom" } },
+    }]);
   });
 });
 
-const sse = (data: unknown, event?: string): StreamEvent => ({ ...(event ? { event } : {}), data: typeof data === "string" ? data : JSON.stringify(data), json: typeof data === "string" ? undefined : data });
+const sse = (data: unknown, event?: string): StreamEvent => ({
+  ...(event ? { event } : {}),
+  data: typeof data === "string" ? data : JSON.stringify(data),
+  json: typeof data === "string" ? undefined : data,
+});
 
 describe("the composed translator", () => {
   it("puts the provider's own translation first: its chat events become Messages events, its progress is the stream's", () => {
     let ended = false;
     const inner: Translator = {
       translateRequest: (body) => ({ ...body, translated: true }),
-      translateStreamEvent: (event) => (event.data === "end" ? ((ended = true), [{ data: chunk({}, "stop") }, { data: "[DONE]" }]) : [{ data: chunk({ content: event.data }) }]),
+      translateStreamEvent: (
+        event,
+      ) => (event.data === "end" ? ((ended = true), [{ data: chunk({}, "stop") }, { data: "[DONE]" }]) : [{ data: chunk({ content: event.data }) }]),
       streamProgress: () => ({ ended, usage: undefined }),
       translateError: (_status, body) => ({ error: { message: `inner: ${String(body)}`, type: "invalid_request_error" } }),
     };
@@ -218,7 +267,12 @@ describe("the composed translator", () => {
     const seen: StreamEvent[] = [];
     const translator = messagesFromChat({ observeStreamEvent: (event) => seen.push(event) }, context);
     expect(translator.translateRequest).toBeUndefined();
-    const answer = translator.translateResponse?.({ id: "", model: "gpt", choices: [{ message: { content: "hi" }, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 2 } });
+    const answer = translator.translateResponse?.({
+      id: "",
+      model: "gpt",
+      choices: [{ message: { content: "hi" }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 3, completion_tokens: 2 },
+    });
     expect(answer?.usage).toEqual({ prompt_tokens: 3, completion_tokens: 2 });
     expect(answer?.body).toMatchObject({ id: "msg_00001111", content: [{ type: "text", text: "hi" }] });
     translator.translateStreamEvent?.(sse(chunk({ content: "x" })));
@@ -227,9 +281,17 @@ describe("the composed translator", () => {
 
   it("follows a native Messages stream: ended at message_stop, usage with cache reads and writes counted as prompt", () => {
     const native = nativeMessages();
-    native.observeStreamEvent?.(sse({ type: "message_start", message: { usage: { input_tokens: 12, cache_read_input_tokens: 2000, cache_creation_input_tokens: 300, output_tokens: 1 } } }, "message_start"));
+    native.observeStreamEvent?.(
+      sse({
+        type: "message_start",
+        message: { usage: { input_tokens: 12, cache_read_input_tokens: 2000, cache_creation_input_tokens: 300, output_tokens: 1 } },
+      }, "message_start"),
+    );
     native.observeStreamEvent?.(sse({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 5 } }, "message_delta"));
-    expect(native.streamProgress?.()).toEqual({ ended: false, usage: { prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 } });
+    expect(native.streamProgress?.()).toEqual({
+      ended: false,
+      usage: { prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 },
+    });
     native.observeStreamEvent?.(sse({ type: "message_stop" }, "message_stop"));
     expect(native.streamProgress?.().ended).toBe(true);
   });

@@ -9,7 +9,11 @@ const header = (name: string) => ({ "x-amzn-ErrorType": `${name}:http://internal
 describe("bedrock error translation", () => {
   it("names the error from x-amzn-ErrorType and maps it to the chat-completions type", () => {
     expect(converseToChatError(429, { message: "Too many requests, please wait before trying again." }, header("ThrottlingException"))).toEqual({
-      error: { message: "Too many requests, please wait before trying again. (Bedrock ThrottlingException)", type: "rate_limit_error", code: "ThrottlingException" },
+      error: {
+        message: "Too many requests, please wait before trying again. (Bedrock ThrottlingException)",
+        type: "rate_limit_error",
+        code: "ThrottlingException",
+      },
     });
     const type = (status: number, name: string) => (converseToChatError(status, { message: "m" }, header(name)).error as { type: string }).type;
     expect(type(400, "ValidationException")).toBe("invalid_request_error");
@@ -28,8 +32,17 @@ describe("bedrock error translation", () => {
   });
 
   it("reads the name from the body's __type when no header says it, and from the status when nothing does", () => {
-    expect(converseToChatError(403, { __type: "com.amazon.coral.service#UnrecognizedClientException", message: "The security token included in the request is invalid." })).toEqual({
-      error: { message: "The security token included in the request is invalid. (Bedrock UnrecognizedClientException)", type: "authentication_error", code: "UnrecognizedClientException" },
+    expect(
+      converseToChatError(403, {
+        __type: "com.amazon.coral.service#UnrecognizedClientException",
+        message: "The security token included in the request is invalid.",
+      }),
+    ).toEqual({
+      error: {
+        message: "The security token included in the request is invalid. (Bedrock UnrecognizedClientException)",
+        type: "authentication_error",
+        code: "UnrecognizedClientException",
+      },
     });
     expect(converseToChatError(429, { Message: "slow down" })).toEqual({ error: { message: "slow down", type: "rate_limit_error" } });
     expect(converseToChatError(502, "<html>bad gateway</html>")).toEqual({ error: { message: "<html>bad gateway</html>", type: "backend_error" } });
@@ -42,10 +55,17 @@ describe("bedrock error translation", () => {
 
   it("marks a too-long prompt with OpenAI's context_length_exceeded code", () => {
     expect(converseToChatError(400, { message: "Input is too long for requested model." }, header("ValidationException"))).toEqual({
-      error: { message: "Input is too long for requested model. (Bedrock ValidationException)", type: "invalid_request_error", code: "context_length_exceeded" },
+      error: {
+        message: "Input is too long for requested model. (Bedrock ValidationException)",
+        type: "invalid_request_error",
+        code: "context_length_exceeded",
+      },
     });
     // Another validation error is not one.
-    expect((converseToChatError(400, { message: "The text field in the ContentBlock object at messages.0.content.0 is blank." }, header("ValidationException")).error as { code: string }).code).toBe(
+    expect(
+      (converseToChatError(400, { message: "The text field in the ContentBlock object at messages.0.content.0 is blank." }, header("ValidationException"))
+        .error as { code: string }).code,
+    ).toBe(
       "ValidationException",
     );
   });
@@ -60,21 +80,25 @@ describe("bedrock error translation", () => {
 
 describe("isContextWindowError", () => {
   it("recognises the wordings Bedrock and its models use for a prompt that does not fit", () => {
-    for (const message of [
-      "Input is too long for requested model.",
-      "The model returned the following errors: Input is too long for requested model.",
-      "Too many input tokens. Max input tokens: 8192, request input token count: 9279",
-      "prompt is too long: 209353 tokens > 200000 maximum",
-      "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length or `max_tokens` and try again",
-      "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
-    ]) {
+    for (
+      const message of [
+        "Input is too long for requested model.",
+        "The model returned the following errors: Input is too long for requested model.",
+        "Too many input tokens. Max input tokens: 8192, request input token count: 9279",
+        "prompt is too long: 209353 tokens > 200000 maximum",
+        "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length or `max_tokens` and try again",
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+      ]
+    ) {
       expect(isContextWindowError(400, { message }), message).toBe(true);
     }
   });
 
   it("reads raw Bedrock bodies, translated chat errors and text, and is false for anything else", () => {
     expect(isContextWindowError(400, { error: { message: "x", type: "invalid_request_error", code: "context_length_exceeded" } })).toBe(true);
-    expect(isContextWindowError(400, converseToChatError(400, { message: "Input is too long for requested model." }, header("ValidationException")))).toBe(true);
+    expect(isContextWindowError(400, converseToChatError(400, { message: "Input is too long for requested model." }, header("ValidationException")))).toBe(
+      true,
+    );
     expect(isContextWindowError(400, "Input is too long for requested model.")).toBe(true);
     expect(isContextWindowError(400, { message: "The text field in the ContentBlock object at messages.0.content.0 is blank." })).toBe(false);
     // Throttling is never a context-window error, whatever it says.

@@ -63,32 +63,52 @@ describe("bedrock request translation (chat completions -> Converse)", () => {
     expect(() => chatToConverseRequest(image("https://example.test/a.png"))).toThrow(
       'messages[0].content[0]: Bedrock takes images as base64 data: URLs (data:image/png;base64,...) or s3:// locations, not "https://example.test/a.png"',
     );
-    expect(() => chatToConverseRequest(image("data:image/tiff;base64,AAAA"))).toThrow('messages[0].content[0]: Bedrock takes png, jpeg, gif or webp images, not "image/tiff"');
-    expect(() => chatToConverseRequest(image("s3://bucket/cat"))).toThrow('messages[0].content[0]: an s3:// image needs a file name ending in .png, .jpeg, .gif or .webp, not "s3://bucket/cat"');
+    expect(() => chatToConverseRequest(image("data:image/tiff;base64,AAAA"))).toThrow(
+      'messages[0].content[0]: Bedrock takes png, jpeg, gif or webp images, not "image/tiff"',
+    );
+    expect(() => chatToConverseRequest(image("s3://bucket/cat"))).toThrow(
+      'messages[0].content[0]: an s3:// image needs a file name ending in .png, .jpeg, .gif or .webp, not "s3://bucket/cat"',
+    );
   });
 
   it("translates tools, keeps tools already in the Converse shape, and every tool_choice form", () => {
     const tools = [
-      { type: "function", function: { name: "weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } },
+      {
+        type: "function",
+        function: {
+          name: "weather",
+          description: "The weather in a city",
+          parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+        },
+      },
       { type: "function", function: { name: "now" } },
       { toolSpec: { name: "native", inputSchema: { json: { type: "object" } } } },
     ];
     const messages = [{ role: "user", content: "hi" }];
     expect(chatToConverseRequest({ messages, tools }).toolConfig).toEqual({
       tools: [
-        { toolSpec: { name: "weather", description: "The weather in a city", inputSchema: { json: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } } },
+        {
+          toolSpec: {
+            name: "weather",
+            description: "The weather in a city",
+            inputSchema: { json: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
+          },
+        },
         { toolSpec: { name: "now", inputSchema: { json: { type: "object", properties: {} } } } },
         { toolSpec: { name: "native", inputSchema: { json: { type: "object" } } } },
       ],
     });
-    const choice = (tool_choice: unknown) => (chatToConverseRequest({ messages, tools, tool_choice }).toolConfig as { toolChoice?: unknown } | undefined)?.toolChoice;
+    const choice = (tool_choice: unknown) =>
+      (chatToConverseRequest({ messages, tools, tool_choice }).toolConfig as { toolChoice?: unknown } | undefined)?.toolChoice;
     expect(choice("auto")).toEqual({ auto: {} });
     expect(choice("required")).toEqual({ any: {} });
     expect(choice({ type: "function", function: { name: "weather" } })).toEqual({ tool: { name: "weather" } });
     expect(choice(undefined)).toBeUndefined();
     // "none": Converse has no such choice; the tools are left out.
     expect(chatToConverseRequest({ messages, tools, tool_choice: "none" }).toolConfig).toBeUndefined();
-    expect(() => chatToConverseRequest({ messages, tools, tool_choice: "sometimes" })).toThrow('"tool_choice" must be "auto", "required", "none" or {"type":"function","function":{"name":...}}, not "sometimes"');
+    expect(() => chatToConverseRequest({ messages, tools, tool_choice: "sometimes" })).toThrow(
+      '"tool_choice" must be "auto", "required", "none" or {"type":"function","function":{"name":...}}, not "sometimes"',
+    );
   });
 
   it("sends tool calls as toolUse blocks and tool messages as toolResult blocks in one user turn", () => {
@@ -151,7 +171,10 @@ describe("bedrock request translation (chat completions -> Converse)", () => {
       user: "u",
       parallel_tool_calls: false,
     });
-    expect(out).toEqual({ messages: [{ role: "user", content: [{ text: "hi" }] }], inferenceConfig: { maxTokens: 50, temperature: 0.2, topP: 0.9, stopSequences: ["END", "STOP"] } });
+    expect(out).toEqual({
+      messages: [{ role: "user", content: [{ text: "hi" }] }],
+      inferenceConfig: { maxTokens: 50, temperature: 0.2, topP: 0.9, stopSequences: ["END", "STOP"] },
+    });
     expect(chatToConverseRequest({ messages: [], stop: "X", max_tokens: 9 }).inferenceConfig).toEqual({ maxTokens: 9, stopSequences: ["X"] });
     // Nothing set: no inferenceConfig at all (Bedrock's defaults apply).
     expect(chatToConverseRequest({ messages: [], stop: null, max_tokens: null, temperature: null })).toEqual({ messages: [] });
@@ -178,7 +201,7 @@ describe("bedrock request translation (chat completions -> Converse)", () => {
       messages: [
         { role: "system", content: [{ type: "text", text: "long instructions", cache_control: { type: "ephemeral" } }] },
         { role: "user", content: [{ type: "text", text: "  " }, { type: "text", text: "question", cache_control: { type: "ephemeral" } }] },
-        { role: "assistant", content: "" , tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "" } }] },
+        { role: "assistant", content: "", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "" } }] },
       ],
       tools: [{ type: "function", function: { name: "f" }, cache_control: { type: "ephemeral" } }],
     });
@@ -187,7 +210,9 @@ describe("bedrock request translation (chat completions -> Converse)", () => {
       { role: "user", content: [{ text: "question" }, { cachePoint: { type: "default" } }] },
       { role: "assistant", content: [{ toolUse: { toolUseId: "c", name: "f", input: {} } }] },
     ]);
-    expect(out.toolConfig).toEqual({ tools: [{ toolSpec: { name: "f", inputSchema: { json: { type: "object", properties: {} } } } }, { cachePoint: { type: "default" } }] });
+    expect(out.toolConfig).toEqual({
+      tools: [{ toolSpec: { name: "f", inputSchema: { json: { type: "object", properties: {} } } } }, { cachePoint: { type: "default" } }],
+    });
   });
 
   it("is what the provider's translator sends", () => {
@@ -209,13 +234,19 @@ describe("bedrock URLs", () => {
       "https://bedrock-runtime.us-west-2.amazonaws.com/model/us.meta.llama3-2-1b-instruct-v1%3A0/converse-stream",
     );
     // An ARN is one path segment.
-    expect(encodeModelId("arn:aws:bedrock:us-east-1:123456789012:inference-profile/x(1)")).toBe("arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fx%281%29");
+    expect(encodeModelId("arn:aws:bedrock:us-east-1:123456789012:inference-profile/x(1)")).toBe(
+      "arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fx%281%29",
+    );
     // An explicit endpoint wins over the region's.
-    expect(bedrockModelUrl({ modelId: "m", stream: false, region: "us-east-1", baseUrl: "http://127.0.0.1:9/prefix/" })).toBe("http://127.0.0.1:9/prefix/model/m/converse");
+    expect(bedrockModelUrl({ modelId: "m", stream: false, region: "us-east-1", baseUrl: "http://127.0.0.1:9/prefix/" })).toBe(
+      "http://127.0.0.1:9/prefix/model/m/converse",
+    );
   });
 
   it("refuses a region that is not one and a missing model, saying what to set", () => {
-    expect(() => bedrockRuntimeUrl("useast1")).toThrow('"useast1" is not an AWS region name: set the backend\'s region to one where Bedrock runs, e.g. "us-east-1"');
+    expect(() => bedrockRuntimeUrl("useast1")).toThrow(
+      '"useast1" is not an AWS region name: set the backend\'s region to one where Bedrock runs, e.g. "us-east-1"',
+    );
     expect(() => bedrockModelUrl({ modelId: "", stream: false, region: "us-east-1" })).toThrow("a Bedrock request needs a model id: set the backend's model");
   });
 });

@@ -22,7 +22,9 @@ const converse = (content: unknown[], stopReason: string, usage: Record<string, 
 
 describe("bedrock response translation (Converse -> chat completions)", () => {
   it("turns text blocks into the message content, with usage and the model the request went to", () => {
-    const { body, usage } = translator().translateResponse!(converse([{ text: "Hello " }, { text: "there." }], "end_turn", { inputTokens: 12, outputTokens: 5, totalTokens: 17 }));
+    const { body, usage } = translator().translateResponse!(
+      converse([{ text: "Hello " }, { text: "there." }], "end_turn", { inputTokens: 12, outputTokens: 5, totalTokens: 17 }),
+    );
     expect(body).toEqual({
       id: "chatcmpl-id-1",
       object: "chat.completion",
@@ -36,11 +38,19 @@ describe("bedrock response translation (Converse -> chat completions)", () => {
 
   it("turns toolUse blocks into tool_calls (content null when there is no text)", () => {
     const { body } = translator().translateResponse!(
-      converse([{ toolUse: { toolUseId: "tooluse_1", name: "weather", input: { city: "Paris" } } }], "tool_use", { inputTokens: 1, outputTokens: 2, totalTokens: 3 }),
+      converse([{ toolUse: { toolUseId: "tooluse_1", name: "weather", input: { city: "Paris" } } }], "tool_use", {
+        inputTokens: 1,
+        outputTokens: 2,
+        totalTokens: 3,
+      }),
     );
     expect((body.choices as unknown[])[0]).toEqual({
       index: 0,
-      message: { role: "assistant", content: null, tool_calls: [{ id: "tooluse_1", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } }] },
+      message: {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "tooluse_1", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } }],
+      },
       logprobs: null,
       finish_reason: "tool_calls",
     });
@@ -53,7 +63,9 @@ describe("bedrock response translation (Converse -> chat completions)", () => {
     expect(usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 });
     expect(body.usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5, total_tokens: 2317, prompt_tokens_details: { cached_tokens: 2000 } });
     // A cache write alone still says how many were read (none).
-    const written = translator().translateResponse!(converse([{ text: "ok" }], "end_turn", { inputTokens: 1, outputTokens: 1, totalTokens: 12, cacheWriteInputTokens: 10 }));
+    const written = translator().translateResponse!(
+      converse([{ text: "ok" }], "end_turn", { inputTokens: 1, outputTokens: 1, totalTokens: 12, cacheWriteInputTokens: 10 }),
+    );
     expect(written.body.usage).toEqual({ prompt_tokens: 11, completion_tokens: 1, total_tokens: 12, prompt_tokens_details: { cached_tokens: 0 } });
   });
 

@@ -5,20 +5,29 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject, OutEvent, TokenUsage, TranslatorContext } from "../../../core/llm/provider.ts";
-import { bedrockProvider, EventStreamDecoder, EVENT_STREAM_CONTENT_TYPE, isContextWindowError, prepareBedrockRequest } from "../../../plugins/provider-bedrock/index.ts";
+import {
+  bedrockProvider,
+  EVENT_STREAM_CONTENT_TYPE,
+  EventStreamDecoder,
+  isContextWindowError,
+  prepareBedrockRequest,
+} from "../../../plugins/provider-bedrock/index.ts";
 import {
   BEDROCK_TEST_CREDENTIALS,
   BEDROCK_TEST_REGION,
   CONVERSE_TEXT,
+  type FakeBedrock,
   startBedrockBackend,
   THROTTLING_MESSAGE,
   TOO_LONG_MESSAGE,
   TOOL_INPUT,
-  type FakeBedrock,
 } from "../../fixtures/bedrock-backend.ts";
 
 const MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0";
-const TOOLS = [{ type: "function", function: { name: "weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } } } } }];
+const TOOLS = [{
+  type: "function",
+  function: { name: "weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } } } },
+}];
 
 let fake: FakeBedrock;
 beforeAll(async () => {
@@ -32,7 +41,13 @@ async function call(chat: JsonObject) {
   const context: TranslatorContext = { stream, now: () => Date.UTC(2026, 0, 1), newId: () => "id-1" };
   const translator = bedrockProvider.createTranslator(context);
   const bytes = new TextEncoder().encode(JSON.stringify(translator.translateRequest({ model: MODEL, ...chat })));
-  const { url, headers } = await prepareBedrockRequest({ settings: { region: BEDROCK_TEST_REGION, url: fake.url, credentials: BEDROCK_TEST_CREDENTIALS }, modelId: MODEL, stream, body: bytes, headers: {} });
+  const { url, headers } = await prepareBedrockRequest({
+    settings: { region: BEDROCK_TEST_REGION, url: fake.url, credentials: BEDROCK_TEST_CREDENTIALS },
+    modelId: MODEL,
+    stream,
+    body: bytes,
+    headers: {},
+  });
   const response = await fetch(url, { method: "POST", headers, body: bytes });
   return { response, translator };
 }
@@ -73,7 +88,9 @@ async function streamed(chat: JsonObject) {
 
 const contentOf = (out: OutEvent[]) =>
   out
-    .map((e) => (typeof e.data === "object" && e.data !== null ? (e.data as { choices?: { delta?: { content?: string } }[] }).choices?.[0]?.delta?.content ?? "" : ""))
+    .map((
+      e,
+    ) => (typeof e.data === "object" && e.data !== null ? (e.data as { choices?: { delta?: { content?: string } }[] }).choices?.[0]?.delta?.content ?? "" : ""))
     .join("");
 
 describe("bedrock round trip against the fake", () => {
@@ -83,30 +100,45 @@ describe("bedrock round trip against the fake", () => {
     expect(answer.body).toMatchObject({ model: MODEL, choices: [{ message: { role: "assistant", content: CONVERSE_TEXT }, finish_reason: "stop" }] });
     expect(answer.usage).toEqual({ prompt_tokens: 12, completion_tokens: 5 });
     const request = fake.calls("converse").at(-1)!;
-    expect(request.body).toEqual({ system: [{ text: "Be brief." }], messages: [{ role: "user", content: [{ text: "hi" }] }], inferenceConfig: { maxTokens: 64 } });
+    expect(request.body).toEqual({
+      system: [{ text: "Be brief." }],
+      messages: [{ role: "user", content: [{ text: "hi" }] }],
+      inferenceConfig: { maxTokens: 64 },
+    });
   });
 
   it("streams text and usage from the binary event stream", async () => {
     const { out, progress } = await streamed({ messages: [{ role: "user", content: "hi [cached]" }], stream_options: { include_usage: true } });
     expect(contentOf(out)).toBe(CONVERSE_TEXT);
     expect(out.at(-1)).toEqual({ data: "[DONE]" });
-    expect(out.at(-2)).toMatchObject({ data: { usage: { prompt_tokens: 2312, completion_tokens: 5, total_tokens: 2317, prompt_tokens_details: { cached_tokens: 2000 } } } });
+    expect(out.at(-2)).toMatchObject({
+      data: { usage: { prompt_tokens: 2312, completion_tokens: 5, total_tokens: 2317, prompt_tokens_details: { cached_tokens: 2000 } } },
+    });
     expect(progress).toEqual({ ended: true, usage: { prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 } });
     expect(fake.calls("converse-stream").at(-1)).toMatchObject({ auth: "sigv4", status: 200 });
   });
 
   it("calls a tool and answers from its result, plain and streamed", async () => {
     const first = await complete({ messages: [{ role: "user", content: "weather in Paris? [tool]" }], tools: TOOLS });
-    const message = (first.body as unknown as { choices: { message: { tool_calls: { id: string; function: { name: string; arguments: string } }[] } }[] }).choices[0].message;
+    const message =
+      (first.body as unknown as { choices: { message: { tool_calls: { id: string; function: { name: string; arguments: string } }[] } }[] }).choices[0].message;
     expect(message.tool_calls).toEqual([{ id: "tooluse_fake_1", type: "function", function: { name: "weather", arguments: JSON.stringify(TOOL_INPUT) } }]);
     const second = await complete({
-      messages: [{ role: "user", content: "weather in Paris? [tool]" }, { role: "assistant", content: null, tool_calls: message.tool_calls }, { role: "tool", tool_call_id: "tooluse_fake_1", content: "sunny" }],
+      messages: [{ role: "user", content: "weather in Paris? [tool]" }, { role: "assistant", content: null, tool_calls: message.tool_calls }, {
+        role: "tool",
+        tool_call_id: "tooluse_fake_1",
+        content: "sunny",
+      }],
       tools: TOOLS,
     });
     expect(second.body).toMatchObject({ choices: [{ message: { content: "result: sunny" }, finish_reason: "stop" }] });
 
     const { out } = await streamed({ messages: [{ role: "user", content: "weather? [tool]" }], tools: TOOLS });
-    const args = out.flatMap((e) => ((e.data as { choices?: { delta?: { tool_calls?: { function: { arguments: string } }[] } }[] }).choices?.[0]?.delta?.tool_calls ?? []).map((c) => c.function.arguments)).join("");
+    const args = out.flatMap((e) =>
+      ((e.data as { choices?: { delta?: { tool_calls?: { function: { arguments: string } }[] } }[] }).choices?.[0]?.delta?.tool_calls ?? []).map((c) =>
+        c.function.arguments
+      )
+    ).join("");
     expect(JSON.parse(args)).toEqual(TOOL_INPUT);
     expect(out.at(-2)).toMatchObject({ data: { choices: [{ finish_reason: "tool_calls" }] } });
   });
@@ -114,19 +146,25 @@ describe("bedrock round trip against the fake", () => {
   it("maps throttling to a 429 rate_limit_error and a too-long prompt to a recognisable context-window error", async () => {
     const throttled = await complete({ messages: [{ role: "user", content: "hi [throttle]" }] });
     expect(throttled.status).toBe(429);
-    expect(throttled.error).toEqual({ error: { message: `${THROTTLING_MESSAGE} (Bedrock ThrottlingException)`, type: "rate_limit_error", code: "ThrottlingException" } });
+    expect(throttled.error).toEqual({
+      error: { message: `${THROTTLING_MESSAGE} (Bedrock ThrottlingException)`, type: "rate_limit_error", code: "ThrottlingException" },
+    });
     expect(isContextWindowError(throttled.status, throttled.raw)).toBe(false);
 
     const tooLong = await complete({ messages: [{ role: "user", content: "hi [too-long]" }] });
     expect(tooLong.status).toBe(400);
-    expect(tooLong.error).toEqual({ error: { message: `${TOO_LONG_MESSAGE} (Bedrock ValidationException)`, type: "invalid_request_error", code: "context_length_exceeded" } });
+    expect(tooLong.error).toEqual({
+      error: { message: `${TOO_LONG_MESSAGE} (Bedrock ValidationException)`, type: "invalid_request_error", code: "context_length_exceeded" },
+    });
     expect(isContextWindowError(tooLong.status, tooLong.raw)).toBe(true);
     expect(isContextWindowError(tooLong.status, tooLong.error)).toBe(true);
   });
 
   it("ends a stream that Bedrock breaks off with an exception with one error event", async () => {
     const { out, progress } = await streamed({ messages: [{ role: "user", content: "hi [stream-throttle]" }] });
-    expect(out.at(-1)).toEqual({ data: { error: { message: `${THROTTLING_MESSAGE} (Bedrock ThrottlingException)`, type: "rate_limit_error", code: "ThrottlingException" } } });
+    expect(out.at(-1)).toEqual({
+      data: { error: { message: `${THROTTLING_MESSAGE} (Bedrock ThrottlingException)`, type: "rate_limit_error", code: "ThrottlingException" } },
+    });
     expect(out.some((e) => e.data === "[DONE]")).toBe(false);
     expect(progress.ended).toBe(true);
   });
@@ -139,10 +177,20 @@ describe("bedrock round trip against the fake", () => {
       body: new TextEncoder().encode(JSON.stringify({ model: MODEL, messages: [{ role: "user", content: [{ text: "hi" }] }] })),
       headers: {},
     });
-    const response = await fetch(url, { method: "POST", headers, body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: [{ text: "hi" }] }] }) });
+    const response = await fetch(url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: [{ text: "hi" }] }] }),
+    });
     expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ message: "Malformed input request: extraneous key [model] is not permitted, please reformat your input and try again." });
+    expect(await response.json()).toEqual({
+      message: "Malformed input request: extraneous key [model] is not permitted, please reformat your input and try again.",
+    });
     const alternating = await complete({ messages: [{ role: "assistant", content: "first" }, { role: "user", content: "hi" }] });
-    expect(alternating.error).toMatchObject({ error: { message: "A conversation must start with a user message. Try again with a conversation that starts with a user message. (Bedrock ValidationException)" } });
+    expect(alternating.error).toMatchObject({
+      error: {
+        message: "A conversation must start with a user message. Try again with a conversation that starts with a user message. (Bedrock ValidationException)",
+      },
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { asBytes } from "../../../core/llm/json.ts";
-import { prepareBedrockRequest, signBedrockRequest, type BedrockBackendSettings } from "../../../plugins/provider-bedrock/index.ts";
+import { type BedrockBackendSettings, prepareBedrockRequest, signBedrockRequest } from "../../../plugins/provider-bedrock/index.ts";
 import { createCredentialChain } from "../../../plugins/provider-bedrock/credentials.ts";
 import { converseToChatError } from "../../../plugins/provider-bedrock/converse-errors.ts";
 import {
@@ -8,8 +8,8 @@ import {
   BEDROCK_TEST_CREDENTIALS,
   BEDROCK_TEST_REGION,
   BEDROCK_TEST_SESSION_CREDENTIALS,
-  startBedrockBackend,
   type FakeBedrock,
+  startBedrockBackend,
 } from "../../fixtures/bedrock-backend.ts";
 
 const MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0";
@@ -28,7 +28,12 @@ const settings = (extra: Partial<BedrockBackendSettings> = {}): BedrockBackendSe
 
 async function send(prepared: { url: string; headers: Record<string, string> }, bytes: Uint8Array = body) {
   const response = await fetch(prepared.url, { method: "POST", headers: prepared.headers, body: asBytes(bytes) });
-  return { status: response.status, errorType: response.headers.get("x-amzn-errortype"), body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+  return {
+    status: response.status,
+    errorType: response.headers.get("x-amzn-errortype"),
+    body: (await response.json()) as Record<string, unknown>,
+    headers: response.headers,
+  };
 }
 
 const prepare = (extra: Partial<BedrockBackendSettings> = {}, now?: Date) =>
@@ -39,7 +44,9 @@ describe("SigV4 signing against the fake Bedrock (which recomputes every signatu
     const prepared = await prepare({ credentials: BEDROCK_TEST_CREDENTIALS });
     expect(prepared.url).toBe(`${fake.url}/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse`);
     expect(prepared.headers.authorization).toMatch(
-      new RegExp(`^AWS4-HMAC-SHA256 Credential=${BEDROCK_TEST_CREDENTIALS.accessKeyId}/\\d{8}/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-request-id, Signature=[0-9a-f]{64}$`),
+      new RegExp(
+        `^AWS4-HMAC-SHA256 Credential=${BEDROCK_TEST_CREDENTIALS.accessKeyId}/\\d{8}/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-request-id, Signature=[0-9a-f]{64}$`,
+      ),
     );
     const answer = await send(prepared);
     expect(answer.status).toBe(200);
@@ -56,7 +63,10 @@ describe("SigV4 signing against the fake Bedrock (which recomputes every signatu
     expect(refused.errorType).toMatch(/^InvalidSignatureException:/);
     expect(refused.body.message).toMatch(/^The request signature we calculated does not match the signature you provided/);
     // As a client of the gateway sees it.
-    expect(converseToChatError(refused.status, refused.body, refused.headers).error).toMatchObject({ type: "authentication_error", code: "InvalidSignatureException" });
+    expect(converseToChatError(refused.status, refused.body, refused.headers).error).toMatchObject({
+      type: "authentication_error",
+      code: "InvalidSignatureException",
+    });
 
     expect((await send({ ...prepared, headers: { ...prepared.headers, "x-request-id": "r-2" } })).errorType).toMatch(/^InvalidSignatureException:/);
     const wrongSecret = await prepare({ credentials: { ...BEDROCK_TEST_CREDENTIALS, secretAccessKey: "not-the-secret" } });
@@ -65,7 +75,11 @@ describe("SigV4 signing against the fake Bedrock (which recomputes every signatu
 
   it("an unknown key id, a missing session token or an old signature is refused as AWS refuses them", async () => {
     const unknown = await send(await prepare({ credentials: { accessKeyId: "AKIAUNKNOWN", secretAccessKey: "x" } }));
-    expect([unknown.status, unknown.errorType?.split(":")[0], unknown.body.message]).toEqual([403, "UnrecognizedClientException", "The security token included in the request is invalid."]);
+    expect([unknown.status, unknown.errorType?.split(":")[0], unknown.body.message]).toEqual([
+      403,
+      "UnrecognizedClientException",
+      "The security token included in the request is invalid.",
+    ]);
 
     const session = await prepare({ credentials: BEDROCK_TEST_SESSION_CREDENTIALS });
     expect(session.headers["x-amz-security-token"]).toBe(BEDROCK_TEST_SESSION_CREDENTIALS.sessionToken);
@@ -107,15 +121,26 @@ describe("SigV4 signing against the fake Bedrock (which recomputes every signatu
   });
 
   it("says what to set when the chain finds no credentials", async () => {
-    for (const name of ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"]) {
+    for (
+      const name of [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+      ]
+    ) {
       vi.stubEnv(name, undefined);
     }
     vi.stubEnv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials");
     vi.stubEnv("AWS_CONFIG_FILE", "/nonexistent/config");
     vi.stubEnv("AWS_EC2_METADATA_DISABLED", "true");
-    await expect(prepareBedrockRequest({ settings: settings(), modelId: MODEL, stream: false, body, headers: {}, chain: createCredentialChain() })).rejects.toThrow(
-      /^no AWS credentials were found for Bedrock: set the backend's api_key, or give the gateway AWS credentials/,
-    );
+    await expect(prepareBedrockRequest({ settings: settings(), modelId: MODEL, stream: false, body, headers: {}, chain: createCredentialChain() })).rejects
+      .toThrow(
+        /^no AWS credentials were found for Bedrock: set the backend's api_key, or give the gateway AWS credentials/,
+      );
   });
 
   it("signBedrockRequest leaves the caller's headers as they are and adds the signature headers", async () => {

@@ -3,7 +3,15 @@ import { describe, expect, it } from "vitest";
 import type { OutEvent, StreamEvent, Translator, TranslatorContext } from "../../../core/llm/provider.ts";
 import { EventStreamDecoder } from "../../../plugins/provider-bedrock/event-stream.ts";
 import { bedrockProvider } from "../../../plugins/provider-bedrock/index.ts";
-import { CONVERSE_CACHE_COUNTS, CONVERSE_USAGE, exceptionFrame, streamFrames, THROTTLING_MESSAGE, TOOL_INPUT, type FakeAnswer } from "../../fixtures/bedrock-backend.ts";
+import {
+  CONVERSE_CACHE_COUNTS,
+  CONVERSE_USAGE,
+  exceptionFrame,
+  type FakeAnswer,
+  streamFrames,
+  THROTTLING_MESSAGE,
+  TOOL_INPUT,
+} from "../../fixtures/bedrock-backend.ts";
 
 const context: TranslatorContext = { stream: true, now: () => Date.UTC(2026, 0, 1), newId: () => "id-1" };
 const MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0";
@@ -65,7 +73,9 @@ describe("ConverseStream event-stream decoding", () => {
     // One byte at a time.
     expect(decodeCut(bytes, Array.from({ length: bytes.byteLength - 1 }, (_, i) => i + 1))).toEqual(whole);
     // Pieces of 7 bytes and many random cuts.
-    expect(decodeCut(bytes, Array.from({ length: Math.floor(bytes.byteLength / 7) }, (_, i) => (i + 1) * 7).filter((n) => n < bytes.byteLength))).toEqual(whole);
+    expect(decodeCut(bytes, Array.from({ length: Math.floor(bytes.byteLength / 7) }, (_, i) => (i + 1) * 7).filter((n) => n < bytes.byteLength))).toEqual(
+      whole,
+    );
     let seed = 7;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let round = 0; round < 50; round++) {
@@ -76,14 +86,26 @@ describe("ConverseStream event-stream decoding", () => {
 
   it("surfaces an exception frame as an error event with its type and message", () => {
     const events = decodeCut(concat([...streamFrames(TEXT_ANSWER).slice(0, 2), exceptionFrame("throttlingException", THROTTLING_MESSAGE)]), []);
-    expect(events[2]).toEqual({ event: "error", data: JSON.stringify({ type: "throttlingException", message: THROTTLING_MESSAGE }), json: { type: "throttlingException", message: THROTTLING_MESSAGE } });
+    expect(events[2]).toEqual({
+      event: "error",
+      data: JSON.stringify({ type: "throttlingException", message: THROTTLING_MESSAGE }),
+      json: { type: "throttlingException", message: THROTTLING_MESSAGE },
+    });
     // An unmodelled error frame (:message-type error) too.
     const codec = new EventStreamCodec((b) => new TextDecoder().decode(b), (s) => new TextEncoder().encode(s));
     const error = codec.encode({
-      headers: { ":message-type": { type: "string", value: "error" }, ":error-code": { type: "string", value: "InternalFailure" }, ":error-message": { type: "string", value: "boom" } },
+      headers: {
+        ":message-type": { type: "string", value: "error" },
+        ":error-code": { type: "string", value: "InternalFailure" },
+        ":error-message": { type: "string", value: "boom" },
+      },
       body: new Uint8Array(0),
     });
-    expect(decodeCut(error, [5])).toEqual([{ event: "error", data: '{"type":"InternalFailure","message":"boom"}', json: { type: "InternalFailure", message: "boom" } }]);
+    expect(decodeCut(error, [5])).toEqual([{
+      event: "error",
+      data: '{"type":"InternalFailure","message":"boom"}',
+      json: { type: "InternalFailure", message: "boom" },
+    }]);
   });
 
   it("throws on a corrupt frame or a body cut inside a frame (nothing after them can be trusted)", () => {
@@ -102,7 +124,12 @@ describe("ConverseStream event-stream decoding", () => {
 /** The chat-completions events a translator sends for `frames`, then the end. */
 function translate(frames: Uint8Array[], includeUsage: boolean): { out: OutEvent[]; translator: Translator } {
   const translator = bedrockProvider.createTranslator(context);
-  translator.translateRequest?.({ model: MODEL, messages: [{ role: "user", content: "hi" }], stream: true, ...(includeUsage ? { stream_options: { include_usage: true } } : {}) });
+  translator.translateRequest?.({
+    model: MODEL,
+    messages: [{ role: "user", content: "hi" }],
+    stream: true,
+    ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
+  });
   const decoder = new EventStreamDecoder();
   const out: OutEvent[] = [];
   for (const event of decoder.push(concat(frames))) out.push(...translator.translateStreamEvent!(event));
@@ -111,7 +138,9 @@ function translate(frames: Uint8Array[], includeUsage: boolean): { out: OutEvent
 }
 
 const envelope = { id: "chatcmpl-id-1", object: "chat.completion.chunk", created: Date.UTC(2026, 0, 1) / 1000, model: MODEL };
-const chunk = (delta: unknown, finish: string | null = null) => ({ data: { ...envelope, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] } });
+const chunk = (delta: unknown, finish: string | null = null) => ({
+  data: { ...envelope, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] },
+});
 
 describe("ConverseStream -> chat-completions chunks", () => {
   it("streams text, the finish reason, the usage chunk when asked for, then [DONE]", () => {
@@ -144,7 +173,13 @@ describe("ConverseStream -> chat-completions chunks", () => {
   it("reports cache counts in the usage chunk and the stream's usage", () => {
     const cached = { ...usage, ...CONVERSE_CACHE_COUNTS, totalTokens: 2317 };
     const { out, translator } = translate(streamFrames({ ...TEXT_ANSWER, usage: cached }), true);
-    expect(out[out.length - 2]).toEqual({ data: { ...envelope, choices: [], usage: { prompt_tokens: 2312, completion_tokens: 5, total_tokens: 2317, prompt_tokens_details: { cached_tokens: 2000 } } } });
+    expect(out[out.length - 2]).toEqual({
+      data: {
+        ...envelope,
+        choices: [],
+        usage: { prompt_tokens: 2312, completion_tokens: 5, total_tokens: 2317, prompt_tokens_details: { cached_tokens: 2000 } },
+      },
+    });
     expect(translator.streamProgress!().usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 });
   });
 
@@ -167,6 +202,14 @@ describe("ConverseStream -> chat-completions chunks", () => {
     ]);
     expect(translator.streamProgress!().ended).toBe(true);
     const tooLong = translate([exceptionFrame("validationException", "Input is too long for requested model.")], false).out;
-    expect(tooLong).toEqual([{ data: { error: { message: "Input is too long for requested model. (Bedrock ValidationException)", type: "invalid_request_error", code: "context_length_exceeded" } } }]);
+    expect(tooLong).toEqual([{
+      data: {
+        error: {
+          message: "Input is too long for requested model. (Bedrock ValidationException)",
+          type: "invalid_request_error",
+          code: "context_length_exceeded",
+        },
+      },
+    }]);
   });
 });

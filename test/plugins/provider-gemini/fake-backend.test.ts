@@ -4,7 +4,7 @@
  * Vertex's Messages differences; and it frames a stream without alt=sse as Google does.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGeminiBackend, type FakeGoogle } from "../../fixtures/gemini-backend.ts";
+import { type FakeGoogle, startGeminiBackend } from "../../fixtures/gemini-backend.ts";
 
 let google: FakeGoogle;
 beforeAll(async () => {
@@ -12,8 +12,16 @@ beforeAll(async () => {
 });
 afterAll(() => google.stop());
 
-async function post(path: string, body: unknown, headers: Record<string, string> = { "x-goog-api-key": "k" }): Promise<{ status: number; body: unknown; type: string | null }> {
-  const response = await fetch(`${google.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+async function post(
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = { "x-goog-api-key": "k" },
+): Promise<{ status: number; body: unknown; type: string | null }> {
+  const response = await fetch(`${google.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, body: JSON.parse(text), type: response.headers.get("content-type") };
 }
@@ -24,19 +32,28 @@ describe("the fake Google backend", () => {
   it("refuses fields Google does not know, as Google words it", async () => {
     const out = await post("/v1beta/models/gemini-2.5-flash:generateContent", { model: "gemini-2.5-flash", contents });
     expect(out.status).toBe(400);
-    expect(out.body).toEqual({ error: { code: 400, message: 'Invalid JSON payload received. Unknown name "model": Cannot find field.', status: "INVALID_ARGUMENT" } });
+    expect(out.body).toEqual({
+      error: { code: 400, message: 'Invalid JSON payload received. Unknown name "model": Cannot find field.', status: "INVALID_ARGUMENT" },
+    });
     const nested = await post("/v1beta/models/gemini-2.5-flash:generateContent", { contents, generationConfig: { max_tokens: 3 } });
-    expect((nested.body as { error: { message: string } }).error.message).toBe(`Invalid JSON payload received. Unknown name "max_tokens" at 'generation_config': Cannot find field.`);
+    expect((nested.body as { error: { message: string } }).error.message).toBe(
+      `Invalid JSON payload received. Unknown name "max_tokens" at 'generation_config': Cannot find field.`,
+    );
   });
 
   it("wants the AI Studio key: 403 without one, 400 API_KEY_INVALID with a wrong one; ?key= works too", async () => {
     expect((await post("/v1beta/models/m:generateContent", { contents }, {})).status).toBe(403);
-    expect((await post("/v1beta/models/m:generateContent", { contents }, { "x-goog-api-key": "wrong" })).body).toMatchObject({ error: { status: "INVALID_ARGUMENT", details: [{ reason: "API_KEY_INVALID" }] } });
+    expect((await post("/v1beta/models/m:generateContent", { contents }, { "x-goog-api-key": "wrong" })).body).toMatchObject({
+      error: { status: "INVALID_ARGUMENT", details: [{ reason: "API_KEY_INVALID" }] },
+    });
     expect((await post("/v1beta/models/m:generateContent?key=k", { contents }, {})).status).toBe(200);
   });
 
   it("refuses a Gemini 3 function-call turn without its thought signature", async () => {
-    const history = [...contents, { role: "model", parts: [{ functionCall: { name: "f", args: {} } }] }, { role: "user", parts: [{ functionResponse: { name: "f", response: { output: "x" } } }] }];
+    const history = [...contents, { role: "model", parts: [{ functionCall: { name: "f", args: {} } }] }, {
+      role: "user",
+      parts: [{ functionResponse: { name: "f", response: { output: "x" } } }],
+    }];
     const out = await post("/v1beta/models/gemini-3-pro-preview:generateContent", { contents: history });
     expect(out.status).toBe(400);
     expect((out.body as { error: { message: string } }).error.message).toMatch(/^Function call is missing a thought_signature in functionCall parts/);
@@ -47,7 +64,11 @@ describe("the fake Google backend", () => {
     const array = await post("/v1beta/models/m:streamGenerateContent", { contents });
     expect(array.type).toMatch(/^application\/json/);
     expect(Array.isArray(array.body)).toBe(true);
-    const response = await fetch(`${google.url}/v1beta/models/m:streamGenerateContent?alt=sse`, { method: "POST", headers: { "x-goog-api-key": "k" }, body: JSON.stringify({ contents }) });
+    const response = await fetch(`${google.url}/v1beta/models/m:streamGenerateContent?alt=sse`, {
+      method: "POST",
+      headers: { "x-goog-api-key": "k" },
+      body: JSON.stringify({ contents }),
+    });
     expect(response.headers.get("content-type")).toBe("text/event-stream");
     const text = await response.text();
     expect(text.startsWith("data: {")).toBe(true);

@@ -14,7 +14,7 @@ import { chatToGeminiRequest } from "../../../plugins/provider-gemini/chat-to-ge
 import { GoogleAccessTokens, REFRESH_MARGIN_MS } from "../../../plugins/provider-gemini/google-access-tokens.ts";
 import { vertexBackendAuth } from "../../../plugins/provider-gemini/google-backends.ts";
 import { vertexRequestUrl } from "../../../plugins/provider-gemini/urls.ts";
-import { startGeminiBackend, type FakeGoogle } from "../../fixtures/gemini-backend.ts";
+import { type FakeGoogle, startGeminiBackend } from "../../fixtures/gemini-backend.ts";
 import { createServiceAccount } from "../../fixtures/google-oauth.ts";
 
 const LIFETIME_S = 3600;

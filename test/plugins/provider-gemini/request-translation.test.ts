@@ -78,8 +78,10 @@ describe("gemini request translation: messages", () => {
 
   it("refuses what Gemini cannot take, saying where and what to send instead", () => {
     const image = (url: string) => chatToGeminiRequest({ messages: [user([{ type: "image_url", image_url: { url } }])] });
-    expect(() => image("http://example.test/a.png")).toThrow(/^messages\[0\]\.content\[0\]: Gemini takes a file as a base64 data: URL .* or an https:\/\/ or gs:\/\/ URL ending in \.png/);
-    expect(() => image("https://example.test/picture")).toThrow("not \"https://example.test/picture\"");
+    expect(() => image("http://example.test/a.png")).toThrow(
+      /^messages\[0\]\.content\[0\]: Gemini takes a file as a base64 data: URL .* or an https:\/\/ or gs:\/\/ URL ending in \.png/,
+    );
+    expect(() => image("https://example.test/picture")).toThrow('not "https://example.test/picture"');
     expect(() => chatToGeminiRequest({ messages: [user([{ type: "input_audio", input_audio: { data: "x", format: "flac" } }])] })).toThrow(
       'messages[0].content[0]: an input_audio part needs input_audio.data (base64) and input_audio.format "wav" or "mp3"',
     );
@@ -92,7 +94,14 @@ describe("gemini request translation: messages", () => {
 
 describe("gemini request translation: tools", () => {
   const tools = [
-    { type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: { city: { type: "string" } }, additionalProperties: false } } },
+    {
+      type: "function",
+      function: {
+        name: "get_weather",
+        description: "Weather",
+        parameters: { type: "object", properties: { city: { type: "string" } }, additionalProperties: false },
+      },
+    },
     { type: "function", function: { name: "now" } },
     { googleSearch: {} },
   ];
@@ -101,13 +110,19 @@ describe("gemini request translation: tools", () => {
     expect(chatToGeminiRequest({ messages: [user("hi")], tools }).tools).toEqual([
       {
         functionDeclarations: [
-          { name: "get_weather", description: "Weather", parametersJsonSchema: { type: "object", properties: { city: { type: "string" } }, additionalProperties: false } },
+          {
+            name: "get_weather",
+            description: "Weather",
+            parametersJsonSchema: { type: "object", properties: { city: { type: "string" } }, additionalProperties: false },
+          },
           { name: "now" },
         ],
       },
       { googleSearch: {} },
     ]);
-    expect(() => chatToGeminiRequest({ messages: [], tools: [{ type: "web_search" }] })).toThrow('tools[0]: tool type "web_search" has no Gemini equivalent; use "function"');
+    expect(() => chatToGeminiRequest({ messages: [], tools: [{ type: "web_search" }] })).toThrow(
+      'tools[0]: tool type "web_search" has no Gemini equivalent; use "function"',
+    );
   });
 
   it("maps every tool_choice form to functionCallingConfig", () => {
@@ -117,7 +132,9 @@ describe("gemini request translation: tools", () => {
     expect(choice("required")).toEqual({ functionCallingConfig: { mode: "ANY" } });
     expect(choice({ type: "function", function: { name: "now" } })).toEqual({ functionCallingConfig: { mode: "ANY", allowedFunctionNames: ["now"] } });
     expect(choice(undefined)).toBeUndefined();
-    expect(() => choice("sometimes")).toThrow('"tool_choice" must be "auto", "none", "required" or {"type":"function","function":{"name":...}}, not "sometimes"');
+    expect(() => choice("sometimes")).toThrow(
+      '"tool_choice" must be "auto", "none", "required" or {"type":"function","function":{"name":...}}, not "sometimes"',
+    );
   });
 
   it("sends tool calls as functionCall parts with their thought signature, and results as functionResponse parts named after their call", () => {
@@ -128,7 +145,12 @@ describe("gemini request translation: tools", () => {
           role: "assistant",
           content: "Let me look.",
           tool_calls: [
-            { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' }, extra_content: { google: { thought_signature: "sig-1" } } },
+            {
+              id: "call_1",
+              type: "function",
+              function: { name: "get_weather", arguments: '{"city":"Paris"}' },
+              extra_content: { google: { thought_signature: "sig-1" } },
+            },
             { id: "call_2", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' } },
           ],
         },
@@ -158,11 +180,18 @@ describe("gemini request translation: tools", () => {
 
   it("gives a turn of calls without any signature Google's placeholder on its first call", () => {
     const out = chatToGeminiRequest({
-      messages: [user("x"), { role: "assistant", content: null, tool_calls: [{ id: "a", function: { name: "f", arguments: "" } }, { id: "b", function: { name: "g", arguments: "{}" } }] }],
+      messages: [user("x"), {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "a", function: { name: "f", arguments: "" } }, { id: "b", function: { name: "g", arguments: "{}" } }],
+      }],
     });
     expect(out.contents).toEqual([
       { role: "user", parts: [{ text: "x" }] },
-      { role: "model", parts: [{ functionCall: { name: "f", args: {} }, thoughtSignature: SKIP_THOUGHT_SIGNATURE }, { functionCall: { name: "g", args: {} } }] },
+      {
+        role: "model",
+        parts: [{ functionCall: { name: "f", args: {} }, thoughtSignature: SKIP_THOUGHT_SIGNATURE }, { functionCall: { name: "g", args: {} } }],
+      },
     ]);
   });
 
@@ -174,7 +203,8 @@ describe("gemini request translation: tools", () => {
     expect(chatToGeminiRequest({ messages: [{ role: "tool", tool_call_id: "nope", name: "f", content: "x" }] }).contents).toEqual([
       { role: "user", parts: [{ functionResponse: { name: "f", response: { output: "x" } } }] },
     ]);
-    const call = (args: string) => chatToGeminiRequest({ messages: [{ role: "assistant", tool_calls: [{ id: "a", function: { name: "f", arguments: args } }] }] });
+    const call = (args: string) =>
+      chatToGeminiRequest({ messages: [{ role: "assistant", tool_calls: [{ id: "a", function: { name: "f", arguments: args } }] }] });
     expect(() => call("{bad")).toThrow("messages[0].tool_calls[0].function.arguments is not valid JSON");
     expect(() => call("[1]")).toThrow("messages[0].tool_calls[0].function.arguments must be a JSON object, not [1]");
   });
@@ -215,8 +245,13 @@ describe("gemini request translation: generationConfig", () => {
     expect(format({ type: "text" })).toBeUndefined();
     expect(format({ type: "json_object" })).toEqual({ responseMimeType: "application/json" });
     const schema = { type: "object", properties: { a: { type: "string" } }, required: ["a"], additionalProperties: false };
-    expect(format({ type: "json_schema", json_schema: { name: "x", strict: true, schema } })).toEqual({ responseMimeType: "application/json", responseJsonSchema: schema });
-    expect(() => format({ type: "json_schema", json_schema: { name: "x" } })).toThrow('"response_format" of type json_schema needs json_schema.schema (an object)');
+    expect(format({ type: "json_schema", json_schema: { name: "x", strict: true, schema } })).toEqual({
+      responseMimeType: "application/json",
+      responseJsonSchema: schema,
+    });
+    expect(() => format({ type: "json_schema", json_schema: { name: "x" } })).toThrow(
+      '"response_format" of type json_schema needs json_schema.schema (an object)',
+    );
     expect(() => format({ type: "yaml" })).toThrow('"response_format.type" must be text, json_object or json_schema, not "yaml"');
   });
 

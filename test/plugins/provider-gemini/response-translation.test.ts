@@ -65,7 +65,12 @@ describe("gemini response translation", () => {
       role: "assistant",
       content: null,
       tool_calls: [
-        { id: "fc-1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' }, extra_content: { google: { thought_signature: "sig-1" } } },
+        {
+          id: "fc-1",
+          type: "function",
+          function: { name: "get_weather", arguments: '{"city":"Paris"}' },
+          extra_content: { google: { thought_signature: "sig-1" } },
+        },
         { id: expect.stringMatching(/^call_id-\d+$/), type: "function", function: { name: "now", arguments: "{}" } },
       ],
     });
@@ -75,7 +80,16 @@ describe("gemini response translation", () => {
     const out = geminiToChatResponse(
       answer(
         { content: { role: "model", parts: [{ text: "Let me think", thought: true }, { text: "42" }] } },
-        { usageMetadata: { promptTokenCount: 100, cachedContentTokenCount: 60, candidatesTokenCount: 2, thoughtsTokenCount: 30, toolUsePromptTokenCount: 5, totalTokenCount: 137 } },
+        {
+          usageMetadata: {
+            promptTokenCount: 100,
+            cachedContentTokenCount: 60,
+            candidatesTokenCount: 2,
+            thoughtsTokenCount: 30,
+            toolUsePromptTokenCount: 5,
+            totalTokenCount: 137,
+          },
+        },
       ),
       context,
     );
@@ -91,7 +105,10 @@ describe("gemini response translation", () => {
   });
 
   it("counts a candidate count Google left out (it omits zeros) as 0, and no usage at all as unknown", () => {
-    expect(geminiToChatResponse(answer({ content: { parts: [] }, finishReason: "SAFETY" }, { usageMetadata: { promptTokenCount: 7, totalTokenCount: 7 } }), context).usage).toEqual({
+    expect(
+      geminiToChatResponse(answer({ content: { parts: [] }, finishReason: "SAFETY" }, { usageMetadata: { promptTokenCount: 7, totalTokenCount: 7 } }), context)
+        .usage,
+    ).toEqual({
       prompt_tokens: 7,
       completion_tokens: 0,
     });
@@ -137,7 +154,9 @@ describe("gemini response translation", () => {
       },
     });
     // Vertex AI says why in words.
-    expect(() => geminiToChatResponse({ promptFeedback: { blockReason: "PROHIBITED_CONTENT", blockReasonMessage: "The prompt contains prohibited content." } }, context)).toThrow(
+    expect(() =>
+      geminiToChatResponse({ promptFeedback: { blockReason: "PROHIBITED_CONTENT", blockReasonMessage: "The prompt contains prohibited content." } }, context)
+    ).toThrow(
       "(blockReason PROHIBITED_CONTENT: The prompt contains prohibited content.)",
     );
   });

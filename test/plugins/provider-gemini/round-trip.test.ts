@@ -10,23 +10,23 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../core/clock.ts";
-import { parseJson, type JsonObject, type OutEvent, type ProviderDefinition, type TranslatorContext } from "../../../core/llm/provider.ts";
+import { type JsonObject, type OutEvent, parseJson, type ProviderDefinition, type TranslatorContext } from "../../../core/llm/provider.ts";
 import { SseParser } from "../../../core/llm/sse.ts";
 import {
+  type BackendAuth,
+  createVertexAiProvider,
   geminiBackendAuth,
   geminiBackendUrl,
   geminiProvider,
+  type GoogleBackendSettings,
   isContextWindowError,
   PromptBlockedError,
   retryAfterOf,
-  createVertexAiProvider,
   vertexBackendAuth,
   vertexBackendUrl,
-  type BackendAuth,
-  type GoogleBackendSettings,
 } from "../../../plugins/provider-gemini/index.ts";
-import { GEMINI_USAGE, RETRY_DELAY, THOUGHT_SIGNATURE, TOOL_ARGS, TOO_LONG_MESSAGE } from "../../fixtures/gemini-answers.ts";
-import { startGeminiBackend, type FakeGoogle } from "../../fixtures/gemini-backend.ts";
+import { GEMINI_USAGE, RETRY_DELAY, THOUGHT_SIGNATURE, TOO_LONG_MESSAGE, TOOL_ARGS } from "../../fixtures/gemini-answers.ts";
+import { type FakeGoogle, startGeminiBackend } from "../../fixtures/gemini-backend.ts";
 import { createServiceAccount } from "../../fixtures/google-oauth.ts";
 import { CLAUDE_USAGE, PROMPT_TOO_LONG_MESSAGE } from "../../fixtures/vertex-claude-answers.ts";
 import { messagesApiProvider } from "../../../plugins/provider-messages-api/index.ts";
@@ -112,7 +112,11 @@ beforeAll(async () => {
   const studioSettings: GoogleBackendSettings = { url: google.url, api_key: "studio-key" };
   studio = { provider: geminiProvider, url: (model, stream) => geminiBackendUrl(studioSettings, model, stream), auth: geminiBackendAuth(studioSettings) };
   const vertexSettings: GoogleBackendSettings = { url: google.url, project: "proj-1", location: "europe-west4", credentials_file: join(dir, "key.json") };
-  vertex = { provider: vertexAiProvider, url: (model, stream) => vertexBackendUrl(vertexSettings, model, stream), auth: vertexBackendAuth(vertexSettings, { clock: new ManualClock() }) };
+  vertex = {
+    provider: vertexAiProvider,
+    url: (model, stream) => vertexBackendUrl(vertexSettings, model, stream),
+    auth: vertexBackendAuth(vertexSettings, { clock: new ManualClock() }),
+  };
 });
 
 afterAll(async () => {
@@ -141,7 +145,11 @@ describe("gemini (Google AI Studio) against the fake", () => {
   });
 
   it("streams with alt=sse: the text, one finish, the usage chunk and [DONE]", async () => {
-    const out = await send(studio, "gemini-2.5-flash", { messages: [user("stream me [cached] [thinking]")], stream: true, stream_options: { include_usage: true } });
+    const out = await send(studio, "gemini-2.5-flash", {
+      messages: [user("stream me [cached] [thinking]")],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(google.modelCalls().at(-1)?.query).toEqual({ alt: "sse" });
     expect(out.ended).toBe(true);
     const got = assembled(out.events ?? []);
@@ -149,7 +157,13 @@ describe("gemini (Google AI Studio) against the fake", () => {
       text: "echo: stream me [cached] [thinking]",
       finish: ["stop"],
       toolNames: [],
-      usage: { prompt_tokens: 13, completion_tokens: 10, total_tokens: 23, prompt_tokens_details: { cached_tokens: 8 }, completion_tokens_details: { reasoning_tokens: 4 } },
+      usage: {
+        prompt_tokens: 13,
+        completion_tokens: 10,
+        total_tokens: 23,
+        prompt_tokens_details: { cached_tokens: 8 },
+        completion_tokens_details: { reasoning_tokens: 4 },
+      },
       done: true,
     });
   });
@@ -159,7 +173,12 @@ describe("gemini (Google AI Studio) against the fake", () => {
     const message = (first.body?.choices as JsonObject[])[0].message as JsonObject;
     const calls = message.tool_calls as JsonObject[];
     expect(calls).toEqual([
-      { id: expect.stringMatching(/^call_/), type: "function", function: { name: "get_weather", arguments: JSON.stringify(TOOL_ARGS) }, extra_content: { google: { thought_signature: THOUGHT_SIGNATURE } } },
+      {
+        id: expect.stringMatching(/^call_/),
+        type: "function",
+        function: { name: "get_weather", arguments: JSON.stringify(TOOL_ARGS) },
+        extra_content: { google: { thought_signature: THOUGHT_SIGNATURE } },
+      },
     ]);
     const history = [user("weather? [tool]"), message, { role: "tool", tool_call_id: calls[0].id, content: '{"temp":21}' }];
     const second = await send(studio, "gemini-3-pro-preview", { messages: history, tools: [weatherTool] });
@@ -182,7 +201,13 @@ describe("gemini (Google AI Studio) against the fake", () => {
     for (const stream of [false, true]) {
       const out = await send(studio, "gemini-2.5-flash", { messages: [user("[status:429]")], stream });
       expect(out.status).toBe(429);
-      expect(out.body).toEqual({ error: { message: "You exceeded your current quota, please check your plan and billing details.", type: "rate_limit_error", code: "RESOURCE_EXHAUSTED" } });
+      expect(out.body).toEqual({
+        error: {
+          message: "You exceeded your current quota, please check your plan and billing details.",
+          type: "rate_limit_error",
+          code: "RESOURCE_EXHAUSTED",
+        },
+      });
       expect(out.retryAfter).toBe(RETRY_DELAY.replace("s", ""));
     }
   });
@@ -198,7 +223,9 @@ describe("gemini (Google AI Studio) against the fake", () => {
     await expect(send(studio, "gemini-2.5-flash", { messages: [user("[blocked]")] })).rejects.toBeInstanceOf(PromptBlockedError);
     const streamed = await send(studio, "gemini-2.5-flash", { messages: [user("[blocked]")], stream: true });
     expect(streamed.ended).toBe(true);
-    expect(streamed.events?.map((e) => e.data)).toEqual([expect.objectContaining({ error: expect.objectContaining({ code: "content_filter", type: "invalid_request_error" }) })]);
+    expect(streamed.events?.map((e) => e.data)).toEqual([
+      expect.objectContaining({ error: expect.objectContaining({ code: "content_filter", type: "invalid_request_error" }) }),
+    ]);
     const filtered = await send(studio, "gemini-2.5-flash", { messages: [user("[safety]")] });
     expect((filtered.body?.choices as JsonObject[])[0]).toMatchObject({ message: { content: "I can" }, finish_reason: "content_filter" });
   });
@@ -212,7 +239,9 @@ describe("gemini (Google AI Studio) against the fake", () => {
     const wrong: Target = { ...studio, auth: geminiBackendAuth({ api_key: "nope" }) };
     const out = await send(wrong, "gemini-2.5-flash", { messages: [user("hi")] });
     expect(out.status).toBe(400);
-    expect(out.body).toEqual({ error: { message: "API key not valid. Please pass a valid API key.", type: "invalid_request_error", code: "INVALID_ARGUMENT" } });
+    expect(out.body).toEqual({
+      error: { message: "API key not valid. Please pass a valid API key.", type: "invalid_request_error", code: "INVALID_ARGUMENT" },
+    });
   });
 
   it("answers n candidates as n choices", async () => {
@@ -250,7 +279,12 @@ describe("vertex_ai against the fake", () => {
     const streamed = await send(vertex, "claude-sonnet-4@20250514", { messages: [user("hi")], stream: true, stream_options: { include_usage: true } });
     expect(google.modelCalls().at(-1)?.path).toMatch(/:streamRawPredict$/);
     expect(streamed.ended).toBe(true);
-    expect(assembled(streamed.events ?? [])).toMatchObject({ text: "echo: hi", finish: ["stop"], done: true, usage: { prompt_tokens: 12, completion_tokens: 5 } });
+    expect(assembled(streamed.events ?? [])).toMatchObject({
+      text: "echo: hi",
+      finish: ["stop"],
+      done: true,
+      usage: { prompt_tokens: 12, completion_tokens: 5 },
+    });
   });
 
   it("translates Vertex's own 429 and Anthropic's prompt-too-long for a Claude model", async () => {
@@ -265,7 +299,11 @@ describe("vertex_ai against the fake", () => {
 
   it("express mode: an API key and no project", async () => {
     const settings: GoogleBackendSettings = { url: google.url, api_key: "express-key" };
-    const express: Target = { provider: vertexAiProvider, url: (model, stream) => vertexBackendUrl(settings, model, stream), auth: vertexBackendAuth(settings, { clock: new ManualClock() }) };
+    const express: Target = {
+      provider: vertexAiProvider,
+      url: (model, stream) => vertexBackendUrl(settings, model, stream),
+      auth: vertexBackendAuth(settings, { clock: new ManualClock() }),
+    };
     const out = await send(express, "gemini-2.5-flash", { messages: [user("hi")] });
     expect(out.status).toBe(200);
     expect(google.modelCalls().at(-1)?.path).toBe("/v1/publishers/google/models/gemini-2.5-flash:generateContent");

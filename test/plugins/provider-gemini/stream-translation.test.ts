@@ -29,12 +29,19 @@ function run(text: string, size: number, includeUsage = true): Run {
 
 const data = (events: OutEvent[]) => events.map((e) => e.data);
 const envelope = { id: "resp-1", object: "chat.completion.chunk", created: Date.UTC(2026, 0, 1) / 1000, model: "gemini-2.5-flash" };
-const chunk = (delta: unknown, finish: string | null = null, index = 0) => ({ ...envelope, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
+const chunk = (delta: unknown, finish: string | null = null, index = 0) => ({
+  ...envelope,
+  choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+});
 const meta = { modelVersion: "gemini-2.5-flash", responseId: "resp-1" };
 
 const textStream = sse([
   { candidates: [{ content: { role: "model", parts: [{ text: "Hel" }] }, index: 0 }], usageMetadata: { promptTokenCount: 9, totalTokenCount: 9 }, ...meta },
-  { candidates: [{ content: { role: "model", parts: [{ text: "Thinking...", thought: true }, { text: "lo" }] }, index: 0 }], usageMetadata: { promptTokenCount: 9, totalTokenCount: 9 }, ...meta },
+  {
+    candidates: [{ content: { role: "model", parts: [{ text: "Thinking...", thought: true }, { text: "lo" }] }, index: 0 }],
+    usageMetadata: { promptTokenCount: 9, totalTokenCount: 9 },
+    ...meta,
+  },
   {
     candidates: [{ content: { role: "model", parts: [{ text: "" }] }, finishReason: "STOP", index: 0 }],
     usageMetadata: { promptTokenCount: 9, cachedContentTokenCount: 4, candidatesTokenCount: 2, thoughtsTokenCount: 3, totalTokenCount: 14 },
@@ -52,7 +59,13 @@ describe("gemini stream translation", () => {
       {
         ...envelope,
         choices: [],
-        usage: { prompt_tokens: 9, completion_tokens: 5, total_tokens: 14, prompt_tokens_details: { cached_tokens: 4 }, completion_tokens_details: { reasoning_tokens: 3 } },
+        usage: {
+          prompt_tokens: 9,
+          completion_tokens: 5,
+          total_tokens: 14,
+          prompt_tokens_details: { cached_tokens: 4 },
+          completion_tokens_details: { reasoning_tokens: 3 },
+        },
       },
       "[DONE]",
     ];
@@ -80,7 +93,10 @@ describe("gemini stream translation", () => {
       {
         candidates: [
           {
-            content: { role: "model", parts: [{ functionCall: { name: "get_weather", args: { city: "Paris" } }, thoughtSignature: "sig" }, { functionCall: { name: "now", args: {} } }] },
+            content: {
+              role: "model",
+              parts: [{ functionCall: { name: "get_weather", args: { city: "Paris" } }, thoughtSignature: "sig" }, { functionCall: { name: "now", args: {} } }],
+            },
             finishReason: "STOP",
             index: 0,
           },
@@ -92,7 +108,15 @@ describe("gemini stream translation", () => {
     expect(data(run(stream, 5, false).out)).toEqual([
       chunk({ role: "assistant", content: "" }),
       chunk({ content: "Let me look." }),
-      chunk({ tool_calls: [{ index: 0, id: "call_id-1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' }, extra_content: { google: { thought_signature: "sig" } } }] }),
+      chunk({
+        tool_calls: [{
+          index: 0,
+          id: "call_id-1",
+          type: "function",
+          function: { name: "get_weather", arguments: '{"city":"Paris"}' },
+          extra_content: { google: { thought_signature: "sig" } },
+        }],
+      }),
       chunk({ tool_calls: [{ index: 1, id: "call_id-1", type: "function", function: { name: "now", arguments: "{}" } }] }),
       chunk({}, "tool_calls"),
       "[DONE]",
@@ -105,7 +129,13 @@ describe("gemini stream translation", () => {
       { candidates: [{ content: { parts: [{ text: "" }] }, finishReason: "STOP", index: 0 }], ...meta },
     ]);
     const first = run(stream, 1000, false);
-    expect(data(first.out)).toEqual([chunk({ role: "assistant", content: "" }), chunk({ content: "a" }), chunk({ role: "assistant", content: "" }, null, 1), chunk({ content: "b" }, null, 1), chunk({}, "stop")]);
+    expect(data(first.out)).toEqual([
+      chunk({ role: "assistant", content: "" }),
+      chunk({ content: "a" }),
+      chunk({ role: "assistant", content: "" }, null, 1),
+      chunk({ content: "b" }, null, 1),
+      chunk({}, "stop"),
+    ]);
     expect(first.translator.streamProgress?.().ended).toBe(false);
     const both = run(stream + sse([{ candidates: [{ content: { parts: [{ text: "" }] }, finishReason: "MAX_TOKENS", index: 1 }], ...meta }]), 1000, false);
     expect(data(both.out).slice(-2)).toEqual([chunk({}, "length", 1), "[DONE]"]);
@@ -115,7 +145,13 @@ describe("gemini stream translation", () => {
   it("turns a prompt blocked in the first event into the 400 body as an error event, and ends", () => {
     const { out, translator } = run(sse([{ promptFeedback: { blockReason: "SAFETY" }, usageMetadata: { promptTokenCount: 5 }, ...meta }]), 8);
     expect(data(out)).toEqual([
-      { error: { message: "the backend's safety filters blocked the prompt (blockReason SAFETY); change the prompt and send it again", type: "invalid_request_error", code: "content_filter" } },
+      {
+        error: {
+          message: "the backend's safety filters blocked the prompt (blockReason SAFETY); change the prompt and send it again",
+          type: "invalid_request_error",
+          code: "content_filter",
+        },
+      },
     ]);
     expect(translator.streamProgress?.().ended).toBe(true);
   });

@@ -5,11 +5,21 @@ import { geminiRequestUrl, vertexBaseUrl, vertexPublisherOf, vertexRequestUrl } 
 
 describe("Google AI Studio URLs", () => {
   it("puts the model and the method in the path, alt=sse on streams", () => {
-    expect(geminiRequestUrl({ model: "gemini-2.5-flash", stream: false })).toBe("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent");
-    expect(geminiRequestUrl({ model: "gemini-2.5-flash", stream: true })).toBe("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
-    expect(geminiRequestUrl({ model: "models/gemini-2.5-pro", stream: false })).toBe("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent");
-    expect(geminiRequestUrl({ model: "tunedModels/my-model-123", stream: false })).toBe("https://generativelanguage.googleapis.com/v1beta/tunedModels/my-model-123:generateContent");
-    expect(geminiBackendUrl({ url: "http://127.0.0.1:9/" }, "gemini-2.5-flash", true)).toBe("http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+    expect(geminiRequestUrl({ model: "gemini-2.5-flash", stream: false })).toBe(
+      "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent",
+    );
+    expect(geminiRequestUrl({ model: "gemini-2.5-flash", stream: true })).toBe(
+      "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    );
+    expect(geminiRequestUrl({ model: "models/gemini-2.5-pro", stream: false })).toBe(
+      "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent",
+    );
+    expect(geminiRequestUrl({ model: "tunedModels/my-model-123", stream: false })).toBe(
+      "https://generativelanguage.googleapis.com/v1beta/tunedModels/my-model-123:generateContent",
+    );
+    expect(geminiBackendUrl({ url: "http://127.0.0.1:9/" }, "gemini-2.5-flash", true)).toBe(
+      "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    );
   });
 
   it("refuses a model name that would leave its place in the URL", () => {
@@ -55,16 +65,24 @@ describe("Vertex AI URLs", () => {
     expect(vertexRequestUrl({ model: "projects/p/locations/europe-west4/endpoints/123", stream: false, ...at })).toBe(
       "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/europe-west4/endpoints/123:generateContent",
     );
-    expect(vertexRequestUrl({ model: "gemini-2.5-flash", stream: true })).toBe("https://aiplatform.googleapis.com/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+    expect(vertexRequestUrl({ model: "gemini-2.5-flash", stream: true })).toBe(
+      "https://aiplatform.googleapis.com/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    );
     expect(vertexBackendUrl({ ...at, url: "http://127.0.0.1:9" }, "gemini-2.5-flash", false)).toBe(
       "http://127.0.0.1:9/v1/projects/my-project/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
     );
   });
 
   it("refuses what it cannot address, saying what to set", () => {
-    expect(() => vertexRequestUrl({ model: "claude-sonnet-4@20250514", stream: false })).toThrow("needs a project and a location on Vertex AI (express mode serves Google's models only)");
-    expect(() => vertexRequestUrl({ model: "gemini-2.5-pro", stream: false, project: "p" })).toThrow('Vertex AI needs a location (e.g. us-central1 or global) with project "p"');
-    expect(() => vertexRequestUrl({ model: "meta/llama-4", stream: false, ...at })).toThrow('is published by "meta": the vertex_ai provider speaks to Google\'s models and Anthropic\'s only');
+    expect(() => vertexRequestUrl({ model: "claude-sonnet-4@20250514", stream: false })).toThrow(
+      "needs a project and a location on Vertex AI (express mode serves Google's models only)",
+    );
+    expect(() => vertexRequestUrl({ model: "gemini-2.5-pro", stream: false, project: "p" })).toThrow(
+      'Vertex AI needs a location (e.g. us-central1 or global) with project "p"',
+    );
+    expect(() => vertexRequestUrl({ model: "meta/llama-4", stream: false, ...at })).toThrow(
+      "is published by \"meta\": the vertex_ai provider speaks to Google's models and Anthropic's only",
+    );
     expect(() => vertexRequestUrl({ model: "gemini", stream: false, project: "p/../q", location: "us" })).toThrow("cannot go into a Google API URL");
     expect(() => vertexRequestUrl({ model: "a/b/c", stream: false, ...at })).toThrow('model "a/b/c" is not a Vertex AI model name');
   });

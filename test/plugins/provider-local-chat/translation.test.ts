@@ -10,9 +10,24 @@ const translator = (): Translator => localChatProvider.createTranslator(context)
 
 describe("local_chat request translation", () => {
   it("always sets stream, maps options, stop, limits and response_format", () => {
-    expect(chatToLocalRequest({ model: "m", messages: [{ role: "user", content: "hi" }] })).toEqual({ model: "m", messages: [{ role: "user", content: "hi" }], stream: false });
+    expect(chatToLocalRequest({ model: "m", messages: [{ role: "user", content: "hi" }] })).toEqual({
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+      stream: false,
+    });
     expect(
-      chatToLocalRequest({ model: "m", messages: [], stream: true, temperature: 0.3, seed: 4, stop: ["a"], max_completion_tokens: 5, max_tokens: 9, response_format: { type: "json_object" }, user: "dropped" }),
+      chatToLocalRequest({
+        model: "m",
+        messages: [],
+        stream: true,
+        temperature: 0.3,
+        seed: 4,
+        stop: ["a"],
+        max_completion_tokens: 5,
+        max_tokens: 9,
+        response_format: { type: "json_object" },
+        user: "dropped",
+      }),
     ).toEqual({ model: "m", messages: [], stream: true, options: { temperature: 0.3, seed: 4, stop: ["a"], num_predict: 5 }, format: "json" });
   });
 
@@ -35,12 +50,22 @@ describe("local_chat request translation", () => {
   });
 
   it("refuses remote image URLs, which the runtime cannot fetch", () => {
-    expect(() => chatToLocalRequest({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://x.test/a.png" } }] }] })).toThrow("data: URLs");
+    expect(() => chatToLocalRequest({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://x.test/a.png" } }] }] })).toThrow(
+      "data: URLs",
+    );
   });
 });
 
 describe("local_chat response translation", () => {
-  const answer = { model: "m", created_at: "2026-02-03T04:05:06Z", message: { role: "assistant", content: "yo" }, done: true, done_reason: "stop", prompt_eval_count: 5, eval_count: 2 };
+  const answer = {
+    model: "m",
+    created_at: "2026-02-03T04:05:06Z",
+    message: { role: "assistant", content: "yo" },
+    done: true,
+    done_reason: "stop",
+    prompt_eval_count: 5,
+    eval_count: 2,
+  };
 
   it("answers in the chat-completions format with usage from the counts", () => {
     const out = translator().translateResponse?.(answer);
@@ -55,17 +80,24 @@ describe("local_chat response translation", () => {
   });
 
   it("maps length and tool calls, and keeps usage unknown without the prompt count", () => {
-    expect((translator().translateResponse?.({ ...answer, done_reason: "length" }).body as { choices: Array<{ finish_reason: string }> }).choices[0].finish_reason).toBe("length");
+    expect(
+      (translator().translateResponse?.({ ...answer, done_reason: "length" }).body as { choices: Array<{ finish_reason: string }> }).choices[0].finish_reason,
+    ).toBe("length");
     const { prompt_eval_count: _, ...uncounted } = answer;
     expect(translator().translateResponse?.(uncounted).usage).toBeUndefined();
-    const tool = translator().translateResponse?.({ ...answer, message: { role: "assistant", content: "", tool_calls: [{ function: { name: "f", arguments: { a: 1 } } }] } });
+    const tool = translator().translateResponse?.({
+      ...answer,
+      message: { role: "assistant", content: "", tool_calls: [{ function: { name: "f", arguments: { a: 1 } } }] },
+    });
     const choice = (tool?.body as { choices: Array<{ finish_reason: string; message: { tool_calls: unknown } }> }).choices[0];
     expect(choice.finish_reason).toBe("tool_calls");
     expect(choice.message.tool_calls).toEqual([{ id: expect.stringMatching(/^call_/), type: "function", function: { name: "f", arguments: '{"a":1}' } }]);
   });
 
   it("translates the runtime's error body", () => {
-    expect(translator().translateError?.(404, { error: "model 'x' not found" })).toEqual({ error: { message: "model 'x' not found", type: "not_found_error" } });
+    expect(translator().translateError?.(404, { error: "model 'x' not found" })).toEqual({
+      error: { message: "model 'x' not found", type: "not_found_error" },
+    });
   });
 
   it("translates an NDJSON stream into chunks, a finish chunk, usage and [DONE]", () => {

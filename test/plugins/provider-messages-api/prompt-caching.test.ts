@@ -31,7 +31,9 @@ describe("messages_api request translation keeps cache_control", () => {
   });
 
   it("keeps the system string when no system part carries a marker", () => {
-    const out = chatToMessagesRequest({ messages: [{ role: "system", content: "A" }, { role: "user", content: [{ type: "text", text: "hi", cache_control: EPHEMERAL }] }] });
+    const out = chatToMessagesRequest({
+      messages: [{ role: "system", content: "A" }, { role: "user", content: [{ type: "text", text: "hi", cache_control: EPHEMERAL }] }],
+    });
     expect(out.system).toBe("A");
   });
 
@@ -73,7 +75,12 @@ describe("messages_api request translation keeps cache_control", () => {
         { role: "tool", tool_call_id: "c1", content: [{ type: "text", text: "big result", cache_control: EPHEMERAL }] },
       ],
     });
-    expect((out.messages as Array<{ content: unknown }>)[1].content).toEqual([{ type: "tool_result", tool_use_id: "c1", content: "big result", cache_control: EPHEMERAL }]);
+    expect((out.messages as Array<{ content: unknown }>)[1].content).toEqual([{
+      type: "tool_result",
+      tool_use_id: "c1",
+      content: "big result",
+      cache_control: EPHEMERAL,
+    }]);
   });
 
   it("moves a tool object's marker onto the translated tool; tools in the Messages shape keep theirs", () => {
@@ -97,7 +104,9 @@ describe("messages_api usage with prompt-cache counts", () => {
   const answer = (usage: Record<string, unknown>) => ({ id: "msg_1", model: "m", content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", usage });
 
   it("counts cache reads and writes in prompt_tokens and reports the reads as cached_tokens", () => {
-    const out = translator().translateResponse?.(answer({ input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 2000, output_tokens: 5 }));
+    const out = translator().translateResponse?.(
+      answer({ input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 2000, output_tokens: 5 }),
+    );
     // The reads and writes are also kept apart, so they can be priced at their own rates (pricing).
     expect(out?.usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5, cached_tokens: 2000, cache_creation_tokens: 300 });
     expect(out?.body.usage).toEqual({ prompt_tokens: 2312, completion_tokens: 5, total_tokens: 2317, prompt_tokens_details: { cached_tokens: 2000 } });
@@ -114,7 +123,12 @@ describe("messages_api usage with prompt-cache counts", () => {
     const t = messagesApiProvider.createTranslator({ ...context, stream: true });
     t.translateRequest?.({ messages: [], stream: true, stream_options: { include_usage: true } });
     const events: StreamEvent[] = [
-      { json: { type: "message_start", message: { id: "msg_1", model: "m", usage: { input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 2000, output_tokens: 1 } } } },
+      {
+        json: {
+          type: "message_start",
+          message: { id: "msg_1", model: "m", usage: { input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 2000, output_tokens: 1 } },
+        },
+      },
       { json: { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 5 } } },
       { json: { type: "message_stop" } },
     ].map((e) => ({ data: JSON.stringify(e.json), json: e.json }));

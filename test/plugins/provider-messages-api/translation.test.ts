@@ -12,7 +12,10 @@ describe("messages_api request translation", () => {
     const out = chatToMessagesRequest({
       model: "m",
       system: "From the field.",
-      messages: [{ role: "system", content: [{ type: "text", text: "A" }, { type: "text", text: "B" }] }, { role: "developer", content: "C" }, { role: "user", content: "hi" }],
+      messages: [{ role: "system", content: [{ type: "text", text: "A" }, { type: "text", text: "B" }] }, { role: "developer", content: "C" }, {
+        role: "user",
+        content: "hi",
+      }],
     });
     expect(out.system).toBe("From the field.\n\nAB\n\nC");
     expect(out.messages).toEqual([{ role: "user", content: "hi" }]);
@@ -38,7 +41,17 @@ describe("messages_api request translation", () => {
   });
 
   it("turns stop into stop_sequences and drops fields the Messages API refuses", () => {
-    const out = chatToMessagesRequest({ messages: [], stop: "X", n: 2, logprobs: true, response_format: { type: "json_object" }, seed: 1, stream_options: { include_usage: true }, stream: true, top_p: 0.9 });
+    const out = chatToMessagesRequest({
+      messages: [],
+      stop: "X",
+      n: 2,
+      logprobs: true,
+      response_format: { type: "json_object" },
+      seed: 1,
+      stream_options: { include_usage: true },
+      stream: true,
+      top_p: 0.9,
+    });
     expect(out).toEqual({ messages: [], max_tokens: 4096, stop_sequences: ["X"], stream: true, top_p: 0.9 });
   });
 
@@ -53,7 +66,8 @@ describe("messages_api request translation", () => {
       { name: "g", input_schema: { type: "object", properties: {} } },
       { name: "native", input_schema: { type: "object" } },
     ]);
-    const choice = (tool_choice: unknown, parallel_tool_calls?: boolean) => chatToMessagesRequest({ messages: [], tool_choice, parallel_tool_calls }).tool_choice;
+    const choice = (tool_choice: unknown, parallel_tool_calls?: boolean) =>
+      chatToMessagesRequest({ messages: [], tool_choice, parallel_tool_calls }).tool_choice;
     expect(choice("auto")).toEqual({ type: "auto" });
     expect(choice("required")).toEqual({ type: "any" });
     expect(choice("none")).toEqual({ type: "none" });
@@ -64,14 +78,23 @@ describe("messages_api request translation", () => {
 
   it("translates image parts to image blocks", () => {
     const out = chatToMessagesRequest({
-      messages: [{ role: "user", content: [{ type: "text", text: "what is it?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }, { type: "image_url", image_url: { url: "https://example.test/a.png" } }] }],
+      messages: [{
+        role: "user",
+        content: [{ type: "text", text: "what is it?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }, {
+          type: "image_url",
+          image_url: { url: "https://example.test/a.png" },
+        }],
+      }],
     });
     expect(out.messages).toEqual([
-      { role: "user", content: [
-        { type: "text", text: "what is it?" },
-        { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } },
-        { type: "image", source: { type: "url", url: "https://example.test/a.png" } },
-      ] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "what is it?" },
+          { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } },
+          { type: "image", source: { type: "url", url: "https://example.test/a.png" } },
+        ],
+      },
     ]);
   });
 
@@ -84,7 +107,16 @@ describe("messages_api request translation", () => {
 });
 
 describe("messages_api response translation", () => {
-  const message = (extra: Record<string, unknown>) => ({ id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "a" }, { type: "thinking", thinking: "hidden" }, { type: "text", text: "b" }], stop_reason: "end_turn", usage: { input_tokens: 3, output_tokens: 4 }, ...extra });
+  const message = (extra: Record<string, unknown>) => ({
+    id: "msg_1",
+    type: "message",
+    role: "assistant",
+    model: "m",
+    content: [{ type: "text", text: "a" }, { type: "thinking", thinking: "hidden" }, { type: "text", text: "b" }],
+    stop_reason: "end_turn",
+    usage: { input_tokens: 3, output_tokens: 4 },
+    ...extra,
+  });
 
   it("joins text blocks and maps usage", () => {
     const out = translator().translateResponse?.(message({}));
@@ -112,7 +144,9 @@ describe("messages_api response translation", () => {
   });
 
   it("turns tool_use blocks into tool_calls with JSON-string arguments, content null when there is no text", () => {
-    const out = translator().translateResponse?.(message({ content: [{ type: "tool_use", id: "t1", name: "f", input: { x: [1, 2] } }], stop_reason: "tool_use" }));
+    const out = translator().translateResponse?.(
+      message({ content: [{ type: "tool_use", id: "t1", name: "f", input: { x: [1, 2] } }], stop_reason: "tool_use" }),
+    );
     expect((out?.body as { choices: Array<{ message: unknown }> }).choices[0].message).toEqual({
       role: "assistant",
       content: null,
@@ -132,7 +166,9 @@ describe("messages_api response translation", () => {
 
   it("translates error bodies", () => {
     const t = translator();
-    expect(t.translateError?.(400, { type: "error", error: { type: "invalid_request_error", message: "bad" } })).toEqual({ error: { message: "bad", type: "invalid_request_error" } });
+    expect(t.translateError?.(400, { type: "error", error: { type: "invalid_request_error", message: "bad" } })).toEqual({
+      error: { message: "bad", type: "invalid_request_error" },
+    });
     expect(t.translateError?.(502, "<html>bad gateway</html>")).toEqual({ error: { message: "<html>bad gateway</html>", type: "backend_error" } });
     expect(t.translateError?.(401, {})).toEqual({ error: { message: "the backend answered HTTP 401", type: "authentication_error" } });
   });
@@ -164,7 +200,9 @@ describe("messages_api stream translation", () => {
     t.translateRequest?.({ messages: [], stream: true, stream_options: { include_usage: true } });
     const out = run(t, stream);
     expect(out[out.length - 1]).toEqual({ data: "[DONE]" });
-    const chunks = out.slice(0, -1).map((e) => e.data as { id: string; choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>; usage?: unknown });
+    const chunks = out.slice(0, -1).map((e) =>
+      e.data as { id: string; choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>; usage?: unknown }
+    );
     expect(chunks.every((c) => c.id === "msg_s")).toBe(true);
     expect(chunks.map((c) => c.choices[0]?.delta)).toEqual([
       { role: "assistant", content: "" },
@@ -187,7 +225,9 @@ describe("messages_api stream translation", () => {
 
   it("reports an error event as an error event and the end of the stream", () => {
     const t = translator();
-    expect(run(t, sse("error", { error: { type: "overloaded_error", message: "Overloaded" } }))).toEqual([{ data: { error: { message: "Overloaded", type: "overloaded_error" } } }]);
+    expect(run(t, sse("error", { error: { type: "overloaded_error", message: "Overloaded" } }))).toEqual([{
+      data: { error: { message: "Overloaded", type: "overloaded_error" } },
+    }]);
     expect(t.streamProgress?.().ended).toBe(true);
   });
 

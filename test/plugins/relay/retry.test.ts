@@ -8,8 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vi
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
-import { startScriptedBackend, type ScriptedBackend } from "../../fixtures/scripted-backend.ts";
-import { jobForm, jobsRuntime, type JobsRuntime } from "../async-jobs/harness.ts";
+import { type ScriptedBackend, startScriptedBackend } from "../../fixtures/scripted-backend.ts";
+import { jobForm, type JobsRuntime, jobsRuntime } from "../async-jobs/harness.ts";
 
 let backend: ScriptedBackend;
 beforeAll(async () => {

@@ -20,7 +20,7 @@ import type { JobRecord } from "../../../core/jobs/types.ts";
 import { relayMetrics } from "../../../plugins/relay/metrics.ts";
 import { RelaySlots } from "../../../plugins/relay/slots.ts";
 import { RelayWorker } from "../../../plugins/relay/worker.ts";
-import { startInferenceBackend, type InferenceBackend } from "../../fixtures/inference-backend.ts";
+import { type InferenceBackend, startInferenceBackend } from "../../fixtures/inference-backend.ts";
 import { waitUntil } from "../../support/gateway-process.ts";
 
 let backend: InferenceBackend;
@@ -44,17 +44,29 @@ let setup: Setup;
 let dir: string;
 
 function build(options: { concurrency: number; leaseMs: number; kv?: MemoryKv; slots?: RelaySlots }): Setup {
-  const { config } = loadConfig(`
+  const { config } = loadConfig(
+    `
 services:
   - type: asr
     model: whisper
     inference_url: ${backend.url}
     operations: { run: ["/run"] }
-`, {});
+`,
+    {},
+  );
   const kv = options.kv ?? new MemoryKv();
   const objects = new FsObjectStore({ dir });
   const registry = new Registry(config.services);
-  const jobs = new KvJobStore({ kv, objects, registry, lifetimes: fieldsOf(config, jobLifetimeFields), jobs: config.jobs, clock: systemClock, ids: randomIds, log: silentLogger });
+  const jobs = new KvJobStore({
+    kv,
+    objects,
+    registry,
+    lifetimes: fieldsOf(config, jobLifetimeFields),
+    jobs: config.jobs,
+    clock: systemClock,
+    ids: randomIds,
+    log: silentLogger,
+  });
   const metrics = new Metrics();
   const worker = new RelayWorker(
     jobs,

@@ -81,12 +81,33 @@ describe("cacheKey", () => {
   it("with full, every field changes the key but those that cannot change the answer; key order does not", () => {
     const full = (extra: Record<string, unknown>) => cacheKey(scope, "alias", { model: "client", ...body, ...extra }, "full");
     const key = full({});
-    for (const change of [{ n: 3 }, { n: 1 }, { max_tokens: 5 }, { response_format: { type: "json_object" } }, { seed: 7 }, { logprobs: true }, { presence_penalty: 1 }, { frequency_penalty: 0.5 }, { a_field_from_next_year: 1 }]) {
+    for (
+      const change of [
+        { n: 3 },
+        { n: 1 },
+        { max_tokens: 5 },
+        { response_format: { type: "json_object" } },
+        { seed: 7 },
+        { logprobs: true },
+        { presence_penalty: 1 },
+        { frequency_penalty: 0.5 },
+        { a_field_from_next_year: 1 },
+      ]
+    ) {
       expect(full(change), JSON.stringify(change)).not.toBe(key);
     }
     expect(full({ n: 3 })).not.toBe(full({ n: 1 }));
     expect(full({ response_format: { type: "json_object" } })).not.toBe(full({ response_format: { type: "text" } }));
-    const unchanged = { user: "u", safety_identifier: "s", metadata: { a: 1 }, store: true, prompt_cache_key: "p", keep_alive: "5m", stream: false, stream_options: { include_usage: true } };
+    const unchanged = {
+      user: "u",
+      safety_identifier: "s",
+      metadata: { a: 1 },
+      store: true,
+      prompt_cache_key: "p",
+      keep_alive: "5m",
+      stream: false,
+      stream_options: { include_usage: true },
+    };
     expect(full(unchanged)).toBe(key);
     expect(cacheKey(scope, "alias", { ...body, model: "another-client-value" }, "full")).toBe(key);
     // Canonical: the order of keys, at any depth, does not matter.
@@ -108,7 +129,9 @@ describe("cacheKey", () => {
     expect(cacheKey(scope, "alias", { ...input, input: "totally different" })).not.toBe(key);
     expect(cacheKey(scope, "alias", { ...input, dimensions: 16 })).not.toBe(key);
     expect(cacheKey(scope, "alias", { prompt: "x" })).not.toBe(cacheKey(scope, "alias", { prompt: "y" }));
-    expect(cacheKey(scope, "alias", JSON.parse('{"input":"x","__proto__":{"a":1}}') as Record<string, unknown>)).not.toBe(cacheKey(scope, "alias", { input: "x" }));
+    expect(cacheKey(scope, "alias", JSON.parse('{"input":"x","__proto__":{"a":1}}') as Record<string, unknown>)).not.toBe(
+      cacheKey(scope, "alias", { input: "x" }),
+    );
   });
 });
 
@@ -146,7 +169,8 @@ describe("the responseCache service", () => {
     const kv = new FlakyKv();
     let cache: ResponseCache | undefined;
     const started = await startTestRuntime(
-      llm + "services:\n  - { type: chat, model: m, provider: chat_completions, response_cache_ttl: 60 }\n  - { type: chat, model: z, provider: chat_completions }\n",
+      llm +
+        "services:\n  - { type: chat, model: m, provider: chat_completions, response_cache_ttl: 60 }\n  - { type: chat, model: z, provider: chat_completions }\n",
       [responseCache],
       { kv, fetch: () => Promise.reject(new Error("not used")), probeDependsOn: ["response-cache"], probe: (api) => void (cache = api.use("responseCache")) },
     );
@@ -156,7 +180,8 @@ describe("the responseCache service", () => {
       const service = config.services.find((s) => s.model === body.model) ?? config.services[0];
       return (cache as ResponseCache).lookup({ service, body, headers: new Headers(headers), pathAndQuery: "/v1/chat/completions" });
     };
-    const begin = (body: Record<string, unknown>) => (cache as ResponseCache).begin({ service: config.services[0], body, headers: new Headers(), pathAndQuery: "/v1/chat/completions" });
+    const begin = (body: Record<string, unknown>) =>
+      (cache as ResponseCache).begin({ service: config.services[0], body, headers: new Headers(), pathAndQuery: "/v1/chat/completions" });
     return { kv, metrics, lookup, begin };
   }
 
@@ -230,7 +255,11 @@ describe("the responseCache service", () => {
       expect(found.kind).toBe("miss");
       if (found.kind === "miss") await found.fill(stored);
     };
-    const events: CachedAnswer = { status: 200, contentType: "text/event-stream; charset=utf-8", body: new TextEncoder().encode('data: {"x":1}\n\ndata: [DONE]\n\n') };
+    const events: CachedAnswer = {
+      status: 200,
+      contentType: "text/event-stream; charset=utf-8",
+      body: new TextEncoder().encode('data: {"x":1}\n\ndata: [DONE]\n\n'),
+    };
     const ndjson: CachedAnswer = { status: 200, contentType: "application/x-ndjson", body: new TextEncoder().encode('{"done":true}\n') };
     for (const streamed of [events, ndjson]) {
       await fillMiss(body, streamed);

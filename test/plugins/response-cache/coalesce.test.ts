@@ -40,9 +40,19 @@ function heldBackend(failFirst = false, streams = false) {
   const fetch: typeof globalThis.fetch = async () => {
     const n = ++calls;
     await new Promise<void>((resolve) => held.push(resolve));
-    if (failFirst && n === 1) return new Response(JSON.stringify({ error: { message: "boom", type: "server_error" } }), { status: 500, headers: { "content-type": "application/json" } });
+    if (failFirst && n === 1) {
+      return new Response(JSON.stringify({ error: { message: "boom", type: "server_error" } }), {
+        status: 500,
+        headers: { "content-type": "application/json" },
+      });
+    }
     if (streams) return new Response(`data: {"n":${n}}\n\ndata: [DONE]\n\n`, { headers: { "content-type": "text/event-stream" } });
-    const answer = { id: `c${n}`, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: `answer ${n}` }, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } };
+    const answer = {
+      id: `c${n}`,
+      object: "chat.completion",
+      choices: [{ index: 0, message: { role: "assistant", content: `answer ${n}` }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+    };
     return new Response(JSON.stringify(answer), { headers: { "content-type": "application/json" } });
   };
   return {
@@ -77,19 +87,27 @@ describe.each(stores)("in-flight coalescing: $name store", ({ open }) => {
     let reads = 0;
     const kv = new Proxy(store, {
       get(target, prop) {
-        if (prop === "get") return async (key: string) => {
-          const value = await target.get(key);
-          reads++;
-          return value;
-        };
+        if (prop === "get") {
+          return async (key: string) => {
+            const value = await target.get(key);
+            reads++;
+            return value;
+          };
+        }
         const value: unknown = Reflect.get(target, prop);
         return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const started = await startTestRuntime(config(coalesce), [syncProxy, providers, providerChatCompletions, responseCache, llmProxy], { kv, fetch: backend.fetch, log });
+    const started = await startTestRuntime(config(coalesce), [syncProxy, providers, providerChatCompletions, responseCache, llmProxy], {
+      kv,
+      fetch: backend.fetch,
+      log,
+    });
     runtimes.push(started);
     const call = (body: unknown) =>
-      started.runtime.handle(new Request("http://gateway.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+      started.runtime.handle(
+        new Request("http://gateway.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+      );
     /** Sends the bodies at once, holds the backend until every lookup is in, then lets it answer. */
     const concurrently = async (bodies: unknown[], backendCalls: number) => {
       const responses = bodies.map((body) => call(body));

@@ -6,7 +6,7 @@
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { builtinPlugins } from "../../../plugins/index.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
 let backend: FakeBackend;
@@ -29,7 +29,13 @@ let gw: TestRuntime;
 afterEach(async () => await gw?.close());
 
 const client = (headers: Record<string, string> = {}) =>
-  new OpenAI({ apiKey: "unused", baseURL: "http://gateway/v1", maxRetries: 0, defaultHeaders: headers, fetch: (url, init) => gw.runtime.handle(new Request(url, init)) });
+  new OpenAI({
+    apiKey: "unused",
+    baseURL: "http://gateway/v1",
+    maxRetries: 0,
+    defaultHeaders: headers,
+    fetch: (url, init) => gw.runtime.handle(new Request(url, init)),
+  });
 
 describe("GET /v1/models/{model}", () => {
   it("answers the model's entry of the list, for the OpenAI client's models.retrieve", async () => {
@@ -72,7 +78,11 @@ describe("GET /v1/models/{model}", () => {
     }
     expect(bodies[0]).toBe(bodies[1]);
     expect(JSON.parse(bodies[0])).toEqual({
-      error: { message: 'model "<model>" does not exist; available models: chat-small, meta/llama-3, passthrough', type: "not_found_error", code: "model_not_found" },
+      error: {
+        message: 'model "<model>" does not exist; available models: chat-small, meta/llama-3, passthrough',
+        type: "not_found_error",
+        code: "model_not_found",
+      },
     });
     expect((await client({ "x-user-type": "staff" }).models.retrieve("chat-staff")).id).toBe("chat-staff");
   });

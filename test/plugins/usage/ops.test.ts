@@ -44,14 +44,21 @@ describe.each(stores)("usage ops: $name", ({ open }) => {
       [options.retention ?? 0, 400 * DAY, 800 * DAY, "chat|", ...totals, ...records.flatMap((r) => [r.consumer, r.now ?? NOW, ...countsOf(r.counts)])],
     );
   };
-  const record = (consumer: string, counts: Counts, options: { now?: number; retention?: number } = {}) => recordMany([{ consumer, counts, now: options.now }], options);
+  const record = (consumer: string, counts: Counts, options: { now?: number; retention?: number } = {}) =>
+    recordMany([{ consumer, counts, now: options.now }], options);
 
   it("adds one event's counts to the consumer, the indexes and the three buckets at once", async () => {
     expect(await record("alice", { requests: 1, prompt: 11, completion: 7 })).toBe(1);
     expect(await record("alice", { requests: 1, jobs: 1, seconds: 0.25 })).toBe(1);
     expect(await record("alice", { seconds: 0.5 })).toBe(1);
     const consumer = await kv.hgetall(k("c:alice"));
-    expect(consumer).toMatchObject({ "chat|requests": "2", "chat|jobs": "1", "chat|prompt_tokens": "11", "chat|completion_tokens": "7", last_active: String(NOW) });
+    expect(consumer).toMatchObject({
+      "chat|requests": "2",
+      "chat|jobs": "1",
+      "chat|prompt_tokens": "11",
+      "chat|completion_tokens": "7",
+      last_active: String(NOW),
+    });
     expect(Number(consumer["chat|processing_seconds"])).toBeCloseTo(0.75);
     for (const bucket of ["d", "w", "m"]) {
       const fields = await kv.hgetall(k(bucket));

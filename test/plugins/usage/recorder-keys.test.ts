@@ -39,7 +39,16 @@ it("credits overlapping requests of two keys of one consumer to their own keys; 
   await Promise.all([a, b, none]);
   await recorder.flush();
 
-  const report = await usageReport(kv, [], { type: "chat", period: "daily", from: "2026-03-10", to: "2026-03-10", fromMs: NOW, toMs: NOW, total: true, groupBy: "key" }, true);
+  const report = await usageReport(kv, [], {
+    type: "chat",
+    period: "daily",
+    from: "2026-03-10",
+    to: "2026-03-10",
+    fromMs: NOW,
+    toMs: NOW,
+    total: true,
+    groupBy: "key",
+  }, true);
   expect(report.groups).toEqual([
     { key: "key_b", requests: 1, tokens: 18, cost: 0.00025 },
     { key: "key_a", requests: 1, tokens: 18, cost: 0.000078 },

@@ -15,7 +15,15 @@ import { usageReport } from "../../../plugins/usage/report.ts";
 const BEFORE_MIDNIGHT = Date.UTC(2026, 2, 10, 23, 59, 59, 900);
 const DAY = 86_400_000;
 
-const usage = (model: string, prompt: number, completion: number): LlmUsageEvent => ({ serviceType: "chat", model, consumer: "team", userType: "", prompt, completion, counted: true });
+const usage = (model: string, prompt: number, completion: number): LlmUsageEvent => ({
+  serviceType: "chat",
+  model,
+  consumer: "team",
+  userType: "",
+  prompt,
+  completion,
+  counted: true,
+});
 
 function report(kv: MemoryKv, day: string, dayMs: number) {
   return usageReport(kv, [], { type: "chat", period: "daily", from: day, to: day, fromMs: dayMs, toMs: dayMs, total: true, groupBy: "model" }, false);

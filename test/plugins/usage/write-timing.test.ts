@@ -12,7 +12,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openStores } from "../../../adapters/stores.ts";
 import type { GatewayConfig } from "../../../core/config/schema.ts";
 import { Gateway } from "../../../core/gateway.ts";
-import { silentLogger, type Logger } from "../../../core/log.ts";
+import { type Logger, silentLogger } from "../../../core/log.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import { usageRecord } from "../../../plugins/usage/ops.ts";
@@ -96,7 +96,9 @@ services:
 
 /** Sends one request as `consumer` and reads its whole answer; resolves with the status. */
 async function echo(gateway: Gateway, consumer: string): Promise<number> {
-  const response = await gateway.fetch(new Request("http://gateway/v1/echo", { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body: "{}" }));
+  const response = await gateway.fetch(
+    new Request("http://gateway/v1/echo", { method: "POST", headers: { "content-type": "application/json", "x-consumer": consumer }, body: "{}" }),
+  );
   await response.arrayBuffer();
   return response.status;
 }

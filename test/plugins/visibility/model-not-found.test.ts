@@ -10,7 +10,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { builtinPlugins } from "../../../plugins/index.ts";
-import { startLlmBackend, type FakeBackend } from "../../fixtures/llm-backends.ts";
+import { type FakeBackend, startLlmBackend } from "../../fixtures/llm-backends.ts";
 import { metricValue } from "../../support/prometheus.ts";
 import { startTestRuntime, type TestRuntime } from "../../support/runtime.ts";
 
@@ -97,7 +97,11 @@ describe("unknown, hidden and not-allowed models read the same", () => {
     await start();
     const body = await sameAnswers((model) => post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] }), "chat-vip", "chat-other");
     expect(JSON.parse(body)).toEqual({
-      error: { message: 'model "<model>" is not available on /v1/chat/completions; available models: chat-open', type: "not_found_error", code: "model_not_found" },
+      error: {
+        message: 'model "<model>" is not available on /v1/chat/completions; available models: chat-open',
+        type: "not_found_error",
+        code: "model_not_found",
+      },
     });
     // Named, the policy-denied model is still the policy's 403 (it exists for the caller).
     expect((await post("/v1/chat/completions", { model: "chat-denied", messages: [{ role: "user", content: "hi" }] })).status).toBe(403);
@@ -119,18 +123,27 @@ describe("unknown, hidden and not-allowed models read the same", () => {
   it("on the sync proxy", async () => {
     await start();
     const body = await sameAnswers((model) => post("/v1/rerank", { model, query: "q" }), "rr-vip", "rr-other");
-    expect(JSON.parse(body).error).toMatchObject({ message: 'model "<model>" is not available on /v1/rerank; available models: rr-open', code: "model_not_found" });
+    expect(JSON.parse(body).error).toMatchObject({
+      message: 'model "<model>" is not available on /v1/rerank; available models: rr-open',
+      code: "model_not_found",
+    });
   });
 
   it("on inbound Messages, in the Messages error shape with the code", async () => {
     await start();
-    const body = await sameAnswers((model) => post("/v1/messages", { model, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }), "msg-vip", "msg-other");
+    const body = await sameAnswers(
+      (model) => post("/v1/messages", { model, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
+      "msg-vip",
+      "msg-other",
+    );
     expect(JSON.parse(body)).toEqual({
       type: "error",
       error: { type: "not_found_error", message: 'model "<model>" is not available on /v1/messages; available models: msg-open', code: "model_not_found" },
     });
     const anthropic = new Anthropic({ apiKey: key, baseURL: "http://gateway", maxRetries: 0, fetch: (url, init) => gw.runtime.handle(new Request(url, init)) });
-    await expect(anthropic.messages.create({ model: "msg-vip", max_tokens: 8, messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(anthropic.messages.create({ model: "msg-vip", max_tokens: 8, messages: [{ role: "user", content: "hi" }] })).rejects.toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
   });
 
   it("on job submissions, whatever the file and wherever the model field comes: no upload rule of a hidden model shows", async () => {
@@ -147,7 +160,11 @@ describe("unknown, hidden and not-allowed models read the same", () => {
       for (const fileFirst of [false, true]) {
         const body = await sameAnswers((model) => submit(model, filename, fileFirst), "ocr-vip", "ocr-other");
         expect(JSON.parse(body)).toEqual({
-          error: { message: 'model "<model>" is not available for service type "ocr"; available models: ocr-open', type: "not_found_error", code: "model_not_found" },
+          error: {
+            message: 'model "<model>" is not available for service type "ocr"; available models: ocr-open',
+            type: "not_found_error",
+            code: "model_not_found",
+          },
         });
       }
     }
@@ -160,7 +177,11 @@ describe("unknown, hidden and not-allowed models read the same", () => {
     await start();
     const get = (path: string) => gw.request(path, { headers: { authorization: `Bearer ${key}` } });
     const expected = {
-      error: { message: 'model "<model>" does not exist; available models: chat-open, msg-open, rr-open, ocr-open, doc-open', type: "not_found_error", code: "model_not_found" },
+      error: {
+        message: 'model "<model>" does not exist; available models: chat-open, msg-open, rr-open, ocr-open, doc-open',
+        type: "not_found_error",
+        code: "model_not_found",
+      },
     };
     expect(JSON.parse(await sameAnswers((model) => get(`/v1/models?model=${model}`), "chat-vip", "chat-other"))).toEqual(expected);
     expect(JSON.parse(await sameAnswers((model) => get(`/v1/models/${model}`), "chat-vip", "chat-other"))).toEqual(expected);

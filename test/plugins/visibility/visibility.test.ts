@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../plugins/config.ts";
 import { definePlugin } from "../../../core/plugins/types.ts";
 import { isVisible } from "../../../plugins/visibility/audience.ts";
-import { accessRuntime, metricValue, type AccessRuntime } from "../access-harness.ts";
+import { type AccessRuntime, accessRuntime, metricValue } from "../access-harness.ts";
 
 const open: AccessRuntime[] = [];
 afterEach(async () => {
@@ -74,7 +74,11 @@ describe("hidden models on requests", () => {
     expect(unknown.status).toBe(404);
     const hiddenText = await hidden.text();
     expect(JSON.parse(hiddenText)).toEqual({
-      error: { message: 'model "premium-only" is not available on /v1/chat/completions; available models: public', type: "not_found_error", code: "model_not_found" },
+      error: {
+        message: 'model "premium-only" is not available on /v1/chat/completions; available models: public',
+        type: "not_found_error",
+        code: "model_not_found",
+      },
     });
     // Byte for byte, but for the name the caller sent.
     expect((await unknown.text()).replace("no-such-model", "premium-only")).toBe(hiddenText);
@@ -97,7 +101,11 @@ describe("hidden models on requests", () => {
     expect(response.status).toBe(404);
     const hiddenText = await response.text();
     expect(JSON.parse(hiddenText)).toEqual({
-      error: { message: 'model "ml-only" is not available for service type "chat"; available models: public', type: "not_found_error", code: "model_not_found" },
+      error: {
+        message: 'model "ml-only" is not available for service type "chat"; available models: public',
+        type: "not_found_error",
+        code: "model_not_found",
+      },
     });
     expect((await (await rt.request("/jobs/chat?model=no-such")).text()).replace("no-such", "ml-only")).toBe(hiddenText);
     expect((await rt.request("/jobs/chat?model=ml-only", { headers: { "x-groups": "ml" } })).status).toBe(200);

@@ -97,7 +97,11 @@ describe.each(stores)("webhook admin endpoints: $name", ({ open }) => {
     return { status: response.status, body: (await response.json()) as Json };
   };
   const post = async (path: string, body: unknown) => {
-    const response = await gw.request(path, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    const response = await gw.request(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
     return { status: response.status, body: (await response.json()) as Json };
   };
 
@@ -136,7 +140,10 @@ describe.each(stores)("webhook admin endpoints: $name", ({ open }) => {
     });
     // Off the dead-letter list, on the retry schedule (due now), until the retry poll sends it.
     expect((await get("/-/webhooks/deadletter")).body).toMatchObject({ total: 1, deliveries: [{ id: jobId(2) }] });
-    expect((await get("/-/webhooks/retries")).body).toMatchObject({ total: 1, deliveries: [{ id: jobId(1), attempts: 0, url: "https://hooks.example.com/1", due_at: new Date(T0 + 3_600_000).toISOString() }] });
+    expect((await get("/-/webhooks/retries")).body).toMatchObject({
+      total: 1,
+      deliveries: [{ id: jobId(1), attempts: 0, url: "https://hooks.example.com/1", due_at: new Date(T0 + 3_600_000).toISOString() }],
+    });
 
     await gw.runtime.runTaskNow("webhooks.retries");
     const deadline = Date.now() + 5000;
@@ -156,7 +163,18 @@ describe.each(stores)("webhook admin endpoints: $name", ({ open }) => {
     await start();
     await deadLetter(1);
     // Written before entries kept their body, for a job no store knows any more.
-    await gw.kv.push("webhook:deadletter", JSON.stringify({ job_id: jobId(9), service_type: "x", url: "https://hooks.example.com/9", attempts: 3, failed_at: "2026-01-01T00:00:00.000Z", last_error: "HTTP 502" }), "tail");
+    await gw.kv.push(
+      "webhook:deadletter",
+      JSON.stringify({
+        job_id: jobId(9),
+        service_type: "x",
+        url: "https://hooks.example.com/9",
+        attempts: 3,
+        failed_at: "2026-01-01T00:00:00.000Z",
+        last_error: "HTTP 502",
+      }),
+      "tail",
+    );
     const { status, body } = await post("/-/webhooks/deadletter/redeliver", {});
     expect(status).toBe(200);
     expect(body).toEqual({ redelivered: 1, skipped: [{ id: jobId(9), reason: expect.stringMatching(/cannot be rebuilt/) }] });

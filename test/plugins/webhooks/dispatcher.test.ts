@@ -8,8 +8,8 @@ import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import { silentLogger } from "../../../core/log.ts";
 import type { PinnedFetch } from "../../../core/plugins/types.ts";
-import { Dispatcher, notificationBody, type DispatcherOptions, type TerminalJob } from "../../../plugins/webhooks/dispatcher.ts";
-import { DEADLETTER_KEY, DeliveryQueue, RETRIES_KEY, type DeliveryRecord } from "../../../plugins/webhooks/queue.ts";
+import { Dispatcher, type DispatcherOptions, notificationBody, type TerminalJob } from "../../../plugins/webhooks/dispatcher.ts";
+import { DEADLETTER_KEY, DeliveryQueue, type DeliveryRecord, RETRIES_KEY } from "../../../plugins/webhooks/queue.ts";
 
 interface Sent {
   url: string;
@@ -119,7 +119,7 @@ async function tick(s: Setup, ms: number): Promise<void> {
 }
 
 describe("webhook notification body (docs/design.md#webhook-body)", () => {
-  it("has job_id, service_type, status, result, error (\"\" when none) and completed_at in ISO 8601", () => {
+  it('has job_id, service_type, status, result, error ("" when none) and completed_at in ISO 8601', () => {
     expect(JSON.parse(notificationBody(job()))).toEqual({
       job_id: "job-1",
       service_type: "transcribe",
@@ -128,14 +128,15 @@ describe("webhook notification body (docs/design.md#webhook-body)", () => {
       error: "",
       completed_at: "2026-01-01T00:00:05.000Z",
     });
-    expect(JSON.parse(notificationBody(job({ status: "failed", result: undefined, error: "backend said 500", completedAt: "2026-01-01T00:00:06.000Z" })))).toEqual({
-      job_id: "job-1",
-      service_type: "transcribe",
-      status: "failed",
-      result: null,
-      error: "backend said 500",
-      completed_at: "2026-01-01T00:00:06.000Z",
-    });
+    expect(JSON.parse(notificationBody(job({ status: "failed", result: undefined, error: "backend said 500", completedAt: "2026-01-01T00:00:06.000Z" }))))
+      .toEqual({
+        job_id: "job-1",
+        service_type: "transcribe",
+        status: "failed",
+        result: null,
+        error: "backend said 500",
+        completed_at: "2026-01-01T00:00:06.000Z",
+      });
   });
 });
 

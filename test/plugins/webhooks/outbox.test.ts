@@ -28,7 +28,7 @@ const stores: { name: string; open: (clock: ManualClock) => Promise<KvStore> }[]
     open: async () => {
       const kv = await RedisKv.connect({ url: inject("redisUrl"), db: REDIS_DB });
       // A clean database per test: entries of an earlier test would be swept here.
-      for (let cursor = "0"; ; ) {
+      for (let cursor = "0";;) {
         const page = await kv.scan("", cursor, 500);
         if (page.keys.length > 0) await kv.del(...page.keys);
         cursor = page.cursor;

@@ -48,15 +48,18 @@ async function start(yaml: string, receiverStatus = 200, options: { log?: Logger
     name: "async-jobs", // stands in for the job plugin (webhooks declares it optional)
     roles: ["gateway", "relay"],
     setup(api) {
-      api.provide("jobs", {
-        keys: jobKeys,
-        get: async (id: string) => stored.get(id) ?? null,
-        consume: async (record: JobRecord) => {
-          consumed.push(record.id);
-          return stored.delete(record.id);
-        },
-        readResult: async () => ({ text: "read from the store" }),
-      } as unknown as GatewayServices["jobs"]);
+      api.provide(
+        "jobs",
+        {
+          keys: jobKeys,
+          get: async (id: string) => stored.get(id) ?? null,
+          consume: async (record: JobRecord) => {
+            consumed.push(record.id);
+            return stored.delete(record.id);
+          },
+          readResult: async () => ({ text: "read from the store" }),
+        } as unknown as GatewayServices["jobs"],
+      );
     },
   });
   let webhookService!: GatewayServices["webhooks"];

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { signatureHeader } from "../../../plugins/webhooks/signature.ts";
 
 describe("X-Svc-Signature", () => {
-  it("is t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>", async () => {
+  it('is t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>', async () => {
     const body = JSON.stringify({ job_id: "j1", status: "completed", result: { text: "héllo" } });
     const header = await signatureHeader("s3cret", 1_767_225_600, body);
     const expected = createHmac("sha256", "s3cret").update(`1767225600.${body}`).digest("hex");
