@@ -214,6 +214,8 @@ function recorded(definition: PluginDefinition, owners: Owners, found: Set<strin
 
 /** Every built-in plugin on: admin token, auth (with the key admin API), policies, visibility, audit log, tracing, GC, cache, LLM, prices. */
 const EVERYTHING = `
+batches:
+  enabled: true
 admin:
   token: t
 auth:

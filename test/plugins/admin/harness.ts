@@ -25,6 +25,7 @@ policies: { default: allow }
 audit_log: { enabled: true }
 opentelemetry: { enabled: ${otel}, exporter: { endpoint: "http://127.0.0.1:9/", insecure: true } }
 lifecycle: { gc: { enabled: true } }
+batches: { enabled: true }
 pricing: { models: { talker: { input: 1, output: 2 } } }
 services:
   - { type: ocr, model: reader, inference_url: "http://127.0.0.1:9/", operations: { read: ["/v1/read"] }, visibility: { user_types: [staff] } }
