@@ -79,6 +79,7 @@ export async function runPrimary(platform: Platform, options: PrimaryOptions): P
   /** The status to exit with once every worker has stopped. */
   let exitCode = 0;
   let allStartedLogged = false;
+  // deno-lint-ignore prefer-const -- read by shutdown (above its assignment), which may run before the watch starts
   let unwatch: (() => void) | undefined;
   let firstReady!: () => void;
   const firstStarted = new Promise<void>((resolve) => (firstReady = resolve));

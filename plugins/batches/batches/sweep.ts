@@ -11,7 +11,6 @@ import type { LineRules } from "./checks.ts";
 import { deleteBatchObjects } from "./chunks.ts";
 import { finalize, type FinalizeDeps } from "./finalize.ts";
 import { type BatchEnding, type BatchRecord, remainingOf } from "./record.ts";
-import type { BatchStore } from "./store.ts";
 import { checkInput, enqueueRest, type ValidationDeps } from "./validate.ts";
 
 /** How long the work on a taken batch holds it (renewed while a validation reads). */
