@@ -46,6 +46,7 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, type: "request_too_large" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
   expectation_failed: { status: 417, type: "invalid_request_error" },
+  content_filter: { status: 400, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
   rate_limit_exceeded: { status: 429, type: "rate_limit_error" },
   budget_exceeded: { status: 429, type: "rate_limit_error" },

@@ -195,7 +195,9 @@ function coreRuleProblems(config: GatewayConfig): string[] {
       if (paths.length === 0) problems.push(`${at}.operations.${name}: needs at least one path`);
     }
     service.backends.forEach((backend, b) => {
-      if (!/^https?:\/\//.test(backend.url)) problems.push(`${at}.backends[${b}].url: must start with http:// or https://`);
+      if (backend.url === "" && service.provider === "") {
+        problems.push(`${at}.backends[${b}].url: required (only an LLM provider can give a backend its address)`);
+      } else if (backend.url !== "" && !/^https?:\/\//.test(backend.url)) problems.push(`${at}.backends[${b}].url: must start with http:// or https://`);
     });
     if (service.inference_url !== "" && !/^https?:\/\//.test(service.inference_url)) {
       problems.push(`${at}.inference_url: must start with http:// or https://`);
@@ -387,6 +389,20 @@ function crossFieldProblems(config: GatewayConfig, extra: Readonly<Record<string
 }
 
 /**
+ * A service that sets no `provider` while one of its backends does is an LLM service: the first
+ * such backend's provider becomes the service's (the default of its other backends).
+ */
+function inheritBackendProviders(config: unknown): void {
+  const services = (config as { services?: unknown }).services;
+  if (!Array.isArray(services)) return;
+  for (const service of services as Array<{ provider?: unknown; backends?: unknown }>) {
+    if (service.provider !== "" || !Array.isArray(service.backends)) continue;
+    const first = (service.backends as Array<{ provider?: unknown }>).find((b) => typeof b.provider === "string" && b.provider !== "");
+    if (first) service.provider = first.provider;
+  }
+}
+
+/**
  * Validates parsed config against the core's schema and every declared part, in one pass:
  * the result lists every problem of the file, each with its path.
  */
@@ -402,6 +418,7 @@ export function validateConfigWith(raw: Record<string, unknown>, parts: ConfigPa
   }
   const problems: string[] = [];
   const config = Value.Default(schema, Value.Convert(schema, Value.Clone(core)));
+  inheritBackendProviders(config);
   problems.push(...schemaProblems(schema, config, "", [...extraKeys]));
   for (const section of extraSections) {
     const value = Value.Default(section.schema, Value.Convert(section.schema, Value.Clone(extra[section.key] ?? {})));

@@ -18,10 +18,32 @@ import { Duration, Section, StringMap } from "./schema-parts.ts";
 
 export const BackendSchema = Type.Object(
   {
-    url: Type.String({ minLength: 1, description: "Backend base address (http:// or https://); the request path is appended" }),
+    url: Type.String({
+      default: "",
+      description:
+        "Backend base address (http:// or https://); the request path is appended. May be omitted when the backend's provider has a default address (openai, anthropic, groq, ...) or builds it from the settings below (bedrock, vertex_ai, azure_openai)",
+    }),
     weight: Type.Integer({ minimum: 0, default: 1, description: "0 = fallback only; > 0 = eligible as primary, picked at random in proportion to the weight" }),
     model: Type.String({ default: "", description: "Overrides the service's backend_model for this backend" }),
     headers: StringMap("Overrides inference_headers for this backend (values env-expanded)"),
+    provider: Type.String({
+      default: "",
+      description: "The LLM provider (protocol) of this backend; empty = the service's provider. Backends of one model may speak different protocols",
+    }),
+    api_key: Type.String({
+      default: "",
+      description: "The backend's key, sent as its provider expects (Authorization, x-api-key, api-key, x-goog-api-key); env-expanded",
+    }),
+    region: Type.String({ default: "", description: "bedrock: the AWS region (e.g. us-east-1)" }),
+    project: Type.String({ default: "", description: "vertex_ai: the Google Cloud project" }),
+    location: Type.String({ default: "", description: "vertex_ai: the location (us-central1, europe-west4, global, ...)" }),
+    credentials_file: Type.String({
+      default: "",
+      description: "vertex_ai: a service-account key file (empty: Application Default Credentials, the metadata server included)",
+    }),
+    resource: Type.String({ default: "", description: "azure_openai: the resource name (https://{resource}.openai.azure.com), unless url is set" }),
+    deployment: Type.String({ default: "", description: "azure_openai: the deployment name (the URL's /openai/deployments/{deployment})" }),
+    api_version: Type.String({ default: "", description: "azure_openai: the api-version query parameter (default 2024-10-21)" }),
   },
   { additionalProperties: false },
 );
@@ -52,7 +74,8 @@ export const CoreServiceSchema = Type.Object(
     ),
     provider: Type.String({
       default: "",
-      description: "LLM provider (built in: chat_completions, messages_api, local_chat, passthrough); activates the LLM proxy",
+      description:
+        "LLM provider of the service's backends (built in: openai, azure_openai, anthropic, bedrock, gemini, vertex_ai, groq, mistral, together, deepseek, openrouter, fireworks, ollama, vllm, chat_completions, messages_api, local_chat, passthrough); activates the LLM proxy. Empty while a backend sets one: the first backend's",
     }),
     backend_model: Type.String({ default: "", description: "Rewrites the model field sent to backends" }),
     deprecated: Type.Boolean({ default: false, description: "Informational (shown in the model list and the API docs); routing is unchanged" }),

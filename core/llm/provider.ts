@@ -23,12 +23,15 @@
 import type { OutEvent, StreamEvent } from "./events.ts";
 import type { JsonObject } from "./json.ts";
 import type { TokenUsage } from "./usage.ts";
+import type { BackendSettings } from "../proxy/backends.ts";
 
 // Everything a provider needs, from this one module.
 export type { OutEvent, StreamEvent } from "./events.ts";
 export type { TokenUsage } from "./usage.ts";
 export { usageFromCounts, usageOf } from "./usage.ts";
 export { isRecord, type JsonObject, parseJson } from "./json.ts";
+export type { BackendSettings } from "../proxy/backends.ts";
+export { isContextWindowError, saysContextWindowExceeded } from "./context-window.ts";
 export { ChatStreamWatch } from "./chat-stream-watch.ts";
 export { MessagesStreamWatch, type MessagesUsage, messagesUsage } from "./messages.ts";
 export {
@@ -112,7 +115,48 @@ export interface Translator {
    * A non-2xx backend body (parsed JSON, or the raw text when it is not JSON) to a
    * chat-completions error body `{"error":{"message","type"}}`. The status is kept.
    */
-  translateError?(status: number, body: unknown): JsonObject;
+  translateError?(status: number, body: unknown, headers?: Headers): JsonObject;
+}
+
+/**
+ * Thrown by `translateResponse` (or a stream's first event) when a 2xx answer is an error for
+ * the client, e.g. a prompt the backend's safety filter refused: the client gets `status` and
+ * `body` (a chat-completions error body), in its own protocol, and the answer is not cached.
+ */
+export class ErrorAnswer extends Error {
+  override name = "ErrorAnswer";
+  constructor(readonly status: number, readonly body: JsonObject & { error: JsonObject & { message: string } }) {
+    super(body.error.message);
+  }
+}
+
+/** One backend attempt, as a provider's request hooks see it. */
+export interface BackendCall {
+  /** The backend's entry as configured (`url`, `model`, `api_key`, `region`, ...). One object per backend and config. */
+  readonly backend: BackendSettings;
+  /** The model the body was written for: the backend's `model`, else the client's, else the alias. */
+  readonly model: string;
+  /** The client asked for a stream. */
+  readonly stream: boolean;
+  /** The path the request goes to by default (`backendPath` of the client's path), with the client's query. */
+  readonly path: string;
+}
+
+/** A request about to leave, as `authorize` sees it. */
+export interface OutgoingRequest {
+  readonly url: string;
+  /** Lower-case names: the gateway's, the forwarded client's and the configured ones. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The exact bytes that will be sent. */
+  readonly body: Uint8Array;
+}
+
+/** Parses a backend stream from its bytes, for a protocol that does not frame its events as text (Bedrock's binary event stream). */
+export interface StreamParser {
+  /** The events the bytes completed. May throw (a corrupt frame): the client's stream ends with an error event. */
+  push(bytes: Uint8Array): StreamEvent[];
+  /** The stream ended: the events still held. Throws when it ended inside an event. */
+  end(): StreamEvent[];
 }
 
 export interface ProviderDefinition {
@@ -124,6 +168,38 @@ export interface ProviderDefinition {
   readonly streamFormat?: "sse" | "ndjson";
   /** The backend path for a request the client sent to `clientPath` (default: the same path). */
   backendPath?(clientPath: string): string;
+  /**
+   * Where one attempt goes, for a protocol that puts the model or the streaming choice in the
+   * URL, or builds the address from the backend's settings (a region, a deployment). Default:
+   * the backend's `url` (else `defaultUrl`) followed by `call.path`. A throw fails the attempt
+   * (the next backend is tried; the message is in the 502 when none answers).
+   */
+  requestUrl?(call: BackendCall): string;
+  /**
+   * The headers one attempt is sent with, given the request once its URL, body and the
+   * gateway's headers are final: typically `request.headers` plus the backend's credentials
+   * (an API key header, a token, a signature over the body). Called for every attempt, retries
+   * included, and its result is sent as is. May be async (a token or credentials fetched on
+   * first use); a throw fails the attempt like a network error.
+   */
+  authorize?(request: OutgoingRequest, call: BackendCall): Record<string, string> | Promise<Record<string, string>>;
+  /** Parses the backend's streams from bytes, instead of `streamFormat`'s text framing. */
+  createStreamParser?(): StreamParser;
+  /**
+   * Whether an error answer (status, body parsed when JSON) says the prompt does not fit the
+   * model's context window, which moves the request to `context_window_fallbacks`. Default:
+   * `isContextWindowError` (OpenAI's `context_length_exceeded` and the common wordings).
+   */
+  isContextWindowError?(status: number, body: unknown): boolean;
+  /** The wait an error answer gives in its body (whole seconds), for a backend that sends no `Retry-After` header. */
+  retryAfter?(status: number, body: unknown): string | undefined;
+  /**
+   * The base address of a backend configured without `url` when it is not `defaultUrl` (a
+   * region's, a resource's): what the logs, `/-/backends` and the backend's health state name it by.
+   */
+  backendAddress?(backend: BackendSettings): string;
+  /** What is wrong with a backend's settings for this provider (each problem "field: what to set"), checked at start and on reload. */
+  backendProblems?(backend: BackendSettings): string[];
   /**
    * The client protocols (by name, e.g. `["messages"]`) the backend speaks itself; `"all"` for a
    * backend that takes every protocol as it is. A request in one of them goes to it as it is

@@ -6,6 +6,7 @@ import { PluginError, startError } from "../errors.ts";
 import { chatCompletionsProtocol } from "./chat-protocol.ts";
 import type { ClientProtocol, ClientProtocolRegistry } from "./client-protocol.ts";
 import type { ProviderDefinition, ProviderRegistry } from "./provider.ts";
+import type { BackendConfig, ServiceConfig } from "../config/schema.ts";
 
 export function createProviderRegistry(): ProviderRegistry {
   const providers = new Map<string, ProviderDefinition>();
@@ -50,4 +51,14 @@ export function createClientProtocolRegistry(): ClientProtocolRegistry {
   };
   registry.register(chatCompletionsProtocol);
   return registry;
+}
+
+/**
+ * The base address of a backend: its `url`, else its provider's (`backendAddress`, else
+ * `defaultUrl`). What logs and `/-/backends` show, and the key of its health state.
+ */
+export function backendAddress(providers: ProviderRegistry, service: ServiceConfig, backend: BackendConfig): string {
+  if (backend.url !== "") return backend.url;
+  const provider = providers.get(backend.provider || service.provider);
+  return provider?.backendAddress?.(backend) || provider?.defaultUrl || "";
 }

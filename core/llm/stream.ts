@@ -14,7 +14,7 @@
 import type { ErrorCode } from "../errors.ts";
 import type { OutEvent, StreamEvent } from "./events.ts";
 import { NdjsonParser } from "./ndjson.ts";
-import type { Translator } from "./provider.ts";
+import type { StreamParser, Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
@@ -40,6 +40,8 @@ export interface StreamOutcome {
 
 export interface StreamTranslation {
   format: "sse" | "ndjson";
+  /** Parses the stream from its bytes instead of `format`'s text framing (the provider's `createStreamParser`). */
+  parser?: StreamParser;
   translator: Pick<Translator, "translateStreamEvent" | "translateStreamEnd" | "observeStreamEvent" | "streamProgress">;
   /** Told about a translator error or a broken backend stream (for the log). */
   onError(reason: string, error: unknown): void;
@@ -216,7 +218,8 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
   const encoder = new TextEncoder();
   const { translator } = options;
   const watches = translate || translator.observeStreamEvent !== undefined;
-  const parser: EventParser | undefined = watches ? (options.format === "ndjson" ? new NdjsonParser() : new SseParser()) : undefined;
+  const parser: EventParser | undefined = watches && !options.parser ? (options.format === "ndjson" ? new NdjsonParser() : new SseParser()) : undefined;
+  const byteParser = watches ? options.parser : undefined;
   const idleMs = options.idleTimeoutMs ?? 0;
   const idleWatch = idleMs > 0 ? new IdleWatch(reader, idleMs) : undefined;
   let finished = false;
@@ -309,11 +312,17 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
           return fail(controller, [], "idle", `the backend stream fell silent for ${idleMs} ms (llm.stream_idle_timeout): the answer is incomplete`);
         }
         let events: StreamEvent[] = [];
+        const out: OutEvent[] = [];
         if (parser) {
           const text = chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
           events = chunk.done ? [...parser.push(text), ...parser.end()] : parser.push(text);
+        } else if (byteParser) {
+          try {
+            events = chunk.done ? byteParser.end() : byteParser.push(chunk.value);
+          } catch (error) {
+            return fail(controller, out, chunk.done ? "no_end" : undefined, "the backend stream could not be read", error);
+          }
         }
-        const out: OutEvent[] = [];
         try {
           if (translate) {
             for (const event of events) out.push(...(translator.translateStreamEvent?.(event) ?? [{ data: event.data }]));

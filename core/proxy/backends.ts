@@ -9,7 +9,7 @@
  * (429 among them by default), backends sitting out are skipped, and its retry rounds may
  * follow a pass in which every backend failed.
  */
-import type { ServiceConfig } from "../config/schema.ts";
+import type { BackendConfig, ServiceConfig } from "../config/schema.ts";
 import { type FailoverRoute, type RetryRounds, SPEC_FAILOVER } from "./backend-health.ts";
 import type { ClientGone } from "./client-gone.ts";
 
@@ -21,7 +21,18 @@ export interface BackendTarget {
   /** `inference_headers` overridden by `backends[].headers`. */
   headers: Readonly<Record<string, string>>;
   weight: number;
+  /** The backend's provider: `backends[].provider`, else the service's ("" for a service that is no LLM one). */
+  provider: string;
+  /** The backend's own settings, as configured (one object per backend and config: a provider may key per-backend state on it). */
+  settings: BackendSettings;
 }
+
+/** What a provider may read of a backend's entry (`services[].backends[]`, strings env-expanded). */
+export type BackendSettings = Readonly<
+  Pick<BackendConfig, "url" | "model" | "api_key" | "region" | "project" | "location" | "credentials_file" | "resource" | "deployment" | "api_version">
+>;
+
+const NO_SETTINGS = { api_key: "", region: "", project: "", location: "", credentials_file: "", resource: "", deployment: "", api_version: "" } as const;
 
 /** What a service's backend list compiles to, once per config (services are immutable per runtime). */
 interface Compiled {
@@ -33,14 +44,16 @@ interface Compiled {
 const compiledTargets = new WeakMap<ServiceConfig, Compiled>();
 const singleTargets = new WeakMap<ServiceConfig, readonly BackendTarget[]>();
 
-function compile(service: ServiceConfig): Compiled {
+function compile(service: ServiceConfig, addressOf: ((backend: BackendConfig) => string) | undefined): Compiled {
   let compiled = compiledTargets.get(service);
   if (!compiled) {
     const targets = service.backends.map((b) => ({
-      url: b.url,
+      url: b.url || (addressOf?.(b) ?? ""),
       model: b.model || service.backend_model,
       headers: { ...service.inference_headers, ...b.headers },
       weight: b.weight,
+      provider: b.provider || service.provider,
+      settings: b,
     }));
     const primaries = targets.filter((t) => t.weight > 0);
     compiled = { primaries, fallbacks: targets.filter((t) => t.weight === 0), total: primaries.reduce((sum, t) => sum + t.weight, 0) };
@@ -51,20 +64,30 @@ function compile(service: ServiceConfig): Compiled {
 
 /**
  * The order in which backends are tried for one request. `defaultUrl` is the provider's
- * default address. The targets are built once per service; only the order is per request.
+ * default address; `addressOf` the address of a backend configured without `url` (its
+ * provider's, which it builds from the backend's settings). The targets are built once per
+ * service; only the order is per request.
  */
-export function backendOrder(service: ServiceConfig, random: () => number = Math.random, defaultUrl = ""): readonly BackendTarget[] {
+export function backendOrder(
+  service: ServiceConfig,
+  random: () => number = Math.random,
+  defaultUrl = "",
+  addressOf?: (backend: BackendConfig) => string,
+): readonly BackendTarget[] {
   if (service.backends.length === 0) {
     const url = service.inference_url || defaultUrl;
     if (url === "") return [];
     // Cached only when it does not depend on the caller's default address.
     const cached = service.inference_url !== "" ? singleTargets.get(service) : undefined;
     if (cached) return cached;
-    const single = Object.freeze([Object.freeze({ url, model: service.backend_model, headers: service.inference_headers, weight: 1 })]);
+    const settings = Object.freeze({ ...NO_SETTINGS, url: service.inference_url, model: service.backend_model });
+    const single = Object.freeze([
+      Object.freeze({ url, model: service.backend_model, headers: service.inference_headers, weight: 1, provider: service.provider, settings }),
+    ]);
     if (service.inference_url !== "") singleTargets.set(service, single);
     return single;
   }
-  const { primaries, fallbacks, total } = compile(service);
+  const { primaries, fallbacks, total } = compile(service, addressOf);
   let first: BackendTarget | undefined;
   let point = random() * total;
   for (const target of primaries) {

@@ -1,5 +1,5 @@
 /** The backends of the configured services as `GET /-/backends` and the health gauge show them. */
-import type { ServiceConfig } from "../../core/config/schema.ts";
+import type { BackendConfig, ServiceConfig } from "../../core/config/schema.ts";
 
 export interface ConfiguredBackend {
   serviceType: string;
@@ -9,11 +9,15 @@ export interface ConfiguredBackend {
   url: string;
 }
 
-/** Each service's backends in configured order: `backends[]`, else `inference_url`, else the provider's default address. */
-export function configuredBackends(services: readonly ServiceConfig[], defaultUrl: (provider: string) => string): ConfiguredBackend[] {
+/** Each service's backends in configured order: `backends[]` (a backend without `url` at its provider's address), else `inference_url`, else the provider's default address. */
+export function configuredBackends(
+  services: readonly ServiceConfig[],
+  defaultUrl: (provider: string) => string,
+  addressOf: (service: ServiceConfig, backend: BackendConfig) => string = (_, backend) => backend.url,
+): ConfiguredBackend[] {
   return services.flatMap((service) => {
     const urls = service.backends.length > 0
-      ? service.backends.map((b) => b.url)
+      ? service.backends.map((b) => addressOf(service, b))
       : [service.inference_url || (service.provider !== "" ? defaultUrl(service.provider) : "")];
     return urls.filter((url) => url !== "").map((url) => ({ serviceType: service.type, model: service.model, url }));
   });

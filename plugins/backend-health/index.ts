@@ -5,6 +5,7 @@
  * `svc_backend_retry_rounds_total`, and `GET /-/backends`.
  * The state lives in this runtime: a reload starts with every backend healthy.
  */
+import { backendAddress } from "../../core/llm/registry.ts";
 import { durationMs } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { configuredBackends, hostPort, publicUrl } from "./backends-list.ts";
@@ -62,7 +63,11 @@ export default definePlugin({
 
     const backends = () => {
       const registry = api.has("providers") ? api.use("providers") : undefined;
-      return configuredBackends(api.config.services, (provider) => registry?.get(provider)?.defaultUrl ?? "");
+      return configuredBackends(
+        api.config.services,
+        (provider) => registry?.get(provider)?.defaultUrl ?? "",
+        (service, backend) => (registry ? backendAddress(registry, service, backend) : backend.url),
+      );
     };
     api.metrics.gauge({
       name: "svc_backend_ejected",

@@ -6,10 +6,10 @@
  */
 import type { CachedAnswer, CacheLookup } from "../../core/llm/cache.ts";
 import { type Bytes, parseJson } from "../../core/llm/json.ts";
-import type { TranslatedResponse, Translator } from "../../core/llm/provider.ts";
+import { ErrorAnswer, type TranslatedResponse, type Translator } from "../../core/llm/provider.ts";
 import { type OpenedStream, passStream, type StreamTranslation, translateStream } from "../../core/llm/stream.ts";
 import { type TokenUsage, usageOf } from "../../core/llm/usage.ts";
-import { errors } from "../../core/errors.ts";
+import { ERROR_CODES, type ErrorCode, errors, GatewayError } from "../../core/errors.ts";
 import { type EndHook, withEndHook } from "../../core/pipeline/end-hook.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
@@ -49,7 +49,7 @@ export async function backendAnswer(
   attempt: Attempt,
   lookup: CacheLookup,
 ): Promise<Answer> {
-  const { protocol, native } = request.route;
+  const { protocol, native } = attempt.route;
   if (backend.status < 200 || backend.status > 299) {
     const retryAfter = backend.headers.get("retry-after");
     return errorAnswer(backend, attempt.received, attempt.translator, retryAfter === null ? MISS : { ...MISS, "retry-after": retryAfter });
@@ -67,7 +67,8 @@ export async function backendAnswer(
       () => answer?.response.headers.get("content-type") ?? null,
     );
     const options = {
-      format: request.provider.streamFormat ?? "sse",
+      format: attempt.provider.streamFormat ?? "sse",
+      parser: attempt.provider.createStreamParser?.(),
       idleTimeoutMs: deps.streamIdleTimeoutMs,
       errorEvent: protocol.streamErrorEvent?.bind(protocol),
       ...hooks,
@@ -114,7 +115,7 @@ export async function errorAnswer(
   if (!translator.translateError) return answer(backend.status, responseHeaders(backend.headers, extra), contentType, bytes);
   const text = decoder.decode(bytes);
   try {
-    const body = translator.translateError(backend.status, parseJson(text) ?? text);
+    const body = translator.translateError(backend.status, parseJson(text) ?? text, backend.headers);
     return answer(backend.status, jsonHeaders(extra), JSON_TYPE, encoder.encode(JSON.stringify(body)));
   } catch {
     // The backend's own error says more than a failed translation of it would.
@@ -146,9 +147,18 @@ export async function completeAnswer(
   try {
     translated = translator.translateResponse(json);
   } catch (error) {
+    if (error instanceof ErrorAnswer) throw asGatewayError(error);
     throw errors.badGateway(`the backend answer could not be translated: ${error instanceof Error ? error.message : String(error)}`);
   }
   return answer(backend.status, jsonHeaders(extra), JSON_TYPE, encoder.encode(JSON.stringify(translated.body)), translated.usage);
+}
+
+/** A 2xx answer that is an error for the client (a blocked prompt), answered as the gateway's own errors are: in the client's protocol. */
+function asGatewayError(error: ErrorAnswer): GatewayError {
+  const { type, code } = error.body.error;
+  const known = typeof code === "string" && Object.hasOwn(ERROR_CODES, code) ? (code as ErrorCode) : undefined;
+  const errorType = known ? ERROR_CODES[known].type : typeof type === "string" ? type : "backend_error";
+  return new GatewayError(error.status, errorType as GatewayError["type"], error.message, { ...MISS }, known);
 }
 
 /**

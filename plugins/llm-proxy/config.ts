@@ -5,8 +5,8 @@
  * Also `metrics.top_consumers`, this plugin's field in the core's `metrics` section.
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { Duration, Section } from "../../core/config/schema-parts.ts";
-import type { ConfigSection, SectionFieldSet } from "../../core/config/schema.ts";
+import { Duration, Section, StringList } from "../../core/config/schema-parts.ts";
+import type { ConfigSection, SectionFieldSet, ServiceConfig, ServiceFieldSet } from "../../core/config/schema.ts";
 
 export const LlmSchema = Section(
   {
@@ -43,4 +43,39 @@ export const topConsumersFields: SectionFieldSet<typeof TopConsumersFields> = {
   section: "metrics",
   schema: TopConsumersFields,
   restartOnly: ["top_consumers"],
+};
+
+export const FallbackServiceFields = Type.Object({
+  fallbacks: StringList(
+    "Model aliases tried in order when every backend of this model failed (a network error or a failover status); the caller must be allowed to use them",
+  ),
+  context_window_fallbacks: StringList(
+    "Model aliases tried in order when the backend answers that the prompt does not fit the model's context window",
+  ),
+});
+
+declare module "../../core/config/schema.ts" {
+  interface ServiceFields extends Static<typeof FallbackServiceFields> {}
+}
+
+/** The LLM service a fallback alias names: of the same service type first, else any LLM service with that alias. */
+export function fallbackService(services: readonly ServiceConfig[], from: ServiceConfig, alias: string): ServiceConfig | undefined {
+  const llm = services.filter((s) => s.provider !== "" && s.model === alias);
+  return llm.find((s) => s.type === from.type) ?? llm[0];
+}
+
+export const fallbackServiceFields: ServiceFieldSet<typeof FallbackServiceFields> = {
+  schema: FallbackServiceFields,
+  validate(service, at, config) {
+    const problems: string[] = [];
+    for (const key of ["fallbacks", "context_window_fallbacks"] as const) {
+      const aliases = service[key] ?? [];
+      if (aliases.length > 0 && service.provider === "") problems.push(`${at}.${key}: only an LLM service (one with a provider) has fallbacks`);
+      aliases.forEach((alias, i) => {
+        if (alias === service.model) problems.push(`${at}.${key}[${i}]: "${alias}" is this service's own model`);
+        else if (!fallbackService(config.services, service, alias)) problems.push(`${at}.${key}[${i}]: "${alias}" is not the model of any LLM service`);
+      });
+    }
+    return problems;
+  },
 };

@@ -13,6 +13,7 @@ import type { Logger } from "../../core/log.ts";
 import type { Pricing } from "../../core/pricing/price.ts";
 import type { BackendHealth } from "../../core/proxy/backend-health.ts";
 import type { ConsumerTokens } from "./consumer-tokens.ts";
+import type { FallbackModels } from "./fallback.ts";
 import type { FirstTokenTimes } from "./first-token.ts";
 import type { GenAiTokenUsage } from "./genai.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
@@ -44,14 +45,17 @@ export interface LlmModeDeps {
   countStreamedTokens: boolean;
   /** `llm.stream_idle_timeout` in ms; 0 = no limit. */
   streamIdleTimeoutMs: number;
+  /** The models `fallbacks` and `context_window_fallbacks` name, and whether the caller may use them. */
+  fallbackModels: FallbackModels;
 }
 
 /** One request on its way: what every step after the model lookup reads. */
 export interface LlmRequest {
   readonly ctx: RequestContext;
   readonly service: ServiceConfig;
+  /** The service's provider: the default of its backends (each attempt has its backend's own). */
   readonly provider: ProviderDefinition;
-  /** Its client protocol, and whether the provider's backend speaks it. */
+  /** Its client protocol, and whether the service's provider's backend speaks it (each attempt has its own route). */
   readonly route: ProtocolRoute;
   /** The client asked for `"stream": true`. */
   readonly stream: boolean;

@@ -4,9 +4,13 @@
  *   1. cache lookup (non-streaming)            -> a hit answers with `X-Cache: HIT`
  *   2. backend list                            -> backendOrder, the provider's default address;
  *                                                 all sitting out a Retry-After -> 429 at once
- *   3. per backend: model rewrite, headers (`inference_headers` then `backends[].headers`),
- *      request translation, forward            -> failover on a network error or a failover
+ *   3. per backend, for its own provider: model rewrite, headers (`inference_headers` then
+ *      `backends[].headers`, then the provider's auth), request translation, forward
+ *                                              -> failover on a network error or a failover
  *                                                 status (attempts.ts)
+ *   3b. every backend failed, or the prompt is too long for the model -> the service's
+ *      `fallbacks` / `context_window_fallbacks` the caller may use, steps 2 and 3 again
+ *                                                 (fallback.ts)
  *   4. the answer translated back, to chat completions and then to the client's protocol
  *      (streams: piped as they arrive)         -> answer.ts, stream-end.ts
  *   5. metrics and token tracking              -> accounting.ts
@@ -24,6 +28,7 @@
  */
 import type { CacheLookup } from "../../core/llm/cache.ts";
 import type { ProviderRegistry } from "../../core/llm/provider.ts";
+import { backendAddress } from "../../core/llm/registry.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import { errors, GatewayError } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
@@ -32,10 +37,11 @@ import type { SyncBody, SyncMode } from "../../core/proxy/modes.ts";
 import { Accounting } from "./accounting.ts";
 import { type Answer, backendAnswer, MISS } from "./answer.ts";
 import { forward, noAnswer, prepareAttempts } from "./attempts.ts";
+import { type Failure, failureReason, FallbackChain, modelHeader } from "./fallback.ts";
 import { beginLookup, cachedResponse, fillCache, lookUp } from "./cache-step.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
 import { genAiSpanAttributes, operationOf } from "./genai.ts";
-import { type JsonBody, protocolRoute, providerBody } from "./protocol-route.ts";
+import { type JsonBody, protocolRoute } from "./protocol-route.ts";
 
 export type { LlmModeDeps } from "./deps.ts";
 
@@ -58,14 +64,17 @@ function backendModelOf(target: BackendTarget | undefined, body: Record<string, 
   return typeof body.model === "string" ? body.model : alias;
 }
 
+/** What one model's backends gave: an answer, or a failure response (the client's, unless a fallback answers instead). */
+type ModelOutcome = { answer: Answer } | Failure;
+
 export function createLlmMode(deps: LlmModeDeps): SyncMode {
   const accounting = new Accounting(deps);
 
   /** Every backend asked for a pause (a Retry-After): refused at once rather than calling one early. */
-  function retryAfterRefusal(request: LlmRequest, targets: readonly BackendTarget[], body: JsonBody): Response | undefined {
+  function retryAfterRefusal(request: LlmRequest, targets: readonly BackendTarget[], body: JsonBody): Failure | undefined {
     const waitMs = deps.health.waitingOutRetryAfter(targets);
     if (waitMs === undefined) return undefined;
-    const { ctx, service, labels } = request;
+    const { service, labels } = request;
     labels.backend_model = backendModelOf(targets[0], body.value, service.model);
     const refusal = errors.retryAfterRefusal(
       `every backend of model "${service.model}" is sitting out the Retry-After it sent; retry in ${Math.ceil(waitMs / 1000)}s`,
@@ -73,15 +82,14 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       MISS,
     );
     deps.metrics.retryAfterRefusal(labels);
-    accounting.request(ctx, labels, refusal.status);
-    return refusal.toResponse();
+    return { failure: refusal.toResponse(), reason: "unavailable" };
   }
 
-  /** Steps 3 to 5 once the cache missed (or was bypassed): backends in turn, the answer, its accounting. */
-  async function fromBackends(request: LlmRequest, body: JsonBody, lookup: CacheLookup): Promise<Answer | Response> {
+  /** Steps 2 and 3 for one model: its backends in turn, and its answer (or why it failed, for its fallbacks). */
+  async function fromBackends(request: LlmRequest, body: JsonBody, lookup: CacheLookup): Promise<ModelOutcome> {
     const { ctx, service, provider, labels } = request;
     // 2. Backend list.
-    const targets = backendOrder(service, deps.random, provider.defaultUrl);
+    const targets = backendOrder(service, deps.random, provider.defaultUrl, (backend) => backendAddress(deps.providers, service, backend));
     if (targets.length === 0) {
       throw errors.badGateway(`model "${service.model}" has no backend: set inference_url or backends[] (provider "${provider.name}" has no default address)`);
     }
@@ -92,30 +100,36 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const attempts = prepareAttempts(deps, request, body, targets);
     const { result, attempt } = await forward(deps, ctx, attempts, request.stream);
     if (!result.response || !attempt) {
-      labels.backend_model = backendModelOf(attempts[attempts.length - 1]?.target, body.value, service.model);
-      const failure = noAnswer(request, result);
-      accounting.request(ctx, labels, failure.status);
-      return withCacheHeader(failure, "MISS");
+      const last = attempts[attempts.length - 1];
+      labels.backend_model = backendModelOf(last?.target, body.value, service.model);
+      if (last) labels.provider = last.provider.name;
+      const failure = noAnswer(request, result, attempts);
+      return { failure, reason: failure.status === 499 ? undefined : "unavailable" };
     }
     labels.backend_model = backendModelOf(attempt.target, body.value, service.model);
+    labels.provider = attempt.provider.name;
     const backend = result.response;
+    const reason = failureReason(deps.health, attempt, backend);
+    if (reason) return { failure: backend, reason, attempt };
 
     // 4. The answer, translated back.
-    let answer: Answer;
     try {
-      answer = await backendAnswer(deps, accounting, request, backend, attempt, lookup);
+      return { answer: await backendAnswer(deps, accounting, request, backend, attempt, lookup) };
     } catch (error) {
       accounting.request(ctx, labels, error instanceof GatewayError ? error.status : 500);
       throw error;
     }
+  }
 
-    // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream),
-    //    its tokens only with llm.count_streamed_tokens (see stream-end.ts).
-    if (request.stream && backend.status >= 200 && backend.status <= 299) {
-      ctx.defer(() => accounting.request(ctx, labels, backend.status));
-    } else {
-      accounting.answered(ctx, labels, answer, backend.status);
+  /** A failure the client gets (no fallback answered): in the client's protocol, with its request metrics. */
+  async function failed(request: LlmRequest, outcome: Failure, lookup: CacheLookup): Promise<Answer> {
+    const { ctx, labels } = request;
+    if (!outcome.attempt) {
+      accounting.request(ctx, labels, outcome.failure.status);
+      return { response: withCacheHeader(outcome.failure, "MISS") };
     }
+    const answer = await backendAnswer(deps, accounting, request, outcome.failure, outcome.attempt, lookup);
+    accounting.answered(ctx, labels, answer, outcome.failure.status);
     return answer;
   }
 
@@ -124,26 +138,26 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (!service || clientBody.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
     const provider = deps.providers.get(service.provider);
     if (!provider) throw unknownProvider(service, deps.providers);
-    const request: LlmRequest = {
+    const protocol = deps.protocols.forPath(ctx.url.pathname);
+    const requestFor = (model: typeof service, modelProvider: typeof provider): LlmRequest => ({
       ctx,
-      service,
-      provider,
-      route: protocolRoute(deps.protocols.forPath(ctx.url.pathname), provider),
+      service: model,
+      provider: modelProvider,
+      route: protocolRoute(protocol, modelProvider),
       stream: clientBody.value.stream === true,
       labels: {
-        service_type: service.type,
-        model: service.model || String(clientBody.value.model ?? ""),
+        service_type: model.type,
+        model: model.model || String(clientBody.value.model ?? ""),
         backend_model: "",
-        provider: service.provider,
+        provider: model.provider,
         user_type: ctx.principal.userType ?? "",
       },
-    };
+    });
+    let request = requestFor(service, provider);
 
     // 1. Cache lookup.
     const lookup = await lookUp(deps, ctx, service, clientBody);
     if (lookup.kind === "hit") return cachedResponse(lookup.answer);
-    // The cache keys on what the client sent; everything after it on what the provider gets.
-    const body = providerBody(request, clientBody);
 
     // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
     // deno-lint-ignore prefer-const -- read by the span callback, which may run before the answer exists
@@ -151,21 +165,42 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     ctx.vars.spanAttributes = () =>
       genAiSpanAttributes({
         operation: operationOf(ctx.url.pathname),
-        provider: service.provider,
+        provider: request.labels.provider,
         requestModel: request.labels.backend_model,
         answer: answered?.stored && answered.stored.status < 300 ? answered.stored.body : undefined,
         usage: answered?.usage,
       });
 
-    const outcome = await fromBackends(request, body, lookup);
-    if (outcome instanceof Response) return outcome;
-    answered = outcome;
+    // 2-5, then the fallbacks in turn while the models fail.
+    const chain = new FallbackChain(deps, ctx, service, clientBody);
+    let body = clientBody;
+    let outcome = await fromBackends(request, body, lookup);
+    while (!("answer" in outcome)) {
+      const next = outcome.reason ? chain.next(outcome.reason) : undefined;
+      if (!next) break;
+      deps.metrics.fallback(service.type, request.service.model, next.service.model, outcome.reason!);
+      deps.log.info("llm_fallback", { model: request.service.model, fallback: next.service.model, reason: outcome.reason, status: outcome.failure.status });
+      request = requestFor(next.service, next.provider);
+      body = next.body;
+      outcome = await fromBackends(request, body, lookup);
+    }
+    const answer = "answer" in outcome ? outcome.answer : await failed(request, outcome, lookup);
+    answer.response.headers.set(modelHeader, request.service.model);
+    answered = answer;
+
+    // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream),
+    //    its tokens only with llm.count_streamed_tokens (see stream-end.ts).
+    if ("answer" in outcome) {
+      const status = answer.response.status;
+      if (request.stream && status >= 200 && status <= 299) ctx.defer(() => accounting.request(ctx, request.labels, status));
+      else accounting.answered(ctx, request.labels, answer, status);
+    }
 
     // 7. Cache fill once the response is written.
-    fillCache(ctx, lookup, outcome.stored);
+    fillCache(ctx, lookup, answer.stored);
 
     // 6. The response (its `X-Cache: MISS` was set when it was built).
-    return outcome.response;
+    return answer.response;
   }
 
   return {

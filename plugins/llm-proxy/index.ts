@@ -9,7 +9,7 @@ import { durationMs } from "../../core/config/duration.ts";
 import { fieldsOf } from "../../core/config/schema.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { SPEC_FAILOVER } from "../../core/proxy/backend-health.ts";
-import { llmSection, topConsumersFields } from "./config.ts";
+import { fallbackService, fallbackServiceFields, llmSection, topConsumersFields } from "./config.ts";
 import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
 import { FirstTokenTimes } from "./first-token.ts";
 import { GenAiTokenUsage } from "./genai.ts";
@@ -38,6 +38,7 @@ export default definePlugin({
   section: llmSection,
   openapi: llmProxyOpenApi,
   sectionFields: [topConsumersFields],
+  serviceFields: fallbackServiceFields,
   enabled: (config) => config.services.some((service) => service.provider !== ""),
   setup(api) {
     const { config } = api;
@@ -71,6 +72,10 @@ export default definePlugin({
         emitUsage: (event) => api.emit("llm.usage", event),
         countStreamedTokens: settings.count_streamed_tokens,
         streamIdleTimeoutMs: durationMs(settings.stream_idle_timeout),
+        fallbackModels: {
+          find: (from, alias) => fallbackService(config.services, from, alias),
+          mayUse: (ctx, service) => api.modelAccess.of(ctx).mayUse(service),
+        },
       }),
     );
   },

@@ -7,6 +7,9 @@ import type { TokenUsage } from "../../core/llm/usage.ts";
 import { type CounterChild, counterChildren, type HistogramChild, histogramChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
+/** Why a request moved to a fallback model (`services[].fallbacks`, `services[].context_window_fallbacks`). */
+export type FallbackReason = "unavailable" | "context_window";
+
 export interface LlmLabels {
   service_type: string;
   model: string;
@@ -27,6 +30,7 @@ export class LlmMetrics {
   private readonly incompleteStreams;
   private readonly usageMissingStreams;
   private readonly retryAfterRefusals;
+  private readonly fallbacks;
 
   constructor(metrics: Metrics) {
     this.requests = metrics.counter({
@@ -66,6 +70,11 @@ export class LlmMetrics {
       help: "LLM requests refused with 429 without calling a backend: every backend of the model was sitting out a Retry-After it sent",
       labelNames: ["service_type", "model"],
     });
+    this.fallbacks = metrics.counter({
+      name: "svc_llm_fallbacks_total",
+      help: "LLM requests moved to another model: reason unavailable (every backend of the model failed) or context_window (the prompt did not fit the model)",
+      labelNames: ["service_type", "model", "fallback", "reason"],
+    });
     this.requestsFor = counterChildren(this.requests);
     this.tokensFor = counterChildren(this.tokens);
     this.durationFor = histogramChildren(this.duration);
@@ -82,6 +91,11 @@ export class LlmMetrics {
     const { service_type, model, backend_model, provider, user_type } = labels;
     this.requestsFor({ service_type, model, backend_model, provider, user_type, status: String(status) }).inc();
     this.durationFor({ service_type, model, backend_model, provider, user_type }).observe(seconds);
+  }
+
+  /** A request moved from `model` to the `fallback` alias. */
+  fallback(serviceType: string, model: string, fallback: string, reason: FallbackReason): void {
+    this.fallbacks.labels({ service_type: serviceType, model, fallback, reason }).inc();
   }
 
   incomplete(labels: LlmLabels, reason: "no_end" | "idle" | "reset"): void {

@@ -27,6 +27,12 @@ export function chatBodyFor(body: JsonObject, target: BackendTarget, alias: stri
   return { value, changed: value !== body };
 }
 
+/** The model a backend is sent (what `chatBodyFor` writes): the backend's, else the client's, else the alias. */
+export function sentModel(body: JsonObject, target: BackendTarget, alias: string): string {
+  if (target.model !== "") return target.model;
+  return typeof body.model === "string" ? body.model : alias;
+}
+
 export function backendBody(
   original: { value: JsonObject; bytes: Uint8Array },
   target: BackendTarget,

@@ -5,12 +5,15 @@
  * then `api.use("providers").register(...)` or `api.use("clientProtocols").register(...)`).
  * Always on: a registry holds nothing (client protocols: chat completions alone) until a plugin
  * registers, and a user plugin must be loadable whatever the services say. Once every plugin
- * is set up it checks that each service's `provider` was registered, so a typo refuses the
- * start (or the reload) instead of failing every request to that model.
+ * is set up it checks that each service's and backend's `provider` was registered, and each
+ * backend's settings with its provider, so a typo refuses the start (or the reload) instead of
+ * failing every request to that model.
  */
 import { createClientProtocolRegistry, createProviderRegistry } from "../../core/llm/registry.ts";
 import { PluginError } from "../../core/plugins/host.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
+import type { ServiceConfig } from "../../core/config/schema.ts";
+import type { ProviderRegistry } from "../../core/llm/provider.ts";
 
 export default definePlugin({
   name: "providers",
@@ -19,17 +22,30 @@ export default definePlugin({
     api.provide("providers", providers);
     api.provide("clientProtocols", createClientProtocolRegistry());
     api.onReady(() => {
-      const registered = providers.names().join(", ") || "(none)";
-      // Each problem names the service by its index, as every other services[] problem does.
-      const problems = api.config.services.flatMap((service, index) =>
-        service.provider !== "" && !providers.get(service.provider)
-          ? [
-            `services[${index}].provider: "${service.provider}" (model "${service.model}") is not a provider any plugin registered ` +
-            `(registered providers: ${registered}); fix the name or load the provider's plugin with plugins.load`,
-          ]
-          : []
-      );
+      const problems = api.config.services.flatMap((service, index) => serviceProblems(providers, service, `services[${index}]`));
       if (problems.length > 0) throw new PluginError(problems.join("; "), problems);
     });
   },
 });
+
+function unknownProvider(providers: ProviderRegistry, at: string, name: string, model: string): string {
+  return `${at}: "${name}" (model "${model}") is not a provider any plugin registered ` +
+    `(registered providers: ${providers.names().join(", ") || "(none)"}); fix the name or load the provider's plugin with plugins.load`;
+}
+
+/** Each problem names the service by its index, as every other services[] problem does. */
+function serviceProblems(providers: ProviderRegistry, service: ServiceConfig, at: string): string[] {
+  if (service.provider === "") return [];
+  const fallback = providers.get(service.provider);
+  if (!fallback) return [unknownProvider(providers, `${at}.provider`, service.provider, service.model)];
+  return service.backends.flatMap((backend, b) => {
+    const where = `${at}.backends[${b}]`;
+    const provider = backend.provider !== "" ? providers.get(backend.provider) : fallback;
+    if (!provider) return [unknownProvider(providers, `${where}.provider`, backend.provider, service.model)];
+    const problems = (provider.backendProblems?.(backend) ?? []).map((problem) => `${where}.${problem}`);
+    if (backend.url === "" && provider.defaultUrl === "" && !provider.requestUrl) {
+      problems.push(`${where}.url: required (provider "${provider.name}" has no default address)`);
+    }
+    return problems;
+  });
+}

@@ -138,7 +138,23 @@ describe("defaults (docs/design.md#services and docs/design.md#other-settings)",
       deprecated: false,
     });
     expect(config.services[0].visibility).toBeUndefined();
-    expect(config.services[0].backends).toEqual([{ url: "http://ocr:9000", weight: 1, model: "", headers: {} }]);
+    expect(config.services[0].backends).toEqual([
+      {
+        url: "http://ocr:9000",
+        weight: 1,
+        model: "",
+        headers: {},
+        provider: "",
+        api_key: "",
+        region: "",
+        project: "",
+        location: "",
+        credentials_file: "",
+        resource: "",
+        deployment: "",
+        api_version: "",
+      },
+    ]);
   });
 
   it("fills the rate limit and token limit fields a user leaves out", () => {
@@ -201,7 +217,7 @@ describe("problems", () => {
       ].join("\n"),
     );
     expect(problems).toHaveLength(3);
-    expect(problems).toContain("services[2].backends[0].url: required");
+    expect(problems).toContain("services[2].backends[0].url: required (only an LLM provider can give a backend its address)");
     expect(problems).toContainEqual(expect.stringMatching(/^server\.read_timout: unknown key/));
     expect(problems).toContainEqual(expect.stringMatching(/^webhooks\.max_retries: expected integer, got "many"$/));
   });
