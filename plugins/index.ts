@@ -22,7 +22,9 @@ import otel from "./otel/index.ts";
 import policies from "./policies/index.ts";
 import pricing from "./pricing/index.ts";
 import protocolMessages from "./protocol-messages/index.ts";
+import providerBedrock from "./provider-bedrock/index.ts";
 import providerChatCompletions from "./provider-chat-completions/index.ts";
+import providerGemini from "./provider-gemini/index.ts";
 import providerLocalChat from "./provider-local-chat/index.ts";
 import providerMessagesApi from "./provider-messages-api/index.ts";
 import providerPassthrough from "./provider-passthrough/index.ts";
@@ -52,7 +54,9 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   policies,
   pricing,
   protocolMessages,
+  providerBedrock,
   providerChatCompletions,
+  providerGemini,
   providerLocalChat,
   providerMessagesApi,
   providerPassthrough,

@@ -6,7 +6,7 @@
  * what OpenAI-style APIs answer for a prompt their filter refused. (A candidate whose *answer*
  * was filtered is not an error: it ends with `finish_reason: "content_filter"`.)
  */
-import { isRecord, type JsonObject } from "../../core/llm/provider.ts";
+import { ErrorAnswer, isRecord, type JsonObject } from "../../core/llm/provider.ts";
 
 export const PROMPT_BLOCKED_STATUS = 400;
 
@@ -37,19 +37,13 @@ export function promptBlockedError(block: PromptBlock): JsonObject {
 }
 
 /**
- * Thrown by the response translation for a blocked prompt: it carries the status and body the
- * client should get. (A translator can only return a 2xx body; until the LLM proxy answers with
- * an error a translator raises, the client gets its 502 for an untranslatable answer, whose
- * message quotes this one.)
+ * Thrown by the response translation for a blocked prompt: the client gets its status and
+ * body (the proxy answers an `ErrorAnswer` in the client's protocol).
  */
-export class PromptBlockedError extends Error {
-  readonly status = PROMPT_BLOCKED_STATUS;
-  readonly body: JsonObject;
+export class PromptBlockedError extends ErrorAnswer {
+  override name = "PromptBlockedError";
 
   constructor(block: PromptBlock) {
-    const body = promptBlockedError(block);
-    super(String((body.error as JsonObject).message));
-    this.name = "PromptBlockedError";
-    this.body = body;
+    super(PROMPT_BLOCKED_STATUS, promptBlockedError(block) as ConstructorParameters<typeof ErrorAnswer>[1]);
   }
 }

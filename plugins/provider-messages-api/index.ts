@@ -6,10 +6,12 @@
  * themselves (`POST /v1/messages`, the `messages` client protocol) are forwarded untranslated
  * (`speaks`).
  *
- * Such APIs want a version header and an API key header; they are plain `inference_headers`
- * (or `backends[].headers`) in the service entry, so nothing here names them.
+ * Such APIs want a version header and an API key header: `backends[].api_key` goes in
+ * `x-api-key`, or they are plain `inference_headers` (or `backends[].headers`). `provider:
+ * anthropic` is the same protocol with Anthropic's own: the key, and `anthropic-version` unless
+ * the headers set one.
  */
-import type { JsonObject, ProviderDefinition } from "../../core/llm/provider.ts";
+import type { BackendCall, JsonObject, OutgoingRequest, ProviderDefinition } from "../../core/llm/provider.ts";
 import { wantsStreamUsage } from "../../core/llm/provider.ts";
 import { COUNT_TOKENS_PATH, MESSAGES_PATH } from "../../core/llm/messages.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
@@ -43,6 +45,22 @@ export const messagesApiProvider: ProviderDefinition = {
       translateError: messagesToChatError,
     };
   },
+  authorize: (request: OutgoingRequest, call: BackendCall) =>
+    call.backend.api_key === "" ? { ...request.headers } : { ...request.headers, "x-api-key": call.backend.api_key },
+};
+
+/** The version of Anthropic's API the translations follow. */
+export const ANTHROPIC_VERSION = "2023-06-01";
+
+/** `provider: anthropic`: `messages_api` with Anthropic's address, its key in `x-api-key` and `anthropic-version`. */
+export const anthropicProvider: ProviderDefinition = {
+  ...messagesApiProvider,
+  name: "anthropic",
+  authorize: (request: OutgoingRequest, call: BackendCall) => ({
+    "anthropic-version": ANTHROPIC_VERSION,
+    ...request.headers,
+    ...(call.backend.api_key !== "" ? { "x-api-key": call.backend.api_key } : {}),
+  }),
 };
 
 export default definePlugin({
@@ -50,5 +68,6 @@ export default definePlugin({
   dependsOn: ["providers"],
   setup(api) {
     api.use("providers").register(messagesApiProvider);
+    api.use("providers").register(anthropicProvider);
   },
 });

@@ -3,7 +3,7 @@ import { googleToChatError, isContextWindowError, retryAfterOf, retryDelayMs } f
 import { createVertexAiProvider, geminiProvider } from "../../../plugins/provider-gemini/index.ts";
 import { messagesApiProvider } from "../../../plugins/provider-messages-api/index.ts";
 
-const vertexAiProvider = createVertexAiProvider(messagesApiProvider);
+const vertexAiProvider = createVertexAiProvider(messagesApiProvider, { clock: { now: () => Date.now() } });
 
 const context = { stream: false, now: () => 0, newId: () => "id" };
 const google = (code: number, status: string, message: string, details?: unknown[]) => ({ error: { code, message, status, ...(details ? { details } : {}) } });

@@ -31,7 +31,7 @@ import { createServiceAccount } from "../../fixtures/google-oauth.ts";
 import { CLAUDE_USAGE, PROMPT_TOO_LONG_MESSAGE } from "../../fixtures/vertex-claude-answers.ts";
 import { messagesApiProvider } from "../../../plugins/provider-messages-api/index.ts";
 
-const vertexAiProvider = createVertexAiProvider(messagesApiProvider);
+const vertexAiProvider = createVertexAiProvider(messagesApiProvider, { clock: { now: () => Date.now() } });
 
 const context: TranslatorContext = { stream: false, now: () => Date.UTC(2026, 0, 1), newId: () => crypto.randomUUID() };
 
