@@ -81,7 +81,9 @@ export function createVertexAiProvider(messagesProvider: ProviderDefinition, dep
       ...problemOf(() => vertexBackendAuth(googleSettings(backend), deps)).map((p) => `project: ${p}`),
       ...(backend.model === "" ? ["model: required: the Vertex AI model (gemini-2.5-flash, claude-sonnet-4@20250514, ...)"] : []),
     ],
-    backendAddress: (backend) => (backend.location !== "" ? problemOf(() => vertexBaseUrl(backend.location)).length === 0 ? vertexBaseUrl(backend.location) : "" : ""),
+    backendAddress: (
+      backend,
+    ) => (backend.location !== "" ? problemOf(() => vertexBaseUrl(backend.location)).length === 0 ? vertexBaseUrl(backend.location) : "" : ""),
   };
 }
 
