@@ -15,6 +15,7 @@ import type { BackendHealth } from "../../core/proxy/backend-health.ts";
 import type { ConsumerTokens } from "./consumer-tokens.ts";
 import type { FirstTokenTimes } from "./first-token.ts";
 import type { GenAiTokenUsage } from "./genai.ts";
+import type { LlmHookRegistry, RequestHooks } from "./hooks.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import type { ProtocolRoute } from "./protocol-route.ts";
 
@@ -44,6 +45,8 @@ export interface LlmModeDeps {
   countStreamedTokens: boolean;
   /** `llm.stream_idle_timeout` in ms; 0 = no limit. */
   streamIdleTimeoutMs: number;
+  /** The `llmHooks` service: plugins' hooks on what a model reads and writes (hooks.ts). */
+  hooks: LlmHookRegistry;
 }
 
 /** One request on its way: what every step after the model lookup reads. */
@@ -57,4 +60,6 @@ export interface LlmRequest {
   readonly stream: boolean;
   /** Its metric labels; `backend_model` is set once a backend was chosen. */
   readonly labels: LlmLabels;
+  /** The plugins' hooks that have work for it (hooks.ts). */
+  readonly hooks?: RequestHooks;
 }

@@ -35,6 +35,7 @@ import { forward, noAnswer, prepareAttempts } from "./attempts.ts";
 import { beginLookup, cachedResponse, fillCache, lookUp } from "./cache-step.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
 import { genAiSpanAttributes, operationOf } from "./genai.ts";
+import { guardedInput, guardedRoute } from "./hooked-request.ts";
 import { type JsonBody, protocolRoute, providerBody } from "./protocol-route.ts";
 
 export type { LlmModeDeps } from "./deps.ts";
@@ -100,10 +101,17 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     labels.backend_model = backendModelOf(attempt.target, body.value, service.model);
     const backend = result.response;
 
-    // 4. The answer, translated back.
+    // 4. The answer, translated back (a whole one through the output hooks: masked or refused).
     let answer: Answer;
+    let status = backend.status;
     try {
       answer = await backendAnswer(deps, accounting, request, backend, attempt, lookup);
+      if (request.hooks?.wantsOutput && !request.stream) {
+        const context = { stream: false, now: () => deps.clock.now(), newId: deps.newId };
+        const guarded = await request.hooks.guardAnswer(answer, request.route, context);
+        answer = guarded.answer;
+        if (guarded.refused) status = answer.response.status;
+      }
     } catch (error) {
       accounting.request(ctx, labels, error instanceof GatewayError ? error.status : 500);
       throw error;
@@ -114,7 +122,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (request.stream && backend.status >= 200 && backend.status <= 299) {
       ctx.defer(() => accounting.request(ctx, labels, backend.status));
     } else {
-      accounting.answered(ctx, labels, answer, backend.status);
+      accounting.answered(ctx, labels, answer, status);
     }
     return answer;
   }
@@ -124,38 +132,48 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (!service || clientBody.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
     const provider = deps.providers.get(service.provider);
     if (!provider) throw unknownProvider(service, deps.providers);
+    const stream = clientBody.value.stream === true;
+    const model = service.model || String(clientBody.value.model ?? "");
+    const hooks = deps.hooks.open({ ctx, model, stream });
     const request: LlmRequest = {
       ctx,
       service,
       provider,
-      route: protocolRoute(deps.protocols.forPath(ctx.url.pathname), provider),
-      stream: clientBody.value.stream === true,
+      route: guardedRoute(protocolRoute(deps.protocols.forPath(ctx.url.pathname), provider), provider, hooks, ctx, service, clientBody),
+      stream,
       labels: {
         service_type: service.type,
-        model: service.model || String(clientBody.value.model ?? ""),
+        model,
         backend_model: "",
         provider: service.provider,
         user_type: ctx.principal.userType ?? "",
       },
+      hooks,
     };
 
-    // 1. Cache lookup.
-    const lookup = await lookUp(deps, ctx, service, clientBody);
-    if (lookup.kind === "hit") return cachedResponse(lookup.answer);
-    // The cache keys on what the client sent; everything after it on what the provider gets.
-    const body = providerBody(request, clientBody);
-
-    // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
+    // The GenAI attributes of the request's span (and the hooks'), computed only if it is traced, when it ends.
     // deno-lint-ignore prefer-const -- read by the span callback, which may run before the answer exists
     let answered: Answer | undefined;
-    ctx.vars.spanAttributes = () =>
-      genAiSpanAttributes({
+    ctx.vars.spanAttributes = () => ({
+      ...genAiSpanAttributes({
         operation: operationOf(ctx.url.pathname),
         provider: service.provider,
         requestModel: request.labels.backend_model,
         answer: answered?.stored && answered.stored.status < 300 ? answered.stored.body : undefined,
         usage: answered?.usage,
-      });
+      }),
+      ...hooks?.spanAttributes(),
+    });
+
+    // 0. The input hooks, on the chat-completions request: refused here, or masked before the
+    //    cache lookup (a masked prompt is what is cached and sent).
+    const input = await guardedInput(request, clientBody, (status) => accounting.request(ctx, request.labels, status));
+
+    // 1. Cache lookup.
+    const lookup = await lookUp(deps, ctx, service, input.changed ? input.body : clientBody);
+    if (lookup.kind === "hit") return cachedResponse(lookup.answer);
+    // The cache keys on what the client sent (masked by the hooks); everything after it on what the provider gets.
+    const body = input.body ?? providerBody(request, clientBody);
 
     const outcome = await fromBackends(request, body, lookup);
     if (outcome instanceof Response) return outcome;
@@ -177,7 +195,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       if (problem !== undefined) throw errors.badRequest(problem);
     },
     prepare(ctx, body) {
-      if (ctx.service && body.kind === "json") ctx.vars.llmCacheLookup = beginLookup(deps, ctx, ctx.service, body);
+      // With hooks the lookup waits for the input hooks (a masked request is looked up as masked).
+      if (ctx.service && body.kind === "json" && !deps.hooks.any) ctx.vars.llmCacheLookup = beginLookup(deps, ctx, ctx.service, body);
     },
     handle,
   };

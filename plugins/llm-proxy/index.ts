@@ -14,6 +14,7 @@ import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
 import { FirstTokenTimes } from "./first-token.ts";
 import { GenAiTokenUsage } from "./genai.ts";
 import { createLlmMode } from "./handler.ts";
+import { LlmHookRegistry } from "./hooks.ts";
 import { LlmMetrics } from "./metrics.ts";
 import { llmProxyOpenApi } from "./openapi.ts";
 
@@ -43,6 +44,8 @@ export default definePlugin({
     const { config } = api;
     const settings = api.section;
     api.provide("llm", { countStreamedTokens: settings.count_streamed_tokens });
+    const hooks = new LlmHookRegistry();
+    api.provide("llmHooks", hooks);
     let tokens: ConsumerTokens | undefined;
     const { top_consumers: topConsumers } = fieldsOf(config, topConsumersFields);
     if (topConsumers > 0 && config.server.consumer_header !== "") {
@@ -71,6 +74,7 @@ export default definePlugin({
         emitUsage: (event) => api.emit("llm.usage", event),
         countStreamedTokens: settings.count_streamed_tokens,
         streamIdleTimeoutMs: durationMs(settings.stream_idle_timeout),
+        hooks,
       }),
     );
   },

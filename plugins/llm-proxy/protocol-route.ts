@@ -16,6 +16,8 @@ export interface ProtocolRoute {
   readonly protocol: ClientProtocol;
   /** The backend speaks the client's protocol: the request goes as it is, the answer comes back as it is. */
   readonly native: boolean;
+  /** Puts the output hooks behind the provider's translator, before the protocol's way back (hooks.ts). */
+  readonly wrapChat?: (chat: Translator) => Translator;
 }
 
 export function protocolRoute(protocol: ClientProtocol, provider: ProviderDefinition): ProtocolRoute {
@@ -48,6 +50,7 @@ export function routedPath(route: ProtocolRoute, clientPath: string): string {
 export function attemptTranslator(route: ProtocolRoute, provider: ProviderDefinition, context: TranslatorContext): Translator {
   const { protocol } = route;
   if (route.native && protocol.native) return protocol.native.watch();
-  const translator = provider.createTranslator(context);
+  const provided = provider.createTranslator(context);
+  const translator = route.wrapChat ? route.wrapChat(provided) : provided;
   return protocol.fromChat ? protocol.fromChat(translator, context) : translator;
 }
