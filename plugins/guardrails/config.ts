@@ -29,7 +29,7 @@ export const GuardrailRuleSchema = Type.Object(
       description: "What a match does: refuse (400 `guardrail_blocked`), replace the matched text, or only log and count it",
     }),
     models: Globs("Model aliases (globs) it applies to; default all"),
-    consumers: Globs("Consumers (globs) it applies to; default all (a request without a consumer is matched as \"\")"),
+    consumers: Globs('Consumers (globs) it applies to; default all (a request without a consumer is matched as "")'),
     user_types: Globs("User types (globs) it applies to; default all"),
     patterns: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: "regex: the regular expressions (JavaScript syntax)" })),
     mask_with: Type.Optional(Type.String({ description: "regex: what a match is replaced with (default `[REDACTED]`)" })),

@@ -59,7 +59,9 @@ export function regexProblem(pattern: string): string | undefined {
       const group = stack.pop() ?? { unbounded: false };
       const quantifier = quantifierAt(pattern, i + 1);
       if (quantifier?.repeats && group.unbounded && (quantifier.unbounded || quantifier.repeats)) {
-        return `the group ending at character ${i + 1} repeats a part that is itself repeated without bound, which can backtrack catastrophically on a long input; ` +
+        return `the group ending at character ${
+          i + 1
+        } repeats a part that is itself repeated without bound, which can backtrack catastrophically on a long input; ` +
           "rewrite it without the nested repetition (docs/guardrails.md#regular-expressions)";
       }
       const parent = stack[stack.length - 1];

@@ -53,7 +53,10 @@ export class RequestRun {
     this.deps.log.warn("guardrail_check_failed", { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId, failure: rule.failure, why });
     if (rule.failure === "open") return undefined;
     this.acted(rule, stage, "block", "check failed");
-    return new GuardrailBlocked(rule.name, `guardrail "${rule.name}" could not check the ${what(stage)} (${why}); its failure setting is "closed", which refuses it`);
+    return new GuardrailBlocked(
+      rule.name,
+      `guardrail "${rule.name}" could not check the ${what(stage)} (${why}); its failure setting is "closed", which refuses it`,
+    );
   }
 
   /** What a checking rule says of `texts`. */

@@ -184,5 +184,9 @@ function replacedAnswer(answer: Answer, body: unknown): Answer {
   headers.delete("content-length");
   headers.set("content-type", "application/json");
   const { status } = answer.response;
-  return { response: wholeBody(new Response(bytes, { status, headers })), usage: answer.usage, stored: { status, contentType: "application/json", body: bytes } };
+  return {
+    response: wholeBody(new Response(bytes, { status, headers })),
+    usage: answer.usage,
+    stored: { status, contentType: "application/json", body: bytes },
+  };
 }

@@ -107,7 +107,10 @@ describe("a bad guardrails list", () => {
       name: "guardrail-telepathy",
       dependsOn: ["guardrails"],
       setup(api) {
-        api.use("guardrailKinds").register({ name: "telepathy", check: (texts) => (texts.some((t) => t.includes("think")) ? { action: "block" } : { action: "allow" }) });
+        api.use("guardrailKinds").register({
+          name: "telepathy",
+          check: (texts) => (texts.some((t) => t.includes("think")) ? { action: "block" } : { action: "allow" }),
+        });
       },
     });
     const gateway = await gatewayOn({ text: UNKNOWN_KIND }, [...builtinPlugins, telepathy]);

@@ -16,7 +16,7 @@ import { openStores } from "../../../adapters/stores.ts";
 import { Gateway } from "../../../core/gateway.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
-import { fakeUpstream, type FakeUpstream } from "./fake-backend.ts";
+import { type FakeUpstream, fakeUpstream } from "./fake-backend.ts";
 
 const SERVICE = (model: string) =>
   `  - { type: chat, model: ${model}, provider: chat_completions, inference_url: "http://backend", operations: { chat: [/v1/chat/completions], messages: [/v1/messages] } }`;
@@ -97,7 +97,10 @@ describe("guardrails through the official clients", () => {
     });
 
     it("an output mask on a whole answer", async () => {
-      const answer = await openai.chat.completions.create({ model: "gpt", messages: [{ role: "user", content: "c3 [answer:write to bob(at)example.org today]" }] });
+      const answer = await openai.chat.completions.create({
+        model: "gpt",
+        messages: [{ role: "user", content: "c3 [answer:write to bob(at)example.org today]" }],
+      });
       expect(answer.choices[0].message.content).toBe("write to [EMAIL] today");
       expect(answer.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 7 });
     });
@@ -187,12 +190,20 @@ describe("guardrails through the official clients", () => {
     });
 
     it("an output mask on a whole answer", async () => {
-      const message = await anthropic.messages.create({ model: "gpt", max_tokens: 64, messages: [{ role: "user", content: "m3 [answer:ask erin(at)example.com]" }] });
+      const message = await anthropic.messages.create({
+        model: "gpt",
+        max_tokens: 64,
+        messages: [{ role: "user", content: "m3 [answer:ask erin(at)example.com]" }],
+      });
       expect(message.content).toEqual([expect.objectContaining({ type: "text", text: "ask [EMAIL]" })]);
     });
 
     it("an output mask on a stream whose address is split over two events", async () => {
-      const stream = anthropic.messages.stream({ model: "gpt", max_tokens: 64, messages: [{ role: "user", content: "m4 [parts:write frank@exam|ple.com soon]" }] });
+      const stream = anthropic.messages.stream({
+        model: "gpt",
+        max_tokens: 64,
+        messages: [{ role: "user", content: "m4 [parts:write frank@exam|ple.com soon]" }],
+      });
       const message = await stream.finalMessage();
       expect(message.content.map((block) => (block.type === "text" ? block.text : "")).join("")).toBe("write [EMAIL] soon");
     });
