@@ -12,6 +12,7 @@ import { definePlugin } from "../../../core/plugins/types.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import { regexProblem } from "../../../plugins/guardrails/regex-safety.ts";
 import { fakeUpstream } from "./fake-backend.ts";
+import shouting from "../../../examples/guardrail-kind.ts";
 
 const SERVICES = `
 services:
@@ -119,6 +120,25 @@ describe("a bad guardrails list", () => {
       expect(refused.status).toBe(400);
       expect(await refused.json()).toMatchObject({ error: { type: "guardrail_blocked", code: "mystery" } });
       expect((await chat(gateway, "fine")).status).toBe(200);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe("the example kind (examples/guardrail-kind.ts)", () => {
+  it("refuses a shouted prompt with its reason", async () => {
+    const config = `
+guardrails:
+  - { name: no-shouting, kind: shouting, on: [input], action: block, settings: { max_ratio: 0.6 } }
+${SERVICES}`;
+    const gateway = await gatewayOn({ text: config }, [...builtinPlugins, shouting]);
+    try {
+      const refused = await chat(gateway, "WHY IS NOTHING WORKING TODAY");
+      expect(await refused.json()).toMatchObject({
+        error: { type: "guardrail_blocked", code: "no-shouting", message: expect.stringContaining("please do not shout") },
+      });
+      expect((await chat(gateway, "Why is nothing working today?")).status).toBe(200);
     } finally {
       await gateway.close();
     }
