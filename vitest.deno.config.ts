@@ -17,6 +17,9 @@
  *   150 MB), the relay's call and its abort (async-jobs), webhook delivery through the
  *   runtime's pinned client, the OpenTelemetry SDK and OTLP export (otel), the in-process
  *   async-jobs tests (the runtime's fetch sends the upload);
+ * - guardrails (test/plugins/guardrails/guardrails.test.ts): streams held back and ended with an
+ *   error event through the runtime's streams, the http checker's timeout through its timers and
+ *   fetch abort, both official SDKs on it;
  * - failure handling under the runtime's sockets: a frozen Redis, a Sentinel failover and a
  *   Cluster primary restart (scale-out: node-redis's Sentinel client on Deno once kept
  *   failing after a failover, fixed with the held primary connection, link-sentinel.ts).
@@ -57,6 +60,7 @@ export const denoSubset = [
   "test/e2e/console.test.ts",
   "test/plugins/webhooks/pinned-delivery.test.ts",
   "test/plugins/async-jobs/jobs.test.ts",
+  "test/plugins/guardrails/guardrails.test.ts",
   "test/reliability/frozen-redis.test.ts",
   "test/reliability/scale-out.test.ts",
 ];

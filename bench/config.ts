@@ -12,7 +12,17 @@ export const PATHS = {
   jobs: "/jobs/transcription",
 } as const;
 
-export const MODELS = { direct: "direct-json", chat: "chat-bench", upload: "whisper-bench" } as const;
+export const MODELS = { direct: "direct-json", chat: "chat-bench", upload: "whisper-bench", guardIn: "chat-guard-in", guardOut: "chat-guard-out" } as const;
+
+/**
+ * The guardrails of the two guardrail scenarios, each on its own model so the other scenarios
+ * run without rules: a masking pii + regex set on the input, and an output mask on streams.
+ */
+const GUARDRAILS = `guardrails:
+  - { name: bench-pii, kind: pii, on: [input], action: mask, entities: [email, phone, credit_card, iban, secret], models: [${MODELS.guardIn}] }
+  - { name: bench-codes, kind: regex, on: [input], action: mask, patterns: ["TICKET-[0-9]{4,}"], models: [${MODELS.guardIn}] }
+  - { name: bench-out, kind: pii, on: [output], action: mask, entities: [email], models: [${MODELS.guardOut}] }
+`;
 
 /**
  * The cache TTL of the chat service: short, so the cache-miss scenario (every body unique)
@@ -65,7 +75,7 @@ object_store:
   dir: "${options.objectDir}"
 ${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}${
     options.batchConcurrency ? `batches:\n  enabled: true\n  concurrency: ${options.batchConcurrency}\n` : ""
-  }relay:
+  }${GUARDRAILS}relay:
   embedded: ${options.relay}
   concurrency: ${options.relayConcurrency ?? 8}
 services:
@@ -82,6 +92,18 @@ services:
     inference_url: "${options.mockUrl}"
     provider: chat_completions
     response_cache_ttl: ${CACHE_TTL_SECONDS}
+  - type: llm
+    model: ${MODELS.guardIn}
+    operations:
+      chat: ["${PATHS.chat}"]
+    inference_url: "${options.mockUrl}"
+    provider: chat_completions
+  - type: llm
+    model: ${MODELS.guardOut}
+    operations:
+      chat: ["${PATHS.chat}"]
+    inference_url: "${options.mockUrl}"
+    provider: chat_completions
   - type: transcription
     model: ${MODELS.upload}
     operations:

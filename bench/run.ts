@@ -42,7 +42,11 @@ const VARIANTS: Variant[] = [
   {
     id: "basic",
     config: { production: false, redis: false, relay: false },
-    scenarios: (["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true, floor: true })),
+    scenarios: [
+      ...(["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true, floor: true })),
+      // Guardrails' cost: against llm-miss and stream of the same run.
+      ...(["guard-input-2k", "guard-stream-out"] as const).map((id) => ({ id, loads: BOTH, bare: false })),
+    ],
   },
   ...(["prod-memory", "prod-redis"] as const).map((id) => ({
     id,

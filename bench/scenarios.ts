@@ -4,7 +4,16 @@ import { chatRequest, COMPLETION_JSON, MULTIPART_TYPE, multipartBody, STREAM_TEX
 import type { RequestSpec } from "./load/spec.ts";
 import type { TargetName } from "./measure.ts";
 
-export type ScenarioId = "sync-json" | "llm-miss" | "llm-hit" | "stream" | "stream-miss" | "upload-100k" | "submit-100k";
+export type ScenarioId =
+  | "sync-json"
+  | "llm-miss"
+  | "llm-hit"
+  | "stream"
+  | "stream-miss"
+  | "upload-100k"
+  | "submit-100k"
+  | "guard-input-2k"
+  | "guard-stream-out";
 
 export interface Scenario {
   id: ScenarioId;
@@ -31,6 +40,16 @@ function streamRequest(base: string, unique: boolean): RequestSpec {
     expect: { status: 200, body: STREAM_TEXT },
   };
 }
+/** A 2 KB prompt with something for every input rule of the guardrail scenario to mask. */
+function guardedPrompt(): string {
+  const line = "Customer ann.lee@example.com called from +1 415 555 0134 about TICKET-20931, card 4111 1111 1111 1111. ";
+  let prompt = "";
+  while (prompt.length < 2048) prompt += line;
+  const body = JSON.parse(chatRequest(MODELS.guardIn, { tag: UNIQUE })) as { messages: Array<{ content: string }> };
+  body.messages[1].content = `${prompt.slice(0, 2048)} #${UNIQUE}`;
+  return JSON.stringify(body);
+}
+
 const UPLOAD = multipartBody(MODELS.upload, 100 * 1024);
 const UPLOADED = { status: 200, body: uploadAnswer(UPLOAD.length) };
 
@@ -81,6 +100,32 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
     title: "LLM proxy, SSE stream (22 events), every body unique",
     stream: true,
     request: (base) => streamRequest(base, true),
+  },
+  // Guardrails (docs/guardrails.md): a masking pii + regex set on a 2 KB prompt, compared with llm-miss.
+  "guard-input-2k": {
+    id: "guard-input-2k",
+    title: "LLM proxy, 2 KB prompt through pii + regex masks",
+    request: (base) => ({
+      url: base + PATHS.chat,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(guardedPrompt()),
+      uniqueMarker: UNIQUE,
+      expect: { status: 200, body: COMPLETION_JSON },
+    }),
+  },
+  // An output mask on the 22-event stream, compared with stream (the events are read and written again).
+  "guard-stream-out": {
+    id: "guard-stream-out",
+    title: "LLM proxy, SSE stream (22 events) through an output mask",
+    stream: true,
+    request: (base) => ({
+      url: base + PATHS.chat,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODELS.guardOut, { stream: true })),
+      expect: { status: 200, contains: "data: [DONE]" },
+    }),
   },
   "upload-100k": {
     id: "upload-100k",

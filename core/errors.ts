@@ -22,7 +22,8 @@ export type ErrorType =
   | "timeout_error"
   | "store_error"
   | "config_error"
-  | "api_error";
+  | "api_error"
+  | "guardrail_blocked";
 
 /**
  * The stable codes an error body carries, for clients that branch on them (as OpenAI's `code`),
@@ -33,7 +34,8 @@ export type ErrorType =
 export const ERROR_CODES = {
   invalid_request: { status: 400, type: "invalid_request_error" },
   model_required: { status: 400, type: "invalid_request_error" },
-  guardrail_blocked: { status: 400, type: "invalid_request_error", reserved: true },
+  // A guardrail's refusal: its body's `code` is the rule's name (docs/guardrails.md), this code names the row.
+  guardrail_blocked: { status: 400, type: "guardrail_blocked" },
   unauthorized: { status: 401, type: "authentication_error" },
   forbidden: { status: 403, type: "permission_error" },
   not_found: { status: 404, type: "not_found_error" },

@@ -15,6 +15,7 @@ import batches from "./batches/index.ts";
 import consolePlugin from "./console/index.ts";
 import docs from "./docs/index.ts";
 import gc from "./gc/index.ts";
+import guardrails from "./guardrails/index.ts";
 import idempotency from "./idempotency/index.ts";
 import limits from "./limits/index.ts";
 import llmProxy from "./llm-proxy/index.ts";
@@ -47,6 +48,7 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   consolePlugin,
   docs,
   gc,
+  guardrails,
   idempotency,
   limits,
   llmProxy,

@@ -23,7 +23,7 @@
  * The LLM proxy owns everything else (cache, backends, failover, accounting, metrics), and
  * never names a protocol: the built-in Messages one (plugins/protocol-messages) registers like this.
  */
-import type { OutEvent, StreamEvent } from "./events.ts";
+import type { OutEvent, StreamErrorFields, StreamEvent } from "./events.ts";
 import type { JsonObject } from "./json.ts";
 import type { ProviderDefinition, Translator, TranslatorContext } from "./provider.ts";
 import { type TokenUsage, usageOf } from "./usage.ts";
@@ -124,9 +124,11 @@ export interface ClientProtocol {
   errorBody?(status: number, body: GatewayErrorBody): JsonObject | undefined;
   /**
    * The event that ends a broken-off stream in this protocol, which its clients raise as an
-   * error. Absent: the chat-completions one, `data: {"error":{"message","type"}}`.
+   * error. Absent: the chat-completions one, `data: {"error":{"message","type"}}`. `error`
+   * gives the type and code of a stream an output hook refused (core/llm/hooks.ts), absent
+   * for a broken one.
    */
-  streamErrorEvent?(message: string): OutEvent;
+  streamErrorEvent?(message: string, error?: StreamErrorFields): OutEvent;
 }
 
 /*

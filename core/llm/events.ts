@@ -15,3 +15,9 @@ export interface OutEvent {
   event?: string;
   data: unknown;
 }
+
+/** The type and code of an error event that ends a stream for another reason than a broken backend stream (a refusal). */
+export interface StreamErrorFields {
+  type: string;
+  code: string;
+}

@@ -12,7 +12,8 @@
  * Whatever the end, `onEnd` hears once how the stream ended and the usage it reported.
  */
 import type { ErrorCode } from "../errors.ts";
-import type { OutEvent, StreamEvent } from "./events.ts";
+import type { OutEvent, StreamErrorFields, StreamEvent } from "./events.ts";
+import { StreamRefused } from "./hooks.ts";
 import { NdjsonParser } from "./ndjson.ts";
 import type { StreamParser, Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
@@ -34,6 +35,8 @@ export interface StreamOutcome {
   incomplete?: IncompleteReason;
   /** The client went away first. */
   cancelled?: boolean;
+  /** An output hook refused the rest of the answer (core/llm/hooks.ts `StreamRefused`): it ended with an error event. */
+  refused?: boolean;
   /** The usage the stream reported; undefined when it reported none (or the provider cannot tell). */
   usage: TokenUsage | undefined;
 }
@@ -48,8 +51,16 @@ export interface StreamTranslation {
   /** Silence after the first event that ends the stream (reason `idle`); 0 or absent = no limit. */
   idleTimeoutMs?: number;
   onEnd?(outcome: StreamOutcome): void;
-  /** The error event the client's protocol raises (default: the chat-completions one, `errorEvent`). */
-  errorEvent?(message: string): OutEvent;
+  /**
+   * The error event the client's protocol raises (default: the chat-completions one, `errorEvent`);
+   * `error` gives its type and code when they are not the broken stream's (a refusal).
+   */
+  errorEvent?(message: string, error?: StreamErrorFields): OutEvent;
+  /**
+   * Work to wait for before the next backend read, and before the stream's end is translated
+   * (`ending`): an output hook's check of what it holds back (core/llm/hooks.ts `ChatStreamFilter.settle`).
+   */
+  settle?(ending: boolean): Promise<void> | undefined;
   /** Told once, as the first bytes go to the client (time to first token, without a stream of its own). */
   onFirstBytes?(): void;
   /** Told every chunk as it goes to the client (the response cache's recording of a stream). */
@@ -103,8 +114,8 @@ function chunkReader(source: ReadableStream<Uint8Array>): ChunkReader {
 }
 
 /** The gateway's own event ending a stream it cannot finish (the 200 is already sent). */
-export function errorEvent(message: string): OutEvent {
-  return { data: { error: { message, type: "backend_error", code: "stream_interrupted" satisfies ErrorCode } } };
+export function errorEvent(message: string, error?: StreamErrorFields): OutEvent {
+  return { data: { error: { message, type: error?.type ?? "backend_error", code: error?.code ?? ("stream_interrupted" satisfies ErrorCode) } } };
 }
 
 /** A backend stream whose first bytes have arrived (see `openStream`). */
@@ -288,12 +299,32 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
   };
   const endWith = (controller: ReadableStreamDefaultController<Uint8Array>, reason: IncompleteReason | undefined) =>
     end(controller, reason ? { incomplete: reason } : {});
+  /** An output hook refused the rest: what is owed, then the protocol's error event with the refusal's type and code. */
+  const refuse = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], refusal: StreamRefused): Promise<void> | undefined => {
+    const { type, code } = refusal;
+    send(controller, encoder.encode([...owed, (options.errorEvent ?? errorEvent)(refusal.message, { type, code })].map(formatSse).join("")));
+    void reader.cancel().catch(() => {});
+    return end(controller, { refused: true });
+  };
+  /** Waits for the output hooks' pending work; a refusal or a failure ends the stream (undefined: go on). */
+  const settled = async (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], ending: boolean): Promise<"ended" | undefined> => {
+    const pending = options.settle?.(ending);
+    if (!pending) return undefined;
+    try {
+      await pending;
+      return undefined;
+    } catch (error) {
+      await (error instanceof StreamRefused ? refuse(controller, owed, error) : fail(controller, owed, undefined, "stream translation failed", error));
+      return "ended";
+    }
+  };
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       // Keep reading until this pull has something to send, so the client never waits on an
       // empty chunk, and never more than that, so a slow client slows the backend read.
       while (!finished) {
+        if (options.settle && (await settled(controller, [], false))) return;
         let chunk: ReadableStreamReadResult<Uint8Array> | "idle";
         if (first) {
           chunk = { done: false, value: first };
@@ -330,15 +361,18 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
             for (const event of events) translator.observeStreamEvent?.(event);
           }
         } catch (error) {
+          if (error instanceof StreamRefused) return refuse(controller, out, error);
           return fail(controller, out, undefined, "stream translation failed", error);
         }
         if (chunk.done) {
           const state = progress();
           if (state && !state.ended) return fail(controller, out, "no_end", NO_END_MESSAGE);
+          if (options.settle && (await settled(controller, out, true))) return;
           if (translate) {
             try {
               out.push(...(translator.translateStreamEnd?.() ?? []));
             } catch (error) {
+              if (error instanceof StreamRefused) return refuse(controller, out, error);
               return fail(controller, out, undefined, "stream translation failed", error);
             }
           }

@@ -45,6 +45,10 @@ export * from "../llm/provider.ts";
 // A custom client protocol: its definition, the shape checks, and the middleware that puts the gateway's errors in its shape.
 export * from "../llm/client-protocol.ts";
 export { inErrorShape, listsAnyPath, protocolErrors } from "../llm/protocol-errors.ts";
+export type { StreamErrorFields } from "../llm/events.ts";
+// Hooks into the LLM proxy (the `llmHooks` service) and kinds of guardrail (the `guardrailKinds` service).
+export { type ChatStreamFilter, type LlmHook, type LlmHookRequest, type LlmHooks, type LlmRequestHook, StreamRefused } from "../llm/hooks.ts";
+export type { GuardrailCheckContext, GuardrailKind, GuardrailKinds, GuardrailVerdict } from "../llm/guardrail-kinds.ts";
 
 // Requests: the pipeline a mode runs them through, its context, and the registry that resolves services.
 export type { ModeHandlers, Pipeline, StageName, StageResult, StageStep, StepStage } from "../pipeline/pipeline.ts";

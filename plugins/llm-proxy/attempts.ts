@@ -16,7 +16,8 @@ import { BackendTimeoutError, backendUrl, callBackend, callBackendWhole } from "
 import { type BackendTarget, type FailoverResult, withFailover } from "../../core/proxy/backends.ts";
 import { forwardHeaders } from "../../core/proxy/headers.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
-import { attemptTranslator, type JsonBody, type ProtocolRoute, protocolRoute, providerBody, routedPath } from "./protocol-route.ts";
+import { guardedRoute } from "./hooked-request.ts";
+import { attemptTranslator, type JsonBody, type ProtocolRoute, protocolRoute, providerBody, type RequestBodies, routedPath } from "./protocol-route.ts";
 import { backendBody, sentModel } from "./request-body.ts";
 
 /**
@@ -50,18 +51,19 @@ export function providerOf(deps: Pick<LlmModeDeps, "providers">, target: Backend
 }
 
 /** One prepared request per target, so a request a provider cannot express fails once, with 400, before anything is sent. */
-export function prepareAttempts(deps: AttemptDeps, request: LlmRequest, clientBody: JsonBody, targets: readonly BackendTarget[]): Attempt[] {
+export function prepareAttempts(deps: AttemptDeps, request: LlmRequest, given: RequestBodies, targets: readonly BackendTarget[]): Attempt[] {
   const { ctx, service, stream } = request;
   const context: TranslatorContext = { stream, now: () => deps.clock.now(), newId: deps.newId };
-  // The client's body, and (once needed) its chat-completions translation: shared by every
-  // backend that takes the same one.
-  const bodies = new Map<boolean, JsonBody>();
+  // The client's body, and its chat-completions translation (the input hooks' when they made
+  // it, else made once here when needed): shared by every backend that takes the same one.
+  const bodies = new Map<boolean, JsonBody>([[true, given.client]]);
+  if (given.chat) bodies.set(false, given.chat);
   return targets.map((target) => {
     const provider = providerOf(deps, target, request.provider);
-    const route = protocolRoute(request.route.protocol, provider);
+    const route = guardedRoute(protocolRoute(request.route.protocol, provider), provider, request.hooks, ctx, service, given.client);
     let body = bodies.get(route.native);
     if (!body) {
-      body = providerBody({ ...request, provider, route }, clientBody);
+      body = providerBody({ ...request, provider, route }, given.client);
       bodies.set(route.native, body);
     }
     const clientPath = routedPath(route, ctx.url.pathname);

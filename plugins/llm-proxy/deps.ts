@@ -16,6 +16,7 @@ import type { ConsumerTokens } from "./consumer-tokens.ts";
 import type { FallbackModels } from "./fallback.ts";
 import type { FirstTokenTimes } from "./first-token.ts";
 import type { GenAiTokenUsage } from "./genai.ts";
+import type { LlmHookRegistry, RequestHooks } from "./hooks.ts";
 import type { LlmLabels, LlmMetrics } from "./metrics.ts";
 import type { ProtocolRoute } from "./protocol-route.ts";
 
@@ -47,6 +48,8 @@ export interface LlmModeDeps {
   streamIdleTimeoutMs: number;
   /** The models `fallbacks` and `context_window_fallbacks` name, and whether the caller may use them. */
   fallbackModels: FallbackModels;
+  /** The `llmHooks` service: plugins' hooks on what a model reads and writes (hooks.ts). */
+  hooks: LlmHookRegistry;
 }
 
 /** One request on its way: what every step after the model lookup reads. */
@@ -61,4 +64,6 @@ export interface LlmRequest {
   readonly stream: boolean;
   /** Its metric labels; `backend_model` is set once a backend was chosen. */
   readonly labels: LlmLabels;
+  /** The plugins' hooks that have work for it (hooks.ts). */
+  readonly hooks?: RequestHooks;
 }

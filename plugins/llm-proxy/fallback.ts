@@ -16,7 +16,7 @@ import type { BackendHealth } from "../../core/proxy/backend-health.ts";
 import type { Attempt } from "./attempts.ts";
 import type { LlmModeDeps } from "./deps.ts";
 import type { FallbackReason } from "./metrics.ts";
-import type { JsonBody } from "./protocol-route.ts";
+import type { JsonBody, RequestBodies } from "./protocol-route.ts";
 
 /** The alias of the model that answered, on every answer from backends. */
 export const modelHeader = "x-gateway-model";
@@ -49,8 +49,8 @@ export interface FallbackModels {
 export interface Fallback {
   service: ServiceConfig;
   provider: ProviderDefinition;
-  /** The client's body, its `model` now the fallback's alias. */
-  body: JsonBody;
+  /** The request's bodies, their `model` now the fallback's alias. */
+  bodies: RequestBodies;
 }
 
 export class FallbackChain {
@@ -60,7 +60,7 @@ export class FallbackChain {
     private readonly deps: Pick<LlmModeDeps, "providers" | "fallbackModels">,
     private readonly ctx: RequestContext,
     private readonly first: ServiceConfig,
-    private readonly clientBody: JsonBody,
+    private readonly bodies: RequestBodies,
   ) {
     this.tried.add(first.model);
   }
@@ -76,16 +76,16 @@ export class FallbackChain {
       if (!service || !deps.fallbackModels.mayUse(this.ctx, service)) continue;
       const provider = deps.providers.get(service.provider);
       if (!provider) continue;
-      return { service, provider, body: this.bodyFor(alias) };
+      const { client, chat } = this.bodies;
+      return { service, provider, bodies: { client: withModel(client, alias), chat: chat && withModel(chat, alias) } };
     }
     return undefined;
   }
+}
 
-  /** A body that named the first model names the fallback (a body without `model` gets the fallback's alias from the rewrite). */
-  private bodyFor(alias: string): JsonBody {
-    const { clientBody } = this;
-    if (typeof clientBody.value.model !== "string") return clientBody;
-    const value = { ...clientBody.value, model: alias };
-    return { ...clientBody, value, bytes: new TextEncoder().encode(JSON.stringify(value)) };
-  }
+/** A body that named the first model names the fallback (a body without `model` gets the fallback's alias from the rewrite). */
+function withModel(body: JsonBody, alias: string): JsonBody {
+  if (typeof body.value.model !== "string") return body;
+  const value = { ...body.value, model: alias };
+  return { ...body, value, bytes: new TextEncoder().encode(JSON.stringify(value)) };
 }

@@ -41,7 +41,8 @@ import { type Failure, failureReason, FallbackChain, modelHeader } from "./fallb
 import { beginLookup, cachedResponse, fillCache, lookUp } from "./cache-step.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
 import { genAiSpanAttributes, operationOf } from "./genai.ts";
-import { type JsonBody, protocolRoute } from "./protocol-route.ts";
+import { guardedInput, guardedRoute } from "./hooked-request.ts";
+import { type JsonBody, protocolRoute, type RequestBodies } from "./protocol-route.ts";
 
 export type { LlmModeDeps } from "./deps.ts";
 
@@ -64,8 +65,8 @@ function backendModelOf(target: BackendTarget | undefined, body: Record<string, 
   return typeof body.model === "string" ? body.model : alias;
 }
 
-/** What one model's backends gave: an answer, or a failure response (the client's, unless a fallback answers instead). */
-type ModelOutcome = { answer: Answer } | Failure;
+/** What one model's backends gave: an answer (its status after the output hooks), or a failure response (the client's, unless a fallback answers instead). */
+type ModelOutcome = { answer: Answer; status: number } | Failure;
 
 export function createLlmMode(deps: LlmModeDeps): SyncMode {
   const accounting = new Accounting(deps);
@@ -86,7 +87,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
   }
 
   /** Steps 2 and 3 for one model: its backends in turn, and its answer (or why it failed, for its fallbacks). */
-  async function fromBackends(request: LlmRequest, body: JsonBody, lookup: CacheLookup): Promise<ModelOutcome> {
+  async function fromBackends(request: LlmRequest, bodies: RequestBodies, lookup: CacheLookup): Promise<ModelOutcome> {
+    const body = bodies.client;
     const { ctx, service, provider, labels } = request;
     // 2. Backend list.
     const targets = backendOrder(service, deps.random, provider.defaultUrl, (backend) => backendAddress(deps.providers, service, backend));
@@ -97,7 +99,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (refusal) return refusal;
 
     // 3. Per backend, with failover.
-    const attempts = prepareAttempts(deps, request, body, targets);
+    const attempts = prepareAttempts(deps, request, bodies, targets);
     const { result, attempt } = await forward(deps, ctx, attempts, request.stream);
     if (!result.response || !attempt) {
       const last = attempts[attempts.length - 1];
@@ -112,9 +114,17 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const reason = failureReason(deps.health, attempt, backend);
     if (reason) return { failure: backend, reason, attempt };
 
-    // 4. The answer, translated back.
+    // 4. The answer, translated back (a whole one through the output hooks: masked or refused).
     try {
-      return { answer: await backendAnswer(deps, accounting, request, backend, attempt, lookup) };
+      let answer = await backendAnswer(deps, accounting, request, backend, attempt, lookup);
+      let status = backend.status;
+      if (request.hooks?.wantsOutput && !request.stream) {
+        const context = { stream: false, now: () => deps.clock.now(), newId: deps.newId };
+        const guarded = await request.hooks.guardAnswer(answer, attempt.route, context);
+        answer = guarded.answer;
+        if (guarded.refused) status = answer.response.status;
+      }
+      return { answer, status };
     } catch (error) {
       accounting.request(ctx, labels, error instanceof GatewayError ? error.status : 500);
       throw error;
@@ -139,12 +149,14 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const provider = deps.providers.get(service.provider);
     if (!provider) throw unknownProvider(service, deps.providers);
     const protocol = deps.protocols.forPath(ctx.url.pathname);
+    const stream = clientBody.value.stream === true;
+    const hooks = deps.hooks.open({ ctx, model: service.model || String(clientBody.value.model ?? ""), stream });
     const requestFor = (model: typeof service, modelProvider: typeof provider): LlmRequest => ({
       ctx,
       service: model,
       provider: modelProvider,
-      route: protocolRoute(protocol, modelProvider),
-      stream: clientBody.value.stream === true,
+      route: guardedRoute(protocolRoute(protocol, modelProvider), modelProvider, hooks, ctx, model, clientBody),
+      stream,
       labels: {
         service_type: model.type,
         model: model.model || String(clientBody.value.model ?? ""),
@@ -152,37 +164,42 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
         provider: model.provider,
         user_type: ctx.principal.userType ?? "",
       },
+      hooks,
     });
     let request = requestFor(service, provider);
 
-    // 1. Cache lookup.
-    const lookup = await lookUp(deps, ctx, service, clientBody);
-    if (lookup.kind === "hit") return cachedResponse(lookup.answer);
-
-    // The GenAI attributes of the request's span, computed only if it is traced, when it ends.
+    // The GenAI attributes of the request's span (and the hooks'), computed only if it is traced, when it ends.
     // deno-lint-ignore prefer-const -- read by the span callback, which may run before the answer exists
     let answered: Answer | undefined;
-    ctx.vars.spanAttributes = () =>
-      genAiSpanAttributes({
+    ctx.vars.spanAttributes = () => ({
+      ...genAiSpanAttributes({
         operation: operationOf(ctx.url.pathname),
         provider: request.labels.provider,
         requestModel: request.labels.backend_model,
         answer: answered?.stored && answered.stored.status < 300 ? answered.stored.body : undefined,
         usage: answered?.usage,
-      });
+      }),
+      ...hooks?.spanAttributes(),
+    });
+
+    // 0. The input hooks, on the chat-completions request: refused here, or masked before the
+    //    cache lookup (a masked prompt is what is cached and sent).
+    const input = await guardedInput(request, clientBody, (status) => accounting.request(ctx, request.labels, status));
+
+    // 1. Cache lookup: on what the client sent (masked by the hooks).
+    const lookup = await lookUp(deps, ctx, service, input.changed ? input.body : clientBody);
+    if (lookup.kind === "hit") return cachedResponse(lookup.answer);
 
     // 2-5, then the fallbacks in turn while the models fail.
-    const chain = new FallbackChain(deps, ctx, service, clientBody);
-    let body = clientBody;
-    let outcome = await fromBackends(request, body, lookup);
+    const chain = new FallbackChain(deps, ctx, service, { client: clientBody, chat: input.body });
+    let outcome = await fromBackends(request, { client: clientBody, chat: input.body }, lookup);
     while (!("answer" in outcome)) {
       const next = outcome.reason ? chain.next(outcome.reason) : undefined;
       if (!next) break;
       deps.metrics.fallback(service.type, request.service.model, next.service.model, outcome.reason!);
       deps.log.info("llm_fallback", { model: request.service.model, fallback: next.service.model, reason: outcome.reason, status: outcome.failure.status });
       request = requestFor(next.service, next.provider);
-      body = next.body;
-      outcome = await fromBackends(request, body, lookup);
+      outcome = await fromBackends(request, next.bodies, lookup);
     }
     const answer = "answer" in outcome ? outcome.answer : await failed(request, outcome, lookup);
     answer.response.headers.set(modelHeader, request.service.model);
@@ -191,7 +208,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream),
     //    its tokens only with llm.count_streamed_tokens (see stream-end.ts).
     if ("answer" in outcome) {
-      const status = answer.response.status;
+      const { status } = outcome;
       if (request.stream && status >= 200 && status <= 299) ctx.defer(() => accounting.request(ctx, request.labels, status));
       else accounting.answered(ctx, request.labels, answer, status);
     }
@@ -212,7 +229,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       if (problem !== undefined) throw errors.badRequest(problem);
     },
     prepare(ctx, body) {
-      if (ctx.service && body.kind === "json") ctx.vars.llmCacheLookup = beginLookup(deps, ctx, ctx.service, body);
+      // With hooks the lookup waits for the input hooks (a masked request is looked up as masked).
+      if (ctx.service && body.kind === "json" && !deps.hooks.any) ctx.vars.llmCacheLookup = beginLookup(deps, ctx, ctx.service, body);
     },
     handle,
   };

@@ -14,6 +14,7 @@ import { ConsumerTokens, TOP_REFRESH_MS } from "./consumer-tokens.ts";
 import { FirstTokenTimes } from "./first-token.ts";
 import { GenAiTokenUsage } from "./genai.ts";
 import { createLlmMode } from "./handler.ts";
+import { LlmHookRegistry } from "./hooks.ts";
 import { LlmMetrics } from "./metrics.ts";
 import { llmProxyOpenApi } from "./openapi.ts";
 
@@ -44,6 +45,8 @@ export default definePlugin({
     const { config } = api;
     const settings = api.section;
     api.provide("llm", { countStreamedTokens: settings.count_streamed_tokens });
+    const hooks = new LlmHookRegistry();
+    api.provide("llmHooks", hooks);
     let tokens: ConsumerTokens | undefined;
     const { top_consumers: topConsumers } = fieldsOf(config, topConsumersFields);
     if (topConsumers > 0 && config.server.consumer_header !== "") {
@@ -76,6 +79,7 @@ export default definePlugin({
           find: (from, alias) => fallbackService(config.services, from, alias),
           mayUse: (ctx, service) => api.modelAccess.of(ctx).mayUse(service),
         },
+        hooks,
       }),
     );
   },

@@ -12,10 +12,19 @@ import type { LlmRequest } from "./deps.ts";
 
 export type JsonBody = Extract<SyncBody, { kind: "json" }>;
 
+/** A request's body as the client sent it, and as chat completions when the input hooks already read it that way (possibly masked). */
+export interface RequestBodies {
+  readonly client: JsonBody;
+  /** Set when the input hooks ran: what every translated attempt gets instead of translating `client` itself. */
+  readonly chat?: JsonBody;
+}
+
 export interface ProtocolRoute {
   readonly protocol: ClientProtocol;
   /** The backend speaks the client's protocol: the request goes as it is, the answer comes back as it is. */
   readonly native: boolean;
+  /** Puts the output hooks behind the provider's translator, before the protocol's way back (hooks.ts). */
+  readonly wrapChat?: (chat: Translator) => Translator;
 }
 
 export function protocolRoute(protocol: ClientProtocol, provider: ProviderDefinition): ProtocolRoute {
@@ -48,6 +57,7 @@ export function routedPath(route: ProtocolRoute, clientPath: string): string {
 export function attemptTranslator(route: ProtocolRoute, provider: ProviderDefinition, context: TranslatorContext): Translator {
   const { protocol } = route;
   if (route.native && protocol.native) return protocol.native.watch();
-  const translator = provider.createTranslator(context);
+  const provided = provider.createTranslator(context);
+  const translator = route.wrapChat ? route.wrapChat(provided) : provided;
   return protocol.fromChat ? protocol.fromChat(translator, context) : translator;
 }

@@ -13,8 +13,8 @@ import { StreamRecording } from "./stream-record.ts";
 
 type StreamEndDeps = Pick<LlmModeDeps, "log" | "metrics" | "firstToken" | "countStreamedTokens">;
 
-/** What a stream tells as it goes and as it ends. */
-export type StreamHooks = Pick<StreamTranslation, "onError" | "onEnd" | "onFirstBytes" | "onBytes">;
+/** What a stream tells as it goes and as it ends, and what it waits for (the output hooks' checks). */
+export type StreamHooks = Pick<StreamTranslation, "onError" | "onEnd" | "onFirstBytes" | "onBytes" | "settle">;
 
 /**
  * The hooks of a streamed answer from the backend at `backendUrl`. `contentType` is read when
@@ -41,12 +41,13 @@ export function streamEndHooks(
     },
     onEnd: (outcome) => {
       streamEnded(deps, accounting, request, backendUrl, outcome);
-      const body = recording && !outcome.incomplete && !outcome.cancelled && !failed ? recording.bytes() : undefined;
+      const body = recording && !outcome.incomplete && !outcome.cancelled && !outcome.refused && !failed ? recording.bytes() : undefined;
       if (lookup.kind === "miss" && body) void lookup.fill({ status, contentType: contentType() ?? "text/event-stream", body });
     },
     // Time to first token: observed when the first event goes to the client.
     onFirstBytes: () => deps.firstToken.record(labels, accounting.seconds(ctx)),
     onBytes: recording?.add,
+    ...(request.hooks?.wantsOutput ? { settle: request.hooks.settle } : {}),
   };
 }
 

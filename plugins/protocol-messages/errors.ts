@@ -5,7 +5,7 @@
  * shape (translated, or from a backend that speaks Messages).
  */
 import type { GatewayErrorBody } from "../../core/llm/client-protocol.ts";
-import type { OutEvent } from "../../core/llm/events.ts";
+import type { OutEvent, StreamErrorFields } from "../../core/llm/events.ts";
 import type { JsonObject } from "../../core/llm/json.ts";
 import { messagesError, messagesErrorEvent, messagesErrorType } from "../../core/llm/messages.ts";
 import { inErrorShape } from "../../core/llm/protocol-errors.ts";
@@ -20,5 +20,9 @@ export function messagesErrorBody(status: number, body: GatewayErrorBody): JsonO
 /** A gateway error response (`{"error":{"message","type","code"}}`) in the Messages shape; anything else unchanged. */
 export const asMessagesError = (response: Response): Promise<Response> => inErrorShape(response, messagesErrorBody);
 
-/** The stream's own end for a Messages client: an `error` event its SDKs raise. */
-export const messagesStreamError = (message: string): OutEvent => messagesErrorEvent(message);
+/**
+ * The stream's own end for a Messages client: an `error` event its SDKs raise. A refused stream
+ * (`error`: an output hook's type and code) carries the Messages type of that refusal and its code.
+ */
+export const messagesStreamError = (message: string, error?: StreamErrorFields): OutEvent =>
+  error ? { event: "error", data: messagesError(messagesErrorType(400, error.type), message, error.code) } : messagesErrorEvent(message);

@@ -67,10 +67,10 @@ describe("the table of docs/errors.md", () => {
     expect(rows).toEqual(Object.entries(ERROR_CODES).map(([code, { status, type }]) => ({ code, status, type })));
   });
 
-  it("lists guardrail_blocked as reserved", () => {
+  it("lists guardrail_blocked, whose body carries the rule's name as its code", () => {
     const text = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
-    expect(text).toMatch(/^\| `guardrail_blocked` \| 400 \| `invalid_request_error` \| Reserved for the guardrails feature/m);
-    expect(ERROR_CODES.guardrail_blocked).toMatchObject({ reserved: true });
+    expect(text).toMatch(/^\| `guardrail_blocked` \| 400 \| `guardrail_blocked` \| A guardrail refused/m);
+    expect(ERROR_CODES.guardrail_blocked).toEqual({ status: 400, type: "guardrail_blocked" });
   });
 });
 

@@ -262,6 +262,8 @@ const GATEWAY_ORDER = [
   "webhooks",
   "sync-proxy",
   "llm-proxy",
+  // After the LLM proxy, whose hooks it registers into (optionalDependsOn).
+  "guardrails",
 ];
 const RELAY_ORDER = ["otel", "async-jobs", "limits", "relay", "usage", "webhooks"];
 /** Every built-in plugin active (pricing and batches included, which the config above leaves off). */

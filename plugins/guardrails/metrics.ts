@@ -1,0 +1,24 @@
+/** The guardrails' metrics: what the rules did, and the checks that failed. */
+import type { Metrics } from "../../core/metrics.ts";
+
+export interface GuardrailMetrics {
+  action(guardrail: string, stage: "input" | "output", action: "block" | "mask" | "log"): void;
+  error(guardrail: string): void;
+}
+
+export function guardrailMetrics(metrics: Metrics): GuardrailMetrics {
+  const actions = metrics.counter({
+    name: "svc_guardrail_actions_total",
+    help: "What guardrail rules did, by rule, stage (input, output) and action (block, mask, log); once per request and rule",
+    labelNames: ["guardrail", "stage", "action"],
+  });
+  const errors = metrics.counter({
+    name: "svc_guardrail_errors_total",
+    help: "Guardrail checks that failed (an http checker that did not answer in time or answered badly, a plugin kind that threw), by rule",
+    labelNames: ["guardrail"],
+  });
+  return {
+    action: (guardrail, stage, action) => actions.inc({ guardrail, stage, action }),
+    error: (guardrail) => errors.inc({ guardrail }),
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * The `guardrails` list compiled once per runtime (a reload compiles the new list): each rule's
+ * matcher (`regex`, `pii`) or checker (`http`, a plugin's kind), and who it applies to.
+ */
+import { durationMs } from "../../core/config/duration.ts";
+import { anyGlob, type Glob } from "../../core/glob.ts";
+import type { GuardrailKind } from "../../core/llm/guardrail-kinds.ts";
+import { type Checker, httpChecker, pluginChecker } from "./checkers.ts";
+import type { GuardrailRule } from "./config.ts";
+import { piiMatcher, regexMatcher, type TextMatcher } from "./matchers.ts";
+
+export type Stage = "input" | "output";
+
+export interface CompiledRule {
+  readonly name: string;
+  readonly kind: string;
+  readonly action: "block" | "mask" | "log";
+  readonly stages: ReadonlySet<Stage>;
+  /** `regex`, `pii`: found in the text itself. */
+  readonly matcher?: TextMatcher;
+  /** `http`, a plugin's kind: asked for a verdict. */
+  readonly checker?: Checker;
+  readonly failure: "open" | "closed";
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly streamWindow: number;
+  readonly streamCheckEvery: number;
+  applies(model: string, consumer: string, userType: string): boolean;
+}
+
+const DEFAULT_MASK = "[REDACTED]";
+const DEFAULT_TIMEOUT = "2s";
+
+/** The rules; `kinds` are the plugin kinds registered (every rule's kind is one of them or built in: checked before). */
+export function compileRules(rules: readonly GuardrailRule[], kinds: ReadonlyMap<string, GuardrailKind>, fetcher: typeof fetch): CompiledRule[] {
+  return rules.map((rule) => {
+    const models: Glob = anyGlob(rule.models);
+    const consumers: Glob = anyGlob(rule.consumers);
+    const userTypes: Glob = anyGlob(rule.user_types);
+    const base = {
+      name: rule.name,
+      kind: rule.kind,
+      action: rule.action,
+      stages: new Set(rule.on),
+      failure: rule.failure ?? "closed",
+      settings: rule.settings ?? {},
+      streamWindow: rule.stream_window,
+      streamCheckEvery: rule.stream_check_every,
+      applies: (model: string, consumer: string, userType: string) => models(model) && consumers(consumer) && userTypes(userType),
+    };
+    if (rule.kind === "regex") return { ...base, matcher: regexMatcher(rule.patterns ?? [], rule.mask_with ?? DEFAULT_MASK) };
+    if (rule.kind === "pii") return { ...base, matcher: piiMatcher(rule.entities ?? []) };
+    if (rule.kind === "http") {
+      const settings = { url: rule.url ?? "", timeoutMs: durationMs(rule.timeout ?? DEFAULT_TIMEOUT), headers: rule.headers ?? {} };
+      return { ...base, checker: httpChecker(fetcher, settings) };
+    }
+    const kind = kinds.get(rule.kind);
+    if (!kind) throw new Error(`guardrail kind "${rule.kind}" is not registered`);
+    return { ...base, checker: pluginChecker(kind) };
+  });
+}

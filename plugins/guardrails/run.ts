@@ -1,0 +1,106 @@
+/**
+ * The guardrails of one request: the rules that apply to it run on its texts in the order
+ * listed, and what they did is counted (once per rule, stage and action), logged (a block, a
+ * `log` match, a failed check: the rule and the request id, never the matched text) and put on
+ * the request's span (`gateway.guardrail`).
+ */
+import type { Logger } from "../../core/log.ts";
+import type { CheckResult } from "./checkers.ts";
+import { masked } from "./matchers.ts";
+import type { GuardrailMetrics } from "./metrics.ts";
+import { GuardrailBlocked } from "./refusal.ts";
+import type { CompiledRule, Stage } from "./rules.ts";
+
+export interface RunDeps {
+  metrics: GuardrailMetrics;
+  log: Logger;
+}
+
+const what = (stage: Stage) => (stage === "input" ? "request" : "answer");
+
+export class RequestRun {
+  private readonly done = new Set<string>();
+
+  constructor(
+    private readonly deps: RunDeps,
+    readonly requestId: string,
+    readonly model: string,
+    readonly consumer: string,
+  ) {}
+
+  /** Counts and logs what `rule` did (once per stage and action). */
+  acted(rule: CompiledRule, stage: Stage, action: "block" | "mask" | "log", detail?: string): void {
+    const key = `${rule.name}:${stage}:${action}`;
+    if (this.done.has(key)) return;
+    this.done.add(key);
+    this.deps.metrics.action(rule.name, stage, action);
+    if (action === "mask") return;
+    const fields = { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId, model: this.model, ...(detail ? { detail } : {}) };
+    if (action === "block") this.deps.log.warn("guardrail_blocked", fields);
+    else this.deps.log.info("guardrail_matched", fields);
+  }
+
+  /** The refusal of `rule` (counted and logged). */
+  blocked(rule: CompiledRule, stage: Stage, reason?: string): GuardrailBlocked {
+    this.acted(rule, stage, "block");
+    const why = reason ? `: ${reason}` : rule.matcher ? `: it contains text the rule blocks (kind ${rule.kind})` : "";
+    return new GuardrailBlocked(rule.name, `guardrail "${rule.name}" refused the ${what(stage)}${why}`);
+  }
+
+  /** A check that failed: counted and logged; `closed` refuses (the refusal returned), `open` lets the texts pass. */
+  failed(rule: CompiledRule, stage: Stage, why: string): GuardrailBlocked | undefined {
+    this.deps.metrics.error(rule.name);
+    this.deps.log.warn("guardrail_check_failed", { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId, failure: rule.failure, why });
+    if (rule.failure === "open") return undefined;
+    this.acted(rule, stage, "block", "check failed");
+    return new GuardrailBlocked(
+      rule.name,
+      `guardrail "${rule.name}" could not check the ${what(stage)} (${why}); its failure setting is "closed", which refuses it`,
+    );
+  }
+
+  /** What a checking rule says of `texts`. */
+  check(rule: CompiledRule, stage: Stage, texts: readonly string[]): Promise<CheckResult> {
+    return rule.checker!(texts, { stage, model: this.model, consumer: this.consumer, rule: rule.name, settings: rule.settings });
+  }
+
+  /** `texts` through `rules` in order: the masked texts, undefined when nothing changed; throws the refusal of a blocking rule. */
+  async checkTexts(rules: readonly CompiledRule[], stage: Stage, texts: readonly string[]): Promise<string[] | undefined> {
+    let current = texts;
+    let changed = false;
+    for (const rule of rules) {
+      if (rule.matcher) {
+        const found = current.map((text) => rule.matcher!.find(text));
+        if (found.every((matches) => matches.length === 0)) continue;
+        if (rule.action === "block") throw this.blocked(rule, stage);
+        this.acted(rule, stage, rule.action);
+        if (rule.action === "mask") {
+          current = current.map((text, i) => masked(text, found[i]));
+          changed = true;
+        }
+        continue;
+      }
+      const verdict = await this.check(rule, stage, current);
+      if (verdict.action === "failed") {
+        const refusal = this.failed(rule, stage, verdict.why);
+        if (refusal) throw refusal;
+        continue;
+      }
+      if (verdict.action === "allow") continue;
+      if (rule.action === "log") {
+        this.acted(rule, stage, "log", `the checker said ${verdict.action}`);
+        continue;
+      }
+      if (verdict.action === "block") throw this.blocked(rule, stage, verdict.reason);
+      this.acted(rule, stage, "mask");
+      current = verdict.texts;
+      changed = true;
+    }
+    return changed ? [...current] : undefined;
+  }
+
+  /** The span's `gateway.guardrail`: what each rule did, as `rule:stage:action`. */
+  spanAttributes(): Record<string, string[]> {
+    return this.done.size === 0 ? {} : { "gateway.guardrail": [...this.done] };
+  }
+}
