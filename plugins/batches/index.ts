@@ -18,7 +18,7 @@ import { batchMetrics } from "./metrics.ts";
 import { batchesOpenApi } from "./openapi.ts";
 import { registerMessageBatchRoutes } from "./messages/routes.ts";
 import { spanMs } from "./span.ts";
-import { notifyEnded } from "./webhook.ts";
+import { notifyEnded, OUTBOX_SWEEP_MS, sweepOutbox } from "./webhook.ts";
 
 /** How often each process deletes the files past their retention. */
 const FILE_SWEEP_MS = 60_000;
@@ -58,7 +58,16 @@ export default definePlugin({
       uuid: () => api.ids.newId(),
       retentionMs: spanMs(section.retention) ?? 0,
     });
-    const engine = new BatchEngine(api, section, files, batchMetrics(api.metrics, (batch) => notifyEnded(api, batch)));
+    // deno-lint-ignore prefer-const -- the engine's events need its store, which the engine builds
+    let engine: BatchEngine;
+    engine = new BatchEngine(
+      api,
+      section,
+      files,
+      batchMetrics(api.metrics, (batch) => {
+        void notifyEnded(api, engine.store, batch).catch((error: unknown) => api.log.warn("batch_notify_failed", { batch_id: batch.id, error }));
+      }),
+    );
     registerFileRoutes(api, files);
     registerBatchRoutes(api, engine, files);
     registerMessageBatchRoutes(api, engine, files);
@@ -73,6 +82,7 @@ export default definePlugin({
     api.task({ name: "batches.sweep", everyMs: SWEEP_MS, runAtStart: true, run: () => engine.sweep.tick() });
     api.task({ name: "batches.lines", everyMs: LINES_MS, runAtStart: true, run: () => engine.worker.poll() });
     api.task({ name: "batches.leases", everyMs: LINE_LEASE_MS / 3, run: () => engine.worker.renew() });
+    api.task({ name: "batches.notify", everyMs: OUTBOX_SWEEP_MS, run: () => sweepOutbox(api, engine.store) });
     // A reload lets running lines finish; shutdown gives them a grace period, then puts them back.
     api.onRetire(() => engine.worker.retire());
     api.onClose(async () => {

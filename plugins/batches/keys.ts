@@ -13,6 +13,7 @@
  * | batch:of:<owner>             | zset   | batch id -> minus its creation ms (newest first)              | none (members pruned when their record is gone)
  * | batch:all                    | zset   | every batch id -> minus its creation ms (GET /-/batches)      | none (pruned like the above)
  * | batch:active                 | zset   | unfinished batch id -> when the sweep looks at it next (ms)   | none (removed when the batch ends)
+ * | batch:notify                 | zset   | ended batch id with a callback_url -> when it ended (ms)      | none (removed once its webhook is handed over)
  * | batch:q:<model>              | list   | lines waiting to run: "<batch id>:<line>:<attempts>"          | none (entries of an ended batch are dropped when reached)
  * | batch:p:<model>              | zset   | lines running: "<entry>|<token>" -> lease deadline (ms)       | none (the sweep requeues lapsed leases)
  * | batch:r:<model>              | zset   | lines waiting for a retry: entry -> due (ms)                  | none (a claim moves due entries to the queue head)
@@ -45,6 +46,7 @@ export const batchKeys = {
   batchesOf: (owner: string) => `batch:of:${enc(owner)}`,
   all: "batch:all",
   active: "batch:active",
+  notify: "batch:notify",
   queue: (model: string) => `batch:q:${enc(model)}`,
   running: (model: string) => `batch:p:${enc(model)}`,
   retry: (model: string) => `batch:r:${enc(model)}`,

@@ -71,7 +71,7 @@ export async function finalize(batch: BatchRecord, ending: BatchEnding, deps: Fi
     [ENDED_AT[ending]]: nowSeconds,
     has_output: counts.o > 0,
     has_errors: counts.e > 0,
-  });
+  }, deps.now());
   return ended ? "ended" : "already";
 }
 

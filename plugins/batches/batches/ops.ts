@@ -348,9 +348,11 @@ return 1
 
 /**
  * Ends a batch: its final status and fields when it is in one of `from`, it leaves the sweep's
- * schedule, and its record and what it kept while running expire after the retention.
- * KEYS[1] record, KEYS[2] active schedule, KEYS[3..] the batch's keys kept while running (deleted).
- * ARGV[1] allowed statuses, comma-separated, ARGV[2] final status, ARGV[3] retention ms, ARGV[4] id, ARGV[5..] field, value pairs.
+ * schedule, and its record and what it kept while running expire after the retention. A batch
+ * with a callback URL joins the notification outbox in the same step, so a process that dies
+ * before its webhook is handed over leaves it to the outbox sweep.
+ * KEYS[1] record, KEYS[2] active schedule, KEYS[3] notification outbox, KEYS[4..] the batch's keys kept while running (deleted).
+ * ARGV[1] allowed statuses, comma-separated, ARGV[2] final status, ARGV[3] retention ms, ARGV[4] id, ARGV[5] now (ms), ARGV[6..] field, value pairs.
  * Reply: 1 when ended now, 0 otherwise.
  */
 export const batchEnd: AtomicOp<number> = {
@@ -362,13 +364,15 @@ local allowed = false
 for s in string.gmatch(ARGV[1], '[^,]+') do if s == status then allowed = true end end
 if not allowed then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2])
-for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[4])
-for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+local callback = redis.call('HGET', KEYS[1], 'callback_url')
+if callback and callback ~= '' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4]) end
+for i = 4, #KEYS do redis.call('DEL', KEYS[i]) end
 return 1
 `,
-  js: (data, [record, active, ...kept], [from, to, retentionMs, id, ...pairs]) => {
+  js: (data, [record, active, outbox, ...kept], [from, to, retentionMs, id, now, ...pairs]) => {
     const status = data.hget(record, "status");
     if (status === null || !from.split(",").includes(status)) return 0;
     const fields: Record<string, string> = { status: to };
@@ -376,6 +380,8 @@ return 1
     data.hset(record, fields);
     data.pexpire(record, Number(retentionMs));
     data.zrem(active, id);
+    const callback = data.hget(record, "callback_url");
+    if (callback !== null && callback !== "") data.zadd(outbox, Number(now), id);
     for (const key of kept) data.del(key);
     return 1;
   },

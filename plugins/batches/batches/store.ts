@@ -175,16 +175,27 @@ export class BatchStore {
   }
 
   /** Ends the batch with its final status, when it is in one of `from`; false otherwise. */
-  async end(id: string, from: readonly BatchStatus[], to: BatchStatus, retentionMs: number, fields: Partial<BatchRecord>): Promise<boolean> {
+  async end(id: string, from: readonly BatchStatus[], to: BatchStatus, retentionMs: number, fields: Partial<BatchRecord>, nowMs: number): Promise<boolean> {
     const kept = [batchKeys.done(id), batchKeys.output(id), batchKeys.segments(id), batchKeys.flushing(id)];
-    const reply = await this.kv.run(batchEnd, [batchKeys.record(id), batchKeys.active, ...kept], [
+    const reply = await this.kv.run(batchEnd, [batchKeys.record(id), batchKeys.active, batchKeys.notify, ...kept], [
       from.join(","),
       to,
       retentionMs,
       id,
+      nowMs,
       ...Object.entries(toFields(fields)).flat(),
     ]);
     return reply === 1;
+  }
+
+  /** Ended batches whose webhook was not handed over yet, ended before `before` (ms). */
+  unnotified(before: number, max: number): Promise<string[]> {
+    return this.kv.zrangeByScore(batchKeys.notify, Number.NEGATIVE_INFINITY, before, max);
+  }
+
+  /** The webhook of `id` was handed over (its delivery stored, retries and all). */
+  async notified(id: string): Promise<void> {
+    await this.kv.zrem(batchKeys.notify, id);
   }
 
   /** The batches due on the sweep's schedule, each leased until `leaseUntil`. */

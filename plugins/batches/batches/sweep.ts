@@ -100,8 +100,9 @@ export class BatchSweep {
     const now = this.deps.now();
     if (!checked.ok) {
       const fields = { errors: checked.errors, failed_at: Math.floor(now / 1000) };
-      if (await store.end(batch.id, ["validating"], "failed", this.deps.retentionMs, fields)) this.deps.ended({ ...batch, ...fields, status: "failed" });
-      else await store.transition(batch.id, ["cancelling"], "cancelling", { errors: checked.errors });
+      if (await store.end(batch.id, ["validating"], "failed", this.deps.retentionMs, fields, this.deps.now())) {
+        this.deps.ended({ ...batch, ...fields, status: "failed" });
+      } else await store.transition(batch.id, ["cancelling"], "cancelling", { errors: checked.errors });
       return;
     }
     const counts = { total: checked.total, chunks: checked.chunks, enqueued: 0 };

@@ -60,6 +60,8 @@ export async function batchRuntime(yaml: string, options: BatchRuntimeOptions): 
     objects: options.objects ?? "files",
     clock: options.clock,
     fetch: options.fetch,
+    // Webhooks connect to the address they vetted; here, the test's receiver on loopback.
+    fetchPinned: (url, _addresses, init) => fetch(url, init),
     ...(kv ? { kv } : {}),
   });
   return {

@@ -170,13 +170,22 @@ describe.each(opsStores)("batch ops: $name", ({ open }) => {
     await kv.hset(record("n"), { id: "n", status: "finalizing" });
     await kv.zadd(k("active"), 5, "n");
     await kv.hset(k("done:n"), { "0": "s" });
-    const end = () => kv.run(batchEnd, [record("n"), k("active"), k("done:n")], ["finalizing", "completed", 60_000, "n", "completed_at", "9"]);
+    const end = () => kv.run(batchEnd, [record("n"), k("active"), k("notify"), k("done:n")], ["finalizing", "completed", 60_000, "n", 70, "completed_at", "9"]);
     expect(await end()).toBe(1);
     expect(await end()).toBe(0);
     expect(await kv.hgetall(record("n"))).toEqual({ id: "n", status: "completed", completed_at: "9" });
     expect(await kv.pttl(record("n"))).toBeGreaterThan(50_000);
     expect(await kv.zcard(k("active"))).toBe(0);
     expect(await kv.exists(k("done:n"))).toBe(false);
+    // No callback URL: nothing to notify.
+    expect(await kv.zcard(k("notify"))).toBe(0);
+  });
+
+  it("batchEnd puts a batch with a callback URL in the notification outbox, in the same step", async () => {
+    await kv.hset(record("w"), { id: "w", status: "in_progress", callback_url: "https://example.com/hook" });
+    await kv.zadd(k("active"), 5, "w");
+    expect(await kv.run(batchEnd, [record("w"), k("active"), k("notify")], ["in_progress", "cancelled", 60_000, "w", 70])).toBe(1);
+    expect(await kv.zscore(k("notify"), "w")).toBe(70);
   });
 
   it("scheduleTake leases what is due to one caller; scheduleSet only moves a batch earlier unless told", async () => {
