@@ -22,10 +22,12 @@ import otel from "./otel/index.ts";
 import policies from "./policies/index.ts";
 import pricing from "./pricing/index.ts";
 import protocolMessages from "./protocol-messages/index.ts";
+import protocolResponses from "./protocol-responses/index.ts";
 import providerChatCompletions from "./provider-chat-completions/index.ts";
 import providerLocalChat from "./provider-local-chat/index.ts";
 import providerMessagesApi from "./provider-messages-api/index.ts";
 import providerPassthrough from "./provider-passthrough/index.ts";
+import providerResponsesApi from "./provider-responses-api/index.ts";
 import providers from "./providers/index.ts";
 import relay from "./relay/index.ts";
 import responseCache from "./response-cache/index.ts";
@@ -52,10 +54,12 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   policies,
   pricing,
   protocolMessages,
+  protocolResponses,
   providerChatCompletions,
   providerLocalChat,
   providerMessagesApi,
   providerPassthrough,
+  providerResponsesApi,
   providers,
   relay,
   responseCache,

@@ -46,8 +46,8 @@ export interface StreamTranslation {
   /** Silence after the first event that ends the stream (reason `idle`); 0 or absent = no limit. */
   idleTimeoutMs?: number;
   onEnd?(outcome: StreamOutcome): void;
-  /** The error event the client's protocol raises (default: the chat-completions one, `errorEvent`). */
-  errorEvent?(message: string): OutEvent;
+  /** The error event (or events) the client's protocol raises (default: the chat-completions one, `errorEvent`). */
+  errorEvent?(message: string): OutEvent | OutEvent[];
   /** Told once, as the first bytes go to the client (time to first token, without a stream of its own). */
   onFirstBytes?(): void;
   /** Told every chunk as it goes to the client (the response cache's recording of a stream). */
@@ -279,7 +279,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     // Passed bytes may have stopped inside an event: a blank line first ends it.
     const end = tailText();
     const separator = translate || end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
-    send(controller, encoder.encode(separator + [...owed, (options.errorEvent ?? errorEvent)(text)].map(formatSse).join("")));
+    send(controller, encoder.encode(separator + [...owed, ...[(options.errorEvent ?? errorEvent)(text)].flat()].map(formatSse).join("")));
     void reader.cancel().catch(() => {});
     return endWith(controller, reason);
   };

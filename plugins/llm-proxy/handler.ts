@@ -35,7 +35,7 @@ import { forward, noAnswer, prepareAttempts } from "./attempts.ts";
 import { beginLookup, cachedResponse, fillCache, lookUp } from "./cache-step.ts";
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
 import { genAiSpanAttributes, operationOf } from "./genai.ts";
-import { type JsonBody, protocolRoute, providerBody } from "./protocol-route.ts";
+import { type JsonBody, openRequest, protocolRoute, providerBody } from "./protocol-route.ts";
 
 export type { LlmModeDeps } from "./deps.ts";
 
@@ -124,7 +124,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (!service || clientBody.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
     const provider = deps.providers.get(service.provider);
     if (!provider) throw unknownProvider(service, deps.providers);
-    const request: LlmRequest = {
+    const registered: LlmRequest = {
       ctx,
       service,
       provider,
@@ -142,6 +142,8 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     // 1. Cache lookup.
     const lookup = await lookUp(deps, ctx, service, clientBody);
     if (lookup.kind === "hit") return cachedResponse(lookup.answer);
+    // A protocol that keeps state opens the request (it may refuse it: an id that is not the caller's).
+    const { request, opened } = await openRequest(registered, clientBody);
     // The cache keys on what the client sent; everything after it on what the provider gets.
     const body = providerBody(request, clientBody);
 
@@ -160,6 +162,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const outcome = await fromBackends(request, body, lookup);
     if (outcome instanceof Response) return outcome;
     answered = outcome;
+    await opened?.settled?.();
 
     // 7. Cache fill once the response is written.
     fillCache(ctx, lookup, outcome.stored);

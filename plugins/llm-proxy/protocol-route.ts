@@ -4,7 +4,14 @@
  * completions itself), or, when the provider's backend speaks the client's protocol, as it is
  * both ways (`native`). Nothing here names a protocol.
  */
-import { CHAT_COMPLETIONS_PATH, type ClientProtocol, type ProtocolRequest, speaksNatively, UntranslatableRequest } from "../../core/llm/client-protocol.ts";
+import {
+  CHAT_COMPLETIONS_PATH,
+  type ClientProtocol,
+  type OpenedRequest,
+  type ProtocolRequest,
+  speaksNatively,
+  UntranslatableRequest,
+} from "../../core/llm/client-protocol.ts";
 import type { ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { errors } from "../../core/errors.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";
@@ -20,6 +27,24 @@ export interface ProtocolRoute {
 
 export function protocolRoute(protocol: ClientProtocol, provider: ProviderDefinition): ProtocolRoute {
   return { protocol, native: speaksNatively(provider, protocol) };
+}
+
+/**
+ * The request with the protocol that serves it from here on: the registered one, or, for a
+ * protocol that keeps state (`open`), the one it opened for this request.
+ */
+export async function openRequest(request: LlmRequest, body: JsonBody): Promise<{ request: LlmRequest; opened?: OpenedRequest }> {
+  const { route, ctx, service, provider, stream } = request;
+  if (!route.protocol.open) return { request };
+  const opened = await route.protocol.open(body.value, {
+    path: ctx.url.pathname,
+    model: service.model,
+    provider: provider.name,
+    consumer: ctx.principal.consumer,
+    native: route.native,
+    stream,
+  });
+  return { request: { ...request, route: { ...route, protocol: opened.protocol } }, opened };
 }
 
 /** Whether the request becomes a chat-completions request on its way (and its answer goes back through `fromChat`). */
