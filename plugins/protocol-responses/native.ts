@@ -6,6 +6,7 @@
  * shown to `onDone` when complete, so the gateway can keep its own copy.
  */
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
+import type { OutEvent } from "../../core/llm/events.ts";
 import type { Translator } from "../../core/llm/provider.ts";
 import { type TokenUsage, usageFromCounts } from "../../core/llm/usage.ts";
 
@@ -22,25 +23,49 @@ export function responsesAnswerUsage(body: unknown): TokenUsage | undefined {
   return typeof cached === "number" && cached > 0 ? { ...usage, cached_tokens: cached } : usage;
 }
 
-/** The watch of one attempt; `onDone` gets the complete Response (a whole answer, or the one a stream ended with). */
-export function nativeResponses(onDone: (response: JsonObject) => void = () => {}): Translator {
-  let ended = false;
-  let usage: TokenUsage | undefined;
-  return {
-    translateResponse(body) {
-      if (!isRecord(body)) throw new Error("the backend answer is not a JSON object");
-      if (body.object === "response") onDone(body);
-      return { body, usage: responsesAnswerUsage(body) };
-    },
-    translateStreamEvent(event) {
-      const json = event.json;
-      if (isRecord(json) && typeof json.type === "string" && TERMINAL.has(json.type)) {
-        ended = true;
-        usage = responsesAnswerUsage(json.response) ?? usage;
-        if (DONE.has(json.type) && isRecord(json.response)) onDone(json.response);
-      }
-      return [{ event: event.event, data: json ?? event.data }];
-    },
-    streamProgress: () => ({ ended, usage }),
-  };
+/**
+ * The watch of one attempt; `onDone` gets the complete Response (a whole answer, or the one a
+ * stream ended with). A stream that breaks off ends, after what arrived, with `error` and
+ * `response.failed` continuing its sequence (`failure`), as a translated stream does.
+ */
+export class NativeResponsesWatch {
+  private ended = false;
+  private usage: TokenUsage | undefined;
+  private sequence = -1;
+  private response: JsonObject | undefined;
+
+  constructor(private readonly onDone: (response: JsonObject) => void = () => {}) {}
+
+  translator(): Translator {
+    return {
+      translateResponse: (body) => {
+        if (!isRecord(body)) throw new Error("the backend answer is not a JSON object");
+        if (body.object === "response") this.onDone(body);
+        return { body, usage: responsesAnswerUsage(body) };
+      },
+      translateStreamEvent: (event) => {
+        this.see(event.json);
+        return [{ event: event.event, data: event.json ?? event.data }];
+      },
+      streamProgress: () => ({ ended: this.ended, usage: this.usage }),
+    };
+  }
+
+  /** The events that end a stream that broke off. */
+  failure(message: string): OutEvent[] {
+    const next = () => ++this.sequence;
+    const error = { type: "error", code: "server_error", message, param: null, sequence_number: next() };
+    const response = { ...(this.response ?? { object: "response", output: [] }), status: "failed", error: { code: "server_error", message } };
+    return [{ event: "error", data: error }, { event: "response.failed", data: { type: "response.failed", response, sequence_number: next() } }];
+  }
+
+  private see(json: unknown): void {
+    if (!isRecord(json)) return;
+    if (typeof json.sequence_number === "number") this.sequence = json.sequence_number;
+    if (isRecord(json.response)) this.response = json.response;
+    if (typeof json.type !== "string" || !TERMINAL.has(json.type)) return;
+    this.ended = true;
+    this.usage = responsesAnswerUsage(json.response) ?? this.usage;
+    if (DONE.has(json.type) && isRecord(json.response)) this.onDone(json.response);
+  }
 }

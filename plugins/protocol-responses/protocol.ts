@@ -19,7 +19,7 @@ import type { Logger } from "../../core/log.ts";
 import type { Translator } from "../../core/llm/provider.ts";
 import { ChatStreamToResponses } from "./chat-stream-to-responses.ts";
 import { inputItems, newItemId } from "./items.ts";
-import { nativeResponses, responsesAnswerUsage } from "./native.ts";
+import { NativeResponsesWatch, responsesAnswerUsage } from "./native.ts";
 import { responsesToChatRequest } from "./request-to-chat.ts";
 import { chatToResponse, echoedSettings, type ResponseMeta, responsesError } from "./response.ts";
 import { responsesShapeProblem } from "./shape.ts";
@@ -72,7 +72,23 @@ async function open(deps: ResponsesDeps, base: ClientProtocol, body: JsonObject,
   };
   if (call.native) {
     // The backend holds the conversation: the gateway's copy has this request's input alone.
-    const protocol: ClientProtocol = { ...base, native: { watch: () => nativeResponses((response) => keep(response, [])), answerUsage: responsesAnswerUsage } };
+    // The watch of the attempt whose stream is being sent: a stream that breaks off ends in its sequence.
+    let watching: NativeResponsesWatch | undefined;
+    const watch = () => {
+      const attempt = new NativeResponsesWatch((response) => keep(response, []));
+      const translator = attempt.translator();
+      const translate = translator.translateStreamEvent!;
+      translator.translateStreamEvent = (event) => {
+        watching = attempt;
+        return translate(event);
+      };
+      return translator;
+    };
+    const protocol: ClientProtocol = {
+      ...base,
+      native: { watch, answerUsage: responsesAnswerUsage },
+      streamErrorEvent: (message) => (watching ?? new NativeResponsesWatch()).failure(message),
+    };
     return { protocol, settled };
   }
   const context = previous ? conversationAfter(previous) : [];
@@ -122,7 +138,7 @@ export function responsesProtocol(deps: ResponsesDeps): ClientProtocol {
     shapeProblem: responsesShapeProblem,
     // Every request is opened first (`open`): these serve only one that was not.
     toChatRequest: (body) => responsesToChatRequest(body, inputItems(body.input, deps.newId)),
-    native: { watch: () => nativeResponses(), answerUsage: responsesAnswerUsage },
+    native: { watch: () => new NativeResponsesWatch().translator(), answerUsage: responsesAnswerUsage },
     streamErrorEvent: plainStreamError,
     open: (body, call) => open(deps, base, body, call),
   };
