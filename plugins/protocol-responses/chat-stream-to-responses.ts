@@ -15,7 +15,7 @@
 import type { OutEvent } from "../../core/llm/events.ts";
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
 import { newItemId } from "./items.ts";
-import { functionCallItem, messageItem, responseObject, type ResponseMeta, responsesUsage, statusOf } from "./response.ts";
+import { functionCallItem, messageItem, type ResponseMeta, responseObject, responsesUsage, statusOf } from "./response.ts";
 
 interface OpenItem {
   index: number;
@@ -58,7 +58,7 @@ export class ChatStreamToResponses {
     if (!choice) return out;
     const delta = isRecord(choice.delta) ? choice.delta : {};
     if (typeof delta.content === "string" && delta.content !== "") out.push(...this.text(delta.content));
-    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) if (isRecord(call)) out.push(...this.toolCall(call));
+    if (Array.isArray(delta.tool_calls)) { for (const call of delta.tool_calls) if (isRecord(call)) out.push(...this.toolCall(call)); }
     if (typeof choice.finish_reason === "string") this.finishReason = choice.finish_reason;
     return out;
   }
@@ -95,7 +95,9 @@ export class ChatStreamToResponses {
     const out: OutEvent[] = [];
     if (!this.open || this.open.tool !== undefined) {
       out.push(...this.openItem(messageItem(newItemId("msg", this.newId), "", "in_progress")));
-      out.push(this.named({ type: "response.content_part.added", item_id: this.open!.item.id, output_index: this.open!.index, content_index: 0, part: this.part("") }));
+      out.push(
+        this.named({ type: "response.content_part.added", item_id: this.open!.item.id, output_index: this.open!.index, content_index: 0, part: this.part("") }),
+      );
     }
     const open = this.open!;
     open.text += delta;

@@ -36,7 +36,8 @@ function create(input: DocInput): Operation {
           "text/event-stream": {
             schema: {
               type: "string",
-              description: 'With "stream": true: response.created ... response.completed (or response.incomplete, or error and response.failed), each with sequence_number',
+              description:
+                'With "stream": true: response.created ... response.completed (or response.incomplete, or error and response.failed), each with sequence_number',
             },
           },
         },
@@ -127,7 +128,7 @@ export const responsesOpenApi: OpenApiContribution = {
         model: Type.String(),
         output: Type.Array(ITEM),
         usage: Type.Unknown({ description: "input_tokens, output_tokens, total_tokens and their details" }),
-        previous_response_id: Type.Union([Type.String(), Type.Null()]),
+        previous_response_id: Type.String({ nullable: true }),
         store: Type.Boolean(),
       },
       { additionalProperties: true, description: "A Response, with the request's settings echoed" },
@@ -136,8 +137,8 @@ export const responsesOpenApi: OpenApiContribution = {
     ResponseItemList: Type.Object({
       object: Type.String({ example: "list" }),
       data: Type.Array(ITEM),
-      first_id: Type.Union([Type.String(), Type.Null()]),
-      last_id: Type.Union([Type.String(), Type.Null()]),
+      first_id: Type.String({ nullable: true }),
+      last_id: Type.String({ nullable: true }),
       has_more: Type.Boolean(),
     }),
     ResponseInputTokens: Type.Object({ object: Type.String({ example: "response.input_tokens" }), input_tokens: Type.Integer() }),

@@ -32,14 +32,18 @@ const refuse = (message: string) => new UntranslatableRequest(message);
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.map((part) => (isRecord(part) && typeof part.text === "string" ? part.text : isRecord(part) && typeof part.refusal === "string" ? part.refusal : ""))
+  return content.map((
+    part,
+  ) => (isRecord(part) && typeof part.text === "string" ? part.text : isRecord(part) && typeof part.refusal === "string" ? part.refusal : ""))
     .join("");
 }
 
 function inputPart(part: JsonObject, at: string): JsonObject {
   if (part.type === "input_text" || part.type === "output_text") return { type: "text", text: typeof part.text === "string" ? part.text : "" };
   if (part.type === "input_image") {
-    if (typeof part.image_url !== "string") throw refuse(`${at}: an input_image needs "image_url" (a URL or a data: URL); file ids cannot be sent to this model's backend`);
+    if (typeof part.image_url !== "string") {
+      throw refuse(`${at}: an input_image needs "image_url" (a URL or a data: URL); file ids cannot be sent to this model's backend`);
+    }
     const image: JsonObject = { url: part.image_url };
     if (typeof part.detail === "string") image.detail = part.detail;
     return { type: "image_url", image_url: image };

@@ -111,7 +111,9 @@ export function chatToResponse(body: unknown, meta: ResponseMeta, newId: () => s
   const message = isRecord(choice.message) ? choice.message : {};
   const output: JsonObject[] = [];
   const { status, incomplete_details } = statusOf(choice.finish_reason);
-  if (typeof message.content === "string" && message.content !== "") output.push(messageItem(newItemId("msg", newId), message.content, status === "completed" ? "completed" : "incomplete"));
+  if (typeof message.content === "string" && message.content !== "") {
+    output.push(messageItem(newItemId("msg", newId), message.content, status === "completed" ? "completed" : "incomplete"));
+  }
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls) {
       if (!isRecord(call)) continue;

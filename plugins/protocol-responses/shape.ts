@@ -11,7 +11,10 @@ const STRING_OR_ITEMS: FieldRule = {
   must: "a string or an array of input items (objects)",
   fits: (value) => typeof value === "string" || (Array.isArray(value) && value.every(isRecord)),
 };
-const TOOL_CHOICE: FieldRule = { must: 'one of "auto", "none", "required", or an object', fits: (v) => isRecord(v) || ["auto", "none", "required"].includes(String(v)) };
+const TOOL_CHOICE: FieldRule = {
+  must: 'one of "auto", "none", "required", or an object',
+  fits: (v) => isRecord(v) || ["auto", "none", "required"].includes(String(v)),
+};
 
 const RESPONSES_RULES: FieldRules = [
   ["model", STRING],

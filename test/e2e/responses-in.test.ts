@@ -56,9 +56,24 @@ async function metric(gw: GatewayProcess, name: string, labels: Record<string, s
 }
 
 const BACKENDS = [
-  { kind: "a chat-completions backend", model: "resp-chat", answer: "echo: hi", usage: { input: CHAT_USAGE.prompt_tokens, output: CHAT_USAGE.completion_tokens } },
-  { kind: "a Messages-style backend", model: "resp-messages", answer: "Hello there", usage: { input: MESSAGES_USAGE.input_tokens, output: MESSAGES_USAGE.output_tokens } },
-  { kind: "a Responses-native backend", model: "resp-native", answer: "echo: hi", usage: { input: RESPONSES_USAGE.input_tokens, output: RESPONSES_USAGE.output_tokens } },
+  {
+    kind: "a chat-completions backend",
+    model: "resp-chat",
+    answer: "echo: hi",
+    usage: { input: CHAT_USAGE.prompt_tokens, output: CHAT_USAGE.completion_tokens },
+  },
+  {
+    kind: "a Messages-style backend",
+    model: "resp-messages",
+    answer: "Hello there",
+    usage: { input: MESSAGES_USAGE.input_tokens, output: MESSAGES_USAGE.output_tokens },
+  },
+  {
+    kind: "a Responses-native backend",
+    model: "resp-native",
+    answer: "echo: hi",
+    usage: { input: RESPONSES_USAGE.input_tokens, output: RESPONSES_USAGE.output_tokens },
+  },
 ] as const;
 
 let llm: FakeBackend;
@@ -135,7 +150,16 @@ services:
       const types = events.map((e) => e.type);
       expect(types.slice(0, 2)).toEqual(["response.created", "response.in_progress"]);
       expect(types[types.length - 1]).toBe("response.completed");
-      for (const type of ["response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done"]) {
+      for (
+        const type of [
+          "response.output_item.added",
+          "response.content_part.added",
+          "response.output_text.delta",
+          "response.output_text.done",
+          "response.content_part.done",
+          "response.output_item.done",
+        ]
+      ) {
         expect(types).toContain(type);
       }
       expect(final.usage).toMatchObject({ input_tokens: usage.input, output_tokens: usage.output });
@@ -168,7 +192,11 @@ services:
       if (model === "resp-chat") {
         expect(messages).toEqual([
           { role: "user", content: ask },
-          { role: "assistant", content: "Let me look.", tool_calls: [{ id: fn.call_id, type: "function", function: { name: "get_weather", arguments: fn.arguments } }] },
+          {
+            role: "assistant",
+            content: "Let me look.",
+            tool_calls: [{ id: fn.call_id, type: "function", function: { name: "get_weather", arguments: fn.arguments } }],
+          },
           { role: "tool", tool_call_id: fn.call_id, content: "sunny" },
         ]);
       } else {
@@ -217,7 +245,9 @@ services:
       await counted.responses.stream({ model, input: "hi" }).finalResponse();
       const view = async () => {
         const answer = await fetch(`${gw.url}/usage`, { headers: { "x-consumer": consumer } });
-        return ((await answer.json()) as { usage: Array<{ service_type: string; total: { requests?: number; tokens?: { prompt: number; completion: number } } }> }).usage;
+        return ((await answer.json()) as {
+          usage: Array<{ service_type: string; total: { requests?: number; tokens?: { prompt: number; completion: number } } }>;
+        }).usage;
       };
       // The stream's tokens are counted as it ends, which may be just after the client has its last event.
       const deadline = Date.now() + 10_000;
@@ -281,7 +311,9 @@ services:
 
   it("documents the Responses routes in the API document", async () => {
     const lines = (await (await fetch(`${gw.url}/openapi.yaml`)).text()).split("\n").map((line) => line.trim().replace(/["']/g, ""));
-    for (const path of ["/v1/responses", "/v1/responses/{id}", "/v1/responses/{id}/input_items", "/v1/responses/input_tokens"]) expect(lines).toContain(`${path}:`);
+    for (const path of ["/v1/responses", "/v1/responses/{id}", "/v1/responses/{id}/input_items", "/v1/responses/input_tokens"]) {
+      expect(lines).toContain(`${path}:`);
+    }
   });
 
   it.runIf(store === "redis")("keeps stored responses encrypted at rest", async () => {
