@@ -48,7 +48,10 @@ describe.each(STORES)("Responses batches on the %s store", (store) => {
     const done = (await gw.json(`/v1/batches/${id}`, { headers: alice })).body;
     const output = await fileLines(gw, done.output_file_id as string, alice);
     const byId = Object.fromEntries(output.map((entry) => [entry.custom_id, entry.response as { status_code: number; body: Record<string, unknown> }]));
-    expect(byId.r2).toMatchObject({ status_code: 200, body: { object: "response", status: "completed", output: [{ type: "message", content: [{ text: "echo: two" }] }] } });
+    expect(byId.r2).toMatchObject({
+      status_code: 200,
+      body: { object: "response", status: "completed", output: [{ type: "message", content: [{ text: "echo: two" }] }] },
+    });
     const responseId = byId.r1.body.id as string;
     expect((await gw.json(`/v1/responses/${responseId}`, { headers: alice })).body).toMatchObject({ id: responseId, object: "response" });
     expect((await gw.json(`/v1/responses/${responseId}`, { headers: { "x-consumer": "bob" } })).status).toBe(404);
