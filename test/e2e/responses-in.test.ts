@@ -258,13 +258,18 @@ services:
       }
       expect(total).toMatchObject({ requests: 2, tokens: { prompt: 2 * usage.input, completion: 2 * usage.output } });
       expect(await metric(gw, "svc_llm_tokens_total", labels)).toBe(prompt + 2 * usage.input);
+      const day = new Date().toISOString().slice(0, 10);
+      const report = await fetch(`${gw.url}/-/usage/report?type=chat&period=daily&from=${day}&to=${day}&group_by=consumer`);
+      expect(report.status).toBe(200);
+      const { groups } = (await report.json()) as { groups: Json[] };
+      expect(groups.find((group) => group.key === consumer)).toMatchObject({ requests: 2, tokens: 2 * (usage.input + usage.output) });
     });
 
-    it("ends a cut stream with an error event and response.failed, never response.completed", async () => {
+    it.each(["cut", "reset", "stall"])("ends a %s stream with an error event and response.failed, never response.completed", async (fault) => {
       const response = await fetch(`${gw.url}/v1/responses`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-consumer": `ann-${store}` },
-        body: JSON.stringify({ model, stream: true, input: "[cut]" }),
+        body: JSON.stringify({ model, stream: true, input: `[${fault}]` }),
         signal: AbortSignal.timeout(10_000),
       });
       expect(response.status).toBe(200);
