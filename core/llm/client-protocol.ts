@@ -77,6 +77,8 @@ export interface ProtocolCall extends ProtocolRequest {
   readonly native: boolean;
   /** The client asked for `"stream": true`. */
   readonly stream: boolean;
+  /** Whether the provider's backend takes requests in the protocol named `protocol` as they are (`speaks`). */
+  speaks(protocol: string): boolean;
 }
 
 /** A request opened by a protocol that keeps state of its own (`ClientProtocol.open`). */
@@ -92,6 +94,12 @@ export interface OpenedRequest {
    * writes about it (a stored answer) is there when the client asks next. Absent: nothing to wait for.
    */
   settled?(): Promise<void>;
+  /**
+   * For a translated request: the client path the provider's `backendPath` is asked about
+   * instead of the chat-completions one (a token count that goes to the backend's own counting
+   * endpoint, say). Absent: the chat-completions path.
+   */
+  readonly routedPath?: string;
 }
 
 /** A gateway error body, `{"error":{"message","type"}}`, as `errorBody` gets it. */
@@ -200,11 +208,15 @@ export interface ClientProtocolRegistry {
  * the provider's translator.
  */
 export function speaksNatively(provider: ProviderDefinition, protocol: ClientProtocol): boolean {
-  if (!protocol.native) return false;
+  return protocol.native !== undefined && providerSpeaks(provider, protocol.name);
+}
+
+/** Whether `provider` declares that its backend takes requests in the protocol named `name` as they are. */
+export function providerSpeaks(provider: ProviderDefinition, name: string): boolean {
   const { speaks } = provider;
-  if (speaks === "all" || speaks?.includes(protocol.name)) return true;
+  if (speaks === "all" || speaks?.includes(name)) return true;
   // The one protocol a provider could declare before `speaks` existed.
-  return provider.speaksMessages === true && protocol.name === "messages";
+  return provider.speaksMessages === true && name === "messages";
 }
 
 declare module "../plugins/types.ts" {

@@ -9,6 +9,7 @@ import {
   type ClientProtocol,
   type OpenedRequest,
   type ProtocolRequest,
+  providerSpeaks,
   speaksNatively,
   UntranslatableRequest,
 } from "../../core/llm/client-protocol.ts";
@@ -23,6 +24,8 @@ export interface ProtocolRoute {
   readonly protocol: ClientProtocol;
   /** The backend speaks the client's protocol: the request goes as it is, the answer comes back as it is. */
   readonly native: boolean;
+  /** What the opened protocol asked `backendPath` to be asked about, for a translated request (`OpenedRequest.routedPath`). */
+  readonly routedPath?: string;
 }
 
 export function protocolRoute(protocol: ClientProtocol, provider: ProviderDefinition): ProtocolRoute {
@@ -43,8 +46,9 @@ export async function openRequest(request: LlmRequest, body: JsonBody): Promise<
     consumer: ctx.principal.consumer,
     native: route.native,
     stream,
+    speaks: (name) => providerSpeaks(provider, name),
   });
-  return { request: { ...request, route: { ...route, protocol: opened.protocol } }, opened };
+  return { request: { ...request, route: { ...route, protocol: opened.protocol, routedPath: opened.routedPath } }, opened };
 }
 
 /** Whether the request becomes a chat-completions request on its way (and its answer goes back through `fromChat`). */
@@ -66,7 +70,7 @@ export function providerBody({ route, ctx, service, provider }: LlmRequest, body
 
 /** The path the provider's `backendPath` is asked about: a translated request is a chat-completions one from here on. */
 export function routedPath(route: ProtocolRoute, clientPath: string): string {
-  return translated(route) ? CHAT_COMPLETIONS_PATH : clientPath;
+  return translated(route) ? route.routedPath ?? CHAT_COMPLETIONS_PATH : clientPath;
 }
 
 /** One backend attempt's translator: the protocol's watch of a native answer, else the provider's, followed by the protocol's way back. */

@@ -53,7 +53,10 @@ function countTokens(input: DocInput): Operation {
     summary: "Count a request's input tokens",
     tags: TAGS,
     requestBody: requestBody(input, INPUT_TOKENS_PATH),
-    responses: { "200": jsonResponse("ResponseInputTokens", "The count, from a backend that speaks the Responses API"), ...errors(400, 401, 404, 501) },
+    responses: {
+      "200": jsonResponse("ResponseInputTokens", "The count, from a backend that speaks the Responses API or a Messages-style one (501 for any other)"),
+      ...errors(400, 401, 404, 501),
+    },
   };
 }
 

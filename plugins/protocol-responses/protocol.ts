@@ -10,11 +10,16 @@
  * - any other provider gets a chat-completions request with the whole conversation
  *   (request-to-chat.ts), and the answer comes back as a Response (response.ts,
  *   chat-stream-to-responses.ts), stored when `store` is not false.
+ *
+ * A token count (`/v1/responses/input_tokens`) goes as it is to a native backend, to the
+ * counting endpoint of a provider that speaks the Messages API (`messagesCount`), and is a 501
+ * for any other.
  */
 import { chatAnswer, chatErrorBody, chatStreamData, type ClientProtocol, type ProtocolCall } from "../../core/llm/client-protocol.ts";
 import { errors } from "../../core/errors.ts";
 import type { OutEvent } from "../../core/llm/events.ts";
-import type { JsonObject } from "../../core/llm/json.ts";
+import { isRecord, type JsonObject } from "../../core/llm/json.ts";
+import { COUNT_TOKENS_PATH } from "../../core/llm/messages.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Translator } from "../../core/llm/provider.ts";
 import { ChatStreamToResponses } from "./chat-stream-to-responses.ts";
@@ -51,16 +56,48 @@ async function previousOf(deps: ResponsesDeps, id: unknown, consumer: string | u
 
 function countOnly(call: ProtocolCall): never {
   throw errors.notImplemented(
-    `model "${call.model}" cannot count input tokens: its provider "${call.provider}" does not speak the Responses API (POST /v1/responses/input_tokens needs a responses_api backend)`,
+    `model "${call.model}" cannot count input tokens: its provider "${call.provider}" speaks neither the Responses API nor the Messages API, and has no way to count`,
   );
+}
+
+/** The fields a Messages-style `count_tokens` endpoint takes of a Messages request. */
+const COUNT_FIELDS = ["model", "messages", "system", "tools", "tool_choice", "thinking"];
+
+/**
+ * A token count on a Messages-style backend: the Responses request translated as any request
+ * (to chat completions, then by the provider to its Messages body), cut to what its counting
+ * endpoint takes, sent there (`routedPath`), and its `{input_tokens}` answered as a Responses count.
+ */
+function messagesCount(body: JsonObject, conversation: JsonObject[], stored: number, base: ClientProtocol) {
+  const protocol: ClientProtocol = {
+    ...base,
+    toChatRequest: () => responsesToChatRequest({ ...body, stream: false }, conversation, stored),
+    fromChat: (inner) => ({
+      translateRequest(chat) {
+        const messages = inner.translateRequest ? inner.translateRequest(chat) : chat;
+        return Object.fromEntries(Object.entries(messages).filter(([key]) => COUNT_FIELDS.includes(key)));
+      },
+      translateResponse(answer) {
+        if (!isRecord(answer) || typeof answer.input_tokens !== "number") throw new Error("the backend's count has no input_tokens");
+        return { body: { object: "response.input_tokens", input_tokens: answer.input_tokens }, usage: undefined };
+      },
+      translateError: (status, error) => responsesError(status, chatErrorBody(inner, status, error)),
+    }),
+  };
+  return { protocol, routedPath: COUNT_TOKENS_PATH };
 }
 
 /** The protocol for one request (see the file comment). */
 async function open(deps: ResponsesDeps, base: ClientProtocol, body: JsonObject, call: ProtocolCall) {
   const previous = await previousOf(deps, body.previous_response_id, call.consumer);
-  if (call.path === INPUT_TOKENS_PATH) return { protocol: { ...base, toChatRequest: () => countOnly(call) } };
-  const owner = call.consumer ?? "";
   const input = inputItems(body.input, deps.newId);
+  const context = previous && !call.native ? conversationAfter(previous) : [];
+  if (call.path === INPUT_TOKENS_PATH) {
+    if (call.native) return { protocol: base };
+    if (call.speaks("messages")) return messagesCount(body, [...context, ...input], context.length, base);
+    return { protocol: { ...base, toChatRequest: () => countOnly(call) } };
+  }
+  const owner = call.consumer ?? "";
   const store = body.store !== false;
   const pending: Promise<void>[] = [];
   const keep = (response: JsonObject, context: JsonObject[]) => {
@@ -91,7 +128,6 @@ async function open(deps: ResponsesDeps, base: ClientProtocol, body: JsonObject,
     };
     return { protocol, settled };
   }
-  const context = previous ? conversationAfter(previous) : [];
   const meta: ResponseMeta = {
     id: newItemId("resp", deps.newId),
     createdAt: Math.floor(deps.now() / 1000),

@@ -302,16 +302,25 @@ services:
     expect(llm.received.length + native.received.length).toBe(sent);
   });
 
-  it("counts input tokens on a native backend, and answers 501 where the backend cannot count", async () => {
+  it("counts input tokens on a native backend and a Messages-style one, and answers 501 where the backend cannot count", async () => {
     const counted = await client.responses.inputTokens.count({ model: "resp-native", input: "one two three" });
     expect(counted).toEqual({ object: "response.input_tokens", input_tokens: 6 });
+    const before = llm.calls("/v1/messages/count_tokens").length;
+    const messages = await client.responses.inputTokens.count({ model: "resp-messages", instructions: "Be brief.", input: `count me ${store}` });
+    expect(messages).toEqual({ object: "response.input_tokens", input_tokens: MESSAGES_USAGE.input_tokens });
+    const sent = llm.calls("/v1/messages/count_tokens").slice(before);
+    expect(sent).toHaveLength(1);
+    expect(sent[0].body).toEqual({ model: "resp-messages", system: "Be brief.", messages: [{ role: "user", content: `count me ${store}` }] });
     const refused = await fetch(`${gw.url}/v1/responses/input_tokens`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ model: "resp-chat", input: "hi" }),
     });
     expect(refused.status).toBe(501);
-    expect(((await refused.json()) as { error: Json }).error.message).toContain("cannot count input tokens");
+    expect(((await refused.json()) as { error: Json }).error).toMatchObject({
+      message: expect.stringContaining("cannot count input tokens"),
+      code: "not_implemented",
+    });
   });
 
   it("documents the Responses routes in the API document", async () => {
