@@ -20,6 +20,9 @@
  * - guardrails (test/plugins/guardrails/guardrails.test.ts): streams held back and ended with an
  *   error event through the runtime's streams, the http checker's timeout through its timers and
  *   fetch abort, both official SDKs on it;
+ * - the inbound Responses API (responses-in): its stored responses are sealed with the runtime's
+ *   WebCrypto (AES-GCM, HKDF) and kept in both stores, and its events are numbered through the
+ *   runtime's streams;
  * - failure handling under the runtime's sockets: a frozen Redis, a Sentinel failover and a
  *   Cluster primary restart (scale-out: node-redis's Sentinel client on Deno once kept
  *   failing after a failover, fixed with the held primary connection, link-sentinel.ts).
@@ -46,6 +49,7 @@ export const denoSubset = [
   "test/e2e/sync-proxy.test.ts",
   "test/e2e/llm-proxy.test.ts",
   "test/e2e/llm-streams.test.ts",
+  "test/e2e/responses-in.test.ts",
   "test/e2e/async-jobs.test.ts",
   "test/e2e/batches.test.ts",
   "test/e2e/http-layer.test.ts",

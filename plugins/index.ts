@@ -24,11 +24,13 @@ import policies from "./policies/index.ts";
 import pricing from "./pricing/index.ts";
 import protocolMessages from "./protocol-messages/index.ts";
 import providerBedrock from "./provider-bedrock/index.ts";
+import protocolResponses from "./protocol-responses/index.ts";
 import providerChatCompletions from "./provider-chat-completions/index.ts";
 import providerGemini from "./provider-gemini/index.ts";
 import providerLocalChat from "./provider-local-chat/index.ts";
 import providerMessagesApi from "./provider-messages-api/index.ts";
 import providerPassthrough from "./provider-passthrough/index.ts";
+import providerResponsesApi from "./provider-responses-api/index.ts";
 import providers from "./providers/index.ts";
 import relay from "./relay/index.ts";
 import responseCache from "./response-cache/index.ts";
@@ -57,11 +59,13 @@ export const builtinPlugins: readonly PluginDefinition[] = [
   pricing,
   protocolMessages,
   providerBedrock,
+  protocolResponses,
   providerChatCompletions,
   providerGemini,
   providerLocalChat,
   providerMessagesApi,
   providerPassthrough,
+  providerResponsesApi,
   providers,
   relay,
   responseCache,

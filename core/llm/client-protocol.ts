@@ -69,6 +69,39 @@ export interface ProtocolRequest {
   readonly provider: string;
 }
 
+/** What `open` knows of a request besides its body. */
+export interface ProtocolCall extends ProtocolRequest {
+  /** The caller's consumer (docs/design.md#consumers-and-ownership); undefined for a caller without one. */
+  readonly consumer: string | undefined;
+  /** The provider's backend speaks this protocol itself: the body goes to it as it is (`native`). */
+  readonly native: boolean;
+  /** The client asked for `"stream": true`. */
+  readonly stream: boolean;
+  /** Whether the provider's backend takes requests in the protocol named `protocol` as they are (`speaks`). */
+  speaks(protocol: string): boolean;
+}
+
+/** A request opened by a protocol that keeps state of its own (`ClientProtocol.open`). */
+export interface OpenedRequest {
+  /**
+   * The protocol for this one request: its members close over what `open` found (a stored
+   * conversation, the id the answer will carry), and the LLM proxy uses it in place of the
+   * registered one for every later step of the request.
+   */
+  readonly protocol: ClientProtocol;
+  /**
+   * Awaited before a complete (not streamed) answer goes to the client, so what the protocol
+   * writes about it (a stored answer) is there when the client asks next. Absent: nothing to wait for.
+   */
+  settled?(): Promise<void>;
+  /**
+   * For a translated request: the client path the provider's `backendPath` is asked about
+   * instead of the chat-completions one (a token count that goes to the backend's own counting
+   * endpoint, say). Absent: the chat-completions path.
+   */
+  readonly routedPath?: string;
+}
+
 /** A gateway error body, `{"error":{"message","type"}}`, as `errorBody` gets it. */
 export interface GatewayErrorBody extends JsonObject {
   error: JsonObject & { message: string };
@@ -98,6 +131,14 @@ export interface ClientProtocol {
    */
   shapeProblem?(body: JsonObject): string | undefined;
   /**
+   * For a protocol that keeps state across requests (stored answers, conversations): called
+   * once per request, after the caller is known and before the cache, the translation or any
+   * backend, with the client's body. It may read its stores and throw a `GatewayError` (a 404
+   * for an id that is not the caller's), and answers the protocol to use for this request.
+   * Absent: the registered protocol serves every request.
+   */
+  open?(body: JsonObject, call: ProtocolCall): Promise<OpenedRequest>;
+  /**
    * The request as a chat-completions request, for a provider that does not speak this
    * protocol. Throw `UntranslatableRequest` for a request that cannot be expressed (400), or a
    * `GatewayError` for another answer (a path that has no chat-completions equivalent: 404).
@@ -123,12 +164,12 @@ export interface ClientProtocol {
    */
   errorBody?(status: number, body: GatewayErrorBody): JsonObject | undefined;
   /**
-   * The event that ends a broken-off stream in this protocol, which its clients raise as an
-   * error. Absent: the chat-completions one, `data: {"error":{"message","type"}}`. `error`
-   * gives the type and code of a stream an output hook refused (core/llm/hooks.ts), absent
-   * for a broken one.
+   * The event (or events, in order) that ends a broken-off stream in this protocol, which its
+   * clients raise as an error. Absent: the chat-completions one, `data: {"error":{"message","type"}}`.
+   * `error` gives the type and code of a stream an output hook refused (core/llm/hooks.ts),
+   * absent for a broken one.
    */
-  streamErrorEvent?(message: string, error?: StreamErrorFields): OutEvent;
+  streamErrorEvent?(message: string, error?: StreamErrorFields): OutEvent | OutEvent[];
 }
 
 /*
@@ -169,11 +210,15 @@ export interface ClientProtocolRegistry {
  * the provider's translator.
  */
 export function speaksNatively(provider: ProviderDefinition, protocol: ClientProtocol): boolean {
-  if (!protocol.native) return false;
+  return protocol.native !== undefined && providerSpeaks(provider, protocol.name);
+}
+
+/** Whether `provider` declares that its backend takes requests in the protocol named `name` as they are. */
+export function providerSpeaks(provider: ProviderDefinition, name: string): boolean {
   const { speaks } = provider;
-  if (speaks === "all" || speaks?.includes(protocol.name)) return true;
+  if (speaks === "all" || speaks?.includes(name)) return true;
   // The one protocol a provider could declare before `speaks` existed.
-  return provider.speaksMessages === true && protocol.name === "messages";
+  return provider.speaksMessages === true && name === "messages";
 }
 
 declare module "../plugins/types.ts" {

@@ -52,10 +52,10 @@ export interface StreamTranslation {
   idleTimeoutMs?: number;
   onEnd?(outcome: StreamOutcome): void;
   /**
-   * The error event the client's protocol raises (default: the chat-completions one, `errorEvent`);
-   * `error` gives its type and code when they are not the broken stream's (a refusal).
+   * The error event (or events) the client's protocol raises (default: the chat-completions one,
+   * `errorEvent`); `error` gives its type and code when they are not the broken stream's (a refusal).
    */
-  errorEvent?(message: string, error?: StreamErrorFields): OutEvent;
+  errorEvent?(message: string, error?: StreamErrorFields): OutEvent | OutEvent[];
   /**
    * Work to wait for before the next backend read, and before the stream's end is translated
    * (`ending`): an output hook's check of what it holds back (core/llm/hooks.ts `ChatStreamFilter.settle`).
@@ -293,7 +293,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     // Passed bytes may have stopped inside an event: a blank line first ends it.
     const end = tailText();
     const separator = translate || end.endsWith("\n\n") || end.endsWith("\r\n\r\n") ? "" : "\n\n";
-    send(controller, encoder.encode(separator + [...owed, (options.errorEvent ?? errorEvent)(text)].map(formatSse).join("")));
+    send(controller, encoder.encode(separator + [...owed, ...[(options.errorEvent ?? errorEvent)(text)].flat()].map(formatSse).join("")));
     void reader.cancel().catch(() => {});
     return endWith(controller, reason);
   };
@@ -302,7 +302,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
   /** An output hook refused the rest: what is owed, then the protocol's error event with the refusal's type and code. */
   const refuse = (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], refusal: StreamRefused): Promise<void> | undefined => {
     const { type, code } = refusal;
-    send(controller, encoder.encode([...owed, (options.errorEvent ?? errorEvent)(refusal.message, { type, code })].map(formatSse).join("")));
+    send(controller, encoder.encode([...owed, ...[(options.errorEvent ?? errorEvent)(refusal.message, { type, code })].flat()].map(formatSse).join("")));
     void reader.cancel().catch(() => {});
     return end(controller, { refused: true });
   };

@@ -60,7 +60,10 @@ export function prepareAttempts(deps: AttemptDeps, request: LlmRequest, given: R
   if (given.chat) bodies.set(false, given.chat);
   return targets.map((target) => {
     const provider = providerOf(deps, target, request.provider);
-    const route = guardedRoute(protocolRoute(request.route.protocol, provider), provider, request.hooks, ctx, service, given.client);
+    const route = {
+      ...guardedRoute(protocolRoute(request.route.protocol, provider), provider, request.hooks, ctx, service, given.client),
+      routedPath: request.route.routedPath,
+    };
     let body = bodies.get(route.native);
     if (!body) {
       body = providerBody({ ...request, provider, route }, given.client);

@@ -42,7 +42,7 @@ import { beginLookup, cachedResponse, fillCache, lookUp } from "./cache-step.ts"
 import type { LlmModeDeps, LlmRequest } from "./deps.ts";
 import { genAiSpanAttributes, operationOf } from "./genai.ts";
 import { guardedInput, guardedRoute } from "./hooked-request.ts";
-import { type JsonBody, protocolRoute, type RequestBodies } from "./protocol-route.ts";
+import { type JsonBody, openRequest, protocolRoute, type RequestBodies } from "./protocol-route.ts";
 
 export type { LlmModeDeps } from "./deps.ts";
 
@@ -148,14 +148,16 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     if (!service || clientBody.kind !== "json") throw new Error("the LLM proxy got a request it does not accept");
     const provider = deps.providers.get(service.provider);
     if (!provider) throw unknownProvider(service, deps.providers);
-    const protocol = deps.protocols.forPath(ctx.url.pathname);
+    let protocol = deps.protocols.forPath(ctx.url.pathname);
+    // What a protocol that keeps state opened for this request (`open`), for every model tried.
+    let routedPath: string | undefined;
     const stream = clientBody.value.stream === true;
     const hooks = deps.hooks.open({ ctx, model: service.model || String(clientBody.value.model ?? ""), stream });
     const requestFor = (model: typeof service, modelProvider: typeof provider): LlmRequest => ({
       ctx,
       service: model,
       provider: modelProvider,
-      route: guardedRoute(protocolRoute(protocol, modelProvider), modelProvider, hooks, ctx, model, clientBody),
+      route: { ...guardedRoute(protocolRoute(protocol, modelProvider), modelProvider, hooks, ctx, model, clientBody), routedPath },
       stream,
       labels: {
         service_type: model.type,
@@ -167,6 +169,13 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       hooks,
     });
     let request = requestFor(service, provider);
+    // A protocol that keeps state opens the request (it may refuse it: an id that is not the caller's).
+    const { request: openedRequest, opened } = await openRequest(request, clientBody);
+    if (opened) {
+      request = openedRequest;
+      protocol = openedRequest.route.protocol;
+      routedPath = openedRequest.route.routedPath;
+    }
 
     // The GenAI attributes of the request's span (and the hooks'), computed only if it is traced, when it ends.
     // deno-lint-ignore prefer-const -- read by the span callback, which may run before the answer exists
@@ -204,6 +213,7 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
     const answer = "answer" in outcome ? outcome.answer : await failed(request, outcome, lookup);
     answer.response.headers.set(modelHeader, request.service.model);
     answered = answer;
+    await opened?.settled?.();
 
     // 5. Metrics and tokens: a stream is counted when it ends (its duration is the whole stream),
     //    its tokens only with llm.count_streamed_tokens (see stream-end.ts).

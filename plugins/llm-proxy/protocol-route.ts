@@ -4,7 +4,15 @@
  * completions itself), or, when the provider's backend speaks the client's protocol, as it is
  * both ways (`native`). Nothing here names a protocol.
  */
-import { CHAT_COMPLETIONS_PATH, type ClientProtocol, type ProtocolRequest, speaksNatively, UntranslatableRequest } from "../../core/llm/client-protocol.ts";
+import {
+  CHAT_COMPLETIONS_PATH,
+  type ClientProtocol,
+  type OpenedRequest,
+  type ProtocolRequest,
+  providerSpeaks,
+  speaksNatively,
+  UntranslatableRequest,
+} from "../../core/llm/client-protocol.ts";
 import type { ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { errors } from "../../core/errors.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";
@@ -25,10 +33,31 @@ export interface ProtocolRoute {
   readonly native: boolean;
   /** Puts the output hooks behind the provider's translator, before the protocol's way back (hooks.ts). */
   readonly wrapChat?: (chat: Translator) => Translator;
+  /** What the opened protocol asked `backendPath` to be asked about, for a translated request (`OpenedRequest.routedPath`). */
+  readonly routedPath?: string;
 }
 
 export function protocolRoute(protocol: ClientProtocol, provider: ProviderDefinition): ProtocolRoute {
   return { protocol, native: speaksNatively(provider, protocol) };
+}
+
+/**
+ * The request with the protocol that serves it from here on: the registered one, or, for a
+ * protocol that keeps state (`open`), the one it opened for this request.
+ */
+export async function openRequest(request: LlmRequest, body: JsonBody): Promise<{ request: LlmRequest; opened?: OpenedRequest }> {
+  const { route, ctx, service, provider, stream } = request;
+  if (!route.protocol.open) return { request };
+  const opened = await route.protocol.open(body.value, {
+    path: ctx.url.pathname,
+    model: service.model,
+    provider: provider.name,
+    consumer: ctx.principal.consumer,
+    native: route.native,
+    stream,
+    speaks: (name) => providerSpeaks(provider, name),
+  });
+  return { request: { ...request, route: { ...route, protocol: opened.protocol, routedPath: opened.routedPath } }, opened };
 }
 
 /** Whether the request becomes a chat-completions request on its way (and its answer goes back through `fromChat`). */
@@ -50,7 +79,7 @@ export function providerBody({ route, ctx, service, provider }: LlmRequest, body
 
 /** The path the provider's `backendPath` is asked about: a translated request is a chat-completions one from here on. */
 export function routedPath(route: ProtocolRoute, clientPath: string): string {
-  return translated(route) ? CHAT_COMPLETIONS_PATH : clientPath;
+  return translated(route) ? route.routedPath ?? CHAT_COMPLETIONS_PATH : clientPath;
 }
 
 /** One backend attempt's translator: the protocol's watch of a native answer, else the provider's, followed by the protocol's way back. */

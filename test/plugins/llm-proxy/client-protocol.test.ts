@@ -9,6 +9,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { chatAnswer, chatErrorBody, chatStreamData, type ClientProtocol, fieldProblem, STRING } from "../../../core/llm/client-protocol.ts";
+import { errors } from "../../../core/errors.ts";
 import { isRecord } from "../../../core/llm/json.ts";
 import { type LlmUsageEvent, usageFromCounts } from "../../../core/llm/usage.ts";
 import { listsAnyPath, protocolErrors } from "../../../core/llm/protocol-errors.ts";
@@ -185,5 +186,90 @@ describe("a client protocol registered by a plugin", () => {
     expect(await response.json()).toEqual({ text: "native", tokens_in: 7, tokens_out: 1 });
     expect(sent).toEqual([{ url: "http://plain.test/v1/plain", body: { model: "native", prompt: "hi" } }]);
     expect(events).toMatchObject([{ model: "native", prompt: 7, completion: 1 }]);
+  });
+});
+
+/**
+ * A protocol that keeps state (`open`): each request is opened with the caller's consumer before
+ * anything is sent, may be refused there, and is served by the protocol it opened; a complete
+ * answer waits for `settled`, and a broken stream may end with several events.
+ */
+const settledOrder: string[] = [];
+const opening = {
+  name: "opening",
+  paths: ["/v1/opened"],
+  async open(body, call) {
+    if (body.ref === "missing") throw errors.notFound(`no reference "missing" for ${call.consumer ?? "anyone"}`);
+    const prefix = `${call.consumer ?? "anonymous"}:${call.native ? "native" : "translated"}:`;
+    const protocol: ClientProtocol = {
+      ...opening,
+      toChatRequest: (request) => ({
+        model: request.model,
+        messages: [{ role: "user", content: prefix + String(request.prompt) }],
+        stream: request.stream === true,
+      }),
+      fromChat: (chat) => ({
+        translateResponse(answer) {
+          const translated = chatAnswer(chat, answer);
+          settledOrder.push("answered");
+          return { body: { text: contentOf(translated.body), by: prefix }, usage: translated.usage };
+        },
+        translateStreamEvent: (event) =>
+          chatStreamData(chat, event).flatMap((data) => (typeof deltaOf(data) === "string" ? [{ event: "delta", data: { delta: deltaOf(data) } }] : [])),
+        streamProgress: () => chat.streamProgress?.() ?? { ended: false, usage: undefined },
+      }),
+      streamErrorEvent: (message) => [{ event: "broken", data: { message } }, { event: "end", data: { by: prefix } }],
+    };
+    return { protocol, settled: () => Promise.resolve().then(() => void settledOrder.push("settled")) };
+  },
+} satisfies ClientProtocol;
+
+const protocolOpening = definePlugin({
+  name: "protocol-opening",
+  dependsOn: ["providers"],
+  setup: (api) => api.use("clientProtocols").register(opening),
+});
+
+describe("a client protocol that opens each request", () => {
+  async function openingRuntime() {
+    const sent: Sent[] = [];
+    const fakeFetch: typeof fetch = async (input, init) => {
+      const body = JSON.parse(new TextDecoder().decode(init?.body as Uint8Array)) as Record<string, unknown>;
+      sent.push({ url: String(input), body });
+      if (body.stream === true) return new Response(chunk("hel") + chunk("lo"), { headers: { "content-type": "text/event-stream" } });
+      return new Response(completion, { headers: { "content-type": "application/json" } });
+    };
+    const started = await startTestRuntime(
+      `server:\n  consumer_header: x-consumer\nservices:\n  - { type: chat, model: chatty, provider: chat_completions, inference_url: "http://chat.test", operations: { opened: [/v1/opened] } }\n`,
+      [syncProxy, providers, providerChatCompletions, protocolOpening, llmProxy],
+      { fetch: fakeFetch },
+    );
+    runtimes.push(started);
+    const call = (body: unknown) =>
+      started.request("/v1/opened", { method: "POST", headers: { "content-type": "application/json", "x-consumer": "ann" }, body: JSON.stringify(body) });
+    return { sent, call };
+  }
+
+  it("serves the request with the protocol it opened, knowing the caller, once its writes settled", async () => {
+    const { sent, call } = await openingRuntime();
+    settledOrder.length = 0;
+    const response = await call({ model: "chatty", prompt: "hi" });
+    expect(await response.json()).toEqual({ text: "hello", by: "ann:translated:" });
+    expect(sent).toMatchObject([{ url: "http://chat.test/v1/chat/completions", body: { messages: [{ role: "user", content: "ann:translated:hi" }] } }]);
+    expect(settledOrder).toEqual(["answered", "settled"]);
+  });
+
+  it("answers what open throws, sending nothing", async () => {
+    const { sent, call } = await openingRuntime();
+    const response = await call({ model: "chatty", prompt: "hi", ref: "missing" });
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe('no reference "missing" for ann');
+    expect(sent).toEqual([]);
+  });
+
+  it("ends a broken stream with every event of the opened protocol's streamErrorEvent, in order", async () => {
+    const { call } = await openingRuntime();
+    const text = await (await call({ model: "chatty", prompt: "hi", stream: true })).text();
+    expect(text).toMatch(/event: broken\ndata: \{"message":"[^"]+"\}\n\nevent: end\ndata: \{"by":"ann:translated:"\}\n\n$/);
   });
 });
