@@ -167,7 +167,7 @@ describe("llm-proxy mode", () => {
 
   it("refuses to set up when a service names a provider no plugin registered, naming the registered ones", async () => {
     await expect(setUp([], UNKNOWN_PROVIDER)).rejects.toThrow(
-      'services[4].provider: "not_installed" (model "mystery") is not a provider any plugin registered (registered providers: chat_completions)',
+      'services[4].provider: "not_installed" (model "mystery") is not a provider any plugin registered (registered providers: azure_openai, chat_completions, deepseek, fireworks, groq, mistral, ollama, openai, openrouter, together, vllm)',
     );
   });
 
