@@ -17,6 +17,9 @@
  *   150 MB), the relay's call and its abort (async-jobs), webhook delivery through the
  *   runtime's pinned client, the OpenTelemetry SDK and OTLP export (otel), the in-process
  *   async-jobs tests (the runtime's fetch sends the upload);
+ * - the providers' own libraries under the runtime (providers): the AWS SDK's SigV4 signer,
+ *   credential chain and event-stream codec over Bedrock's binary streams, google-auth-library
+ *   fetching Vertex AI tokens;
  * - failure handling under the runtime's sockets: a frozen Redis, a Sentinel failover and a
  *   Cluster primary restart (scale-out: node-redis's Sentinel client on Deno once kept
  *   failing after a failover, fixed with the held primary connection, link-sentinel.ts).
@@ -43,6 +46,7 @@ export const denoSubset = [
   "test/e2e/sync-proxy.test.ts",
   "test/e2e/llm-proxy.test.ts",
   "test/e2e/llm-streams.test.ts",
+  "test/e2e/providers.test.ts",
   "test/e2e/async-jobs.test.ts",
   "test/e2e/batches.test.ts",
   "test/e2e/http-layer.test.ts",
