@@ -270,6 +270,8 @@ services:
       const sent = bedrock.received.filter((r) => JSON.stringify(r.body).includes("be brief"));
       expect(sent.map((r) => r.operation)).toEqual(["converse", "converse-stream"]);
       expect(sent[0].body).toMatchObject({ system: [{ text: "be brief" }] });
+      // The SDK's x-api-key was the caller's key for the gateway: neither sent nor signed.
+      for (const request of sent) expect(request.headers["x-api-key"]).toBeUndefined();
     });
 
     it("turns a ThrottlingException into a 429 rate_limit_error (Bedrock gives no Retry-After)", async () => {
