@@ -23,6 +23,9 @@
  * - the inbound Responses API (responses-in): its stored responses are sealed with the runtime's
  *   WebCrypto (AES-GCM, HKDF) and kept in both stores, and its events are numbered through the
  *   runtime's streams;
+ * - the providers' own libraries under the runtime (providers): the AWS SDK's SigV4 signer,
+ *   credential chain and event-stream codec over Bedrock's binary streams, google-auth-library
+ *   fetching Vertex AI tokens;
  * - failure handling under the runtime's sockets: a frozen Redis, a Sentinel failover and a
  *   Cluster primary restart (scale-out: node-redis's Sentinel client on Deno once kept
  *   failing after a failover, fixed with the held primary connection, link-sentinel.ts).
@@ -50,6 +53,7 @@ export const denoSubset = [
   "test/e2e/llm-proxy.test.ts",
   "test/e2e/llm-streams.test.ts",
   "test/e2e/responses-in.test.ts",
+  "test/e2e/providers.test.ts",
   "test/e2e/async-jobs.test.ts",
   "test/e2e/batches.test.ts",
   "test/e2e/http-layer.test.ts",

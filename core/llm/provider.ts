@@ -32,6 +32,7 @@ export { usageFromCounts, usageOf } from "./usage.ts";
 export { isRecord, type JsonObject, parseJson } from "./json.ts";
 export type { BackendSettings } from "../proxy/backends.ts";
 export { isContextWindowError, saysContextWindowExceeded } from "./context-window.ts";
+export { CREDENTIAL_HEADERS, withCredentials } from "./credentials.ts";
 export { ChatStreamWatch } from "./chat-stream-watch.ts";
 export { MessagesStreamWatch, type MessagesUsage, messagesUsage } from "./messages.ts";
 export {

@@ -20,7 +20,7 @@ import type {
   Translator,
   TranslatorContext,
 } from "../../core/llm/provider.ts";
-import { type BackendSettings, wantsStreamUsage } from "../../core/llm/provider.ts";
+import { type BackendSettings, wantsStreamUsage, withCredentials } from "../../core/llm/provider.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { prepareBedrockRequest } from "./backend-request.ts";
 import { isContextWindowError } from "./context-window.ts";
@@ -71,7 +71,8 @@ export const bedrockProvider = {
       modelId: call.model,
       stream: call.stream,
       body: request.body,
-      headers: request.headers,
+      // Signed with the rest: no credential of the client's goes along.
+      headers: withCredentials(request.headers, {}),
     });
     return prepared.headers;
   },

@@ -6,7 +6,7 @@
  * `api_key`, goes in the `api-key` header; with Microsoft Entra ID, leave `api_key` out and set
  * the token as a header (`headers: {authorization: "Bearer ${AZURE_OPENAI_TOKEN}"}`).
  */
-import type { BackendCall, BackendSettings, OutgoingRequest, ProviderDefinition } from "../../core/llm/provider.ts";
+import { type BackendCall, type BackendSettings, type OutgoingRequest, type ProviderDefinition, withCredentials } from "../../core/llm/provider.ts";
 import { watchingTranslator } from "./hosts.ts";
 
 /** The generally available API version the gateway was tested against. */
@@ -45,7 +45,7 @@ export const azureOpenAiProvider: ProviderDefinition = {
   createTranslator: watchingTranslator,
   requestUrl: azureRequestUrl,
   authorize: (request: OutgoingRequest, call: BackendCall) =>
-    call.backend.api_key === "" ? { ...request.headers } : { ...request.headers, "api-key": call.backend.api_key },
+    call.backend.api_key === "" ? { ...request.headers } : withCredentials(request.headers, { "api-key": call.backend.api_key }),
   backendProblems,
   backendAddress: (backend) => (backend.resource !== "" ? azureResourceUrl(backend.resource) : ""),
 };

@@ -4,7 +4,7 @@
  * `backends[].api_key`, sent as `Authorization: Bearer`. Nothing is translated: they are
  * `chat_completions` with an address and a key.
  */
-import { type BackendCall, ChatStreamWatch, type OutgoingRequest, type ProviderDefinition } from "../../core/llm/provider.ts";
+import { type BackendCall, ChatStreamWatch, type OutgoingRequest, type ProviderDefinition, withCredentials } from "../../core/llm/provider.ts";
 
 /** Provider name -> the base address the request path (`/v1/chat/completions`, ...) is appended to. */
 export const OPENAI_COMPATIBLE_HOSTS: Readonly<Record<string, string>> = {
@@ -26,14 +26,24 @@ export function watchingTranslator() {
   return { observeStreamEvent: watch.event.bind(watch), streamProgress: () => watch.progress() };
 }
 
-/** The request's headers with the backend's `api_key` as a bearer token (none set: as they are, so `headers` may carry one). */
+/**
+ * The request's headers with the backend's `api_key` as a bearer token instead of any credential
+ * the client sent (none set: as they are, so `headers` may carry one).
+ */
 export function bearerKey(request: OutgoingRequest, call: BackendCall): Record<string, string> {
   const key = call.backend.api_key;
-  return key === "" ? { ...request.headers } : { ...request.headers, authorization: `Bearer ${key}` };
+  return key === "" ? { ...request.headers } : withCredentials(request.headers, { authorization: `Bearer ${key}` });
 }
 
 export function openAiCompatible(name: string, defaultUrl: string): ProviderDefinition {
-  return { name, defaultUrl, createTranslator: watchingTranslator, authorize: bearerKey };
+  return {
+    name,
+    defaultUrl,
+    createTranslator: watchingTranslator,
+    authorize: bearerKey,
+    // OpenAI's own API also takes the Responses API as it is (the gateway still keeps its copy of each stored answer).
+    ...(name === "openai" ? { speaks: ["responses"] } : {}),
+  };
 }
 
 export const openAiCompatibleProviders: readonly ProviderDefinition[] = Object.entries(OPENAI_COMPATIBLE_HOSTS).map(([name, url]) =>

@@ -9,7 +9,7 @@
  * expires (google-access-tokens.ts, `authorize`, one token cache per backend).
  */
 import type { Clock } from "../../core/clock.ts";
-import type { BackendSettings, ProviderDefinition } from "../../core/llm/provider.ts";
+import { type BackendSettings, type ProviderDefinition, withCredentials } from "../../core/llm/provider.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { geminiTranslator } from "./gemini-translator.ts";
 import { type BackendAuth, geminiBackendAuth, geminiBackendUrl, type GoogleBackendSettings, vertexBackendAuth, vertexBackendUrl } from "./google-backends.ts";
@@ -51,7 +51,7 @@ export const geminiProvider: ProviderDefinition = {
   ...googleProtocol,
   createTranslator: geminiTranslator,
   requestUrl: (call) => geminiBackendUrl(googleSettings(call.backend), call.model, call.stream),
-  authorize: async (request, call) => ({ ...request.headers, ...(await geminiBackendAuth(googleSettings(call.backend)).headers()) }),
+  authorize: async (request, call) => withCredentials(request.headers, await geminiBackendAuth(googleSettings(call.backend)).headers()),
   backendProblems: (backend) => problemOf(() => geminiBackendAuth(googleSettings(backend))).map((p) => `api_key: ${p}`),
 };
 
@@ -76,7 +76,7 @@ export function createVertexAiProvider(messagesProvider: ProviderDefinition, dep
     ...googleProtocol,
     createTranslator: (context) => vertexTranslator(context, messagesProvider),
     requestUrl: (call) => vertexBackendUrl(googleSettings(call.backend), call.model, call.stream),
-    authorize: async (request, call) => ({ ...request.headers, ...(await authOf(call.backend).headers()) }),
+    authorize: async (request, call) => withCredentials(request.headers, await authOf(call.backend).headers()),
     backendProblems: (backend) => [
       ...problemOf(() => vertexBackendAuth(googleSettings(backend), deps)).map((p) => `project: ${p}`),
       ...(backend.model === "" ? ["model: required: the Vertex AI model (gemini-2.5-flash, claude-sonnet-4@20250514, ...)"] : []),

@@ -12,7 +12,7 @@
  * the headers set one.
  */
 import type { BackendCall, JsonObject, OutgoingRequest, ProviderDefinition } from "../../core/llm/provider.ts";
-import { wantsStreamUsage } from "../../core/llm/provider.ts";
+import { wantsStreamUsage, withCredentials } from "../../core/llm/provider.ts";
 import { COUNT_TOKENS_PATH, MESSAGES_PATH } from "../../core/llm/messages.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 import { chatToMessagesRequest } from "./chat-to-messages.ts";
@@ -46,7 +46,7 @@ export const messagesApiProvider: ProviderDefinition = {
     };
   },
   authorize: (request: OutgoingRequest, call: BackendCall) =>
-    call.backend.api_key === "" ? { ...request.headers } : { ...request.headers, "x-api-key": call.backend.api_key },
+    call.backend.api_key === "" ? { ...request.headers } : withCredentials(request.headers, { "x-api-key": call.backend.api_key }),
 };
 
 /** The version of Anthropic's API the translations follow. */
@@ -56,11 +56,10 @@ export const ANTHROPIC_VERSION = "2023-06-01";
 export const anthropicProvider: ProviderDefinition = {
   ...messagesApiProvider,
   name: "anthropic",
-  authorize: (request: OutgoingRequest, call: BackendCall) => ({
-    "anthropic-version": ANTHROPIC_VERSION,
-    ...request.headers,
-    ...(call.backend.api_key !== "" ? { "x-api-key": call.backend.api_key } : {}),
-  }),
+  authorize(request: OutgoingRequest, call: BackendCall) {
+    const headers = { "anthropic-version": ANTHROPIC_VERSION, ...request.headers };
+    return call.backend.api_key === "" ? headers : withCredentials(headers, { "x-api-key": call.backend.api_key });
+  },
 };
 
 export default definePlugin({

@@ -11,7 +11,7 @@
  * A Chat Completions (or Messages) request to such a service has no translation here: it is
  * refused with 400, saying which path to use.
  */
-import type { ProviderDefinition } from "../../core/llm/provider.ts";
+import { type ProviderDefinition, withCredentials } from "../../core/llm/provider.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
 
 /** The hosted Responses API; set `inference_url` for any other. */
@@ -22,6 +22,9 @@ export const responsesApiProvider: ProviderDefinition = {
   defaultUrl: RESPONSES_API_DEFAULT_URL,
   streamFormat: "sse",
   speaks: ["responses"],
+  // The backend's `api_key` as a bearer token, instead of the caller's credentials.
+  authorize: (request, call) =>
+    call.backend.api_key === "" ? { ...request.headers } : withCredentials(request.headers, { authorization: `Bearer ${call.backend.api_key}` }),
   createTranslator: () => ({
     translateRequest: () => {
       throw new Error("this model's backend speaks the Responses API only: send POST /v1/responses");

@@ -49,6 +49,12 @@ describe("the fake Google backend", () => {
     expect((await post("/v1beta/models/m:generateContent?key=k", { contents }, {})).status).toBe(200);
   });
 
+  it("refuses a key sent with an Authorization header that holds no token it issued", async () => {
+    const out = await post("/v1beta/models/m:generateContent", { contents }, { "x-goog-api-key": "k", authorization: "Bearer caller-key" });
+    expect(out.status).toBe(401);
+    expect(out.body).toMatchObject({ error: { code: 401, status: "UNAUTHENTICATED" } });
+  });
+
   it("refuses a Gemini 3 function-call turn without its thought signature", async () => {
     const history = [...contents, { role: "model", parts: [{ functionCall: { name: "f", args: {} } }] }, {
       role: "user",
