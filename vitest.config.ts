@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
+    // Kills the gateway processes a file left running (a test that timed out mid-start).
+    setupFiles: ["test/support/stop-leftovers.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

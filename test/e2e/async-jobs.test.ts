@@ -65,6 +65,26 @@ async function start(yaml: string, role: "gateway" | "relay" = "gateway"): Promi
   return proc;
 }
 
+/**
+ * A gateway started by the first test that asks for `yaml` and used by the others that ask for
+ * the same config, stopped when the file ends: a gateway start is the most of such a test's
+ * time. Each test still starts from an empty database (beforeEach) and asserts on its own jobs
+ * and requests, not on the process's totals; relays are each test's own.
+ */
+const sharedGateways = new Map<string, Promise<GatewayProcess>>();
+function shared(yaml: string): Promise<GatewayProcess> {
+  let gw = sharedGateways.get(yaml);
+  if (gw === undefined) {
+    gw = startGateway(yaml);
+    sharedGateways.set(yaml, gw);
+  }
+  return gw;
+}
+afterAll(async () => {
+  await Promise.all([...sharedGateways.values()].map((gw) => gw.then((p) => p.kill(), () => undefined)));
+  sharedGateways.clear();
+});
+
 /** A gateway of `workers` processes, once all of them serve. */
 async function startWorkers(yaml: string, workers: number): Promise<GatewayProcess> {
   const gw = await start(yaml);
@@ -276,7 +296,7 @@ describe("async jobs on Redis and S3", () => {
   });
 
   it("refuses wrong extensions, oversize uploads, unknown operations and models, leaving nothing stored", async () => {
-    const gw = await start(config({ relay: "embedded: false" }));
+    const gw = await shared(config({ relay: "embedded: false" }));
     const before = await s3Keys();
 
     const ext = await submit(gw, "transcription", { file: { name: "notes.txt", content: "x" } });
@@ -344,7 +364,7 @@ describe("async jobs on Redis and S3", () => {
   );
 
   it.skipIf(inDenoSubset)("hides another consumer's job (404) and shows it without the header", async () => {
-    const gw = await start(config({ relay: "embedded: false" }));
+    const gw = await shared(config({ relay: "embedded: false" }));
     const job = await accepted(await submit(gw, "transcription", { headers: { "x-consumer": "ann" } }));
     expect((await getJob(gw, "transcription", job.job_id, { "x-consumer": "ann" })).status).toBe(200);
     expect((await getJob(gw, "transcription", job.job_id, { "x-consumer": "bob" })).status).toBe(404);
@@ -377,7 +397,7 @@ describe("async jobs on Redis and S3", () => {
 
   it.skipIf(inDenoSubset)("DELETE cancels a pending job at once and it never runs", async () => {
     const yaml = config({ relay: "embedded: false" });
-    const gw = await start(yaml);
+    const gw = await shared(yaml);
     const job = await accepted(await submit(gw, "transcription"));
     const response = await fetch(`${gw.url}/jobs/transcription/${job.job_id}`, { method: "DELETE" });
     expect(response.status).toBe(202);
@@ -404,7 +424,7 @@ describe("async jobs on Redis and S3", () => {
   });
 
   it.skipIf(inDenoSubset)("GET /jobs lists the caller's jobs, most recent first, with filters and pagination", async () => {
-    const gw = await start(config({ relay: "embedded: false" }));
+    const gw = await shared(config({ relay: "embedded: false" }));
     const ann = { "x-consumer": "ann" };
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push((await accepted(await submit(gw, "transcription", { headers: ann }))).job_id);

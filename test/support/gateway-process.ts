@@ -67,6 +67,13 @@ function command(role: "gateway" | "relay"): string[] {
   return [process.execPath, built, ...roleArgs];
 }
 
+/**
+ * The gateway and relay processes started in this worker that have not exited yet. A test that
+ * times out while a start is still waiting for /health never gets the process to stop it, so
+ * test/support/stop-leftovers.ts stops whatever a test file left here when the file ends.
+ */
+export const liveProcesses: Set<ChildProcess> = new Set();
+
 /** The process could not bind the port the test chose: another process took it since `freePort`. */
 class PortTaken extends Error {}
 
@@ -98,6 +105,8 @@ async function startOnce(yaml: string, options: StartOptions): Promise<GatewayPr
     env: { ...process.env, CONFIG_PATH: configPath, GATEWAY_ADDR: `127.0.0.1:${port}`, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  liveProcesses.add(child);
+  child.once("exit", () => liveProcesses.delete(child));
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
