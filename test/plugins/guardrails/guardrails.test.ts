@@ -6,8 +6,8 @@
  * output mask on a whole answer and on a stream with the value split over two events, an
  * output block mid-stream ending with the protocol's error event, and an http checker that
  * blocks, and that times out with `failure: open` (passes, the error counted) and `closed`
- * (refused, saying why). `/v1/messages` requests are translated to chat completions inside
- * the gateway, so the same rules apply.
+ * (refused, saying why). `/v1/messages` and `/v1/responses` requests are translated to chat
+ * completions inside the gateway, so the same rules apply, answered in each protocol's shape.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
@@ -19,7 +19,7 @@ import { builtinPlugins } from "../../../plugins/index.ts";
 import { type FakeUpstream, fakeUpstream } from "./fake-backend.ts";
 
 const SERVICE = (model: string) =>
-  `  - { type: chat, model: ${model}, provider: chat_completions, inference_url: "http://backend", operations: { chat: [/v1/chat/completions], messages: [/v1/messages] } }`;
+  `  - { type: chat, model: ${model}, provider: chat_completions, inference_url: "http://backend", operations: { chat: [/v1/chat/completions], messages: [/v1/messages], responses: [/v1/responses] } }`;
 
 const CONFIG = `
 server: { consumer_header: x-consumer }
@@ -77,6 +77,48 @@ describe("guardrails through the official clients", () => {
 
   /** Bodies the backend got whose messages mention `marker`. */
   const receivedWith = (marker: string) => upstream.received.filter((body) => JSON.stringify(body).includes(marker));
+
+  describe("the Responses API (openai)", () => {
+    it("an input block: 400 in OpenAI's error shape, the rule's name as code, and the backend got nothing", async () => {
+      const error = await openai.responses.create({ model: "gpt", input: "status of PROJECT-42? r1" }).catch((e) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error.error).toMatchObject({ type: "guardrail_blocked", code: "no-codenames" });
+      expect(receivedWith("r1")).toHaveLength(0);
+    });
+
+    it("an input mask, instructions included: the backend gets [EMAIL]", async () => {
+      await openai.responses.create({ model: "gpt", instructions: "r2 answer dan@example.com", input: "r2 mail ann@example.com" });
+      const [sent] = receivedWith("r2");
+      expect(JSON.stringify(sent)).toContain("r2 mail [EMAIL]");
+      expect(JSON.stringify(sent)).toContain("r2 answer [EMAIL]");
+      expect(JSON.stringify(sent)).not.toContain("@example.com");
+    });
+
+    it("an output mask on a whole answer and on a stream whose address is split over two events", async () => {
+      const whole = await openai.responses.create({ model: "gpt", input: "r3 [answer:write to bob(at)example.org today]" });
+      expect(whole.output_text).toBe("write to [EMAIL] today");
+      const stream = openai.responses.stream({ model: "gpt", input: "r4 [parts:reach me at carol@exa|mple.com or |not at all]" });
+      const final = await stream.finalResponse();
+      expect(final.output_text).toBe("reach me at [EMAIL] or not at all");
+    });
+
+    it("an output block mid-stream ends with response.failed, the matched text never sent", async () => {
+      const response = await gateway.fetch(
+        new Request("http://gateway/v1/responses", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "gpt", stream: true, input: "r5 [parts:all fine |so far, FORBI|DDEN stuff|more]" }),
+        }),
+      );
+      const text = await response.text();
+      expect(response.status).toBe(200);
+      expect(text).not.toContain("FORBI");
+      expect(text).not.toContain("response.completed");
+      const events = text.trim().split("\n\n").map((block) => /^event: (.+)$/m.exec(block)?.[1]);
+      expect(events[events.length - 1]).toBe("response.failed");
+      expect(text).toContain("no-forbidden-out");
+    });
+  });
 
   describe("chat completions (openai)", () => {
     it("an input block: 400 guardrail_blocked with the rule's name as code, and the backend got nothing", async () => {
