@@ -13,6 +13,8 @@ export interface Match {
 export interface TextMatcher {
   /** The matches in `text`, in order, none overlapping. */
   find(text: string): Match[];
+  /** The longest text a match can be, when known: a stream holds back less than that (else the rule's `stream_window`). */
+  readonly maxLength?: number;
 }
 
 interface Source {
@@ -46,8 +48,9 @@ export function regexMatcher(patterns: readonly string[], maskWith: string): Tex
 }
 
 export function piiMatcher(entities: readonly string[]): TextMatcher {
-  const sources = entityMatchers(entities).map(({ pattern, mask, valid }) => ({ pattern, replacement: mask, valid }));
-  return { find: (text) => findAll(sources, text) };
+  const matchers = entityMatchers(entities);
+  const sources = matchers.map(({ pattern, mask, valid }) => ({ pattern, replacement: mask, valid }));
+  return { find: (text) => findAll(sources, text), maxLength: Math.max(0, ...matchers.map((m) => m.maxLength)) };
 }
 
 /** `text` with `matches` (in order, none overlapping) replaced. */

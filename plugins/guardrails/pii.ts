@@ -12,6 +12,8 @@ export type PiiEntity = (typeof PII_ENTITIES)[number];
 interface EntityMatcher {
   pattern: RegExp;
   mask: string;
+  /** The longest text a match can be (Infinity: unbounded), which bounds what a stream holds back for it. */
+  maxLength: number;
   /** The value's checksum holds (absent: every match counts). */
   valid?(value: string): boolean;
 }
@@ -49,19 +51,22 @@ export function ibanValid(value: string): boolean {
 const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
 
 const ENTITIES: Record<PiiEntity, EntityMatcher> = {
-  email: { pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, mask: "[EMAIL]" },
-  credit_card: { pattern: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g, mask: "[CREDIT_CARD]", valid: luhnValid },
-  iban: { pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/g, mask: "[IBAN]", valid: ibanValid },
-  us_ssn: { pattern: /(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g, mask: "[US_SSN]" },
-  phone: { pattern: /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?!\w)/g, mask: "[PHONE]" },
+  // An address is at most 254 characters (RFC 5321's path limit).
+  email: { pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, mask: "[EMAIL]", maxLength: 254 },
+  credit_card: { pattern: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g, mask: "[CREDIT_CARD]", valid: luhnValid, maxLength: 37 },
+  iban: { pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/g, mask: "[IBAN]", valid: ibanValid, maxLength: 64 },
+  us_ssn: { pattern: /(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g, mask: "[US_SSN]", maxLength: 11 },
+  phone: { pattern: /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?!\w)/g, mask: "[PHONE]", maxLength: 19 },
   ip_address: {
     pattern: new RegExp(`(?<![\\w.])${OCTET}(?:\\.${OCTET}){3}(?![\\w.])|(?<![\\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}(?![\\w:])`, "g"),
     mask: "[IP_ADDRESS]",
+    maxLength: 39,
   },
   secret: {
     pattern:
       /-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[\s\S]{0,8000}?-----END [A-Z ]{0,20}PRIVATE KEY-----|\bsk-[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b/g,
     mask: "[SECRET]",
+    maxLength: Number.POSITIVE_INFINITY,
   },
 };
 

@@ -48,7 +48,11 @@ export function compileRules(rules: readonly GuardrailRule[], kinds: ReadonlyMap
       applies: (model: string, consumer: string, userType: string) => models(model) && consumers(consumer) && userTypes(userType),
     };
     if (rule.kind === "regex") return { ...base, matcher: regexMatcher(rule.patterns ?? [], rule.mask_with ?? DEFAULT_MASK) };
-    if (rule.kind === "pii") return { ...base, matcher: piiMatcher(rule.entities ?? []) };
+    if (rule.kind === "pii") {
+      const matcher = piiMatcher(rule.entities ?? []);
+      // A match spans at most `maxLength` characters: holding back one fewer keeps any split value whole.
+      return { ...base, matcher, streamWindow: Math.min(rule.stream_window, Math.max(0, (matcher.maxLength ?? Infinity) - 1)) };
+    }
     if (rule.kind === "http") {
       const settings = { url: rule.url ?? "", timeoutMs: durationMs(rule.timeout ?? DEFAULT_TIMEOUT), headers: rule.headers ?? {} };
       return { ...base, checker: httpChecker(fetcher, settings) };

@@ -26,13 +26,14 @@ server: { consumer_header: x-consumer }
 guardrails:
   - { name: no-codenames, kind: regex, on: [input], action: block, patterns: ["PROJECT-[0-9]+"] }
   - { name: pii-in, kind: pii, on: [input], action: mask, entities: [email, credit_card] }
-  - { name: pii-out, kind: pii, on: [output], action: mask, entities: [email] }
-  - { name: no-forbidden-out, kind: regex, on: [output], action: block, patterns: ["FORBIDDEN"] }
+  - { name: pii-out, kind: pii, on: [output], action: mask, entities: [email], models: [gpt] }
+  - { name: no-forbidden-out, kind: regex, on: [output], action: block, patterns: ["FORBIDDEN"], models: [gpt] }
+  - { name: phones-out, kind: pii, on: [output], action: mask, entities: [phone], models: [gpt-phone] }
   - { name: moderation, kind: http, on: [input], action: block, url: "http://checker/block", models: [mod-block] }
   - { name: moderation-open, kind: http, on: [input], action: block, url: "http://checker/hang", timeout: 50ms, failure: open, models: [mod-open] }
   - { name: moderation-closed, kind: http, on: [input], action: block, url: "http://checker/hang", timeout: 50ms, failure: closed, models: [mod-closed] }
 services:
-${["gpt", "mod-block", "mod-open", "mod-closed"].map(SERVICE).join("\n")}
+${["gpt", "gpt-phone", "mod-block", "mod-open", "mod-closed"].map(SERVICE).join("\n")}
 `;
 
 /** The sum of a Prometheus series' samples whose labels include `labels`; 0 when absent. */
@@ -181,6 +182,30 @@ describe("guardrails through the official clients", () => {
       })().catch((e) => e);
       expect(failure).toBeInstanceOf(OpenAI.APIError);
       expect(String(failure.message)).toContain("no-forbidden-out");
+    });
+
+    it("a pii rule on a stream holds back no more than its entities can span, not the whole window", async () => {
+      const response = await gateway.fetch(
+        new Request("http://gateway/v1/chat/completions", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            model: "gpt-phone",
+            stream: true,
+            messages: [{ role: "user", content: "c9 [parts:the first part of a fairly long answer here, |call +1 555 123 |4567 now]" }],
+          }),
+        }),
+      );
+      const contents = (await response.text())
+        .split("\n\n")
+        .filter((block) => block.startsWith("data: {"))
+        .map((block) => (JSON.parse(block.slice(6)) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content ?? "")
+        .filter((content) => content !== "");
+      expect(contents.join("")).toBe("the first part of a fairly long answer here, call [PHONE] now");
+      // A phone number spans at most 19 characters: the first event's text went out before the
+      // stream's end, less what a number starting there could still need (not the 256 of the window).
+      expect(contents.length).toBeGreaterThan(1);
+      expect(contents[0].startsWith("the first part")).toBe(true);
     });
 
     it("an http checker that blocks", async () => {
