@@ -13,6 +13,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type GatewayProcess, startGateway, waitUntil } from "../support/gateway-process.ts";
 import { CHAT_USAGE, type FakeBackend, LOCAL_COUNTS, MESSAGES_USAGE, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { metricSum } from "../support/prometheus.ts";
 
 type Json = Record<string, unknown>;
 
@@ -36,18 +37,9 @@ function sseData(text: string): string[] {
   return text.split(/\n\n/).flatMap((block) => block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)));
 }
 
-/** The sum of a Prometheus series' samples whose labels include `labels`; 0 when absent. */
+/** The sum of a series' samples whose labels include `labels` (test/support/prometheus.ts). */
 async function metric(gw: GatewayProcess, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const sample: Record<string, string> = {};
-    for (const pair of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) sample[pair[1]] = pair[2];
-    if (Object.entries(labels).every(([k, v]) => sample[k] === v)) total += Number(match[3]);
-  }
-  return total;
+  return metricSum(await (await fetch(`${gw.url}/metrics`)).text(), name, labels);
 }
 
 /** A consumer's total tokens of one service type, from `GET /usage`. */

@@ -11,6 +11,8 @@ import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 import { CHAT_USAGE, type FakeBackend, LOCAL_COUNTS, MESSAGES_CACHE_COUNTS, MESSAGES_USAGE, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { metricSum } from "../support/prometheus.ts";
+import { sseEvents } from "../support/sse.ts";
 
 type Json = Record<string, unknown>;
 
@@ -21,30 +23,9 @@ const WEATHER_TOOL = {
   input_schema: { type: "object" as const, properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city"] },
 };
 
-/** The SSE events (name and parsed data) of a whole response body. */
-function sseEvents(text: string): Array<{ event: string | undefined; data: Json }> {
-  return text
-    .split(/\n\n/)
-    .filter((block) => block.includes("data: "))
-    .map((block) => {
-      const lines = block.split("\n");
-      const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
-      return { event, data: JSON.parse(lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")) as Json };
-    });
-}
-
-/** The sum of a Prometheus series' samples whose labels include `labels`; 0 when absent. */
+/** The sum of a series' samples whose labels include `labels` (test/support/prometheus.ts). */
 async function metric(gw: GatewayProcess, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const sample: Record<string, string> = {};
-    for (const pair of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) sample[pair[1]] = pair[2];
-    if (Object.entries(labels).every(([k, v]) => sample[k] === v)) total += Number(match[3]);
-  }
-  return total;
+  return metricSum(await (await fetch(`${gw.url}/metrics`)).text(), name, labels);
 }
 
 const textOf = (content: Anthropic.ContentBlock[]) => content.map((block) => (block.type === "text" ? block.text : "")).join("");

@@ -31,6 +31,7 @@ import { GEMINI_USAGE, RETRY_DELAY, TOOL_ARGS } from "../fixtures/gemini-answers
 import { createServiceAccount } from "../fixtures/google-oauth.ts";
 import { CLAUDE_USAGE } from "../fixtures/vertex-claude-answers.ts";
 import { type FakeBackend, MESSAGES_USAGE, startLlmBackend } from "../fixtures/llm-backends.ts";
+import { metricSum } from "../support/prometheus.ts";
 
 type Json = Record<string, unknown>;
 
@@ -49,18 +50,9 @@ const WEATHER_TOOL: OpenAI.Chat.Completions.ChatCompletionTool = {
   },
 };
 
-/** The sum of a Prometheus series' samples whose labels include `labels`; 0 when absent. */
+/** The sum of a series' samples whose labels include `labels` (test/support/prometheus.ts). */
 async function metric(gw: GatewayProcess, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const sample: Record<string, string> = {};
-    for (const pair of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) sample[pair[1]] = pair[2];
-    if (Object.entries(labels).every(([k, v]) => sample[k] === v)) total += Number(match[3]);
-  }
-  return total;
+  return metricSum(await (await fetch(`${gw.url}/metrics`)).text(), name, labels);
 }
 
 const user = (content: string): OpenAI.Chat.Completions.ChatCompletionMessageParam => ({ role: "user", content });

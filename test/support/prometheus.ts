@@ -23,3 +23,15 @@ export function metricValue(text: string, name: string, labels: Record<string, s
   }
   return 0;
 }
+
+/** The sum of a series' samples whose labels include `labels` (others may differ); 0 when none. */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0;
+  for (const line of text.split("\n")) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const sample = labelsOf(match[2] ?? "");
+    if (Object.entries(labels).every(([k, v]) => sample[k] === v)) total += Number(match[3]);
+  }
+  return total;
+}

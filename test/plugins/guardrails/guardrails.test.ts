@@ -17,6 +17,7 @@ import { Gateway } from "../../../core/gateway.ts";
 import { silentLogger } from "../../../core/log.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
 import { type FakeUpstream, fakeUpstream } from "./fake-backend.ts";
+import { metricSum } from "../../support/prometheus.ts";
 
 const SERVICE = (model: string) =>
   `  - { type: chat, model: ${model}, provider: chat_completions, inference_url: "http://backend", operations: { chat: [/v1/chat/completions], messages: [/v1/messages], responses: [/v1/responses] } }`;
@@ -36,18 +37,9 @@ services:
 ${["gpt", "gpt-phone", "mod-block", "mod-open", "mod-closed"].map(SERVICE).join("\n")}
 `;
 
-/** The sum of a Prometheus series' samples whose labels include `labels`; 0 when absent. */
+/** The sum of a series' samples whose labels include `labels` (test/support/prometheus.ts). */
 async function metric(gateway: Gateway, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await gateway.fetch(new Request("http://gateway/metrics"))).text();
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const sample: Record<string, string> = {};
-    for (const pair of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) sample[pair[1]] = pair[2];
-    if (Object.entries(labels).every(([k, v]) => sample[k] === v)) total += Number(match[3]);
-  }
-  return total;
+  return metricSum(await (await gateway.fetch(new Request("http://gateway/metrics"))).text(), name, labels);
 }
 
 describe("guardrails through the official clients", () => {
