@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k] [--cache-streams]
+ * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|growth] [--models N] [--consumers N] [--cache-streams]
  * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
@@ -18,14 +18,16 @@ import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
 import { redisInstalled, repoRoot, type Runtime, startFlags, startGateway, startRedis } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
-import { CONSUMER_HEADER, isValid, type RequestSpec } from "./load/spec.ts";
+import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./load/spec.ts";
 import { cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
 
 const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
-  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k   what is sent (default llm-miss)
+  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|growth   what is sent (default llm-miss)
+  --models N       LLM services on the chat path (growth: each request's model drawn at random; default 1)
+  --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
   --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
   --rounds N       rounds per server, alternating (default 3)
@@ -39,7 +41,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
                    V8 settings (repeatable; each server's peak RSS is printed too)`;
 
 const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
-const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json", "upload-100k", "submit-100k"] as const;
+const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json", "upload-100k", "submit-100k", "growth"] as const;
 
 interface Options {
   runtime: Runtime;
@@ -54,6 +56,8 @@ interface Options {
   flags: string[];
   cacheStreams: boolean;
   latency: boolean;
+  models: number;
+  consumers: number;
 }
 
 function parse(argv: readonly string[]): Options {
@@ -69,6 +73,8 @@ function parse(argv: readonly string[]): Options {
     compareFlags: [],
     cacheStreams: false,
     latency: false,
+    models: 1,
+    consumers: 50,
   };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
@@ -83,6 +89,8 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--compare") options.compare.push(reader.value(arg));
     else if (arg === "--compare-flags") options.compareFlags.push(reader.value(arg).split(/\s+/).filter(Boolean));
     else if (arg === "--cache-streams") options.cacheStreams = true;
+    else if (arg === "--models") options.models = Math.round(reader.positive(arg));
+    else if (arg === "--consumers") options.consumers = Math.round(reader.positive(arg));
     else if (arg === "--latency") options.latency = true;
     else throw reader.unknown(arg);
   }
@@ -110,9 +118,12 @@ async function send(spec: RequestSpec, count: number, connections: number, laten
       started++;
       const n = sequence++;
       // A binary body (the uploads) is sent as it is.
-      const body = spec.uniqueMarker ? text.replace(spec.uniqueMarker, `${process.pid}-${n}`) : spec.body;
+      const body = spec.uniqueMarker || spec.models
+        ? withRandomModel(spec, spec.uniqueMarker ? text.replace(spec.uniqueMarker, `${process.pid}-${n}`) : text)
+        : spec.body;
       const headers: Record<string, string> = { ...spec.headers };
-      if (spec.consumers) headers[CONSUMER_HEADER] = `consumer-${n % spec.consumers}`;
+      const consumer = consumerOf(spec, n);
+      if (consumer) headers[CONSUMER_HEADER] = consumer;
       try {
         const sent = performance.now();
         const answer = await pool.request({ path: url.pathname, method: spec.method, headers, body });
@@ -151,7 +162,15 @@ async function main(): Promise<void> {
     const configPath = join(workDir, "gateway.yaml");
     writeFileSync(
       configPath,
-      gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false, cacheStreams: options.cacheStreams }),
+      gatewayConfig({
+        mockUrl,
+        objectDir: join(workDir, "objects"),
+        production,
+        redisAddr,
+        relay: false,
+        cacheStreams: options.cacheStreams,
+        models: options.models,
+      }),
     );
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
     const gateway = await startGateway({ runtime: options.runtime, name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
@@ -176,8 +195,8 @@ async function main(): Promise<void> {
       targets.push({ name, pid: other.service.pid, base: other.target.base });
     }
     const scenario = SCENARIOS[options.scenario];
-    const consumers = production ? 50 : undefined;
-    const specOf = (t: Counted) => specFor(scenario, { name: t.name === "framework floor" ? "floor" : "gateway", base: t.base, pid: t.pid }, consumers);
+    const population = production ? { consumers: options.consumers, random: options.models > 1 || options.consumers > 50, models: options.models } : undefined;
+    const specOf = (t: Counted) => specFor(scenario, { name: t.name === "framework floor" ? "floor" : "gateway", base: t.base, pid: t.pid }, population);
     let wrong = 0;
     // Warm-up: JIT, pools, the cache entry of a hit.
     for (const t of targets) wrong += await send(specOf(t), Math.min(5000, options.requests), options.connections);
