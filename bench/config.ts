@@ -87,7 +87,7 @@ object_store:
   dir: "${options.objectDir}"
 ${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}${
     options.batchConcurrency ? `batches:\n  enabled: true\n  concurrency: ${options.batchConcurrency}\n` : ""
-  }${GUARDRAILS}relay:
+  }${usage}${GUARDRAILS}relay:
   embedded: ${options.relay}
   concurrency: ${options.relayConcurrency ?? 8}
 services:
