@@ -6,11 +6,41 @@ import type { StreamEvent } from "./events.ts";
 import { isRecord } from "./json.ts";
 import type { StreamProgress } from "./provider.ts";
 import { usageOf } from "./usage.ts";
+import { ascii, indexOfBytes } from "./sse-scan.ts";
 
 /** A finish_reason with a string value, or an `error` or `usage` key, as raw JSON text. */
 const MAY_MATTER = /"finish_reason"\s*:\s*"|"error"|"usage"/;
 
+const DONE = ascii("[DONE]");
+const ERROR = ascii('"error"');
+const USAGE = ascii('"usage"');
+const FINISH_REASON = ascii('"finish_reason"');
+
+const isSpace = (byte: number) => byte === 32 || byte === 9 || byte === 10 || byte === 13;
+
+/** A `"finish_reason"` key whose value is a string (not the `null` of every content delta). */
+function stringFinishReason(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let at = indexOfBytes(bytes, FINISH_REASON, start, end); at !== -1; at = indexOfBytes(bytes, FINISH_REASON, at + 1, end)) {
+    let i = at + FINISH_REASON.byteLength;
+    while (i < end && isSpace(bytes[i])) i++;
+    if (bytes[i] !== 58 /* : */) continue;
+    i++;
+    while (i < end && isSpace(bytes[i])) i++;
+    if (bytes[i] === 34 /* " */) return true;
+  }
+  return false;
+}
+
 export class ChatStreamWatch {
+  /**
+   * The byte filter of a passed stream (core/llm/sse-scan.ts): the events that may carry the
+   * end (`[DONE]`, a string finish reason), an error or usage, as `MAY_MATTER` says of their text.
+   */
+  static mayMatter(bytes: Uint8Array, start: number, end: number): boolean {
+    return indexOfBytes(bytes, USAGE, start, end) !== -1 || indexOfBytes(bytes, DONE, start, end) !== -1 ||
+      indexOfBytes(bytes, ERROR, start, end) !== -1 || stringFinishReason(bytes, start, end);
+  }
+
   private readonly state: StreamProgress = { ended: false, usage: undefined };
 
   event(event: StreamEvent): void {
