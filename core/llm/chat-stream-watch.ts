@@ -17,16 +17,31 @@ const USAGE = ascii('"usage"');
 const FINISH_REASON = ascii('"finish_reason"');
 
 const isSpace = (byte: number) => byte === 32 || byte === 9 || byte === 10 || byte === 13;
+const DATA_FIELD = ascii("data:");
+const NULL = ascii("null");
 
-/** A `"finish_reason"` key whose value is a string (not the `null` of every content delta). */
+const startsWith = (bytes: Uint8Array, at: number, word: Uint8Array, end: number) => at + word.byteLength <= end && word.every((b, i) => bytes[at + i] === b);
+
+/** Past JSON white space, and a line break into the next `data:` line of a multi-line event. */
+function skipGap(bytes: Uint8Array, from: number, end: number): number {
+  let i = from;
+  while (i < end) {
+    if (bytes[i] === 10 && startsWith(bytes, i + 1, DATA_FIELD, end)) {
+      i += 1 + DATA_FIELD.byteLength;
+      if (bytes[i] === 32) i++;
+    } else if (isSpace(bytes[i])) i++;
+    else break;
+  }
+  return i;
+}
+
+/** A `"finish_reason"` key whose value may be a string: anything but the `null` of every content delta. */
 function stringFinishReason(bytes: Uint8Array, start: number, end: number): boolean {
   for (let at = indexOfBytes(bytes, FINISH_REASON, start, end); at !== -1; at = indexOfBytes(bytes, FINISH_REASON, at + 1, end)) {
-    let i = at + FINISH_REASON.byteLength;
-    while (i < end && isSpace(bytes[i])) i++;
+    let i = skipGap(bytes, at + FINISH_REASON.byteLength, end);
     if (bytes[i] !== 58 /* : */) continue;
-    i++;
-    while (i < end && isSpace(bytes[i])) i++;
-    if (bytes[i] === 34 /* " */) return true;
+    i = skipGap(bytes, i + 1, end);
+    if (!startsWith(bytes, i, NULL, end)) return true;
   }
   return false;
 }
