@@ -91,7 +91,8 @@ async function around<R extends ClosedLoopResult>(target: Target, run: () => Pro
     cpuSeconds: cpu,
     peakRssMb: peak,
     foreignLoad: Number.isNaN(foreign) ? 0 : foreign,
-    ...(target.tree ? { childCpuSeconds: childCpu, children: after.size - 1 } : {}),
+    // With `workers: 1` there is no primary: the one process is the worker.
+    ...(target.tree ? (after.size > 1 ? { childCpuSeconds: childCpu, children: after.size - 1 } : { childCpuSeconds: cpu, children: 1 }) : {}),
   };
 }
 

@@ -413,7 +413,8 @@ function denoVsNode(results: Results, other: Results | undefined): TargetCheck[]
 function memoryChecks(results: Results): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const top = results.rows
-    .filter((r) => r.load === "c32" && r.figures.gateway)
+    // Not the workers' rows: their figure is the sum of several processes.
+    .filter((r) => r.load === "c32" && r.figures.gateway && r.figures.gateway.children === undefined)
     .sort((a, b) => (b.figures.gateway?.peakRssMb ?? 0) - (a.figures.gateway?.peakRssMb ?? 0))[0];
   if (top) {
     const peak = top.figures.gateway?.peakRssMb ?? 0;
