@@ -65,7 +65,10 @@ async function main(): Promise<void> {
       redisAddr = redis.addr;
     }
     const configPath = join(workDir, "gateway.yaml");
-    writeFileSync(configPath, gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production: true, redisAddr, relay: false, models: options.models }));
+    writeFileSync(
+      configPath,
+      gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production: true, redisAddr, relay: false, models: options.models }),
+    );
     const inspectPort = await freePort();
     const gateway = await startGateway({ runtime: "node", name: "gateway", configPath, runtimeFlags: [`--inspect=127.0.0.1:${inspectPort}`] });
     services.push(gateway.service);
@@ -81,7 +84,12 @@ async function main(): Promise<void> {
         while (started < count) {
           const n = started++;
           const body = withRandomModel(spec, text.replace(spec.uniqueMarker ?? "", `m-${sequence++}`));
-          const answer = await pool.request({ path: new URL(spec.url).pathname, method: "POST", headers: { ...spec.headers, [CONSUMER_HEADER]: consumer(n) }, body });
+          const answer = await pool.request({
+            path: new URL(spec.url).pathname,
+            method: "POST",
+            headers: { ...spec.headers, [CONSUMER_HEADER]: consumer(n) },
+            body,
+          });
           if (isValid(spec, answer.statusCode, await answer.body.text()) !== "ok") wrong++;
         }
       };
@@ -96,16 +104,18 @@ async function main(): Promise<void> {
     const after = await inspector.collectGarbage();
     const perConsumer = ((after - before) * 1024 * 1024) / options.consumers;
     const lines = [
-      `${options.config}, ${options.models} models: heap after a full GC ${before.toFixed(1)} MB, after ${options.consumers} new consumers ${after.toFixed(1)} MB: ${
-        perConsumer.toFixed(0)
-      } bytes per consumer (its limit windows included)`,
+      `${options.config}, ${options.models} models: heap after a full GC ${before.toFixed(1)} MB, after ${options.consumers} new consumers ${
+        after.toFixed(1)
+      } MB: ${perConsumer.toFixed(0)} bytes per consumer (its limit windows included)`,
     ];
     if (options.afterExpiry) {
       await new Promise((resolve) => setTimeout(resolve, 65_000));
       // A request lets the embedded store sweep what expired.
       await send(16, () => "warm-up");
       const expired = await inspector.collectGarbage();
-      lines.push(`after the limit windows expired: ${expired.toFixed(1)} MB: ${(((expired - before) * 1024 * 1024) / options.consumers).toFixed(0)} bytes per consumer`);
+      lines.push(
+        `after the limit windows expired: ${expired.toFixed(1)} MB: ${(((expired - before) * 1024 * 1024) / options.consumers).toFixed(0)} bytes per consumer`,
+      );
     }
     process.stdout.write(`${lines.join("\n")}\n`);
     inspector.close();

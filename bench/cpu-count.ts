@@ -19,7 +19,7 @@ import { gatewayConfig } from "./config.ts";
 import { redisInstalled, repoRoot, type Runtime, startFlags, startGateway, startRedis } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
 import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./load/spec.ts";
-import { cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
+import { BOTH_CORES, cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, processTree, SERVER_CORE, type Service, spawnService } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
 
 const USAGE = `node dist/bench/cpu-count.js [options]
@@ -27,6 +27,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
   --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|growth   what is sent (default llm-miss)
   --models N       LLM services on the chat path (growth: each request's model drawn at random; default 1)
+  --workers N      server.workers (with --config prod-redis): the gateway on both cores, charged with its primary and workers
   --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
   --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
@@ -58,6 +59,7 @@ interface Options {
   latency: boolean;
   models: number;
   consumers: number;
+  workers?: number;
 }
 
 function parse(argv: readonly string[]): Options {
@@ -91,9 +93,11 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--cache-streams") options.cacheStreams = true;
     else if (arg === "--models") options.models = Math.round(reader.positive(arg));
     else if (arg === "--consumers") options.consumers = Math.round(reader.positive(arg));
+    else if (arg === "--workers") options.workers = Math.round(reader.positive(arg));
     else if (arg === "--latency") options.latency = true;
     else throw reader.unknown(arg);
   }
+  if (options.workers && options.config !== "prod-redis") throw new Error(`--workers needs --config prod-redis (the embedded store refuses workers)\n${USAGE}`);
   if (options.cpuProf && options.runtime === "deno") throw new Error(`--cpu-prof profiles a Node gateway; drop it or --runtime deno\n${USAGE}`);
   return options;
 }
@@ -170,10 +174,17 @@ async function main(): Promise<void> {
         relay: false,
         cacheStreams: options.cacheStreams,
         models: options.models,
+        workers: options.workers,
       }),
     );
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
-    const gateway = await startGateway({ runtime: options.runtime, name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
+    const gateway = await startGateway({
+      runtime: options.runtime,
+      name: "gateway",
+      configPath,
+      runtimeFlags: [...profFlags, ...options.flags],
+      core: options.workers ? BOTH_CORES : undefined,
+    });
     services.push(gateway.service);
     const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], {
       core: SERVER_CORE,
@@ -205,9 +216,13 @@ async function main(): Promise<void> {
     for (let round = 0; round < options.rounds; round++) {
       // Each round starts with another target, so drift in the machine's load hits all alike.
       for (const t of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
-        const before = cpuSeconds(t.pid);
+        // With workers: the primary and its workers together.
+        const cpuOf = (
+          pid: number,
+        ) => (options.workers && pid === gateway.service.pid ? processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0) : cpuSeconds(pid));
+        const before = cpuOf(t.pid);
         wrong += await send(specOf(t), options.requests, options.connections, options.latency ? latencies.get(t.name) : undefined);
-        const perRequest = ((cpuSeconds(t.pid) - before) * 1e6) / options.requests;
+        const perRequest = ((cpuOf(t.pid) - before) * 1e6) / options.requests;
         figures.get(t.name)?.push(perRequest);
         process.stderr.write(`round ${round + 1}, ${t.name}: ${perRequest.toFixed(0)} µs/req\n`);
       }
