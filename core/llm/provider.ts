@@ -106,11 +106,11 @@ export interface Translator {
    */
   observeStreamEvent?(event: StreamEvent): void;
   /**
-   * With `observeStreamEvent` on an SSE stream: whether the complete events in `bytes[start,
-   * end)` may change `streamProgress`; the others are not decoded or parsed (core/llm/sse-scan.ts).
-   * A false "yes" only costs a parse; a false "no" loses the end or the usage.
+   * With `observeStreamEvent` on an SSE stream: whether complete events, as their raw text,
+   * may change `streamProgress`; the others are not parsed (core/llm/sse-scan.ts). A false
+   * "yes" only costs a parse; a false "no" loses the end or the usage.
    */
-  observedEventsMayMatter?(bytes: Uint8Array, start: number, end: number): boolean;
+  observedEventsMayMatter?(text: string): boolean;
   /**
    * What the stream said so far: whether the protocol's end arrived, and the usage it
    * reported. With it, a stream that ends without its end gets an error event instead of a

@@ -1,9 +1,12 @@
 /**
  * An event stream passed on untranslated, watched without being read: its bytes are scanned
- * for event boundaries (a blank line), and only the events the provider's byte filter says
- * may change the stream's progress (its end, an error, its usage) are decoded and parsed
- * (core/llm/sse.ts). Most events of a chat stream are content deltas nobody needs: decoding
- * and splitting each of them into lines was most of what watching a stream cost.
+ * for event boundaries (a blank line, found by the runtime's own byte search), the text of the
+ * complete events is decoded at once, and only events the provider's filter says may change
+ * the stream's progress (its end, an error, its usage) are parsed (core/llm/sse.ts). Most
+ * events of a chat stream are content deltas nobody needs: splitting each into lines and
+ * fields in JavaScript was most of what watching a stream cost. (Searching the bytes for the
+ * filter's words in JavaScript cost more than that; the runtime's string search on the
+ * decoded text costs little.)
  *
  * Streams with a CR anywhere (CRLF or CR line ends, which the scan does not follow) and events
  * larger than `MAX_PENDING` go through the parser whole from there on, as before.
@@ -12,10 +15,10 @@ import type { StreamEvent } from "./events.ts";
 import type { SseParser } from "./sse.ts";
 
 /**
- * Whether the complete events in `bytes[start, end)` may change the stream's progress. A false
- * "yes" only costs their parse; a false "no" would lose the end or the usage.
+ * Whether complete events, as their raw text (`data:` lines and all), may change the stream's
+ * progress. A false "yes" only costs their parse; a false "no" would lose the end or the usage.
  */
-export type EventBytesFilter = (bytes: Uint8Array, start: number, end: number) => boolean;
+export type EventTextFilter = (text: string) => boolean;
 
 const LF = 10;
 const CR = 13;
@@ -48,7 +51,7 @@ export class SseByteScan {
 
   constructor(
     private readonly parser: SseParser,
-    private readonly mayMatter: EventBytesFilter,
+    private readonly mayMatter: EventTextFilter,
   ) {}
 
   /** A chunk of the backend's stream: the events it completed that may matter, parsed. */
@@ -63,8 +66,10 @@ export class SseByteScan {
       // A copy: the chunk itself goes on to the client.
       this.pending = bytes.slice(end);
     }
+    if (end === 0) return [];
     // The events end at a blank line, so the text never splits a character: decoded on its own.
-    return end > 0 && this.mayMatter(bytes, 0, end) ? this.parser.push(this.decoder.decode(bytes.subarray(0, end))) : [];
+    const text = this.decoder.decode(end === bytes.byteLength ? bytes : bytes.subarray(0, end));
+    return this.mayMatter(text) ? this.parser.push(text) : [];
   }
 
   /** The stream ended: an event left open (some backends omit the last blank line), parsed when it may matter. */
@@ -72,7 +77,8 @@ export class SseByteScan {
     if (this.whole) return [...this.parser.push(this.decoder.decode()), ...this.parser.end()];
     const rest = this.pending;
     this.pending = undefined;
-    const events = rest && this.mayMatter(rest, 0, rest.byteLength) ? this.parser.push(this.decoder.decode(rest)) : [];
+    const text = rest ? this.decoder.decode(rest) : "";
+    const events = text !== "" && this.mayMatter(text) ? this.parser.push(text) : [];
     return [...events, ...this.parser.end()];
   }
 
@@ -80,20 +86,4 @@ export class SseByteScan {
     this.whole = true;
     return this.parser.push(this.decoder.decode(bytes, { stream: true }));
   }
-}
-
-/** The ASCII bytes of `text`. */
-export const ascii = (text: string): Uint8Array => Uint8Array.from(text, (c) => c.charCodeAt(0));
-
-/** The index of `needle` in `bytes[start, end)`, -1 when absent (anchored on its second byte, rarer than a quote). */
-export function indexOfBytes(bytes: Uint8Array, needle: Uint8Array, start: number, end: number): number {
-  const last = end - needle.byteLength;
-  const anchor = needle[1];
-  for (let i = bytes.indexOf(anchor, start + 1); i !== -1 && i - 1 <= last; i = bytes.indexOf(anchor, i + 1)) {
-    let at = 0;
-    const from = i - 1;
-    while (at < needle.byteLength && bytes[from + at] === needle[at]) at++;
-    if (at === needle.byteLength) return from;
-  }
-  return -1;
 }
