@@ -1,4 +1,4 @@
-/** `npm run bench -- [--quick] [--runtime node|deno] [--loadgen wrk|autocannon] [--only WORDS] [--cpu-prof] [--log-level LEVEL] [--report FILE [--compare FILE]]` */
+/** `npm run bench -- [--quick] [--runtime node|deno] [--loadgen wrk|autocannon] [--only WORDS] [--cpu-prof] [--log-level LEVEL] [--report FILE [--compare FILE] [--set-guards]]` */
 import type { LoadGenerator } from "./measure.ts";
 import type { Timing } from "./matrix.ts";
 
@@ -16,6 +16,8 @@ export interface BenchArgs {
   report?: string;
   /** With `report`: the other runtime's results file, for the Deno vs Node target. */
   compare?: string;
+  /** With `report`: make that file's figures the guards of its runtime (bench/guards.json). */
+  setGuards: boolean;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -26,7 +28,8 @@ export const USAGE = `npm run bench -- [options]
   --cpu-prof              write a .cpuprofile of each Node gateway to bench/results/profiles/
   --log-level LEVEL       the gateway's LOG_LEVEL
   --report FILE           print the tables of a results file (bench/results/*.json), its targets judged anew, and exit
-  --compare FILE          with --report: the other runtime's results file, for the Deno vs Node target`;
+  --compare FILE          with --report: the other runtime's results file, for the Deno vs Node target
+  --set-guards            with --report: that file's 32-connection figures become the guards of its runtime (bench/guards.json)`;
 
 /** Walks a command line for an option parser; its errors carry the command's usage text. */
 export class ArgvReader {
@@ -67,7 +70,7 @@ export class ArgvReader {
 }
 
 export function parseArgs(argv: readonly string[]): BenchArgs {
-  const args: BenchArgs = { quick: false, runtime: "node", only: [], cpuProf: false };
+  const args: BenchArgs = { quick: false, runtime: "node", only: [], cpuProf: false, setGuards: false };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
     if (arg === "--quick") args.quick = true;
@@ -78,6 +81,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     else if (arg === "--log-level") args.logLevel = reader.value(arg);
     else if (arg === "--report") args.report = reader.value(arg);
     else if (arg === "--compare") args.compare = reader.value(arg);
+    else if (arg === "--set-guards") args.setGuards = true;
     else throw reader.unknown(arg);
   }
   return args;

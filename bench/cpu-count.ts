@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k] [--cache-streams]
+ * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|growth] [--models N] [--consumers N] [--cache-streams]
  * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
@@ -18,14 +18,17 @@ import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
 import { redisInstalled, repoRoot, type Runtime, startFlags, startGateway, startRedis } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
-import { CONSUMER_HEADER, isValid, type RequestSpec } from "./load/spec.ts";
-import { cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
+import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./load/spec.ts";
+import { BOTH_CORES, cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, processTree, SERVER_CORE, type Service, spawnService } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
 
 const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
-  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k   what is sent (default llm-miss)
+  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|growth   what is sent (default llm-miss)
+  --models N       LLM services on the chat path (growth: each request's model drawn at random; default 1)
+  --workers N      server.workers (with --config prod-redis): the gateway on both cores, charged with its primary and workers
+  --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
   --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
   --rounds N       rounds per server, alternating (default 3)
@@ -39,7 +42,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
                    V8 settings (repeatable; each server's peak RSS is printed too)`;
 
 const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
-const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json", "upload-100k", "submit-100k"] as const;
+const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json", "upload-100k", "submit-100k", "growth"] as const;
 
 interface Options {
   runtime: Runtime;
@@ -54,6 +57,9 @@ interface Options {
   flags: string[];
   cacheStreams: boolean;
   latency: boolean;
+  models: number;
+  consumers: number;
+  workers?: number;
 }
 
 function parse(argv: readonly string[]): Options {
@@ -69,6 +75,8 @@ function parse(argv: readonly string[]): Options {
     compareFlags: [],
     cacheStreams: false,
     latency: false,
+    models: 1,
+    consumers: 50,
   };
   const reader = new ArgvReader(argv, USAGE);
   for (let arg = reader.next(); arg !== undefined; arg = reader.next()) {
@@ -83,9 +91,13 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--compare") options.compare.push(reader.value(arg));
     else if (arg === "--compare-flags") options.compareFlags.push(reader.value(arg).split(/\s+/).filter(Boolean));
     else if (arg === "--cache-streams") options.cacheStreams = true;
+    else if (arg === "--models") options.models = Math.round(reader.positive(arg));
+    else if (arg === "--consumers") options.consumers = Math.round(reader.positive(arg));
+    else if (arg === "--workers") options.workers = Math.round(reader.positive(arg));
     else if (arg === "--latency") options.latency = true;
     else throw reader.unknown(arg);
   }
+  if (options.workers && options.config !== "prod-redis") throw new Error(`--workers needs --config prod-redis (the embedded store refuses workers)\n${USAGE}`);
   if (options.cpuProf && options.runtime === "deno") throw new Error(`--cpu-prof profiles a Node gateway; drop it or --runtime deno\n${USAGE}`);
   return options;
 }
@@ -110,9 +122,12 @@ async function send(spec: RequestSpec, count: number, connections: number, laten
       started++;
       const n = sequence++;
       // A binary body (the uploads) is sent as it is.
-      const body = spec.uniqueMarker ? text.replace(spec.uniqueMarker, `${process.pid}-${n}`) : spec.body;
+      const body = spec.uniqueMarker || spec.models
+        ? withRandomModel(spec, spec.uniqueMarker ? text.replace(spec.uniqueMarker, `${process.pid}-${n}`) : text)
+        : spec.body;
       const headers: Record<string, string> = { ...spec.headers };
-      if (spec.consumers) headers[CONSUMER_HEADER] = `consumer-${n % spec.consumers}`;
+      const consumer = consumerOf(spec, n);
+      if (consumer) headers[CONSUMER_HEADER] = consumer;
       try {
         const sent = performance.now();
         const answer = await pool.request({ path: url.pathname, method: spec.method, headers, body });
@@ -151,10 +166,25 @@ async function main(): Promise<void> {
     const configPath = join(workDir, "gateway.yaml");
     writeFileSync(
       configPath,
-      gatewayConfig({ mockUrl, objectDir: join(workDir, "objects"), production, redisAddr, relay: false, cacheStreams: options.cacheStreams }),
+      gatewayConfig({
+        mockUrl,
+        objectDir: join(workDir, "objects"),
+        production,
+        redisAddr,
+        relay: false,
+        cacheStreams: options.cacheStreams,
+        models: options.models,
+        workers: options.workers,
+      }),
     );
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
-    const gateway = await startGateway({ runtime: options.runtime, name: "gateway", configPath, runtimeFlags: [...profFlags, ...options.flags] });
+    const gateway = await startGateway({
+      runtime: options.runtime,
+      name: "gateway",
+      configPath,
+      runtimeFlags: [...profFlags, ...options.flags],
+      core: options.workers ? BOTH_CORES : undefined,
+    });
     services.push(gateway.service);
     const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], {
       core: SERVER_CORE,
@@ -176,8 +206,8 @@ async function main(): Promise<void> {
       targets.push({ name, pid: other.service.pid, base: other.target.base });
     }
     const scenario = SCENARIOS[options.scenario];
-    const consumers = production ? 50 : undefined;
-    const specOf = (t: Counted) => specFor(scenario, { name: t.name === "framework floor" ? "floor" : "gateway", base: t.base, pid: t.pid }, consumers);
+    const population = production ? { consumers: options.consumers, random: options.models > 1 || options.consumers > 50, models: options.models } : undefined;
+    const specOf = (t: Counted) => specFor(scenario, { name: t.name === "framework floor" ? "floor" : "gateway", base: t.base, pid: t.pid }, population);
     let wrong = 0;
     // Warm-up: JIT, pools, the cache entry of a hit.
     for (const t of targets) wrong += await send(specOf(t), Math.min(5000, options.requests), options.connections);
@@ -186,9 +216,13 @@ async function main(): Promise<void> {
     for (let round = 0; round < options.rounds; round++) {
       // Each round starts with another target, so drift in the machine's load hits all alike.
       for (const t of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
-        const before = cpuSeconds(t.pid);
+        // With workers: the primary and its workers together.
+        const cpuOf = (
+          pid: number,
+        ) => (options.workers && pid === gateway.service.pid ? processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0) : cpuSeconds(pid));
+        const before = cpuOf(t.pid);
         wrong += await send(specOf(t), options.requests, options.connections, options.latency ? latencies.get(t.name) : undefined);
-        const perRequest = ((cpuSeconds(t.pid) - before) * 1e6) / options.requests;
+        const perRequest = ((cpuOf(t.pid) - before) * 1e6) / options.requests;
         figures.get(t.name)?.push(perRequest);
         process.stderr.write(`round ${round + 1}, ${t.name}: ${perRequest.toFixed(0)} µs/req\n`);
       }

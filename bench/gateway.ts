@@ -56,6 +56,8 @@ export interface GatewayOptions {
   env?: Record<string, string>;
   /** The checkout whose build runs (default: this one), for an A/B of two builds. */
   root?: string;
+  /** The cores it may run on (taskset list; default the server core). */
+  core?: string;
 }
 
 export interface Gateway {
@@ -91,7 +93,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ? [denoBinary, "run", ...flags, "--allow-all", join(root, "adapters/deno/main.ts")]
     : [process.execPath, ...flags, join(root, "dist/adapters/node/main.js")];
   const service = spawnService(options.name, argv, {
-    core: SERVER_CORE,
+    core: options.core ?? SERVER_CORE,
     cwd: root,
     env: { CONFIG_PATH: options.configPath, GATEWAY_ADDR: `127.0.0.1:${port}`, ...options.env },
   });

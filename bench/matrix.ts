@@ -6,7 +6,8 @@
 import type { RequestSpec } from "./load/spec.ts";
 import { closedFigures, closedRound, type Figures, type LoadGenerator, openFigures, openRound, type Round, type Target, type TargetName } from "./measure.ts";
 import type { OpenLoopResult } from "./load/spec.ts";
-import type { Scenario } from "./scenarios.ts";
+import { MODEL, type Scenario } from "./scenarios.ts";
+import { MODELS } from "./config.ts";
 
 export type LoadId = "c32" | "r100";
 
@@ -33,9 +34,18 @@ export interface RowContext {
   timing: Timing;
   generator: LoadGenerator;
   repoRoot: string;
-  /** Rotate `X-Consumer` over this many consumers (production variants). */
-  consumers?: number;
+  /** Who sends and for which model (production and growth variants). */
+  population?: Population;
   log(line: string): void;
+}
+
+/** The consumers and models requests are spread over. */
+export interface Population {
+  /** `X-Consumer` over this many consumers: rotated, or drawn at random with `random`. */
+  consumers: number;
+  random?: boolean;
+  /** Models the growth scenario draws from at random (default 1). */
+  models?: number;
 }
 
 function rotated<T>(items: readonly T[], by: number): T[] {
@@ -43,9 +53,12 @@ function rotated<T>(items: readonly T[], by: number): T[] {
   return [...items.slice(shift), ...items.slice(0, shift)];
 }
 
-export function specFor(scenario: Scenario, target: Target, consumers?: number): RequestSpec {
-  const spec = scenario.request(target.base, target.name);
-  return consumers ? { ...spec, consumers, headers: { ...spec.headers, "X-User-Type": "standard" } } : spec;
+export function specFor(scenario: Scenario, target: Target, population?: Population): RequestSpec {
+  let spec = scenario.request(target.base, target.name);
+  if (spec.body.includes(MODEL)) spec = { ...spec, models: { marker: MODEL, base: MODELS.chat, count: population?.models ?? 1 } };
+  return population
+    ? { ...spec, consumers: population.consumers, randomConsumers: population.random, headers: { ...spec.headers, "X-User-Type": "standard" } }
+    : spec;
 }
 
 /** The loads of one scenario: closed loop (throughput) then open loop (added latency). */
@@ -58,20 +71,20 @@ export async function runScenario(
   const { timing, generator, repoRoot } = context;
   // Warm-up: JIT, connection pools, and for the cache-hit scenario the cache entry itself.
   for (const target of targets) {
-    await closedRound(target, specFor(scenario, target, context.consumers), timing.connections, timing.warmupSeconds, generator, repoRoot);
+    await closedRound(target, specFor(scenario, target, context.population), timing.connections, timing.warmupSeconds, generator, repoRoot);
   }
 
   const closed = new Map<TargetName, Round[]>();
   for (let round = 0; round < timing.closedRounds; round++) {
     for (const target of rotated(targets, round)) {
-      const result = await closedRound(target, specFor(scenario, target, context.consumers), timing.connections, timing.closedSeconds, generator, repoRoot);
+      const result = await closedRound(target, specFor(scenario, target, context.population), timing.connections, timing.closedSeconds, generator, repoRoot);
       closed.set(target.name, [...(closed.get(target.name) ?? []), result]);
     }
   }
   const open = new Map<TargetName, Round<OpenLoopResult>[]>();
   for (let round = 0; loads.includes("r100") && round < timing.openRounds; round++) {
     for (const target of rotated(targets, round)) {
-      const result = await openRound(target, specFor(scenario, target, context.consumers), timing.rate, timing.openSeconds);
+      const result = await openRound(target, specFor(scenario, target, context.population), timing.rate, timing.openSeconds);
       open.set(target.name, [...(open.get(target.name) ?? []), result]);
     }
   }

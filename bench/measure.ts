@@ -8,7 +8,7 @@ import { runOpenLoop } from "./load/open-loop.ts";
 import { type ClosedLoopResult, type OpenLoopResult, percentile, type RequestSpec } from "./load/spec.ts";
 import { runWrk } from "./load/wrk.ts";
 import { performance } from "node:perf_hooks";
-import { coreBusySeconds, cpuSeconds, memory, resetPeak, RssSampler, SERVER_CORE } from "./procs.ts";
+import { coreBusySeconds, cpuSeconds, memory, processTree, resetPeak, RssSampler, SERVER_CORE } from "./procs.ts";
 
 /** `floor`: the framework floor (bench/framework-floor.ts), next to `bare`, the node:http proxy. */
 export type TargetName = "direct" | "gateway" | "bare" | "floor";
@@ -19,6 +19,11 @@ export interface Target {
   base: string;
   /** The process whose CPU and memory this target is charged. */
   pid: number;
+  /**
+   * Charge the process and its children (a primary and its `server.workers`), which run on
+   * either core: the server core's "busy with others" is not measured.
+   */
+  tree?: boolean;
 }
 
 export type LoadGenerator = "wrk" | "autocannon";
@@ -29,23 +34,66 @@ export interface Round<R extends ClosedLoopResult = ClosedLoopResult> {
   peakRssMb: number;
   /** Share of the server core (0-1) that other processes used during the round (the machine was not quiet). */
   foreignLoad: number;
+  /** With `tree`: the CPU seconds of the children alone (the workers), and how many there were. */
+  childCpuSeconds?: number;
+  children?: number;
+}
+
+/** CPU seconds of each process of the target (one, or the tree). */
+function cpuByProcess(target: Target): Map<number, number> {
+  const pids = target.tree ? processTree(target.pid) : [target.pid];
+  const cpu = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      cpu.set(pid, cpuSeconds(pid));
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  return cpu;
+}
+
+/** The peak RSS of a tree: the sum of each process's own (an upper bound of the tree's at one moment). */
+function treePeakMb(pid: number): number {
+  return processTree(pid).reduce((sum, p) => {
+    try {
+      return sum + memory(p).peakMb;
+    } catch {
+      return sum;
+    }
+  }, 0);
 }
 
 async function around<R extends ClosedLoopResult>(target: Target, run: () => Promise<R>): Promise<Round<R>> {
   const { pid } = target;
-  const exact = resetPeak(pid);
+  const exact = target.tree ? processTree(pid).every(resetPeak) : resetPeak(pid);
   const sampler = new RssSampler(pid);
-  sampler.start();
-  const onServerCore = target.name !== "direct";
+  if (!target.tree) sampler.start();
+  const onServerCore = target.name !== "direct" && !target.tree;
   const coreBefore = onServerCore ? coreBusySeconds(SERVER_CORE) : 0;
   const wallBefore = performance.now();
-  const cpuBefore = cpuSeconds(pid);
+  const before = cpuByProcess(target);
   const result = await run();
-  const cpu = cpuSeconds(pid) - cpuBefore;
+  const after = cpuByProcess(target);
+  let cpu = 0;
+  let childCpu = 0;
+  for (const [p, seconds] of after) {
+    const used = seconds - (before.get(p) ?? 0);
+    cpu += used;
+    if (p !== pid) childCpu += used;
+  }
   const wall = (performance.now() - wallBefore) / 1000;
   const foreign = onServerCore ? Math.max(0, coreBusySeconds(SERVER_CORE) - coreBefore - cpu) / wall : 0;
-  const sampled = sampler.stop();
-  return { result, cpuSeconds: cpu, peakRssMb: exact ? Math.max(memory(pid).peakMb, sampled) : sampled, foreignLoad: Number.isNaN(foreign) ? 0 : foreign };
+  const sampled = target.tree ? 0 : sampler.stop();
+  const peak = target.tree ? treePeakMb(pid) : exact ? Math.max(memory(pid).peakMb, sampled) : sampled;
+  return {
+    result,
+    cpuSeconds: cpu,
+    peakRssMb: peak,
+    foreignLoad: Number.isNaN(foreign) ? 0 : foreign,
+    // With `workers: 1` there is no primary: the one process is the worker.
+    ...(target.tree ? (after.size > 1 ? { childCpuSeconds: childCpu, children: after.size - 1 } : { childCpuSeconds: cpu, children: 1 }) : {}),
+  };
 }
 
 export function closedRound(
@@ -79,6 +127,9 @@ export interface Figures {
   rounds: number;
   /** The worst share of the server core other processes took during a round (0-1); above ~0.05 the figures are disturbed. */
   foreignLoad: number;
+  /** A tree target's children (the workers): their CPU per request together, and how many. */
+  childCpuUsPerRequest?: number;
+  children?: number;
 }
 
 const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
@@ -86,7 +137,12 @@ const median = (values: number[]) => percentile([...values].sort((a, b) => a - b
 function base(rounds: Round[]): Omit<Figures, "p50Ms" | "p99Ms" | "rps"> {
   const requests = rounds.reduce((sum, r) => sum + r.result.requests, 0);
   const cpu = rounds.reduce((sum, r) => sum + r.cpuSeconds, 0);
+  const tree = rounds.length > 0 && rounds.every((r) => r.childCpuSeconds !== undefined);
+  const childCpu = rounds.reduce((sum, r) => sum + (r.childCpuSeconds ?? 0), 0);
   return {
+    ...(tree
+      ? { childCpuUsPerRequest: requests > 0 ? (childCpu / requests) * 1e6 : Number.NaN, children: Math.max(...rounds.map((r) => r.children ?? 0)) }
+      : {}),
     requests,
     errors: rounds.reduce((sum, r) => sum + r.result.errors, 0),
     invalid: rounds.reduce((sum, r) => sum + r.result.invalid, 0),

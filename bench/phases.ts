@@ -130,7 +130,7 @@ async function main(): Promise<void> {
     ];
 
     const scenario = SCENARIOS[options.scenario];
-    const consumers = production ? 50 : undefined;
+    const consumers = production ? { consumers: 50 } : undefined;
     const samples = new Map<string, PhaseSample[]>(timed.map((t) => [t.target.name, []]));
     const clientMs = new Map<string, number[]>(timed.map((t) => [t.target.name, []]));
     for (const t of timed) {

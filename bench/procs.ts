@@ -3,11 +3,13 @@
  * from /proc while they run (CPU time, resident memory and its peak).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 
 /** The core the measured server (gateway or bare proxy) runs on, and the one for everything else. */
 export const SERVER_CORE = "0";
 export const OTHER_CORE = "1";
+/** Both: the gateway with `server.workers` (the load generator, mock and Redis share core 1 with it). */
+export const BOTH_CORES = "0,1";
 
 let tasksetChecked: boolean | undefined;
 
@@ -35,6 +37,27 @@ export function cpuSeconds(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** The process and its descendants (the workers of `server.workers`), from /proc/<pid>/task/<tid>/children. */
+export function processTree(pid: number): number[] {
+  const all = [pid];
+  for (let i = 0; i < all.length; i++) {
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${all[i]}/task`);
+    } catch {
+      continue; // exited meanwhile
+    }
+    for (const task of tasks) {
+      try {
+        for (const child of readFileSync(`/proc/${all[i]}/task/${task}/children`, "utf8").trim().split(/\s+/)) if (child) all.push(Number(child));
+      } catch {
+        // The thread ended meanwhile.
+      }
+    }
+  }
+  return all;
 }
 
 /** Busy CPU seconds of one core so far (all processes): user, nice, system, irq, softirq, steal. */

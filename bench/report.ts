@@ -4,6 +4,8 @@ import type { JobsResult } from "./jobs.ts";
 import type { LoadId, RowResult } from "./matrix.ts";
 import type { Figures } from "./measure.ts";
 import type { UploadResult } from "./upload.ts";
+import { type GuardCheck, guardsTable } from "./guards.ts";
+import { growthTable, scalingTargets, usageWriteTable, workersTable } from "./report-scaling.ts";
 
 export interface Machine {
   nproc: number;
@@ -27,6 +29,8 @@ export interface Results {
   /** Plugins active in the gateway per variant (from its start-up log line). */
   plugins: Record<string, string[]>;
   targets: TargetCheck[];
+  /** Each 32-connection row against its guard (bench/guards.ts); absent in files written before them. */
+  guards?: GuardCheck[];
   /** Wrong answers anywhere (errors + invalid bodies); non-zero fails the run. */
   wrong: number;
 }
@@ -409,7 +413,8 @@ function denoVsNode(results: Results, other: Results | undefined): TargetCheck[]
 function memoryChecks(results: Results): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const top = results.rows
-    .filter((r) => r.load === "c32" && r.figures.gateway)
+    // Not the workers' rows: their figure is the sum of several processes.
+    .filter((r) => r.load === "c32" && r.figures.gateway && r.figures.gateway.children === undefined)
     .sort((a, b) => (b.figures.gateway?.peakRssMb ?? 0) - (a.figures.gateway?.peakRssMb ?? 0))[0];
   if (top) {
     const peak = top.figures.gateway?.peakRssMb ?? 0;
@@ -448,9 +453,15 @@ export function checkTargets(results: Results, other?: Results): TargetCheck[] {
     ...LLM_CONFIGS.map((variant) => firstEventOverFloor(rows, variant)),
     ...LLM_CONFIGS.map((variant) => cpuVsFloor(rows, `CPU per cache hit vs framework floor (${variant})`, variant, "llm-hit", 1.2)),
     ...denoVsNode(results, other),
+    ...scalingTargets(results),
     { target: "wrong answers (status, body or transport error), everywhere", limit: "0", value: String(results.wrong), met: results.wrong === 0 },
     ...memoryChecks(results),
   ];
+}
+
+/** A titled section, or nothing when `body` is empty. */
+function section(title: string, body: string, note?: string): string[] {
+  return body ? [title, "", ...(note ? [note, ""] : []), body, ""] : [];
 }
 
 const BORROWED =
@@ -479,6 +490,17 @@ export function printAll(results: Results): string {
     "",
     asyncTable(results),
     "",
+    ...section("## Growth: models in the config and distinct consumers (embedded store, random model and consumer per request)", growthTable(results)),
+    ...section(
+      "## Workers: server.workers 1 and 2 (prod-redis, LLM miss; the gateway on both cores, which the load generator, mock and Redis share)",
+      workersTable(results),
+    ),
+    ...section("## usage.write: before_answer (prod-redis) / after_answer (prod-redis-after-answer)", usageWriteTable(results)),
+    ...section(
+      "## Guards",
+      results.guards ? guardsTable(results.guards) : "",
+      "Each row against the figures of bench/guards.json with its margin: CPU per request as a multiple of the reference process of the same run, peak RSS as it is.",
+    ),
     "## Targets",
     "",
     "The performance targets (docs/design.md#performance-targets), against the framework floor; the last rows are earlier targets kept as guards.",

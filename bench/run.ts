@@ -8,21 +8,24 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { type BenchArgs, parseArgs, selected, timingFor } from "./args.ts";
 import { type ConfigOptions, gatewayConfig, MODELS, PATHS } from "./config.ts";
 import { type Gateway, machine, redisInstalled, repoRoot, resultsDir, startFlags, startGateway, startRedis } from "./gateway.ts";
 import { runBatchEndToEnd } from "./batches.ts";
+import { GROWTH, growthId } from "./growth.ts";
+import { checkGuards, readGuards, setGuards } from "./guards.ts";
 import { runJobsEndToEnd } from "./jobs.ts";
 import { wrkInstalled } from "./load/wrk.ts";
-import { type LoadId, type RowContext, runScenario } from "./matrix.ts";
+import { type LoadId, type Population, type RowContext, runScenario } from "./matrix.ts";
 import type { LoadGenerator, Target } from "./measure.ts";
-import { listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
+import { BOTH_CORES, listeningPort, OTHER_CORE, pinProcess, SERVER_CORE, type Service, spawnService } from "./procs.ts";
 import { checkTargets, printAll, type Results } from "./report.ts";
 import { type ScenarioId, SCENARIOS } from "./scenarios.ts";
 import { jobAccepted, mockAnswered, uploadOnce } from "./upload.ts";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const GUARDS_PATH = join(repoRoot, "bench/guards.json");
 
 interface Variant {
   id: string;
@@ -33,8 +36,10 @@ interface Variant {
    * (docs/design.md#performance-targets) are judged against; configs without it borrow the basic
    * config's, see bench/report.ts).
    */
-  scenarios: Array<{ id: ScenarioId; loads: LoadId[]; bare: boolean; floor?: boolean }>;
-  consumers?: number;
+  scenarios: Array<{ id: ScenarioId; loads: LoadId[]; bare: boolean; floor?: boolean; direct?: boolean }>;
+  population?: Population;
+  /** `server.workers`: the gateway may use both cores and is charged with its workers' CPU (bench/README.md). */
+  workers?: number;
 }
 
 const BOTH: LoadId[] = ["c32", "r100"];
@@ -51,12 +56,37 @@ const VARIANTS: Variant[] = [
   ...(["prod-memory", "prod-redis"] as const).map((id) => ({
     id,
     config: { production: true, redis: id === "prod-redis", relay: false },
-    consumers: 50,
+    population: { consumers: 50 },
     scenarios: [
       { id: "llm-miss" as const, loads: BOTH, bare: true, floor: true },
       { id: "llm-hit" as const, loads: BOTH, bare: false },
       { id: "stream" as const, loads: BOTH, bare: false },
     ],
+  })),
+  // usage.write: after_answer, against prod-redis's rows of the same run (docs/usage.md#when-usage-is-visible).
+  {
+    id: "prod-redis-after-answer",
+    config: { production: true, redis: true, relay: false, usageWrite: "after_answer" },
+    population: { consumers: 50 },
+    scenarios: [
+      { id: "llm-miss", loads: BOTH, bare: false },
+      { id: "stream", loads: BOTH, bare: false },
+    ],
+  },
+  ...GROWTH.map((g, index): Variant => ({
+    id: growthId(g),
+    config: { production: true, redis: false, relay: false, models: g.models },
+    population: { consumers: g.consumers, random: true, models: g.models },
+    // The framework floor once, with the first: the growth rows are judged against it and against the first row.
+    scenarios: [{ id: "growth", loads: ["c32"], bare: false, floor: index === 0, direct: false }],
+  })),
+  // server.workers 1 and 2 on Redis (the embedded store refuses workers); the floor with the first.
+  ...[1, 2].map((workers): Variant => ({
+    id: `workers-${workers}`,
+    config: { production: true, redis: true, relay: false, workers },
+    population: { consumers: 50 },
+    workers,
+    scenarios: [{ id: "llm-miss", loads: ["c32"], bare: false, floor: workers === 1 }],
   })),
   {
     id: "async",
@@ -69,7 +99,7 @@ const VARIANTS: Variant[] = [
 ];
 
 /** Starts the gateway of one config variant; `--cpu-prof` profiles it (Node only). */
-async function startVariant(args: BenchArgs, variant: string, config: string, workDir: string): Promise<Gateway> {
+async function startVariant(args: BenchArgs, variant: string, config: string, workDir: string, core?: string): Promise<Gateway> {
   const configPath = join(workDir, `gateway-${variant}.yaml`);
   writeFileSync(configPath, config);
   const profiles = join(resultsDir, "profiles");
@@ -81,6 +111,7 @@ async function startVariant(args: BenchArgs, variant: string, config: string, wo
     configPath,
     runtimeFlags: profile,
     env: args.logLevel ? { LOG_LEVEL: args.logLevel } : {},
+    core,
   });
 }
 
@@ -96,7 +127,11 @@ async function main(): Promise<number> {
     // Judged anew: a saved file's own `targets` are those of the code that wrote it.
     const saved = JSON.parse(readFileSync(args.report, "utf8")) as Results;
     const other = args.compare ? (JSON.parse(readFileSync(args.compare, "utf8")) as Results) : undefined;
-    process.stdout.write(`${printAll({ ...saved, targets: checkTargets(saved, other) })}\n`);
+    if (args.setGuards) {
+      const count = setGuards(saved, readGuards(GUARDS_PATH), basename(args.report), GUARDS_PATH);
+      log(`${count} guards of ${saved.runtime} set from ${args.report} in ${GUARDS_PATH}`);
+    }
+    process.stdout.write(`${printAll({ ...saved, targets: checkTargets(saved, other), guards: checkGuards(saved, readGuards(GUARDS_PATH)) })}\n`);
     return 0;
   }
   const timing = timingFor(args.quick);
@@ -157,13 +192,19 @@ async function main(): Promise<number> {
       if (variant.config.redis && redisAddr === "") continue;
       const objectDir = mkdtempSync(join(workDir, "objects-"));
       const config = gatewayConfig({ ...variant.config, mockUrl, objectDir, redisAddr: variant.config.redis ? redisAddr : "" });
-      const gateway = await startVariant(args, variant.id, config, workDir);
+      const gateway = await startVariant(args, variant.id, config, workDir, variant.workers ? BOTH_CORES : undefined);
+      const gatewayTarget: Target = variant.workers ? { ...gateway.target, tree: true } : gateway.target;
       results.plugins[variant.id] = gateway.plugins;
       log(`${variant.id}: gateway pid ${gateway.service.pid}, plugins: ${gateway.plugins.join(", ")}`);
-      const context: RowContext = { variant: variant.id, timing, generator, repoRoot, consumers: variant.consumers, log };
+      const context: RowContext = { variant: variant.id, timing, generator, repoRoot, population: variant.population, log };
       try {
         for (const scenario of scenarios) {
-          const targets = [direct, gateway.target, ...(scenario.bare ? [bareTarget] : []), ...(scenario.floor ? [floorTarget] : [])];
+          const targets = [
+            ...(scenario.direct === false ? [] : [direct]),
+            gatewayTarget,
+            ...(scenario.bare ? [bareTarget] : []),
+            ...(scenario.floor ? [floorTarget] : []),
+          ];
           results.rows.push(...(await runScenario(context, SCENARIOS[scenario.id], targets, scenario.loads)));
         }
         if (uploads) {
@@ -250,6 +291,7 @@ async function main(): Promise<number> {
   const otherPath = join(resultsDir, `latest-${args.runtime === "node" ? "deno" : "node"}.json`);
   const other = existsSync(otherPath) ? (JSON.parse(readFileSync(otherPath, "utf8")) as Results) : undefined;
   results.targets = checkTargets(results, other);
+  results.guards = checkGuards(results, readGuards(GUARDS_PATH));
 
   const text = printAll(results);
   process.stdout.write(`\n${text}\n`);
@@ -262,6 +304,15 @@ async function main(): Promise<number> {
   if (results.wrong > 0) {
     log(`\n${results.wrong} wrong answers (unexpected status, transport error or wrong body): see the "wrong" columns`);
     return 1;
+  }
+  const failed = results.guards.filter((g) => g.met === false);
+  if (failed.length > 0) {
+    log(
+      `\n${failed.length} failed guards (a regression, or a machine too busy to measure: see "core 0 busy with others"): ${
+        failed.map((g) => g.row).join(", ")
+      }`,
+    );
+    return 3;
   }
   return 0;
 }

@@ -13,7 +13,8 @@ export type ScenarioId =
   | "upload-100k"
   | "submit-100k"
   | "guard-input-2k"
-  | "guard-stream-out";
+  | "guard-stream-out"
+  | "growth";
 
 export interface Scenario {
   id: ScenarioId;
@@ -26,6 +27,8 @@ export interface Scenario {
 
 /** Replaced per request by a unique token: every body, so every cache key, differs. */
 export const UNIQUE = "[<id>]";
+/** Replaced per request by a model drawn at random from the variant's (bench/matrix.ts `specFor`). */
+export const MODEL = "[<model>]";
 
 const json = { "content-type": "application/json" };
 
@@ -125,6 +128,19 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
       headers: json,
       body: Buffer.from(chatRequest(MODELS.guardOut, { stream: true })),
       expect: { status: 200, contains: "data: [DONE]" },
+    }),
+  },
+  // The growth scenarios (bench/README.md): an LLM miss whose model and consumer are drawn at random.
+  growth: {
+    id: "growth",
+    title: "LLM proxy, cache miss, random model and consumer",
+    request: (base) => ({
+      url: base + PATHS.chat,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODEL, { tag: UNIQUE })),
+      uniqueMarker: UNIQUE,
+      expect: { status: 200, body: COMPLETION_JSON },
     }),
   },
   "upload-100k": {

@@ -167,7 +167,7 @@ async function main(): Promise<number> {
     const loops: Array<[keyof typeof MIX, RequestSpec]> = [
       ...(["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((
         id,
-      ): [keyof typeof MIX, RequestSpec] => [id, specFor(SCENARIOS[id], gateway.target, CONSUMERS)]),
+      ): [keyof typeof MIX, RequestSpec] => [id, specFor(SCENARIOS[id], gateway.target, { consumers: CONSUMERS })]),
       ...(["usage", "usage-report", "metrics"] as const).map((id): [keyof typeof MIX, RequestSpec] => [id, reads[id]]),
     ];
     const jobs = runJobs(gateway.target.base, rateOf("jobs"), args.duration, CONSUMERS);

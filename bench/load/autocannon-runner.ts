@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { CONSUMER_HEADER, isValid, type RequestSpec } from "./spec.ts";
+import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./spec.ts";
 
 interface AutocannonResult {
   requests: { total: number };
@@ -50,8 +50,12 @@ const result = await autocannon({
     {
       setupRequest(request: AutocannonRequest): AutocannonRequest {
         counter++;
-        const headers = spec.consumers ? { ...request.headers, [CONSUMER_HEADER]: `consumer-${counter % spec.consumers}` } : request.headers;
-        const text = spec.uniqueMarker ? body.toString().replace(spec.uniqueMarker, `ac-${run}-${counter}`) : body;
+        const consumer = consumerOf(spec, counter);
+        const headers = consumer ? { ...request.headers, [CONSUMER_HEADER]: consumer } : request.headers;
+        const varied = spec.uniqueMarker || spec.models;
+        const text = varied
+          ? withRandomModel(spec, spec.uniqueMarker ? body.toString().replace(spec.uniqueMarker, `ac-${run}-${counter}`) : body.toString())
+          : body;
         return { ...request, headers, body: text };
       },
     },

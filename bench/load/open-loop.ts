@@ -7,7 +7,7 @@
  */
 import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
-import { CONSUMER_HEADER, isValid, type OpenLoopResult, percentile, type RequestSpec } from "./spec.ts";
+import { CONSUMER_HEADER, consumerOf, isValid, type OpenLoopResult, percentile, type RequestSpec, withRandomModel } from "./spec.ts";
 
 interface Sample {
   ttfb: number;
@@ -73,8 +73,11 @@ export async function runOpenLoop(spec: RequestSpec, rate: number, seconds: numb
     }
     if (performance.now() - due > 5) late++;
     const headers: Record<string, string> = { ...spec.headers };
-    if (spec.consumers) headers[CONSUMER_HEADER] = `consumer-${i % spec.consumers}`;
-    const body = spec.uniqueMarker ? Buffer.from(text.replace(spec.uniqueMarker, `ol-${Date.now()}-${i}`)) : spec.body;
+    const consumer = consumerOf(spec, i);
+    if (consumer) headers[CONSUMER_HEADER] = consumer;
+    const body = spec.uniqueMarker || spec.models
+      ? Buffer.from(withRandomModel(spec, spec.uniqueMarker ? text.replace(spec.uniqueMarker, `ol-${Date.now()}-${i}`) : text))
+      : spec.body;
     pending.push(
       once(spec, agent, body, headers).then(({ sample, outcome }) => {
         if (outcome === "error") errors++;

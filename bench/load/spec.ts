@@ -11,8 +11,15 @@ export interface RequestSpec {
    * request is a cache miss). It must occur once in `body`.
    */
   uniqueMarker?: string;
-  /** When set, `X-Consumer: consumer-<n>` rotates over this many consumers. */
+  /** When set, `X-Consumer: consumer-<n>` rotates over this many consumers (drawn at random with `randomConsumers`). */
   consumers?: number;
+  /** Each request's consumer drawn at random below `consumers` instead of rotated (the growth scenarios). */
+  randomConsumers?: boolean;
+  /**
+   * When set, each request replaces `marker` in the body with a model drawn at random: `base`
+   * for 0, else `base-<n>`, n below `count` (the growth scenarios' many models).
+   */
+  models?: { marker: string; base: string; count: number };
   expect: {
     status: number;
     /** The exact body every answer must have. */
@@ -47,6 +54,23 @@ export interface OpenLoopResult extends ClosedLoopResult {
 }
 
 export const CONSUMER_HEADER = "X-Consumer";
+
+/** The consumer of the `n`-th request: rotated, or drawn at random with `randomConsumers`. */
+export function consumerOf(spec: RequestSpec, n: number): string | undefined {
+  if (!spec.consumers) return undefined;
+  return `consumer-${spec.randomConsumers ? Math.floor(Math.random() * spec.consumers) : n % spec.consumers}`;
+}
+
+/** The n-th model name of `models` (bench/config.ts configures the same names). */
+export function modelName(base: string, n: number): string {
+  return n === 0 ? base : `${base}-${n}`;
+}
+
+/** `text` with the model marker replaced by a model drawn at random (unchanged without `models`). */
+export function withRandomModel(spec: RequestSpec, text: string): string {
+  const models = spec.models;
+  return models ? text.replace(models.marker, modelName(models.base, Math.floor(Math.random() * models.count))) : text;
+}
 
 export function isValid(spec: RequestSpec, status: number, body: string): "ok" | "error" | "invalid" {
   if (status !== spec.expect.status) return "error";

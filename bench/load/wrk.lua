@@ -23,6 +23,11 @@ local expect_status = tonumber(settings[2])
 local marker = settings[3] ~= "-" and settings[3] or nil
 local consumers = tonumber(settings[4])
 local contains = settings[5] ~= "-" and settings[5] or nil
+-- The growth scenarios: each request's consumer and model drawn at random.
+local random_consumers = settings[6] == "random"
+local model_marker = settings[7] ~= nil and settings[7] ~= "-" and settings[7] or nil
+local model_base = settings[8]
+local models = tonumber(settings[9] or "0") or 0
 local body = slurp("body")
 local expect_body = slurp("expect")
 local headers = {}
@@ -54,8 +59,15 @@ wrong_status = 0
 local counter = 0
 local fixed
 
+local function replace(text, mark, value)
+  local at = text:find(mark, 1, true)
+  if not at then return text end
+  return text:sub(1, at - 1) .. value .. text:sub(at + #mark)
+end
+
 function init(args)
-  if not marker and consumers == 0 then
+  math.randomseed(os.time() + id)
+  if not marker and consumers == 0 and not model_marker then
     fixed = wrk.format(method, nil, headers, body)
   end
 end
@@ -63,9 +75,16 @@ end
 function request()
   if fixed then return fixed end
   counter = counter + 1
-  if consumers > 0 then headers["X-Consumer"] = "consumer-" .. (counter % consumers) end
+  if consumers > 0 then
+    local n = random_consumers and math.random(0, consumers - 1) or (counter % consumers)
+    headers["X-Consumer"] = "consumer-" .. n
+  end
   local text = body
   if marker then text = prefix .. run .. "-" .. id .. "-" .. counter .. suffix end
+  if model_marker then
+    local n = math.random(0, models - 1)
+    text = replace(text, model_marker, n == 0 and model_base or (model_base .. "-" .. n))
+  end
   return wrk.format(method, nil, headers, text)
 end
 

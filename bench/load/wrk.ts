@@ -28,7 +28,17 @@ export async function runWrk(spec: RequestSpec, connections: number, seconds: nu
     writeFileSync(join(dir, "headers"), Object.entries(spec.headers).map(([name, value]) => `${name}: ${value}`).join("\n"));
     writeFileSync(
       join(dir, "settings"),
-      [spec.method, String(spec.expect.status), spec.uniqueMarker ?? "-", String(spec.consumers ?? 0), spec.expect.contains ?? "-"].join("\n"),
+      [
+        spec.method,
+        String(spec.expect.status),
+        spec.uniqueMarker ?? "-",
+        String(spec.consumers ?? 0),
+        spec.expect.contains ?? "-",
+        spec.randomConsumers ? "random" : "rotate",
+        spec.models?.marker ?? "-",
+        spec.models?.base ?? "-",
+        String(spec.models?.count ?? 0),
+      ].join("\n"),
     );
     const argv = pinned(OTHER_CORE, ["wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", scriptPath(repoRoot), spec.url]);
     const output = await new Promise<string>((done, fail) => {

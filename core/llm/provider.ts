@@ -107,6 +107,12 @@ export interface Translator {
    */
   observeStreamEvent?(event: StreamEvent): void;
   /**
+   * With `observeStreamEvent` on an SSE stream: whether complete events, as their raw text,
+   * may change `streamProgress`; the others are not parsed (core/llm/sse-scan.ts). A false
+   * "yes" only costs a parse; a false "no" loses the end or the usage.
+   */
+  observedEventsMayMatter?(text: string): boolean;
+  /**
    * What the stream said so far: whether the protocol's end arrived, and the usage it
    * reported. With it, a stream that ends without its end gets an error event instead of a
    * clean end, and streamed tokens can be counted; without it the gateway cannot tell.

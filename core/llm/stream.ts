@@ -17,6 +17,7 @@ import { StreamRefused } from "./hooks.ts";
 import { NdjsonParser } from "./ndjson.ts";
 import type { StreamParser, Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
+import { SseByteScan } from "./sse-scan.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
 import type { EndHook } from "../pipeline/end-hook.ts";
@@ -45,7 +46,7 @@ export interface StreamTranslation {
   format: "sse" | "ndjson";
   /** Parses the stream from its bytes instead of `format`'s text framing (the provider's `createStreamParser`). */
   parser?: StreamParser;
-  translator: Pick<Translator, "translateStreamEvent" | "translateStreamEnd" | "observeStreamEvent" | "streamProgress">;
+  translator: Pick<Translator, "translateStreamEvent" | "translateStreamEnd" | "observeStreamEvent" | "observedEventsMayMatter" | "streamProgress">;
   /** Told about a translator error or a broken backend stream (for the log). */
   onError(reason: string, error: unknown): void;
   /** Silence after the first event that ends the stream (reason `idle`); 0 or absent = no limit. */
@@ -231,6 +232,10 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
   const watches = translate || translator.observeStreamEvent !== undefined;
   const parser: EventParser | undefined = watches && !options.parser ? (options.format === "ndjson" ? new NdjsonParser() : new SseParser()) : undefined;
   const byteParser = watches ? options.parser : undefined;
+  // Passed on as it is, with nothing waiting on the events' content (no output hook): only the
+  // events that may change the progress are decoded and parsed (core/llm/sse-scan.ts).
+  const mayMatter = translator.observedEventsMayMatter;
+  const scan = !translate && parser instanceof SseParser && mayMatter && !options.settle ? new SseByteScan(parser, mayMatter) : undefined;
   const idleMs = options.idleTimeoutMs ?? 0;
   const idleWatch = idleMs > 0 ? new IdleWatch(reader, idleMs) : undefined;
   let finished = false;
@@ -344,7 +349,9 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
         }
         let events: StreamEvent[] = [];
         const out: OutEvent[] = [];
-        if (parser) {
+        if (scan) {
+          events = chunk.done ? scan.end() : scan.push(chunk.value);
+        } else if (parser) {
           const text = chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
           events = chunk.done ? [...parser.push(text), ...parser.end()] : parser.push(text);
         } else if (byteParser) {

@@ -23,7 +23,7 @@ export const OPENAI_COMPATIBLE_HOSTS: Readonly<Record<string, string>> = {
 /** No translation: streams are only watched, for their end (`[DONE]` or a `finish_reason`) and the usage of their last chunk. */
 export function watchingTranslator() {
   const watch = new ChatStreamWatch();
-  return { observeStreamEvent: watch.event.bind(watch), streamProgress: () => watch.progress() };
+  return { observeStreamEvent: watch.event.bind(watch), observedEventsMayMatter: ChatStreamWatch.mayMatter, streamProgress: () => watch.progress() };
 }
 
 /**
