@@ -69,6 +69,7 @@ export type { Clock, IdSource } from "../clock.ts";
 export type { LogEntry, LogFields, Logger, LogLevel } from "../log.ts";
 export type { CounterSpec, HistogramSpec, Metrics, MetricsSnapshot } from "../metrics.ts";
 export type {
+  BackendConfig,
   ConfigFacts,
   ConfigSection,
   ConfigSections,
