@@ -15,10 +15,10 @@ import { Pool } from "undici";
 import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
 import { freePort } from "../test/support/servers.ts";
-import { redisInstalled, repoRoot, startGateway, startRedis } from "./gateway.ts";
+import { startGateway, startSideServices } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
 import { CONSUMER_HEADER, isValid, withRandomModel } from "./load/spec.ts";
-import { listeningPort, OTHER_CORE, pinProcess, type Service, spawnService } from "./procs.ts";
+import { OTHER_CORE, pinProcess, type Service } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
 import { InspectorSession } from "./soak-inspector.ts";
 
@@ -54,16 +54,7 @@ async function main(): Promise<void> {
   const workDir = mkdtempSync(join(tmpdir(), "gateway-consumer-memory-"));
   const services: Service[] = [];
   try {
-    const mock = spawnService("mock backend", [process.execPath, join(repoRoot, "dist/bench/mock-backend.js"), "0"], { core: OTHER_CORE });
-    services.push(mock);
-    const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
-    let redisAddr = "";
-    if (options.config === "prod-redis") {
-      if (!redisInstalled()) throw new Error("--config prod-redis needs redis-server");
-      const redis = await startRedis(workDir);
-      services.push(redis.service);
-      redisAddr = redis.addr;
-    }
+    const { mockUrl, redisAddr } = await startSideServices(workDir, options.config, services);
     const configPath = join(workDir, "gateway.yaml");
     writeFileSync(
       configPath,

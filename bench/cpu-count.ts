@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { Pool } from "undici";
 import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
-import { redisInstalled, repoRoot, type Runtime, startFlags, startGateway, startRedis } from "./gateway.ts";
+import { repoRoot, type Runtime, startFlags, startGateway, startSideServices } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
 import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./load/spec.ts";
 import { BOTH_CORES, cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, processTree, SERVER_CORE, type Service, spawnService } from "./procs.ts";
@@ -152,16 +152,7 @@ async function main(): Promise<void> {
   const workDir = mkdtempSync(join(tmpdir(), "gateway-cpu-count-"));
   const services: Service[] = [];
   try {
-    const mock = spawnService("mock backend", [process.execPath, join(repoRoot, "dist/bench/mock-backend.js"), "0"], { core: OTHER_CORE });
-    services.push(mock);
-    const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
-    let redisAddr = "";
-    if (options.config === "prod-redis") {
-      if (!redisInstalled()) throw new Error("--config prod-redis needs redis-server");
-      const redis = await startRedis(workDir);
-      services.push(redis.service);
-      redisAddr = redis.addr;
-    }
+    const { mockUrl, redisAddr } = await startSideServices(workDir, options.config, services);
     const production = options.config !== "basic";
     const configPath = join(workDir, "gateway.yaml");
     writeFileSync(

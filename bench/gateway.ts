@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, waitForPort } from "../test/support/servers.ts";
 import type { Target } from "./measure.ts";
-import { hasTaskset, OTHER_CORE, SERVER_CORE, type Service, spawnService, waitHealthy } from "./procs.ts";
+import { hasTaskset, listeningPort, OTHER_CORE, SERVER_CORE, type Service, spawnService, waitHealthy } from "./procs.ts";
 import type { Machine } from "./report.ts";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -44,6 +44,21 @@ export async function startRedis(workDir: string): Promise<{ service: Service; a
   });
   await waitForPort(port);
   return { service, addr: `127.0.0.1:${port}`, port };
+}
+
+/**
+ * What a one-off bench tool runs beside the gateway, on the core the gateway does not use: the
+ * mock backend, and Redis for `prod-redis`. Each is pushed on `services` as it starts (stopped by the caller).
+ */
+export async function startSideServices(workDir: string, config: string, services: Service[]): Promise<{ mockUrl: string; redisAddr: string }> {
+  const mock = spawnService("mock backend", [process.execPath, join(repoRoot, "dist/bench/mock-backend.js"), "0"], { core: OTHER_CORE });
+  services.push(mock);
+  const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
+  if (config !== "prod-redis") return { mockUrl, redisAddr: "" };
+  if (!redisInstalled()) throw new Error("--config prod-redis needs redis-server");
+  const redis = await startRedis(workDir);
+  services.push(redis.service);
+  return { mockUrl, redisAddr: redis.addr };
 }
 
 export interface GatewayOptions {
