@@ -20,7 +20,7 @@ import { formatSse, SseParser } from "./sse.ts";
 import { SseByteScan } from "./sse-scan.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
-import type { EndHook } from "../pipeline/end-hook.ts";
+import { bodyEnded, type EndHook } from "../pipeline/end-hook.ts";
 
 interface EventParser {
   push(text: string): StreamEvent[];
@@ -270,7 +270,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     finished = true;
     idleWatch?.stop();
     options.onEnd?.({ ...outcome, usage: progress()?.usage });
-    const steps = endHook?.steps?.();
+    const steps = bodyEnded(endHook);
     if (!steps) {
       controller.close();
       return undefined;
@@ -406,7 +406,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
         finished = true;
         idleWatch?.stop();
         options.onEnd?.({ cancelled: true, usage: progress()?.usage });
-        void endHook?.steps?.();
+        void bodyEnded(endHook);
       }
       await reader.cancel(reason).catch(() => {});
     },

@@ -10,7 +10,9 @@
  *   client abandons runs them too; when the server adapter says when the response is done
  *   (`responded`), that also runs them, for a body the server never read.
  * - A body stream the gateway built with an end hook (end-hook.ts, the LLM streams): the
- *   stream itself awaits the steps before it closes, and runs them when the client leaves it.
+ *   stream itself awaits the steps before it closes, and runs them when the client leaves it;
+ *   one that already ended before it got here (its first read ended it) is a whole body: the
+ *   steps are awaited before the Response is handed over.
  *
  * The steps run once, concurrently (each is usually one store round trip), and never fail the
  * answer: a step's error is logged.
@@ -58,6 +60,10 @@ export async function endBeforeLastByte(response: Response, steps: readonly EndS
   let ending: Promise<void> | undefined;
   const end = () => (ending ??= runSteps(steps, response.status, log));
   if (options.responded) options.responded.then(end, end);
+  if (hook?.ended) {
+    await end();
+    return response;
+  }
   if (hook) {
     // The body's own stream runs them before it closes (end-hook.ts): no stream around it.
     hook.steps = end;

@@ -72,6 +72,13 @@ export interface RequestContext {
    */
   backendHeaders?: Readonly<Record<string, string | null>>;
   /**
+   * How a refused request ended, set by the plugin that refused it when the refusal is worth
+   * counting apart from other errors: the error type of the refusal. A request with an outcome
+   * was not served, even when its status was 2xx (a stream refused after its 200 went out).
+   * Usage records count requests per outcome (docs/usage.md#refused-requests).
+   */
+  outcome?: string;
+  /**
    * The client going away (core/proxy/client-gone.ts): the server adapter's when it gives one
    * (Node), else the request's own `signal`.
    */
@@ -107,6 +114,7 @@ export class RequestState implements RequestContext {
   stage: StageName = "identify";
   readonly vars: Partial<RequestVars> = {};
   backendHeaders?: Readonly<Record<string, string | null>>;
+  outcome?: string;
   readonly finalizers: Array<() => void | Promise<void>> = [];
   /** The `beforeEnd` steps, built on first use (most requests have none). */
   endSteps?: EndStep[];

@@ -14,6 +14,23 @@ const HOOK: unique symbol = Symbol("gateway.endHook");
 /** Filled by the pipeline at most once; the body's producer runs `steps` (see the file comment). */
 export interface EndHook {
   steps?: () => Promise<void>;
+  /**
+   * The body ended (or was cancelled) before the pipeline filled `steps`: a stream's first read,
+   * which runs as the stream is built, can end it (a refusal or a failure in the backend's first
+   * chunk). The pipeline then runs the steps itself before it hands the Response over.
+   */
+  ended?: boolean;
+}
+
+/**
+ * The body's producer at its end (or cancel): runs the steps when the pipeline handed them over,
+ * else marks the hook `ended` for the pipeline to run them. Undefined when there is nothing to await.
+ */
+export function bodyEnded(hook: EndHook | undefined): Promise<void> | undefined {
+  if (!hook) return undefined;
+  if (hook.steps) return hook.steps();
+  hook.ended = true;
+  return undefined;
 }
 
 type Marked = Response & { [HOOK]?: EndHook };

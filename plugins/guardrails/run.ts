@@ -2,9 +2,11 @@
  * The guardrails of one request: the rules that apply to it run on its texts in the order
  * listed, and what they did is counted (once per rule, stage and action), logged (a block, a
  * `log` match, a failed check: the rule and the request id, never the matched text) and put on
- * the request's span (`gateway.guardrail`).
+ * the request's span (`gateway.guardrail`). A refusal marks the request's `outcome`
+ * (`guardrail_blocked`), which its usage record counts (docs/guardrails.md#visibility).
  */
 import type { Logger } from "../../core/log.ts";
+import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { CheckResult } from "./checkers.ts";
 import { masked } from "./matchers.ts";
 import type { GuardrailMetrics } from "./metrics.ts";
@@ -26,6 +28,8 @@ export class RequestRun {
     readonly requestId: string,
     readonly model: string,
     readonly consumer: string,
+    /** The request whose `outcome` a refusal marks. */
+    private readonly request: Pick<RequestContext, "outcome">,
   ) {}
 
   /** Counts and logs what `rule` did (once per stage and action). */
@@ -44,7 +48,7 @@ export class RequestRun {
   blocked(rule: CompiledRule, stage: Stage, reason?: string): GuardrailBlocked {
     this.acted(rule, stage, "block");
     const why = reason ? `: ${reason}` : rule.matcher ? `: it contains text the rule blocks (kind ${rule.kind})` : "";
-    return new GuardrailBlocked(rule.name, `guardrail "${rule.name}" refused the ${what(stage)}${why}`);
+    return this.refusal(rule, `guardrail "${rule.name}" refused the ${what(stage)}${why}`);
   }
 
   /** A check that failed: counted and logged; `closed` refuses (the refusal returned), `open` lets the texts pass. */
@@ -53,10 +57,17 @@ export class RequestRun {
     this.deps.log.warn("guardrail_check_failed", { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId, failure: rule.failure, why });
     if (rule.failure === "open") return undefined;
     this.acted(rule, stage, "block", "check failed");
-    return new GuardrailBlocked(
-      rule.name,
-      `guardrail "${rule.name}" could not check the ${what(stage)} (${why}); its failure setting is "closed", which refuses it`,
-    );
+    return this.refusal(rule, `guardrail "${rule.name}" could not check the ${what(stage)} (${why}); its failure setting is "closed", which refuses it`);
+  }
+
+  /**
+   * The refusal of `rule`, marked on the request: whether it ends as a 400 or, in a stream
+   * whose 200 went out, as an error event, the request counts as refused, not served.
+   */
+  private refusal(rule: CompiledRule, message: string): GuardrailBlocked {
+    const refusal = new GuardrailBlocked(rule.name, message);
+    this.request.outcome = refusal.type;
+    return refusal;
   }
 
   /** What a checking rule says of `texts`. */

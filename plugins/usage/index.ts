@@ -55,6 +55,8 @@ export default definePlugin({
               consumer,
               model: ctx.service?.model ?? "",
               key,
+              // Read as the answer ends: a stream refused after its 200 marks it on the way.
+              outcome: ctx.outcome,
             }, status);
             return waitForWrite ? written : undefined;
           });

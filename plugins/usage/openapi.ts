@@ -10,6 +10,14 @@ const Tokens = Type.Object(
   { prompt: Type.Integer({ minimum: 0 }), completion: Type.Integer({ minimum: 0 }) },
   { description: "LLM tokens" },
 );
+/** Refused requests per outcome (docs/usage.md#refused-requests). */
+const Outcomes = (of: string) =>
+  Type.Object({}, {
+    additionalProperties: Type.Integer({ minimum: 1 }),
+    example: { guardrail_blocked: 2 },
+    description:
+      `${of} refused with an outcome, per outcome: \`guardrail_blocked\` for a guardrail's block (not counted in \`requests\`); only non-zero ones, omitted when none`,
+  });
 
 export const usageOpenApi: OpenApiContribution = {
   tags: [{ name: "Usage", description: "Per-consumer usage" }],
@@ -28,6 +36,7 @@ export const usageOpenApi: OpenApiContribution = {
               processing_time_seconds: Type.Optional(Type.Number({ minimum: 0, description: "Async types" })),
               tokens: Type.Optional(Tokens),
               cost: Type.Optional(Cost),
+              outcomes: Type.Optional(Outcomes("Requests")),
             }),
             window: Type.Optional(
               Type.Object(
@@ -62,6 +71,7 @@ export const usageOpenApi: OpenApiContribution = {
       processing_time_seconds: Type.Optional(Type.Number({ minimum: 0 })),
       tokens: Type.Optional(Tokens),
       cost: Type.Optional(Cost),
+      outcomes: Type.Optional(Outcomes("The bucket's requests")),
     }),
     UsageReport: Type.Object(
       {
@@ -78,6 +88,7 @@ export const usageOpenApi: OpenApiContribution = {
               requests: Type.Integer({ minimum: 0 }),
               tokens: Type.Integer({ minimum: 0, description: "Prompt + completion" }),
               cost: Cost,
+              outcomes: Type.Optional(Outcomes("The group's requests")),
             }),
             { description: "With group_by: the range's totals per group, most cost first" },
           ),

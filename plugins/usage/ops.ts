@@ -12,8 +12,8 @@ import type { AtomicOp, KvData } from "../../core/stores/kv.ts";
 /** The integer counters, in ARGV order; `processing_seconds` (a decimal) comes after them. */
 const INTEGER_COUNTERS = ["requests", "jobs", "prompt_tokens", "completion_tokens", "cost_nanos"] as const;
 
-/** ARGV values per record of `usageRecord`. */
-const RECORD_ARGS = 8;
+/** ARGV values per record of `usageRecord` before its outcomes. */
+const RECORD_ARGS = 9;
 
 /**
  * Adds the counts of several consumers of one service type and one calendar day: a batch
@@ -24,9 +24,10 @@ const RECORD_ARGS = 8;
  * ARGV[4] the consumer-hash field prefix (`<type>|`), ARGV[5..10] what the buckets get:
  * requests, jobs, prompt tokens, completion tokens, cost in nano-units (integers),
  * processing seconds (a decimal), the sums of the records' counts (the caller adds them up:
- * Lua would format a float sum with 14 digits); then per record i, 8 values from
- * ARGV[11 + 8 (i - 1)]: consumer, now ms, requests, jobs, prompt tokens, completion tokens,
- * cost nanos, processing seconds.
+ * Lua would format a float sum with 14 digits); ARGV[11] the number n of outcome counters the
+ * buckets get, then n pairs: counter (`outcome.<outcome>`, keys.ts), integer sum. Then per
+ * record: consumer, now ms, requests, jobs, prompt tokens, completion tokens, cost nanos,
+ * processing seconds, the number k of its outcome counters, then k pairs: counter, integer.
  * Zero counts write nothing (an absent field means "never tracked"); a record of zeros
  * changes nothing. A consumer hash gets the retention TTL only when this call created it;
  * bucket TTLs are set when the bucket has none, so neither is ever extended. The rank score
@@ -40,9 +41,10 @@ export const usageRecord: AtomicOp<number> = {
 local names = {'requests', 'jobs', 'prompt_tokens', 'completion_tokens', 'cost_nanos'}
 local prefix = ARGV[4]
 local written = 0
+local outcomes = tonumber(ARGV[11])
+local at = 12 + 2 * outcomes
 for r = 6, #KEYS do
   local key = KEYS[r]
-  local at = 11 + 8 * (r - 6)
   local consumer = ARGV[at]
   local created = redis.call('EXISTS', key) == 0
   local fresh_type = redis.call('HEXISTS', key, prefix .. 'requests') == 0
@@ -58,6 +60,14 @@ for r = 6, #KEYS do
     redis.call('HINCRBYFLOAT', key, prefix .. 'processing_seconds', ARGV[at + 7])
     wrote = true
   end
+  local own = tonumber(ARGV[at + 8])
+  for o = at + 9, at + 7 + 2 * own, 2 do
+    local by = tonumber(ARGV[o + 1])
+    if by ~= 0 then
+      redis.call('HINCRBY', key, prefix .. ARGV[o], by)
+      wrote = true
+    end
+  end
   if wrote then
     written = written + 1
     redis.call('HSET', key, 'last_active', ARGV[at + 1])
@@ -72,6 +82,7 @@ for r = 6, #KEYS do
       end
     end
   end
+  at = at + 9 + 2 * own
 end
 local bucketed = false
 for i, name in ipairs(names) do
@@ -85,6 +96,13 @@ if tonumber(ARGV[10]) ~= 0 then
   for b = 3, 5 do redis.call('HINCRBYFLOAT', KEYS[b], 'processing_seconds', ARGV[10]) end
   bucketed = true
 end
+for o = 12, 10 + 2 * outcomes, 2 do
+  local by = tonumber(ARGV[o + 1])
+  if by ~= 0 then
+    for b = 3, 5 do redis.call('HINCRBY', KEYS[b], ARGV[o], by) end
+    bucketed = true
+  end
+end
 if bucketed then
   if redis.call('PTTL', KEYS[3]) == -1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
   if redis.call('PTTL', KEYS[4]) == -1 then redis.call('PEXPIRE', KEYS[4], ARGV[3]) end
@@ -95,12 +113,15 @@ return written
   js: (data, keys, args) => {
     const [index, rank, daily, weekly, monthly] = keys;
     const [retention, dailyTtl, weeklyTtl, prefix] = args;
+    const outcomes = Number(args[10]);
     let written = 0;
+    let at = 11 + 2 * outcomes;
     for (let r = 5; r < keys.length; r++) {
       const key = keys[r];
-      const at = 10 + RECORD_ARGS * (r - 5);
       const consumer = args[at];
       const now = args[at + 1];
+      const own = Number(args[at + 8]);
+      const next = at + RECORD_ARGS + 2 * own;
       const created = !data.exists(key);
       const freshType = data.hget(key, `${prefix}requests`) === null;
       let wrote = false;
@@ -115,12 +136,19 @@ return written
         data.hincrByFloat(key, `${prefix}processing_seconds`, seconds);
         wrote = true;
       }
+      for (let o = at + RECORD_ARGS; o < next; o += 2) {
+        const by = Number(args[o + 1]);
+        if (by === 0) continue;
+        data.hincrBy(key, `${prefix}${args[o]}`, by);
+        wrote = true;
+      }
+      const requests = Number(args[at + 2]);
+      at = next;
       if (!wrote) continue;
       written++;
       data.hset(key, { last_active: now });
       if (created && Number(retention) > 0) data.pexpire(key, Number(retention));
       data.zadd(index, Number(now), consumer);
-      const requests = Number(args[at + 2]);
       if (requests !== 0) data.zadd(rank, freshType ? requests : (data.zscore(rank, consumer) ?? 0) + requests, consumer);
     }
     let bucketed = false;
@@ -138,6 +166,14 @@ return written
       data.hincrByFloat(daily, "processing_seconds", seconds);
       data.hincrByFloat(weekly, "processing_seconds", seconds);
       data.hincrByFloat(monthly, "processing_seconds", seconds);
+      bucketed = true;
+    }
+    for (let o = 11; o < 11 + 2 * outcomes; o += 2) {
+      const by = Number(args[o + 1]);
+      if (by === 0) continue;
+      data.hincrBy(daily, args[o], by);
+      data.hincrBy(weekly, args[o], by);
+      data.hincrBy(monthly, args[o], by);
       bucketed = true;
     }
     if (bucketed) {

@@ -5,18 +5,20 @@
  * `close` writes what is still gathered (nothing is lost on shutdown).
  *
  * - sync and LLM: `requestEnded`, as the answer ends, counts the request (when it was served:
- *   status below 400) and carries the tokens its `llm.usage` event left waiting (the event
- *   comes first, from inside the handler, so the two become one write);
+ *   status below 400 and no `outcome`; a request a plugin refused with an `outcome`, such as a
+ *   guardrail's block, is counted under that outcome instead, whatever its status) and carries
+ *   the tokens its `llm.usage` event left waiting (the event comes first, from inside the
+ *   handler, so the two become one write);
  * - async: `job.submitted` counts the submission as a request and a job;
  * - `relay.processed` adds inference seconds, in whichever process ran the job.
  *
  * Costs (the `cost` of `llm.usage` and `relay.processed`, when pricing is on) are added as
  * whole nano-units next to the tokens. The report groups (`group_by`: per consumer, model,
- * API key and mode, a client's request or a batch line) get each request, its tokens and its
- * cost in a second operation of the same batch. A request's tokens wait for its end under its
- * consumer, type and key, not its mode: a batch line and a client's request of the same
- * consumer, type and key ending at the same moment may have their tokens counted in the
- * other's mode (their requests never are).
+ * API key and mode, a client's request or a batch line) get each request, its tokens, its
+ * cost and its outcome in a second operation of the same batch. A request's tokens wait for
+ * its end under its consumer, type and key, not its mode: a batch line and a client's request
+ * of the same consumer, type and key ending at the same moment may have their tokens counted
+ * in the other's mode (their requests never are).
  *
  * A request's own counts are in the store before the client has its whole answer:
  * `requestEnded` gives the write they are part of, which the answer's end waits for (the
@@ -35,7 +37,7 @@ import type { JobRecord } from "../../core/jobs/types.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { toNanos } from "../../core/pricing/price.ts";
 import { DAY_MS, labelOf, PERIODS } from "./calendar.ts";
-import { type GroupCounter, type GroupDimension, usageKeys } from "./keys.ts";
+import { type GroupCounter, type GroupDimension, type OutcomeCounter, outcomeCounter, usageKeys } from "./keys.ts";
 import { groupsAdd, usageRecord } from "./ops.ts";
 
 /**
@@ -72,6 +74,8 @@ export interface EndedRequest {
   model: string;
   /** The API key id the request came with, when auth knows one. */
   key?: string;
+  /** How a refused request ended (`RequestContext.outcome`): counted under it, and not as served. */
+  outcome?: string;
 }
 
 export interface RecorderDeps {
@@ -87,6 +91,8 @@ interface Gathered {
   consumer: string;
   now: number;
   counts: Required<Increments>;
+  /** Refused requests per outcome counter; built on first use (most turns have none). */
+  outcomes?: Map<OutcomeCounter, number>;
 }
 
 /** The events of one service type and one UTC day: one `usageRecord` call (and one `groupsAdd`). */
@@ -222,17 +228,20 @@ export class UsageRecorder {
     const id = heldId(consumer, serviceType, request.key);
     const held = this.waiting.get(id);
     if (held) this.waiting.delete(id);
-    const served = status < 400 ? 1 : 0;
-    if (!served && !held) return undefined;
+    const { outcome } = request;
+    const served = status < 400 && outcome === undefined ? 1 : 0;
+    if (!served && !held && outcome === undefined) return undefined;
     // What `write` does, without its argument objects: this runs for every request.
     const now = this.deps.clock.now();
     const batch = this.batchOf(serviceType, now);
-    const sum = this.gathered(batch, consumer, now);
+    const gathered = this.gathered(batch, consumer, now);
+    const sum = gathered.counts;
     sum.requests += served;
     const byConsumer = this.groupFieldsOf("consumer", consumer);
     const byKey = this.groupFieldsOf("key", request.key ?? consumer);
     const byMode = this.groupFieldsOf("mode", modeOf(request.origin));
     addToGroups(batch.groups, "requests", served, byConsumer, this.groupFieldsOf("model", request.model), byKey, byMode);
+    if (outcome !== undefined) this.countOutcome(batch, gathered, outcome, request);
     if (held) {
       for (const counts of held.models) {
         const byModel = this.groupFieldsOf("model", counts.model);
@@ -277,7 +286,7 @@ export class UsageRecorder {
       addToGroups(batch.groups, "tokens", Math.round((counts.prompt ?? 0) + (counts.completion ?? 0)), byConsumer, byModel, byKey, byMode);
       addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos ?? 0), byConsumer, byModel, byKey, byMode);
     }
-    const sum = this.gathered(batch, consumer, now);
+    const sum = this.gathered(batch, consumer, now).counts;
     sum.requests += Math.round(counts.requests ?? 0);
     sum.jobs += Math.round(counts.jobs ?? 0);
     sum.prompt += Math.round(counts.prompt ?? 0);
@@ -296,14 +305,26 @@ export class UsageRecorder {
   }
 
   /** The consumer's counts in the batch, its latest event now. */
-  private gathered(batch: Batch, consumer: string, now: number): Required<Increments> {
+  private gathered(batch: Batch, consumer: string, now: number): Gathered {
     let gathered = batch.consumers.get(consumer);
     if (!gathered) {
       gathered = { consumer, now, counts: { requests: 0, jobs: 0, prompt: 0, completion: 0, costNanos: 0, processingSeconds: 0 } };
       batch.consumers.set(consumer, gathered);
     }
     gathered.now = Math.max(gathered.now, now);
-    return gathered.counts;
+    return gathered;
+  }
+
+  /** One request refused with `outcome`: under it in the consumer's counts and in its report groups. */
+  private countOutcome(batch: Batch, gathered: Gathered, outcome: string, request: EndedRequest): void {
+    const counter = outcomeCounter(outcome);
+    const outcomes = (gathered.outcomes ??= new Map());
+    outcomes.set(counter, (outcomes.get(counter) ?? 0) + 1);
+    // Rare next to served requests: the fields are built here rather than cached.
+    addTo(batch.groups, usageKeys.groupField("consumer", request.consumer, counter), 1);
+    addTo(batch.groups, usageKeys.groupField("model", request.model, counter), 1);
+    addTo(batch.groups, usageKeys.groupField("key", request.key ?? request.consumer, counter), 1);
+    addTo(batch.groups, usageKeys.groupField("mode", modeOf(request.origin), counter), 1);
   }
 
   private groupFieldsOf(dimension: GroupDimension, name: string): GroupFields {
@@ -364,9 +385,27 @@ export class UsageRecorder {
     const keys = dayKeys.record.slice();
     const totals = { requests: 0, jobs: 0, prompt: 0, completion: 0, costNanos: 0, processingSeconds: 0 };
     const records: (string | number)[] = [];
-    for (const { consumer, now, counts } of batch.consumers.values()) {
+    let outcomeTotals: Map<OutcomeCounter, number> | undefined;
+    for (const { consumer, now, counts, outcomes } of batch.consumers.values()) {
       keys.push(this.consumerKeyOf(consumer));
-      records.push(consumer, now, counts.requests, counts.jobs, counts.prompt, counts.completion, counts.costNanos, counts.processingSeconds);
+      records.push(
+        consumer,
+        now,
+        counts.requests,
+        counts.jobs,
+        counts.prompt,
+        counts.completion,
+        counts.costNanos,
+        counts.processingSeconds,
+        outcomes?.size ?? 0,
+      );
+      if (outcomes) {
+        outcomeTotals ??= new Map();
+        for (const [counter, count] of outcomes) {
+          records.push(counter, count);
+          outcomeTotals.set(counter, (outcomeTotals.get(counter) ?? 0) + count);
+        }
+      }
       totals.requests += counts.requests;
       totals.jobs += counts.jobs;
       totals.prompt += counts.prompt;
@@ -388,6 +427,8 @@ export class UsageRecorder {
         totals.completion,
         totals.costNanos,
         totals.processingSeconds,
+        outcomeTotals?.size ?? 0,
+        ...(outcomeTotals ? [...outcomeTotals].flat() : []),
         ...records,
       ]);
     } catch (error) {

@@ -10,9 +10,9 @@ import { errors } from "../../core/errors.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
 import { bucketCount, bucketLabels, parseDay, type Period, PERIODS } from "./calendar.ts";
 import { costOfNanos } from "../../core/pricing/price.ts";
-import { GROUP_DIMENSIONS, type GroupDimension, TYPE_SEPARATOR, usageKeys } from "./keys.ts";
+import { GROUP_DIMENSIONS, type GroupDimension, outcomeOf, TYPE_SEPARATOR, usageKeys } from "./keys.ts";
 import { hashesRead } from "./ops.ts";
-import { type Counts, countsOf, type Totals, totalsOf, typeKinds } from "./shape.ts";
+import { addCounts, type Counts, countsOf, nonZero, type Totals, totalsOf, typeKinds } from "./shape.ts";
 
 /** docs/design.md#constants. */
 export const MAX_BUCKETS = 400;
@@ -34,6 +34,8 @@ export interface ReportGroup {
   requests: number;
   tokens: number;
   cost: number;
+  /** Refused requests per outcome (`guardrail_blocked`): only non-zero ones, omitted when none. */
+  outcomes?: Record<string, number>;
 }
 
 export interface UsageReport {
@@ -89,13 +91,9 @@ export function parseReportQuery(query: (name: string) => string | undefined): R
   };
 }
 
-function add(sum: Counts, counts: Counts): void {
-  for (const [counter, value] of Object.entries(counts) as Array<[keyof Counts, number]>) sum[counter] = (sum[counter] ?? 0) + value;
-}
-
 /** The groups of one dimension summed over the range's group hashes, most cost first (then most requests, then by key). */
 function groupsOf(hashes: readonly string[][], dimension: GroupDimension): ReportGroup[] {
-  const byKey = new Map<string, { requests: number; tokens: number; nanos: number }>();
+  const byKey = new Map<string, { requests: number; tokens: number; nanos: number; outcomes?: Record<string, number> }>();
   const prefix = `${dimension}${TYPE_SEPARATOR}`;
   for (const flat of hashes) {
     for (let i = 0; i + 1 < flat.length; i += 2) {
@@ -109,12 +107,24 @@ function groupsOf(hashes: readonly string[][], dimension: GroupDimension): Repor
       if (counter === "requests") sum.requests += value;
       else if (counter === "tokens") sum.tokens += value;
       else if (counter === "cost_nanos") sum.nanos += value;
+      else {
+        const outcome = outcomeOf(counter);
+        if (outcome !== undefined) {
+          const outcomes = (sum.outcomes ??= {});
+          outcomes[outcome] = (outcomes[outcome] ?? 0) + value;
+        }
+      }
       byKey.set(key, sum);
     }
   }
   return [...byKey]
     .sort(([ka, a], [kb, b]) => b.nanos - a.nanos || b.requests - a.requests || (ka < kb ? -1 : ka > kb ? 1 : 0))
-    .map(([key, sum]) => ({ key, requests: sum.requests, tokens: sum.tokens, cost: costOfNanos(sum.nanos) }));
+    .map(([key, sum]) => {
+      const group: ReportGroup = { key, requests: sum.requests, tokens: sum.tokens, cost: costOfNanos(sum.nanos) };
+      const outcomes = nonZero(sum.outcomes);
+      if (outcomes) group.outcomes = outcomes;
+      return group;
+    });
 }
 
 export async function usageReport(kv: KvStore, services: readonly ServiceConfig[], query: ReportQuery, priced = false): Promise<UsageReport> {
@@ -127,7 +137,7 @@ export async function usageReport(kv: KvStore, services: readonly ServiceConfig[
   const sum: Counts = {};
   const buckets = labels.map((bucket, i) => {
     const counts = countsOf(hashes[i] ?? []);
-    add(sum, counts);
+    addCounts(sum, counts);
     // Tokens only where they were tracked (docs/design.md#usage-report); jobs and seconds for async
     // types.
     return { bucket, ...totalsOf(counts, llm, "tracked", priced) };

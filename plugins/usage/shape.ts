@@ -8,9 +8,10 @@
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { LimitWindow } from "../../core/limits/windows.ts";
 import { costOfNanos, roundCost } from "../../core/pricing/price.ts";
-import { type Counter, COUNTERS, LAST_ACTIVE, TYPE_SEPARATOR } from "./keys.ts";
+import { type Counter, COUNTERS, LAST_ACTIVE, outcomeOf, TYPE_SEPARATOR } from "./keys.ts";
 
-export type Counts = Partial<Record<Counter, number>>;
+/** Stored counters; `outcomes`: refused requests per outcome (`guardrail_blocked`), when any was counted. */
+export type Counts = Partial<Record<Counter, number>> & { outcomes?: Record<string, number> };
 
 export interface Totals {
   requests: number;
@@ -19,6 +20,8 @@ export interface Totals {
   tokens?: { prompt: number; completion: number };
   /** In pricing.currency, rounded to 6 decimals: where pricing is on or a cost was recorded. */
   cost?: number;
+  /** Refused requests per outcome (a refusal's error type, `guardrail_blocked`): only non-zero ones, omitted when none. */
+  outcomes?: Record<string, number>;
 }
 
 export interface WindowView {
@@ -47,13 +50,35 @@ export const roundSeconds = (seconds: number): number => Math.round(seconds * 10
 
 const COUNTER_SET = new Set<string>(COUNTERS);
 
+/** Adds `value` of the counter named `counter` (a counter or `outcome.<outcome>`) to `counts`; false when it is neither. */
+function addCounter(counts: Counts, counter: string, value: number): boolean {
+  if (COUNTER_SET.has(counter)) {
+    counts[counter as Counter] = (counts[counter as Counter] ?? 0) + value;
+    return true;
+  }
+  const outcome = outcomeOf(counter);
+  if (outcome === undefined) return false;
+  const outcomes = (counts.outcomes ??= {});
+  outcomes[outcome] = (outcomes[outcome] ?? 0) + value;
+  return true;
+}
+
 /** [field, value, ...] as a map of counters (unknown fields ignored). */
 export function countsOf(flat: readonly string[]): Counts {
   const counts: Counts = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) {
-    if (COUNTER_SET.has(flat[i])) counts[flat[i] as Counter] = Number(flat[i + 1]) || 0;
-  }
+  for (let i = 0; i + 1 < flat.length; i += 2) addCounter(counts, flat[i], Number(flat[i + 1]) || 0);
   return counts;
+}
+
+/** Adds every counter of `counts` to `sum` (a counter never added stays absent: "never tracked"). */
+export function addCounts(sum: Counts, counts: Counts): void {
+  for (const counter of COUNTERS) {
+    const value = counts[counter];
+    if (value !== undefined) sum[counter] = (sum[counter] ?? 0) + value;
+  }
+  if (!counts.outcomes) return;
+  const outcomes = (sum.outcomes ??= {});
+  for (const [outcome, value] of Object.entries(counts.outcomes)) outcomes[outcome] = (outcomes[outcome] ?? 0) + value;
 }
 
 /** A consumer hash: its last activity and the counts of each service type. */
@@ -66,12 +91,10 @@ export function parseConsumerHash(fields: Readonly<Record<string, string>>): { l
       continue;
     }
     const at = field.lastIndexOf(TYPE_SEPARATOR);
-    const counter = field.slice(at + 1);
-    if (at < 0 || !COUNTER_SET.has(counter)) continue;
+    if (at < 0) continue;
     const type = field.slice(0, at);
     const counts = types.get(type) ?? {};
-    counts[counter as Counter] = Number(value) || 0;
-    types.set(type, counts);
+    if (addCounter(counts, field.slice(at + 1), Number(value) || 0)) types.set(type, counts);
   }
   return { lastActive, types };
 }
@@ -99,10 +122,19 @@ export function totalsOf(counts: Counts, llm: boolean, tokensWhen: "llm" | "trac
     totals.tokens = { prompt: counts.prompt_tokens ?? 0, completion: counts.completion_tokens ?? 0 };
   }
   if (priced || counts.cost_nanos !== undefined) totals.cost = costOfNanos(counts.cost_nanos ?? 0);
+  const outcomes = nonZero(counts.outcomes);
+  if (outcomes) totals.outcomes = outcomes;
   return totals;
 }
 
-export const isEmpty = (counts: Counts): boolean => COUNTERS.every((counter) => !counts[counter]);
+/** The non-zero outcome counts, or undefined when there is none. */
+export function nonZero(outcomes: Readonly<Record<string, number>> | undefined): Record<string, number> | undefined {
+  if (!outcomes) return undefined;
+  const shown = Object.entries(outcomes).filter(([, value]) => value !== 0);
+  return shown.length === 0 ? undefined : Object.fromEntries(shown);
+}
+
+export const isEmpty = (counts: Counts): boolean => COUNTERS.every((counter) => !counts[counter]) && nonZero(counts.outcomes) === undefined;
 
 export function windowView(window: LimitWindow): WindowView {
   return {

@@ -115,6 +115,22 @@ describe("ctx.beforeEnd", () => {
     expect((await end).done).toBe(true);
   });
 
+  it("a stream with an end hook that ended before it was handed over (its first read ended it): the steps are done before the Response is", async () => {
+    const body = fedBody();
+    body.close();
+    const hook: EndHook = {};
+    const handed = withEndHook(new Response(passStream(body.stream, () => {}, { endHook: hook })), hook);
+    // The stream's first read runs as the stream is built: here it finds the (empty) body's end.
+    for (let i = 0; i < 5 && !hook.ended; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(hook.ended).toBe(true);
+    const { step, answer } = run(() => handed);
+    expect(await settlesSoon(answer)).toBe(false);
+    expect(step.runs).toBe(1);
+    step.finish();
+    expect(await (await answer).text()).toBe("");
+    expect(step.runs).toBe(1);
+  });
+
   it("a body the server never reads: the steps run when the server says the response is done", async () => {
     let responded!: () => void;
     const done = new Promise<void>((resolve) => (responded = resolve));

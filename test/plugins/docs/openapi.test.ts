@@ -54,6 +54,18 @@ describe("the generated document", () => {
     expect(Object.keys(record.properties ?? {})).toEqual(expect.arrayContaining(["id", "status", "error", "attempts", "created_at"]));
   });
 
+  it("documents the outcomes (refused requests) of a usage record's totals, a report's buckets and its groups", () => {
+    const doc = buildDocument({ config, authMode: authModeOf(config), visible: config.services, served: () => true, syncProxy: true });
+    type Schema = { properties?: Record<string, Schema>; items?: Schema; additionalProperties?: unknown };
+    const schemas = doc.components.schemas as Record<string, Schema>;
+    const outcomes = [
+      schemas.UsageRecord.properties?.usage.items?.properties?.total.properties?.outcomes,
+      schemas.UsageBucket.properties?.outcomes,
+      schemas.UsageReport.properties?.groups.items?.properties?.outcomes,
+    ];
+    for (const schema of outcomes) expect(schema).toMatchObject({ type: "object", additionalProperties: { type: "integer", minimum: 1 } });
+  });
+
   it("documents the API key admin API and the api_key security schemes, and stays valid", async () => {
     const keys = loadConfig(
       `

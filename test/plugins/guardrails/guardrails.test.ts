@@ -8,6 +8,8 @@
  * blocks, and that times out with `failure: open` (passes, the error counted) and `closed`
  * (refused, saying why). `/v1/messages` and `/v1/responses` requests are translated to chat
  * completions inside the gateway, so the same rules apply, answered in each protocol's shape.
+ * A blocked request shows in its consumer's usage record as `outcomes.guardrail_blocked`, not as
+ * a served request, a blocked answer's tokens and cost still counted.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
@@ -35,6 +37,10 @@ guardrails:
   - { name: moderation-closed, kind: http, on: [input], action: block, url: "http://checker/hang", timeout: 50ms, failure: closed, models: [mod-closed] }
 services:
 ${["gpt", "gpt-phone", "mod-block", "mod-open", "mod-closed"].map(SERVICE).join("\n")}
+pricing:
+  currency: USD
+  models:
+    gpt: { input: 1, output: 2 }
 `;
 
 /** The sum of a series' samples whose labels include `labels` (test/support/prometheus.ts). */
@@ -47,6 +53,7 @@ describe("guardrails through the official clients", () => {
   let upstream: FakeUpstream;
   let openai: OpenAI;
   let anthropic: Anthropic;
+  let viaGateway: typeof fetch;
 
   beforeAll(async () => {
     upstream = fakeUpstream();
@@ -62,7 +69,7 @@ describe("guardrails through the official clients", () => {
       fetch: upstream.fetch,
       lookupHost: async () => ["127.0.0.1"],
     });
-    const viaGateway = ((input: RequestInfo | URL, init?: RequestInit) => gateway.fetch(new Request(input, init))) as typeof fetch;
+    viaGateway = ((input: RequestInfo | URL, init?: RequestInit) => gateway.fetch(new Request(input, init))) as typeof fetch;
     openai = new OpenAI({ baseURL: "http://gateway/v1", apiKey: "test-key", fetch: viaGateway, maxRetries: 0 });
     anthropic = new Anthropic({ baseURL: "http://gateway", apiKey: "test-key", fetch: viaGateway, maxRetries: 0 });
   });
@@ -229,6 +236,93 @@ describe("guardrails through the official clients", () => {
       expect(await metric(gateway, "svc_guardrail_actions_total", { guardrail: "no-codenames", stage: "input", action: "block" })).toBeGreaterThanOrEqual(1);
       expect(await metric(gateway, "svc_guardrail_actions_total", { guardrail: "pii-in", stage: "input", action: "mask" })).toBeGreaterThanOrEqual(1);
       expect(await metric(gateway, "svc_guardrail_actions_total", { guardrail: "pii-out", stage: "output", action: "mask" })).toBeGreaterThanOrEqual(2);
+    });
+  });
+
+  describe("blocked requests in the consumer's usage record", () => {
+    const clientOf = (consumer: string) =>
+      new OpenAI({ baseURL: "http://gateway/v1", apiKey: "test-key", fetch: viaGateway, maxRetries: 0, defaultHeaders: { "x-consumer": consumer } });
+    /** The consumer's `total` of the chat type (`GET /usage`). */
+    const chatTotal = async (consumer: string) => {
+      const response = await gateway.fetch(new Request("http://gateway/usage", { headers: { "x-consumer": consumer } }));
+      expect(response.status).toBe(200);
+      const record = (await response.json()) as { usage: Array<{ service_type: string; total: unknown }> };
+      return record.usage.find((entry) => entry.service_type === "chat")?.total;
+    };
+    const ask = (consumer: string, model: string, content: string) =>
+      clientOf(consumer).chat.completions.create({ model, messages: [{ role: "user", content }] });
+
+    it("input blocks (a rule's and a checker's closed failure) count under outcomes, not as served requests", async () => {
+      await ask("u-input", "gpt", "u1 hello");
+      const blocked = await ask("u-input", "gpt", "u1 PROJECT-9").catch((e) => e);
+      expect(blocked).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(blocked.error).toMatchObject({ type: "guardrail_blocked", code: "no-codenames" });
+      const closed = await ask("u-input", "mod-closed", "u1 hi").catch((e) => e);
+      expect(closed.error).toMatchObject({ type: "guardrail_blocked", code: "moderation-closed" });
+      expect(await chatTotal("u-input")).toEqual({
+        requests: 1,
+        tokens: { prompt: 11, completion: 7 },
+        cost: 0.000025,
+        outcomes: { guardrail_blocked: 2 },
+      });
+    });
+
+    it("an output block on a whole answer: counted under outcomes, the backend's tokens and cost still counted", async () => {
+      const blocked = await ask("u-answer", "gpt", "u2 [answer:here is FORBIDDEN text]").catch((e) => e);
+      expect(blocked).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(blocked.error).toMatchObject({ type: "guardrail_blocked", code: "no-forbidden-out" });
+      expect(JSON.stringify(blocked.error)).not.toContain("FORBIDDEN text");
+      expect(receivedWith("u2")).toHaveLength(1);
+      expect(await chatTotal("u-answer")).toEqual({
+        requests: 0,
+        tokens: { prompt: 11, completion: 7 },
+        cost: 0.000025,
+        outcomes: { guardrail_blocked: 1 },
+      });
+    });
+
+    it("an output block mid-stream, after its 200: counted under outcomes, not as a served request", async () => {
+      const response = await gateway.fetch(
+        new Request("http://gateway/v1/chat/completions", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-consumer": "u-stream" },
+          body: JSON.stringify({ model: "gpt", stream: true, messages: [{ role: "user", content: "u3 [parts:all fine |FORBIDDEN|more]" }] }),
+        }),
+      );
+      expect(response.status).toBe(200);
+      // The whole answer, to its close: the usage write comes before it.
+      expect(await response.text()).toContain('"code":"no-forbidden-out"');
+      expect(await chatTotal("u-stream")).toEqual({ requests: 0, tokens: { prompt: 0, completion: 0 }, cost: 0, outcomes: { guardrail_blocked: 1 } });
+      // A stream that passes is a served request, with no outcome.
+      const passed = await gateway.fetch(
+        new Request("http://gateway/v1/chat/completions", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-consumer": "u-stream" },
+          body: JSON.stringify({ model: "gpt", stream: true, messages: [{ role: "user", content: "u3 [parts:all |fine]" }] }),
+        }),
+      );
+      expect(await passed.text()).toContain("[DONE]");
+      expect(await chatTotal("u-stream")).toEqual({ requests: 1, tokens: { prompt: 0, completion: 0 }, cost: 0, outcomes: { guardrail_blocked: 1 } });
+    });
+
+    it("the report shows them in its buckets, total and groups", async () => {
+      const today = new Date();
+      const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+      // From the day before: a write just before midnight (UTC) is in the range too.
+      const query = `type=chat&period=daily&from=${day(today.getTime() - 86_400_000)}&to=${day(today.getTime())}&total=true&group_by=consumer`;
+      const response = await gateway.fetch(new Request(`http://gateway/-/usage/report?${query}`));
+      expect(response.status).toBe(200);
+      const report = (await response.json()) as {
+        buckets: Array<{ outcomes?: Record<string, number> }>;
+        total: { outcomes?: Record<string, number> };
+        groups: Array<{ key: string; requests: number; outcomes?: Record<string, number> }>;
+      };
+      expect(report.total.outcomes).toEqual({ guardrail_blocked: 4 });
+      expect(report.buckets.reduce((sum, bucket) => sum + (bucket.outcomes?.guardrail_blocked ?? 0), 0)).toBe(4);
+      const groups = Object.fromEntries(report.groups.map((group) => [group.key, group]));
+      expect(groups["u-input"]).toMatchObject({ requests: 1, outcomes: { guardrail_blocked: 2 } });
+      expect(groups["u-answer"]).toMatchObject({ requests: 0, tokens: 18, outcomes: { guardrail_blocked: 1 } });
+      expect(groups["u-stream"]).toMatchObject({ requests: 1, outcomes: { guardrail_blocked: 1 } });
     });
   });
 

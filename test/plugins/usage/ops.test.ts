@@ -32,16 +32,38 @@ describe.each(stores)("usage ops: $name", ({ open }) => {
   });
   const k = (name: string) => `${p}${name}`;
   const shared = () => [k("consumers"), k("rank:chat"), k("d"), k("w"), k("m")];
-  type Counts = { requests?: number; jobs?: number; prompt?: number; completion?: number; costNanos?: number; seconds?: number };
+  type Counts = {
+    requests?: number;
+    jobs?: number;
+    prompt?: number;
+    completion?: number;
+    costNanos?: number;
+    seconds?: number;
+    /** Outcome counter (`outcome.<outcome>`) -> count. */
+    outcomes?: Record<string, number>;
+  };
   const countsOf = (c: Counts) => [c.requests ?? 0, c.jobs ?? 0, c.prompt ?? 0, c.completion ?? 0, c.costNanos ?? 0, c.seconds ?? 0];
+  const pairsOf = (outcomes: Record<string, number>) => [Object.keys(outcomes).length, ...Object.entries(outcomes).flat()];
   /** A batch of records; the buckets get the sums, as the recorder passes them. */
   const recordMany = (records: Array<{ consumer: string; counts: Counts; now?: number }>, options: { retention?: number } = {}) => {
     const totals = [0, 0, 0, 0, 0, 0];
-    for (const r of records) countsOf(r.counts).forEach((n, i) => (totals[i] += n));
+    const outcomeTotals: Record<string, number> = {};
+    for (const r of records) {
+      countsOf(r.counts).forEach((n, i) => (totals[i] += n));
+      for (const [counter, n] of Object.entries(r.counts.outcomes ?? {})) outcomeTotals[counter] = (outcomeTotals[counter] ?? 0) + n;
+    }
     return kv.run(
       usageRecord,
       [...shared(), ...records.map((r) => k(`c:${r.consumer}`))],
-      [options.retention ?? 0, 400 * DAY, 800 * DAY, "chat|", ...totals, ...records.flatMap((r) => [r.consumer, r.now ?? NOW, ...countsOf(r.counts)])],
+      [
+        options.retention ?? 0,
+        400 * DAY,
+        800 * DAY,
+        "chat|",
+        ...totals,
+        ...pairsOf(outcomeTotals),
+        ...records.flatMap((r) => [r.consumer, r.now ?? NOW, ...countsOf(r.counts), ...pairsOf(r.counts.outcomes ?? {})]),
+      ],
     );
   };
   const record = (consumer: string, counts: Counts, options: { now?: number; retention?: number } = {}) =>
@@ -135,6 +157,44 @@ describe.each(stores)("usage ops: $name", ({ open }) => {
     await record("carol", { seconds: 2, costNanos: 1_200_000 });
     expect(await kv.hgetall(k("c:carol"))).toMatchObject({ "chat|cost_nanos": "2850123", "chat|requests": "2" });
     for (const bucket of ["d", "w", "m"]) expect(await kv.hgetall(k(bucket))).toMatchObject({ cost_nanos: "2850123", prompt_tokens: "21" });
+  });
+
+  it("counts refused requests per outcome in the consumer and the buckets; outcomes alone make a record, but no rank", async () => {
+    // Outcomes alone: the record is created (with its retention TTL and last activity) and indexed.
+    expect(await record("dave", { outcomes: { "outcome.guardrail_blocked": 1 } }, { retention: HOUR })).toBe(1);
+    expect(await kv.hgetall(k("c:dave"))).toEqual({ "chat|outcome.guardrail_blocked": "1", last_active: String(NOW) });
+    expect(await kv.pttl(k("c:dave"))).toBeGreaterThan(HOUR - 60_000);
+    expect(await kv.zscore(k("consumers"), "dave")).toBe(NOW);
+    expect(await kv.zscore(k("rank:chat"), "dave")).toBeNull();
+    // In a batch, next to other records (with and without outcomes of their own) and counters.
+    const written = await recordMany([
+      { consumer: "dave", counts: { prompt: 11, completion: 7, outcomes: { "outcome.guardrail_blocked": 2, "outcome.other": 1 } }, now: NOW + 1 },
+      { consumer: "erin", counts: { requests: 2 } },
+      { consumer: "frank", counts: { outcomes: { "outcome.guardrail_blocked": 1 } } },
+      { consumer: "gina", counts: { outcomes: { "outcome.guardrail_blocked": 0 } } },
+    ]);
+    expect(written).toBe(3);
+    expect(await kv.hgetall(k("c:dave"))).toEqual({
+      "chat|outcome.guardrail_blocked": "3",
+      "chat|outcome.other": "1",
+      "chat|prompt_tokens": "11",
+      "chat|completion_tokens": "7",
+      last_active: String(NOW + 1),
+    });
+    expect(await kv.hgetall(k("c:erin"))).toEqual({ "chat|requests": "2", last_active: String(NOW) });
+    expect(await kv.hgetall(k("c:frank"))).toEqual({ "chat|outcome.guardrail_blocked": "1", last_active: String(NOW) });
+    expect(await kv.exists(k("c:gina"))).toBe(false);
+    expect(await kv.zscore(k("rank:chat"), "erin")).toBe(2);
+    for (const bucket of ["d", "w", "m"]) {
+      expect(await kv.hgetall(k(bucket))).toEqual({
+        "outcome.guardrail_blocked": "4",
+        "outcome.other": "1",
+        requests: "2",
+        prompt_tokens: "11",
+        completion_tokens: "7",
+      });
+    }
+    expect(await kv.pttl(k("d"))).toBeGreaterThan(399 * DAY);
   });
 
   it("groupsAdd adds each field to the three group hashes and sets the daily and weekly TTLs once", async () => {
