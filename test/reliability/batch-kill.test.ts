@@ -21,7 +21,10 @@
  * flight and 1,500 to go), and every line is checked once in the output, so each property is
  * checked as often as the test can tell. A longer run (RELIABILITY_BATCH_LINES=10000, the size
  * the batch work was measured at) adds lines, not properties: the peak RSS of a bigger input
- * and output file, and more lease lapses after the kill.
+ * and output file, and more lease lapses after the kill. On the loaded 2-core development
+ * machine the 10,000-line runs took 27 s embedded (375 lines/s, gateway peak RSS 229 MB) and
+ * 52 s on Redis (191 lines/s, the killed lines' 30 s leases included; relay peak RSS 150 MB,
+ * gateway 142 MB, 5 lines sent twice); the file's 2,000-line runs 89 s in all.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
