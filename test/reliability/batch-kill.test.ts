@@ -24,7 +24,7 @@
  * and output file, and more lease lapses after the kill. On the loaded 2-core development
  * machine the 10,000-line runs took 27 s embedded (375 lines/s, gateway peak RSS 229 MB) and
  * 52 s on Redis (191 lines/s, the killed lines' 30 s leases included; relay peak RSS 150 MB,
- * gateway 142 MB, 5 lines sent twice); the file's 2,000-line runs 89 s in all.
+ * gateway 142 MB, 5 lines sent twice); the file's 2,000-line runs 73 s in all.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
