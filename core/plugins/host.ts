@@ -191,17 +191,33 @@ function orderCycle(remaining: readonly PluginDefinition[], firsts: ReadonlyMap<
   return startError("GW_PLUGIN_ORDER_CYCLE", { loop });
 }
 
-/** Which plugins run: those for this role, on by their own rule, and not turned off in `plugins:`. */
-export function activePluginNames(definitions: readonly PluginDefinition[], config: GatewayConfig, role: ProcessRole): Set<string> {
+/** The plugins a process of `role` runs, and whether requests run through its routes and pipeline (`PluginApi.runsRequests`). */
+export interface ProcessPlugins {
+  active: Set<string>;
+  runsRequests: boolean;
+}
+
+/**
+ * Which plugins run: those for this role, on by their own rule, and not turned off in `plugins:`.
+ * In a process of another role than the gateway, an active plugin that dispatches requests
+ * (`PluginDefinition.dispatches`: a relay's batch lines) needs the gateway's request path, so
+ * the gateway's plugins run there too (on by the same rules); no listener serves their routes.
+ */
+export function processPlugins(definitions: readonly PluginDefinition[], config: GatewayConfig, role: ProcessRole): ProcessPlugins {
   const switches = config.plugins as Record<string, unknown>;
-  const active = new Set<string>();
-  for (const definition of definitions) {
-    if (!(definition.roles ?? ["gateway"]).includes(role)) continue;
-    if (switches[definition.name] === false) continue;
-    if (definition.enabled && !definition.enabled(config, role)) continue;
-    active.add(definition.name);
-  }
-  return active;
+  const on = (definition: PluginDefinition) => switches[definition.name] !== false && (!definition.enabled || definition.enabled(config, role));
+  const runsIn = (definition: PluginDefinition, processRole: ProcessRole) => (definition.roles ?? ["gateway"]).includes(processRole);
+  const own = definitions.filter((definition) => runsIn(definition, role) && on(definition));
+  const runsRequests = role === "gateway" || own.some((definition) => definition.dispatches?.(config) ?? false);
+  const borrowed = role !== "gateway" && runsRequests
+    ? definitions.filter((definition) => !own.includes(definition) && runsIn(definition, "gateway") && on(definition))
+    : [];
+  return { active: new Set([...own, ...borrowed].map((definition) => definition.name)), runsRequests };
+}
+
+/** `processPlugins`' names only. */
+export function activePluginNames(definitions: readonly PluginDefinition[], config: GatewayConfig, role: ProcessRole): Set<string> {
+  return processPlugins(definitions, config, role).active;
 }
 
 function sectionValue(config: GatewayConfig, extra: Readonly<Record<string, unknown>>, key: string): unknown {
@@ -237,6 +253,8 @@ export class Runtime {
   private readonly fetchWrappers: Array<(next: typeof fetch) => typeof fetch> = [];
   private inflight = 0;
   private drained?: () => void;
+  /** Whether requests run through this runtime's routes and pipeline (`PluginApi.runsRequests`); set by `install`. */
+  private runsRequests = true;
   /** The auth plugin's service once the plugins are set up: the core's identify step asks it how callers are named. */
   private callerAuth?: CallerAuth;
 
@@ -278,7 +296,8 @@ export class Runtime {
     this.contributions = [...definitions]
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .map(({ name, openapi, consolePanels }) => ({ name, openapi, consolePanels }));
-    const active = activePluginNames(definitions, this.config, this.deps.role);
+    const { active, runsRequests } = processPlugins(definitions, this.config, this.deps.role);
+    this.runsRequests = runsRequests;
     for (const placement of placePlugins(definitions, active, options)) {
       await placement.definition.setup(this.apiFor(placement.definition));
       this.activePlugins.push(placement.definition.name);
@@ -414,6 +433,7 @@ export class Runtime {
     return {
       name: definition.name,
       role: deps.role,
+      runsRequests: this.runsRequests,
       config: this.config,
       // A built-in plugin's section is in `config` (typed), a loaded plugin's in `extra`.
       section: definition.section ? sectionValue(this.config, this.extra, definition.section.key) : undefined,

@@ -126,6 +126,13 @@ export interface PluginApi<Section = unknown> {
   readonly name: string;
   readonly role: ProcessRole;
   /**
+   * Whether requests run through this runtime's routes and pipeline: always in a gateway; in a
+   * relay process only when an active plugin dispatches them (`PluginDefinition.dispatches`),
+   * though no listener serves its routes there. A plugin of both roles registers its pipeline
+   * steps and request-time listeners (budgets, usage) when this is true, not by `role`.
+   */
+  readonly runsRequests: boolean;
+  /**
    * The whole validated config. A plugin reads the core's sections, its own section and its
    * own `sectionFields` (`fieldsOf`); what it needs of another plugin's settings it gets from
    * that plugin's service (`use`).
@@ -185,7 +192,8 @@ export interface PluginApi<Section = unknown> {
    * that it runs as `principal`: the identify stage is skipped, so nothing the request carries
    * (headers, credentials) changes who it runs as, and `ctx.origin` is `origin`. Only a Request
    * object handed to this call is marked so; one from outside never is. Resolves with the
-   * answer a client would get; its body must be read or cancelled.
+   * answer a client would get; its body must be read or cancelled. A plugin that calls it in a
+   * relay process declares `dispatches`, so that the gateway's plugins run there to answer.
    */
   dispatchAs(principal: Principal, request: Request, origin: Exclude<RequestOrigin, "client">): Promise<Response>;
   /**
@@ -256,6 +264,13 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
   events?: readonly EventName[];
   /** The roles whose process runs this plugin (default: gateway only). */
   roles?: readonly ProcessRole[];
+  /**
+   * True when this plugin, active in a process of another role than the gateway (a relay),
+   * sends requests through the gateway's own routes and pipeline there (`api.dispatchAs`, as
+   * batch lines do): that process then also runs the gateway's plugins (each still on by its own
+   * rule), with no listener serving their routes, and `api.runsRequests` is true in it.
+   */
+  dispatches?(config: GatewayConfig): boolean;
   /**
    * A top-level config section of this plugin's own, validated by `schema` (and `validate`) with
    * the rest of the file, whether the plugin is on or not. `api.section` is its value.

@@ -7,7 +7,7 @@
  * outbox (`batch:notify`, in the same atomic store operation), and it leaves the outbox once its
  * delivery is stored with the webhooks plugin (one delivery per batch id, so handing it over
  * twice sends it once). A process that dies between the two leaves it to the outbox sweep of
- * any process, `OUTBOX_GRACE_MS` after the end.
+ * any gateway process, `OUTBOX_GRACE_MS` after the end.
  */
 import type { PluginApi } from "../../core/plugins/types.ts";
 import type { BatchRecord } from "./batches/record.ts";
@@ -15,7 +15,7 @@ import type { BatchStore } from "./batches/store.ts";
 
 /** How long after its end an ended batch's webhook is left to the process that ended it. */
 export const OUTBOX_GRACE_MS = 60_000;
-/** How often every process sweeps the outbox. */
+/** How often every gateway process sweeps the outbox. */
 export const OUTBOX_SWEEP_MS = 10_000;
 const SWEPT_PER_TICK = 50;
 

@@ -9,7 +9,8 @@
  * `redis.pending_max_age > 0`, so the plugin is on when either is set.
  *
  * It runs in gateway processes only: every replica runs it (the ops make that safe), and
- * a deployment always has gateways, while relays may scale to zero. Parameters come from
+ * a deployment always has gateways, while relays may scale to zero. A relay that runs the
+ * gateway's plugins for its batch lines (`dispatches`) leaves it out too. Parameters come from
  * this runtime's config; a reload builds a new runtime, so they apply from its first tick.
  */
 import { definePlugin } from "../../core/plugins/types.ts";
@@ -25,7 +26,7 @@ export default definePlugin({
   sectionFields: [pendingMaxAgeFields],
   roles: ["gateway"],
   dependsOn: ["async-jobs"],
-  enabled: (config) => gcActive(config),
+  enabled: (config, role) => role === "gateway" && gcActive(config),
   setup(api) {
     const settings = gcSettings(api.config);
     const ctx: GcContext = {

@@ -22,7 +22,8 @@
  * `relay.processed` (inference seconds), `job.expiry` (a job's record, and so its slot,
  * lives longer) and `job.terminal` (a job's slot is free). The
  * relay may run in its own process, so this plugin also runs in relay processes, where it
- * only listens to those events.
+ * only listens to those events, unless requests run there too (`api.runsRequests`: a relay
+ * running batch lines), which then meet the same checks as in a gateway.
  *
  * Everything is derived from the config once, when the runtime is built; hot reload
  * builds a new runtime, so `rate_limits` and `services` changes apply at once.
@@ -110,7 +111,7 @@ export default definePlugin({
     });
     api.on("job.expiry", ({ job, expiresAt }) => void extendJobSlot(deps, job, expiresAt));
     api.on("job.terminal", ({ job }) => void releaseJobSlot(deps, job));
-    if (api.role !== "gateway") return;
+    if (!api.runsRequests) return;
 
     api.provide("limitWindows", limitWindows(api.kv, api.clock, api.log, table));
 

@@ -6,8 +6,9 @@
  * answer ends, and is visible by the time the client has the whole answer (see recorder.ts); the
  * store layout is in keys.ts.
  *
- * It also runs in relay processes, where it only records the inference seconds of the
- * jobs that relay ran.
+ * It also runs in relay processes, where it records the inference seconds of the jobs that
+ * relay ran, and the requests it runs when requests run there (`api.runsRequests`: a relay
+ * running batch lines); the endpoints are the gateway's.
  */
 import { durationMs, formatDuration } from "../../core/config/duration.ts";
 import { definePlugin } from "../../core/plugins/types.ts";
@@ -35,7 +36,7 @@ export default definePlugin({
       api.on("relay.processed", (event) => recorder.processed(event));
       // Counts gathered in the last turn are written before the stores close.
       api.onClose(() => recorder.flush());
-      if (api.role === "gateway") {
+      if (api.runsRequests) {
         api.on("llm.usage", (event) => recorder.tokens(event));
         api.on("job.submitted", ({ job }) => recorder.submitted(job));
         // A request's counts are visible once its client has the whole answer: the answer's

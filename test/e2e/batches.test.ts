@@ -1,7 +1,8 @@
 /**
  * The batch APIs as their clients meet them: the official `openai` client with only its base
  * URL pointed at a real gateway process (Node, and Deno in the Deno subset), on the embedded
- * stores and on Redis with S3: upload a JSONL file, create a batch, retrieve it until
+ * stores and on Redis with S3 (where a standalone relay process runs the lines, as deployed:
+ * docs/batches.md#how-lines-run): upload a JSONL file, create a batch, retrieve it until
  * `completed`, read the output file (one line per input line, with its custom_id and answer),
  * against a chat-completions backend, a Messages-style backend behind translation and an
  * embeddings backend; cancel; list pages with `after`; a signed webhook when a batch ends. And
@@ -46,6 +47,7 @@ const STORES = [
 describe.each(STORES)("batches through the openai client on $name", ({ name, yaml }) => {
   let backend: FakeBackend;
   let gw: GatewayProcess;
+  let relay: GatewayProcess | undefined;
   let client: OpenAI;
   let redis: RunningServer | undefined;
   let receiver: ReceiverProcess;
@@ -54,7 +56,7 @@ describe.each(STORES)("batches through the openai client on $name", ({ name, yam
   beforeAll(async () => {
     [backend, receiver] = await Promise.all([startLlmBackend(), startReceiverProcess()]);
     if (name === "Redis and S3") redis = await startRedis();
-    gw = await startGateway(`
+    const config = `
 server:
   addr: ":{{PORT}}"
 batches:
@@ -62,12 +64,15 @@ batches:
 webhooks:
   allow_private_networks: true
   signing_secret: batch-secret
-${yaml(dir, redis)}${services(backend.url)}`);
+${yaml(dir, redis)}${services(backend.url)}`;
+    gw = await startGateway(config);
+    // With Redis the relay is not embedded: a standalone one runs the lines.
+    if (redis) relay = await startGateway(config, { role: "relay" });
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "unused", maxRetries: 0 });
   }, 60_000);
 
   afterAll(async () => {
-    await gw?.stop();
+    await Promise.all([gw?.stop(), relay?.stop()]);
     await backend?.stop();
     await receiver?.stop();
     await redis?.stop();

@@ -199,11 +199,12 @@ function recordingConfig(config: GatewayConfig, owners: Owners, plugin: string, 
   }) as unknown as GatewayConfig;
 }
 
-/** `definition` with its `enabled` rule and `setup` given the recording config. */
+/** `definition` with its `enabled` and `dispatches` rules and `setup` given the recording config. */
 function recorded(definition: PluginDefinition, owners: Owners, found: Set<string>): PluginDefinition {
   return {
     ...definition,
     enabled: definition.enabled && ((config, role) => definition.enabled!(recordingConfig(config, owners, definition.name, found), role)),
+    dispatches: definition.dispatches && ((config) => definition.dispatches!(recordingConfig(config, owners, definition.name, found))),
     setup(api) {
       const view: PluginApi<unknown> = Object.create(api);
       Object.defineProperty(view, "config", { value: recordingConfig(api.config, owners, definition.name, found) });
@@ -324,8 +325,10 @@ describe("a plugin reads only its own config", () => {
     it(`no plugin reads one while it decides whether it is on and sets up (${role} process)`, async () => {
       const found = new Set<string>();
       const active = await installRecorded(role, found);
-      // Every plugin of the role ran (so every one was checked).
-      const expected = builtinPlugins.filter((p) => (p.roles ?? ["gateway"]).includes(role)).map((p) => p.name);
+      // Every plugin of the role ran (so every one was checked); in a relay the gateway's too, which
+      // its batch lines go through (batches are on), the GC excepted (it runs in gateways only).
+      const runsHere = (p: PluginDefinition) => (p.roles ?? ["gateway"]).includes(role) || (role === "relay" && p.name !== "gc");
+      const expected = builtinPlugins.filter(runsHere).map((p) => p.name);
       expect(active.sort()).toEqual(expected.sort());
       expect([...found].sort()).toEqual([]);
     });

@@ -95,11 +95,15 @@ afterEach(async () => {
   for (const kv of stores.splice(0)) await kv.close();
 });
 
-async function layoutOf(definitions: readonly PluginDefinition[], role: ProcessRole): Promise<Layout & { plugins: string[]; order: string[] }> {
+async function layoutOf(
+  definitions: readonly PluginDefinition[],
+  role: ProcessRole,
+  text = EVERYTHING,
+): Promise<Layout & { plugins: string[]; order: string[] }> {
   const layout: Layout = { routes: [], middleware: [], steps: {}, listeners: {} };
   const wrapped = definitions.map((definition) => recorded(definition, layout));
   // The built-in plugins' sections and service fields are part of loadConfig already.
-  const { config, extra } = loadConfig(EVERYTHING, {});
+  const { config, extra } = loadConfig(text, {});
   const kv = new MemoryKv();
   stores.push(kv);
   const runtime = new Runtime(config, extra, {
@@ -303,6 +307,22 @@ describe("built-in plugin order", () => {
       }
     });
   }
+
+  it("relay with batches on: runs the gateway's plugins too, so a line meets the gateway's middleware, steps and listeners; the GC stays in gateways", async () => {
+    const withBatches = `${EVERYTHING}batches:\n  enabled: true\n`;
+    const relay = await layoutOf(builtinPlugins, "relay", withBatches);
+    const gateway = await layoutOf(builtinPlugins, "gateway", withBatches);
+    expect(relay.order).toEqual(gateway.order.filter((name) => name !== "gc"));
+    expect(gateway.order).toContain("gc");
+    expect({ middleware: relay.middleware, steps: relay.steps, listeners: relay.listeners }).toEqual({
+      middleware: gateway.middleware,
+      steps: gateway.steps,
+      listeners: gateway.listeners,
+    });
+    // The batch routes are the gateways' alone.
+    expect(gateway.routes).toContain("POST /v1/batches");
+    expect(relay.routes).not.toContain("POST /v1/batches");
+  });
 
   it("with every plugin active, keeps the recorded order", () => {
     expect(orderPlugins(builtinPlugins, new Set(builtinPlugins.map((d) => d.name)), { complete: true }).map((d) => d.name)).toEqual(ALL_ORDER);

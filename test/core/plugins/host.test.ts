@@ -7,7 +7,7 @@ import type { GatewayConfig } from "../../../core/config/schema.ts";
 import { errors } from "../../../core/errors.ts";
 import { createLogger, type Logger, silentLogger } from "../../../core/log.ts";
 import { Metrics } from "../../../core/metrics.ts";
-import { activePluginNames, orderPlugins, placePlugins, PluginError, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
+import { activePluginNames, orderPlugins, placePlugins, PluginError, processPlugins, Runtime, type RuntimeDeps } from "../../../core/plugins/host.ts";
 import {
   definePlugin,
   type EventName,
@@ -273,6 +273,30 @@ describe("activePluginNames", () => {
     expect([...activePluginNames(definitions, config(), "gateway")]).toEqual(["gw", "both"]);
     expect([...activePluginNames(definitions, config(), "relay")]).toEqual(["worker", "both"]);
   });
+
+  it("runs the gateway's plugins in a relay process when an active plugin there dispatches requests", () => {
+    const sender = (dispatches: boolean, extra: Partial<PluginDefinition> = {}) =>
+      plugin("sender", { roles: ["gateway", "relay"], dispatches: () => dispatches, ...extra });
+    const gatewayOnly = [
+      plugin("gw"),
+      plugin("gateway-role-only", { enabled: (_config, role) => role === "gateway" }),
+      plugin("off-by-switch"),
+      plugin("worker", { roles: ["relay"] }),
+    ];
+    const text = "plugins:\n  off-by-switch: false\n";
+    expect(processPlugins([...gatewayOnly, sender(true)], config(text), "relay")).toEqual({
+      active: new Set(["worker", "sender", "gw"]),
+      runsRequests: true,
+    });
+    // Not when it does not dispatch, or is not active here; a gateway runs requests whatever its plugins say.
+    expect(processPlugins([...gatewayOnly, sender(false)], config(text), "relay")).toEqual({ active: new Set(["worker", "sender"]), runsRequests: false });
+    expect(processPlugins([...gatewayOnly, sender(true, { enabled: () => false })], config(text), "relay")).toEqual({
+      active: new Set(["worker"]),
+      runsRequests: false,
+    });
+    expect(processPlugins([...gatewayOnly, sender(true)], config(`${text}  sender: false\n`), "relay").runsRequests).toBe(false);
+    expect(processPlugins([plugin("gw"), sender(false)], config(), "gateway")).toEqual({ active: new Set(["gw", "sender"]), runsRequests: true });
+  });
 });
 
 describe("Runtime.install", () => {
@@ -294,6 +318,16 @@ describe("Runtime.install", () => {
     expect(await response.json()).toEqual({ greeting: "hi there!", plugin: "hello", role: "gateway" });
     expect(runtime.activePlugins).toEqual(["hello"]);
     expect((await runtime.handle(new Request("http://x/nothing-here"))).status).toBe(404);
+  });
+
+  it("tells each plugin whether requests run through the runtime (api.runsRequests)", async () => {
+    const seen: string[] = [];
+    const both = (name: string, extra: Partial<PluginDefinition> = {}) =>
+      plugin(name, { roles: ["gateway", "relay"], setup: (api) => void seen.push(`${api.role} ${name} ${api.runsRequests}`), ...extra });
+    await installed([both("plain")], { role: "gateway" });
+    await installed([both("plain")], { role: "relay" });
+    await installed([both("plain"), both("sender", { dispatches: () => true })], { role: "relay" });
+    expect(seen).toEqual(["gateway plain true", "relay plain false", "relay plain true", "relay sender true"]);
   });
 
   it("sets up plugins in dependency order and skips disabled ones", async () => {

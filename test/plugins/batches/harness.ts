@@ -8,6 +8,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
 import type { Clock, ManualClock } from "../../../core/clock.ts";
+import type { ProcessRole } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import type { ObjectStore } from "../../../core/stores/objects.ts";
 import { builtinPlugins } from "../../../plugins/index.ts";
@@ -49,6 +50,8 @@ export interface BatchRuntimeOptions {
   keepData?: boolean;
   /** Another runtime's object store (a second process); left open on close. */
   objects?: ObjectStore;
+  /** The process the runtime is built for (default: a gateway). */
+  role?: ProcessRole;
 }
 
 export async function batchRuntime(yaml: string, options: BatchRuntimeOptions): Promise<BatchRuntime> {
@@ -57,6 +60,7 @@ export async function batchRuntime(yaml: string, options: BatchRuntimeOptions): 
   const redis = options.store === "redis" ? await RedisKv.connect({ url }) : undefined;
   const kv = redis ?? options.kv;
   const started = await startTestRuntime(yaml, builtinPlugins, {
+    role: options.role,
     objects: options.objects ?? "files",
     clock: options.clock,
     fetch: options.fetch,
