@@ -2,6 +2,7 @@
  * Token usage as the chat-completions format reports it, and the `llm.usage` event the LLM
  * proxy emits after a counted response (the limits and usage plugins subscribe to it).
  */
+import type { RequestOrigin } from "../pipeline/context.ts";
 import type { BudgetHold } from "../limits/budget-hold.ts";
 import type { CredentialLimits } from "../limits/windows.ts";
 import { isRecord } from "./json.ts";
@@ -70,6 +71,8 @@ export interface LlmUsageEvent {
   keyId?: string;
   /** What the request held of its budgets since it was admitted, for this count to replace. */
   hold?: BudgetHold;
+  /** Who sent the request: a client, or the gateway for a batch line (usage reports tell the two apart). Default client. */
+  origin?: RequestOrigin;
 }
 
 /** Whether budgets count a request's answer: not when it asks `Cache-Control: no-cache`. */

@@ -66,6 +66,7 @@ export class Accounting {
       ...(ctx.principal.limits ? { credential: ctx.principal.limits } : {}),
       ...(ctx.principal.keyId !== undefined ? { keyId: ctx.principal.keyId } : {}),
       ...(ctx.vars.budgetHold ? { hold: ctx.vars.budgetHold } : {}),
+      origin: ctx.origin,
     });
     return cost;
   }

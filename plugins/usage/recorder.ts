@@ -16,9 +16,8 @@
  * whole nano-units next to the tokens. The report groups (`group_by`: per consumer, model,
  * API key and mode, a client's request or a batch line) get each request, its tokens, its
  * cost and its outcome in a second operation of the same batch. A request's tokens wait for
- * its end under its consumer, type and key, not its mode: a batch line and a client's request
- * of the same consumer, type and key ending at the same moment may have their tokens counted
- * in the other's mode (their requests never are).
+ * its end under its consumer, type, key and mode (the event's `origin`), so a batch line and a
+ * client's request ending at the same moment each keep their own tokens in their own mode.
  *
  * A request's own counts are in the store before the client has its whole answer:
  * `requestEnded` gives the write they are part of, which the answer's end waits for (the
@@ -128,6 +127,8 @@ export interface GroupOf {
   model: string;
   /** The API key id when the request came with one; the consumer stands in otherwise. */
   key?: string;
+  /** A client's request (the default: jobs and their processing) or a batch line. */
+  origin?: RequestOrigin;
 }
 
 /** The report's `mode` group of a request: a client's request or a batch line. */
@@ -150,7 +151,8 @@ interface DayKeys {
 const MAX_CACHED = 10_000;
 
 /** Whose held tokens: one consumer on one type with one API key (none: ""), so two keys of a consumer keep theirs apart. */
-const heldId = (consumer: string, type: string, key: string | undefined) => `${consumer}\n${type}\n${key ?? ""}`;
+const heldId = (consumer: string, type: string, key: string | undefined, origin: RequestOrigin | undefined) =>
+  `${consumer}\n${type}\n${key ?? ""}\n${origin ?? "client"}`;
 
 function addTo(groups: Map<string, number>, field: string, amount: number): void {
   groups.set(field, (groups.get(field) ?? 0) + amount);
@@ -195,7 +197,7 @@ export class UsageRecorder {
 
   tokens(event: LlmUsageEvent): void {
     if (event.consumer === "" || event.serviceType === "") return;
-    const id = heldId(event.consumer, event.serviceType, event.keyId);
+    const id = heldId(event.consumer, event.serviceType, event.keyId, event.origin);
     const held = this.waiting.get(id);
     const costNanos = event.cost !== undefined ? toNanos(event.cost) : 0;
     const tokens = event.prompt + event.completion;
@@ -203,6 +205,7 @@ export class UsageRecorder {
       this.write(event.consumer, event.serviceType, { prompt: event.prompt, completion: event.completion, costNanos }, {
         model: event.model,
         key: event.keyId,
+        origin: event.origin,
       });
       return;
     }
@@ -225,7 +228,7 @@ export class UsageRecorder {
     const { consumer, serviceType } = request;
     if (serviceType === "") return undefined;
     if (request.mode === "async") return status < 400 ? this.writer.written() : undefined;
-    const id = heldId(consumer, serviceType, request.key);
+    const id = heldId(consumer, serviceType, request.key, request.origin);
     const held = this.waiting.get(id);
     if (held) this.waiting.delete(id);
     const { outcome } = request;
@@ -281,7 +284,7 @@ export class UsageRecorder {
       const byModel = this.groupFieldsOf("model", group.model);
       const byKey = this.groupFieldsOf("key", group.key ?? consumer);
       // Jobs and their processing come from clients' submissions.
-      const byMode = this.groupFieldsOf("mode", modeOf("client"));
+      const byMode = this.groupFieldsOf("mode", modeOf(group.origin ?? "client"));
       addToGroups(batch.groups, "requests", Math.round(counts.requests ?? 0), byConsumer, byModel, byKey, byMode);
       addToGroups(batch.groups, "tokens", Math.round((counts.prompt ?? 0) + (counts.completion ?? 0)), byConsumer, byModel, byKey, byMode);
       addToGroups(batch.groups, "cost_nanos", Math.round(counts.costNanos ?? 0), byConsumer, byModel, byKey, byMode);

@@ -56,3 +56,41 @@ it("credits overlapping requests of two keys of one consumer to their own keys; 
   ]);
   expect(report.total).toMatchObject({ requests: 3, cost: 0.000329 });
 });
+
+it("keeps a batch line's tokens in the batch mode when a client's request of the same consumer and key ends with it", async () => {
+  const clock = new ManualClock(NOW);
+  const kv = new MemoryKv(clock);
+  const recorder = new UsageRecorder({ kv, clock, log: silentLogger, retentionMs: 0 });
+  const usage = (prompt: number, origin: "client" | "batch"): LlmUsageEvent => ({
+    serviceType: "chat",
+    model: "cheap",
+    consumer: "team",
+    userType: "",
+    prompt,
+    completion: 0,
+    counted: true,
+    origin,
+  });
+  // The client's answer and the batch line's answer in one turn, then the batch line ends first.
+  recorder.tokens(usage(100, "client"));
+  recorder.tokens(usage(5, "batch"));
+  const line = recorder.requestEnded({ mode: "llm", origin: "batch", serviceType: "chat", consumer: "team", model: "cheap" }, 200);
+  const client = recorder.requestEnded({ mode: "llm", origin: "client", serviceType: "chat", consumer: "team", model: "cheap" }, 200);
+  await Promise.all([line, client]);
+  await recorder.flush();
+
+  const report = await usageReport(kv, [], {
+    type: "chat",
+    period: "daily",
+    from: "2026-03-10",
+    to: "2026-03-10",
+    fromMs: NOW,
+    toMs: NOW,
+    total: true,
+    groupBy: "mode",
+  }, false);
+  expect(report.groups).toEqual([
+    { key: "batch", requests: 1, tokens: 5, cost: 0 },
+    { key: "interactive", requests: 1, tokens: 100, cost: 0 },
+  ]);
+});
