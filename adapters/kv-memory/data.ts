@@ -12,9 +12,19 @@ import { EvictableKeys } from "./evictable.ts";
 import { ExpiryHeap } from "./expiry-heap.ts";
 import { SortedSet } from "./sorted-set.ts";
 
+/**
+ * A string value, or a counter's number: INCRBY and HINCRBY (and their float twins) keep the
+ * number and it is read as the string it stands for (`String(n)`, what Redis would answer).
+ * A counter that a thousand consumers each bump now and then would otherwise leave a new
+ * string per write that outlives the young generation, so the old one's collection costs a
+ * full GC's share; a small integer is no object at all.
+ */
+type Stored = string | number;
+const textOf = (value: Stored): string => (typeof value === "string" ? value : String(value));
+
 interface Values {
-  string: string;
-  hash: Map<string, string>;
+  string: Stored;
+  hash: Map<string, Stored>;
   list: string[];
   zset: SortedSet;
 }
@@ -60,6 +70,20 @@ function parseFloatValue(text: string, message: string): number {
   const n = Number(text);
   if (text.trim() !== text || text === "" || Number.isNaN(n)) throw new Error(message);
   return n;
+}
+
+/** A counter's current value: 0 when absent, as INCRBY reads it. */
+function integerOf(value: Stored | undefined, message: string): number {
+  if (value === undefined) return 0;
+  if (typeof value === "string") return parseInteger(value, message);
+  if (!Number.isSafeInteger(value)) throw new Error(message);
+  return value;
+}
+
+/** A float counter's current value: 0 when absent, as INCRBYFLOAT reads it. */
+function floatOf(value: Stored | undefined, message: string): number {
+  if (value === undefined) return 0;
+  return typeof value === "string" ? parseFloatValue(value, message) : value;
 }
 
 function requireInteger(n: number): void {
@@ -138,13 +162,14 @@ export class MemoryData implements KvData {
   // --- keys -------------------------------------------------------------------
 
   get(key: string): string | null {
-    return this.read(key, "string") ?? null;
+    const value = this.read(key, "string");
+    return value === undefined ? null : textOf(value);
   }
 
   /** MGET: a key holding another type reads as null rather than failing. */
   getOrNull(key: string): string | null {
     const entry = this.live(key);
-    return entry?.type === "string" ? entry.value : null;
+    return entry?.type === "string" ? textOf(entry.value) : null;
   }
 
   set(key: string, value: string, ttlMs?: number): void {
@@ -168,16 +193,14 @@ export class MemoryData implements KvData {
   }
 
   incrBy(key: string, by: number): number {
-    const current = this.read(key, "string");
-    const next = addIntegers(current === undefined ? 0 : parseInteger(current, NOT_INTEGER), by);
-    this.writeString(key, String(next));
+    const next = addIntegers(integerOf(this.read(key, "string"), NOT_INTEGER), by);
+    this.writeString(key, next);
     return next;
   }
 
   incrByFloat(key: string, by: number): number {
-    const current = this.read(key, "string");
-    const next = addFloats(current === undefined ? 0 : parseFloatValue(current, NOT_FLOAT), by);
-    this.writeString(key, String(next));
+    const next = addFloats(floatOf(this.read(key, "string"), NOT_FLOAT), by);
+    this.writeString(key, next);
     return next;
   }
 
@@ -203,14 +226,15 @@ export class MemoryData implements KvData {
   // --- hashes -----------------------------------------------------------------
 
   hget(key: string, field: string): string | null {
-    return this.read(key, "hash")?.get(field) ?? null;
+    const value = this.read(key, "hash")?.get(field);
+    return value === undefined ? null : textOf(value);
   }
 
   hset(key: string, fields: Record<string, string>): number {
     const names = Object.keys(fields);
     // RedisKv skips an empty HSET (Redis would reject it as a syntax error); match it.
     if (names.length === 0) return 0;
-    const target = this.read(key, "hash") ?? this.create(key, "hash", new Map<string, string>());
+    const target = this.read(key, "hash") ?? this.create(key, "hash", new Map<string, Stored>());
     let added = 0;
     for (const name of names) {
       if (!target.has(name)) added++;
@@ -227,22 +251,22 @@ export class MemoryData implements KvData {
   }
 
   hgetall(key: string): Record<string, string> {
-    return Object.fromEntries(this.read(key, "hash") ?? []);
+    const all: Record<string, string> = {};
+    this.read(key, "hash")?.forEach((value, field) => (all[field] = textOf(value)));
+    return all;
   }
 
   hincrBy(key: string, field: string, by: number): number {
     const hash = this.read(key, "hash");
-    const current = hash?.get(field);
-    const next = addIntegers(current === undefined ? 0 : parseInteger(current, "ERR hash value is not an integer"), by);
-    (hash ?? this.create(key, "hash", new Map<string, string>())).set(field, String(next));
+    const next = addIntegers(integerOf(hash?.get(field), "ERR hash value is not an integer"), by);
+    (hash ?? this.create(key, "hash", new Map<string, Stored>())).set(field, next);
     return next;
   }
 
   hincrByFloat(key: string, field: string, by: number): number {
     const hash = this.read(key, "hash");
-    const current = hash?.get(field);
-    const next = addFloats(current === undefined ? 0 : parseFloatValue(current, "ERR hash value is not a float"), by);
-    (hash ?? this.create(key, "hash", new Map<string, string>())).set(field, String(next));
+    const next = addFloats(floatOf(hash?.get(field), "ERR hash value is not a float"), by);
+    (hash ?? this.create(key, "hash", new Map<string, Stored>())).set(field, next);
     return next;
   }
 
@@ -458,7 +482,7 @@ export class MemoryData implements KvData {
   }
 
   /** INCR-family writes keep the key's TTL. */
-  private writeString(key: string, value: string): void {
+  private writeString(key: string, value: Stored): void {
     const entry = this.entries.get(key);
     if (entry?.type === "string") {
       entry.value = value;
@@ -478,7 +502,7 @@ export class MemoryData implements KvData {
     // Only strings are counted (and so evicted): the cap is for cached answers.
     if (entry.type !== "string") return evictable.removed(key);
     // An answer larger than the whole cap is not kept, and costs the others nothing.
-    if (!evictable.written(key, entry.value)) {
+    if (!evictable.written(key, textOf(entry.value))) {
       this.drop(key);
       return;
     }

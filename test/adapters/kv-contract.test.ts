@@ -206,6 +206,18 @@ describe.each(factories)("KvStore contract: $name", ({ open }) => {
       expect(await kv.get(`${p}float`)).toBe("1.5");
     });
 
+    it("reads a counter as the string Redis answers, and counts on from what set wrote", async () => {
+      expect(await kv.incrBy(`${p}n`, 3)).toBe(3);
+      await kv.set(`${p}written`, "41");
+      expect(await kv.incrBy(`${p}written`, 1)).toBe(42);
+      expect(await kv.mget([`${p}written`, `${p}n`, `${p}missing`])).toEqual(["42", "3", null]);
+      expect(await kv.hincrByFloat(`${p}counts`, "whole", 3)).toBe(3);
+      expect(await kv.hincrBy(`${p}counts`, "whole", 1)).toBe(4);
+      expect(await kv.hincrBy(`${p}counts`, "a", 7)).toBe(7);
+      expect(await kv.hget(`${p}counts`, "a")).toBe("7");
+      expect(await kv.hgetall(`${p}counts`)).toEqual({ whole: "4", a: "7" });
+    });
+
     it("pexpire and pttl follow the Redis rules", async () => {
       expect(await kv.pttl(`${p}missing`)).toBe(-2);
       expect(await kv.pexpire(`${p}missing`, MINUTE)).toBe(false);
@@ -278,6 +290,7 @@ describe.each(factories)("KvStore contract: $name", ({ open }) => {
       expect(await kv.hincrByFloat(`${p}h`, "f", 0.25)).toBe(1.75);
       expect(await kv.hincrByFloat(`${p}h`, "n", 0.5)).toBe(2.5);
       expect(await kv.hgetall(`${p}h`)).toEqual({ n: "2.5", f: "1.75" });
+      expect(await kv.hget(`${p}h`, "f")).toBe("1.75");
       await expect(kv.hincrBy(`${p}h`, "f", 1)).rejects.toThrow(/not an integer/);
       await kv.hset(`${p}h`, { t: "abc" });
       await expect(kv.hincrByFloat(`${p}h`, "t", 1)).rejects.toThrow(/not a (valid )?float/);
