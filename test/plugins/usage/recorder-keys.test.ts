@@ -14,6 +14,10 @@ import { usageReport } from "../../../plugins/usage/report.ts";
 
 const NOW = Date.UTC(2026, 2, 10, 12);
 
+/** The day's chat report with its total, grouped by `groupBy`. */
+const todaysReport = (kv: MemoryKv, groupBy: "key" | "mode", pricingOn: boolean) =>
+  usageReport(kv, [], { type: "chat", period: "daily", from: "2026-03-10", to: "2026-03-10", fromMs: NOW, toMs: NOW, total: true, groupBy }, pricingOn);
+
 it("credits overlapping requests of two keys of one consumer to their own keys; no key: the consumer", async () => {
   const clock = new ManualClock(NOW);
   const kv = new MemoryKv(clock);
@@ -39,16 +43,7 @@ it("credits overlapping requests of two keys of one consumer to their own keys; 
   await Promise.all([a, b, none]);
   await recorder.flush();
 
-  const report = await usageReport(kv, [], {
-    type: "chat",
-    period: "daily",
-    from: "2026-03-10",
-    to: "2026-03-10",
-    fromMs: NOW,
-    toMs: NOW,
-    total: true,
-    groupBy: "key",
-  }, true);
+  const report = await todaysReport(kv, "key", true);
   expect(report.groups).toEqual([
     { key: "key_b", requests: 1, tokens: 18, cost: 0.00025 },
     { key: "key_a", requests: 1, tokens: 18, cost: 0.000078 },
@@ -79,16 +74,7 @@ it("keeps a batch line's tokens in the batch mode when a client's request of the
   await Promise.all([line, client]);
   await recorder.flush();
 
-  const report = await usageReport(kv, [], {
-    type: "chat",
-    period: "daily",
-    from: "2026-03-10",
-    to: "2026-03-10",
-    fromMs: NOW,
-    toMs: NOW,
-    total: true,
-    groupBy: "mode",
-  }, false);
+  const report = await todaysReport(kv, "mode", false);
   expect(report.groups).toEqual([
     { key: "batch", requests: 1, tokens: 5, cost: 0 },
     { key: "interactive", requests: 1, tokens: 100, cost: 0 },
