@@ -108,6 +108,7 @@ describe("llm-proxy mode", () => {
         cached: 0,
         cacheCreation: 0,
         counted: true,
+        origin: "client",
       },
       {
         serviceType: "chat",
@@ -120,6 +121,7 @@ describe("llm-proxy mode", () => {
         cached: 0,
         cacheCreation: 0,
         counted: false,
+        origin: "client",
       },
     ]);
   });
