@@ -257,7 +257,8 @@ async function main(): Promise<number> {
       const gateway = await startVariant(
         args,
         "batches",
-        gatewayConfig({ production: false, relay: false, mockUrl, objectDir, redisAddr: "", batchConcurrency: 16 }),
+        // Batch lines run where the relay runs: the embedded one here.
+        gatewayConfig({ production: false, relay: true, mockUrl, objectDir, redisAddr: "", batchConcurrency: 16 }),
         workDir,
       );
       results.plugins.batches = gateway.plugins;
