@@ -13,11 +13,20 @@ export const PATHS = {
   jobs: "/jobs/transcription",
 } as const;
 
-export const MODELS = { direct: "direct-json", chat: "chat-bench", upload: "whisper-bench", guardIn: "chat-guard-in", guardOut: "chat-guard-out" } as const;
+export const MODELS = {
+  direct: "direct-json",
+  chat: "chat-bench",
+  upload: "whisper-bench",
+  guardIn: "chat-guard-in",
+  guardOut: "chat-guard-out",
+  unguarded: "chat-unguarded",
+} as const;
 
 /**
  * The guardrails of the two guardrail scenarios, each on its own model so the other scenarios
  * run without rules: a masking pii + regex set on the input, and an output mask on streams.
+ * Their baseline is the same request to `MODELS.unguarded`, a service like theirs that no rule
+ * names.
  */
 const GUARDRAILS = `guardrails:
   - { name: bench-pii, kind: pii, on: [input], action: mask, entities: [email, phone, credit_card, iban, secret], models: [${MODELS.guardIn}] }
@@ -112,6 +121,12 @@ ${moreModels(options)}  - type: llm
     provider: chat_completions
   - type: llm
     model: ${MODELS.guardOut}
+    operations:
+      chat: ["${PATHS.chat}"]
+    inference_url: "${options.mockUrl}"
+    provider: chat_completions
+  - type: llm
+    model: ${MODELS.unguarded}
     operations:
       chat: ["${PATHS.chat}"]
     inference_url: "${options.mockUrl}"

@@ -49,7 +49,7 @@ const VARIANTS: Variant[] = [
     config: { production: false, redis: false, relay: false },
     scenarios: [
       ...(["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true, floor: true })),
-      // Guardrails' cost: against llm-miss and stream of the same run.
+      // Guardrails' cost: against the same requests for a model without rules, in the same gateway and rounds.
       ...(["guard-input-2k", "guard-stream-out"] as const).map((id) => ({ id, loads: BOTH, bare: false })),
     ],
   },
@@ -202,6 +202,7 @@ async function main(): Promise<number> {
           const targets = [
             ...(scenario.direct === false ? [] : [direct]),
             gatewayTarget,
+            ...(SCENARIOS[scenario.id].unguarded ? [{ ...gatewayTarget, name: "unguarded" as const }] : []),
             ...(scenario.bare ? [bareTarget] : []),
             ...(scenario.floor ? [floorTarget] : []),
           ];
