@@ -17,6 +17,7 @@ import { StreamRefused } from "./hooks.ts";
 import { NdjsonParser } from "./ndjson.ts";
 import type { StreamParser, Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
+import { utf8 } from "./utf8-blocks.ts";
 import { SseByteScan } from "./sse-scan.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
@@ -254,7 +255,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     }
   };
 
-  const encode = (events: OutEvent[]) => encoder.encode(events.map(formatSse).join(""));
+  const encode = (events: OutEvent[]) => utf8(events.map(formatSse).join(""));
   let firstSent = false;
   const send = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
     if (!firstSent && bytes.byteLength > 0) {
