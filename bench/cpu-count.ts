@@ -30,7 +30,7 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
   --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|guard-input-2k|guard-stream-out|growth
                    what is sent (default llm-miss); guard-*: also "gateway without rules", the same request
-                   for a model no guardrail names, in the same gateway and rounds
+                   for a model no guardrail names, in the same gateway and rounds (each --compare build too)
   --models N       LLM services on the chat path (growth: each request's model drawn at random; default 1)
   --workers N      server.workers (with --config prod-redis): the gateway on both cores, charged with its primary and workers
   --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
@@ -124,6 +124,8 @@ interface Counted {
   base: string;
   /** What the scenario sends it (default "gateway"). */
   as?: TargetName;
+  /** The guardrail scenarios: the name of the same gateway sent the request without rules. */
+  withoutRules?: string;
 }
 
 let sequence = 0;
@@ -200,16 +202,19 @@ async function main(): Promise<void> {
     });
     services.push(floor);
     const scenario = SCENARIOS[options.scenario];
-    const unguarded = "gateway without rules";
+    // A gateway, and for the guardrail scenarios the same gateway sent the request without rules.
+    const withTwin = (name: string, pid: number, base: string): Counted[] =>
+      scenario.unguarded
+        ? [{ name, pid, base, withoutRules: `${name} without rules` }, { name: `${name} without rules`, pid, base, as: "unguarded" }]
+        : [{ name, pid, base }];
     const targets: Counted[] = [
-      { name: "gateway", pid: gateway.service.pid, base: gateway.target.base },
-      ...(scenario.unguarded ? [{ name: unguarded, pid: gateway.service.pid, base: gateway.target.base, as: "unguarded" as const }] : []),
+      ...withTwin("gateway", gateway.service.pid, gateway.target.base),
       { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}`, as: "floor" as const },
     ];
     for (const root of options.compare) {
       const other = await startGateway({ runtime: options.runtime, name: `gateway of ${root}`, configPath, root });
       services.push(other.service);
-      targets.push({ name: `gateway of ${root}`, pid: other.service.pid, base: other.target.base });
+      targets.push(...withTwin(`gateway of ${root}`, other.service.pid, other.target.base));
     }
     for (const flags of options.compareFlags) {
       const name = `gateway with ${flags.join(" ")}`;
@@ -239,16 +244,15 @@ async function main(): Promise<void> {
       }
     }
     const floorFigure = median(figures.get("framework floor") ?? []);
-    const withoutRules = figures.get(unguarded) ?? [];
     // The rules' cost: the median of each round's ratio (both sent in the same round, so under much the same load).
-    const rulesCost = (all: number[]) => {
+    const rulesCost = (all: number[], withoutRules: number[]) => {
       const ratios = all.map((v, i) => v / withoutRules[i]);
       return `, ${median(ratios).toFixed(2)}x without rules (median of the rounds' ${ratios.map((r) => r.toFixed(2)).join(", ")})`;
     };
     const parts = targets.map((t) => {
       const all = figures.get(t.name) ?? [];
       const ratio = (t.as === "floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`) +
-        (t.name === "gateway" && withoutRules.length > 0 ? rulesCost(all) : "");
+        (t.withoutRules ? rulesCost(all, figures.get(t.withoutRules) ?? []) : "");
       const sorted = (latencies.get(t.name) ?? []).sort((a, b) => a - b);
       const latency = options.latency ? `, p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${percentile(sorted, 99).toFixed(2)} ms` : "";
       const peak = options.compareFlags.length > 0 ? `, peak RSS ${memory(t.pid).peakMb.toFixed(0)} MB` : "";
