@@ -25,30 +25,27 @@ interface Source {
 }
 
 /**
- * Where in `found` (in order, none overlapping, so their ends are in order too) a match from
- * `start` to `end` goes: the first one ending after `start`; -1 when it overlaps that one.
+ * Each source's matches (in order and apart from each other, as a global expression finds them)
+ * merged in order with those of the sources before it, a match that overlaps one of theirs left
+ * out: one pass per source.
  */
-function slotFor(found: readonly Match[], start: number, end: number): number {
-  let low = 0;
-  let high = found.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (found[middle].end <= start) low = middle + 1;
-    else high = middle;
-  }
-  return low < found.length && found[low].start < end ? -1 : low;
-}
-
 function findAll(sources: readonly Source[], text: string): Match[] {
-  const found: Match[] = [];
+  let found: Match[] = [];
   for (const { find, replacement, valid } of sources) {
+    let merged: Match[] | undefined;
+    // The next of `found` not yet in `merged`.
+    let next = 0;
     for (let span = find(text, 0); span !== undefined; span = find(text, span.end > span.start ? span.end : span.start + 1)) {
       const { start, end } = span;
       if (end === start || (valid && !valid(text.slice(start, end)))) continue;
-      const at = slotFor(found, start, end);
-      if (at === found.length) found.push({ start, end, replacement });
-      else if (at >= 0) found.splice(at, 0, { start, end, replacement });
+      merged ??= [];
+      while (next < found.length && found[next].end <= start) merged.push(found[next++]);
+      if (next < found.length && found[next].start < end) continue;
+      merged.push({ start, end, replacement });
     }
+    if (!merged) continue;
+    while (next < found.length) merged.push(found[next++]);
+    found = merged;
   }
   return found;
 }
