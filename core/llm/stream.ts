@@ -313,9 +313,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     return end(controller, { refused: true });
   };
   /** Waits for the output hooks' pending work; a refusal or a failure ends the stream (undefined: go on). */
-  const settled = async (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], ending: boolean): Promise<"ended" | undefined> => {
-    const pending = options.settle?.(ending);
-    if (!pending) return undefined;
+  const settled = async (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], pending: Promise<void>): Promise<"ended" | undefined> => {
     try {
       await pending;
       return undefined;
@@ -330,7 +328,9 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
       // Keep reading until this pull has something to send, so the client never waits on an
       // empty chunk, and never more than that, so a slow client slows the backend read.
       while (!finished) {
-        if (options.settle && (await settled(controller, [], false))) return;
+        // Awaited only when there is something to wait for (per chunk, an await of nothing is a turn of the microtask queue).
+        const pending = options.settle?.(false);
+        if (pending && (await settled(controller, [], pending))) return;
         let chunk: ReadableStreamReadResult<Uint8Array> | "idle";
         if (first) {
           chunk = { done: false, value: first };
@@ -375,7 +375,8 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
         if (chunk.done) {
           const state = progress();
           if (state && !state.ended) return fail(controller, out, "no_end", NO_END_MESSAGE);
-          if (options.settle && (await settled(controller, out, true))) return;
+          const ending = options.settle?.(true);
+          if (ending && (await settled(controller, out, ending))) return;
           if (translate) {
             try {
               out.push(...(translator.translateStreamEnd?.() ?? []));
