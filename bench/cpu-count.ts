@@ -9,8 +9,8 @@
  * reported. Wall-clock figures (requests/s, latency) are not reported: on a shared machine
  * they measure the neighbours. `--latency` adds each server's p50/p99 over the requests of its
  * rounds, to compare servers measured in the same run (the neighbours hit them alike). The
- * guardrail scenarios also send the gateway the same request for a model no rule names, in the
- * same rounds, and print the rules' cost as a ratio of the two.
+ * guardrail scenarios also send the same requests to a gateway of the same config without its
+ * guardrails, in the same rounds, and print the rules' cost as a ratio of the two.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,8 +29,9 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
   --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|guard-input-2k|guard-stream-out|growth
-                   what is sent (default llm-miss); guard-*: also "gateway without rules", the same request
-                   for a model no guardrail names, in the same gateway and rounds (each --compare build too)
+                   what is sent (default llm-miss); guard-*: also "gateway without rules", the same requests
+                   to another gateway of the same config without its guardrails, in the same rounds
+                   (each --compare build too)
   --models N       LLM services on the chat path (growth: each request's model drawn at random; default 1)
   --workers N      server.workers (with --config prod-redis): the gateway on both cores, charged with its primary and workers
   --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
@@ -124,7 +125,7 @@ interface Counted {
   base: string;
   /** What the scenario sends it (default "gateway"). */
   as?: TargetName;
-  /** The guardrail scenarios: the name of the same gateway sent the request without rules. */
+  /** The guardrail scenarios: the name of its gateway without rules, sent the same requests. */
   withoutRules?: string;
 }
 
@@ -174,9 +175,7 @@ async function main(): Promise<void> {
   try {
     const { mockUrl, redisAddr } = await startSideServices(workDir, options.config, services);
     const production = options.config !== "basic";
-    const configPath = join(workDir, "gateway.yaml");
-    writeFileSync(
-      configPath,
+    const configOf = (guardrails: boolean) =>
       gatewayConfig({
         mockUrl,
         objectDir: join(workDir, "objects"),
@@ -186,8 +185,13 @@ async function main(): Promise<void> {
         cacheStreams: options.cacheStreams,
         models: options.models,
         workers: options.workers,
-      }),
-    );
+        guardrails,
+      });
+    const configPath = join(workDir, "gateway.yaml");
+    writeFileSync(configPath, configOf(true));
+    // The guardrail scenarios' baseline: the same config without its guardrails.
+    const unguardedPath = join(workDir, "gateway-without-guardrails.yaml");
+    writeFileSync(unguardedPath, configOf(false));
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
     const gateway = await startGateway({
       runtime: options.runtime,
@@ -202,19 +206,23 @@ async function main(): Promise<void> {
     });
     services.push(floor);
     const scenario = SCENARIOS[options.scenario];
-    // A gateway, and for the guardrail scenarios the same gateway sent the request without rules.
-    const withTwin = (name: string, pid: number, base: string): Counted[] =>
-      scenario.unguarded
-        ? [{ name, pid, base, withoutRules: `${name} without rules` }, { name: `${name} without rules`, pid, base, as: "unguarded" }]
-        : [{ name, pid, base }];
+    // A gateway, and for the guardrail scenarios another process of the same build without its rules, sent the same requests.
+    const withTwin = async (name: string, pid: number, base: string, root?: string, runtimeFlags?: string[]): Promise<Counted[]> => {
+      if (!scenario.unguarded) return [{ name, pid, base }];
+      const twin = `${name} without rules`;
+      const other = await startGateway({ runtime: options.runtime, name: twin, configPath: unguardedPath, root, runtimeFlags });
+      services.push(other.service);
+      return [{ name, pid, base, withoutRules: twin }, { name: twin, pid: other.service.pid, base: other.target.base, as: "unguarded" }];
+    };
     const targets: Counted[] = [
-      ...withTwin("gateway", gateway.service.pid, gateway.target.base),
+      // With --cpu-prof both are profiled: their profiles compare function by function.
+      ...(await withTwin("gateway", gateway.service.pid, gateway.target.base, undefined, [...profFlags, ...options.flags])),
       { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}`, as: "floor" as const },
     ];
     for (const root of options.compare) {
       const other = await startGateway({ runtime: options.runtime, name: `gateway of ${root}`, configPath, root });
       services.push(other.service);
-      targets.push(...withTwin(`gateway of ${root}`, other.service.pid, other.target.base));
+      targets.push(...(await withTwin(`gateway of ${root}`, other.service.pid, other.target.base, root)));
     }
     for (const flags of options.compareFlags) {
       const name = `gateway with ${flags.join(" ")}`;

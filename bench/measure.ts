@@ -12,8 +12,8 @@ import { coreBusySeconds, cpuSeconds, memory, processTree, resetPeak, RssSampler
 
 /**
  * `floor`: the framework floor (bench/framework-floor.ts), next to `bare`, the node:http proxy.
- * `unguarded`: the gateway's own process sent the same request for a model no guardrail names
- * (the baseline of the guardrail scenarios, bench/scenarios.ts).
+ * `unguarded`: a gateway of the same config without its guardrails, sent the same request (the
+ * baseline of the guardrail scenarios, bench/scenarios.ts).
  */
 export type TargetName = "direct" | "gateway" | "unguarded" | "bare" | "floor";
 

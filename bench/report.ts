@@ -374,10 +374,10 @@ const GUARDRAIL_AIMS = [
   { scenario: "guard-stream-out", what: "output mask on the 22-event stream", max: 1.3 },
 ] as const;
 
-/** The gateway's CPU per request with the guardrail rules over its own on the same request for a model without rules (32 connections). */
+/** The gateway's CPU per request with the guardrail rules over that of a gateway of the same config without them, on the same requests (32 connections). */
 function guardrailCost(rows: RowResult[]): TargetCheck[] {
   return GUARDRAIL_AIMS.map(({ scenario, what, max }) => {
-    const [target, limit] = [`guardrails: ${what}, CPU/request vs the same request without rules (basic)`, `<= ${max.toFixed(2)}x`];
+    const [target, limit] = [`guardrails: ${what}, CPU/request vs the same gateway without rules (basic)`, `<= ${max.toFixed(2)}x`];
     const figures = find(rows, "basic", scenario, "c32")?.figures;
     const [guarded, unguarded] = [figures?.gateway, figures?.unguarded];
     if (!guarded || !unguarded) return unmeasured(target, limit, `the ${scenario} row (basic) with its unguarded baseline`);
@@ -522,7 +522,7 @@ export function printAll(results: Results): string {
     ),
     "## Targets",
     "",
-    "The performance targets (docs/design.md#performance-targets), against the framework floor (the guardrail rows: against the same request without rules); the last rows are earlier targets kept as guards.",
+    "The performance targets (docs/design.md#performance-targets), against the framework floor (the guardrail rows: against the same gateway without its rules); the last rows are earlier targets kept as guards.",
     "",
     targetsTable(results),
     "",

@@ -23,7 +23,7 @@ export interface Scenario {
   request(base: string, target: TargetName): RequestSpec;
   /** Time to first event matters (streams). */
   stream?: boolean;
-  /** A guardrail scenario: measured against the same request for a model no rule names (the `unguarded` target). */
+  /** A guardrail scenario: measured against the same request to a gateway of the same config without its rules (the `unguarded` target). */
   unguarded?: boolean;
 }
 
@@ -46,17 +46,14 @@ function streamRequest(base: string, unique: boolean): RequestSpec {
   };
 }
 /** A 2 KB prompt with something for every input rule of the guardrail scenario to mask. */
-function guardedPrompt(model: string): string {
+function guardedPrompt(): string {
   const line = "Customer ann.lee@example.com called from +1 415 555 0134 about TICKET-20931, card 4111 1111 1111 1111. ";
   let prompt = "";
   while (prompt.length < 2048) prompt += line;
-  const body = JSON.parse(chatRequest(model, { tag: UNIQUE })) as { messages: Array<{ content: string }> };
+  const body = JSON.parse(chatRequest(MODELS.guardIn, { tag: UNIQUE })) as { messages: Array<{ content: string }> };
   body.messages[1].content = `${prompt.slice(0, 2048)} #${UNIQUE}`;
   return JSON.stringify(body);
 }
-
-/** The guardrail scenarios' model: the one their rules name, or for their baseline (`unguarded`) one no rule names. */
-const guarded = (target: TargetName, model: string) => (target === "unguarded" ? MODELS.unguarded : model);
 
 const UPLOAD = multipartBody(MODELS.upload, 100 * 1024);
 const UPLOADED = { status: 200, body: uploadAnswer(UPLOAD.length) };
@@ -110,21 +107,21 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
     request: (base) => streamRequest(base, true),
   },
   // Guardrails (docs/guardrails.md#cost): a masking pii + regex set on a 2 KB prompt (an LLM miss), against the
-  // same request without rules (the `unguarded` target).
+  // same request to the same gateway without its rules (the `unguarded` target).
   "guard-input-2k": {
     id: "guard-input-2k",
     title: "LLM proxy, 2 KB prompt through pii + regex masks",
     unguarded: true,
-    request: (base, target) => ({
+    request: (base) => ({
       url: base + PATHS.chat,
       method: "POST",
       headers: json,
-      body: Buffer.from(guardedPrompt(guarded(target, MODELS.guardIn))),
+      body: Buffer.from(guardedPrompt()),
       uniqueMarker: UNIQUE,
       expect: { status: 200, body: COMPLETION_JSON },
     }),
   },
-  // An output mask on the 22-event stream (its events are read and written again), against the same stream without rules.
+  // An output mask on the 22-event stream (its events are read and written again), against the same stream without it.
   "guard-stream-out": {
     id: "guard-stream-out",
     title: "LLM proxy, SSE stream (22 events) through an output mask",
@@ -134,7 +131,7 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
       url: base + PATHS.chat,
       method: "POST",
       headers: json,
-      body: Buffer.from(chatRequest(guarded(target, MODELS.guardOut), { stream: true })),
+      body: Buffer.from(chatRequest(MODELS.guardOut, { stream: true })),
       expect: target === "unguarded" ? { status: 200, body: STREAM_TEXT } : { status: 200, contains: "data: [DONE]" },
     }),
   },
