@@ -18,6 +18,8 @@ export const MODELS = { direct: "direct-json", chat: "chat-bench", upload: "whis
 /**
  * The guardrails of the two guardrail scenarios, each on its own model so the other scenarios
  * run without rules: a masking pii + regex set on the input, and an output mask on streams.
+ * Their baseline is the same request to a gateway of the same config without them
+ * (`guardrails: false`).
  */
 const GUARDRAILS = `guardrails:
   - { name: bench-pii, kind: pii, on: [input], action: mask, entities: [email, phone, credit_card, iban, secret], models: [${MODELS.guardIn}] }
@@ -54,6 +56,8 @@ export interface ConfigOptions {
   workers?: number;
   /** `usage.write` (default: the gateway's, before_answer). */
   usageWrite?: "before_answer" | "after_answer";
+  /** The guardrails of the guardrail scenarios (default on; off: their baseline). */
+  guardrails?: boolean;
 }
 
 /** A rate high enough never to trigger during a bench run, so every request does the limit work and passes. */
@@ -87,7 +91,7 @@ object_store:
   dir: "${options.objectDir}"
 ${options.cacheStreams ? "llm:\n  cache_streams: true\n" : ""}${
     options.batchConcurrency ? `batches:\n  enabled: true\n  concurrency: ${options.batchConcurrency}\n` : ""
-  }${usage}${GUARDRAILS}relay:
+  }${usage}${options.guardrails === false ? "" : GUARDRAILS}relay:
   embedded: ${options.relay}
   concurrency: ${options.relayConcurrency ?? 8}
 services:

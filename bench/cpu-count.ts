@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|growth] [--models N] [--consumers N] [--cache-streams]
+ * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|guard-input-2k|guard-stream-out|growth] [--models N] [--consumers N] [--cache-streams]
  * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
@@ -8,7 +8,9 @@
  * answers but is not counted. Rounds alternate between the two servers; the median is
  * reported. Wall-clock figures (requests/s, latency) are not reported: on a shared machine
  * they measure the neighbours. `--latency` adds each server's p50/p99 over the requests of its
- * rounds, to compare servers measured in the same run (the neighbours hit them alike).
+ * rounds, to compare servers measured in the same run (the neighbours hit them alike). The
+ * guardrail scenarios also send the same requests to a gateway of the same config without its
+ * guardrails, in the same rounds, and print the rules' cost as a ratio of the two.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +20,7 @@ import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
 import { repoRoot, type Runtime, startFlags, startGateway, startSideServices } from "./gateway.ts";
 import { specFor } from "./matrix.ts";
+import type { TargetName } from "./measure.ts";
 import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./load/spec.ts";
 import { BOTH_CORES, cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, processTree, SERVER_CORE, type Service, spawnService } from "./procs.ts";
 import { SCENARIOS } from "./scenarios.ts";
@@ -25,7 +28,10 @@ import { SCENARIOS } from "./scenarios.ts";
 const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
-  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|growth   what is sent (default llm-miss)
+  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|guard-input-2k|guard-stream-out|growth
+                   what is sent (default llm-miss); guard-*: also "gateway without rules", the same requests
+                   to another gateway of the same config without its guardrails, in the same rounds
+                   (each --compare build too)
   --models N       LLM services on the chat path (growth: each request's model drawn at random; default 1)
   --workers N      server.workers (with --config prod-redis): the gateway on both cores, charged with its primary and workers
   --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
@@ -42,7 +48,18 @@ const USAGE = `node dist/bench/cpu-count.js [options]
                    V8 settings (repeatable; each server's peak RSS is printed too)`;
 
 const CONFIGS = ["basic", "prod-memory", "prod-redis"] as const;
-const SCENARIO_IDS = ["llm-miss", "llm-hit", "stream", "stream-miss", "sync-json", "upload-100k", "submit-100k", "growth"] as const;
+const SCENARIO_IDS = [
+  "llm-miss",
+  "llm-hit",
+  "stream",
+  "stream-miss",
+  "sync-json",
+  "upload-100k",
+  "submit-100k",
+  "guard-input-2k",
+  "guard-stream-out",
+  "growth",
+] as const;
 
 interface Options {
   runtime: Runtime;
@@ -106,6 +123,10 @@ interface Counted {
   name: string;
   pid: number;
   base: string;
+  /** What the scenario sends it (default "gateway"). */
+  as?: TargetName;
+  /** The guardrail scenarios: the name of its gateway without rules, sent the same requests. */
+  withoutRules?: string;
 }
 
 let sequence = 0;
@@ -154,9 +175,7 @@ async function main(): Promise<void> {
   try {
     const { mockUrl, redisAddr } = await startSideServices(workDir, options.config, services);
     const production = options.config !== "basic";
-    const configPath = join(workDir, "gateway.yaml");
-    writeFileSync(
-      configPath,
+    const configOf = (guardrails: boolean) =>
       gatewayConfig({
         mockUrl,
         objectDir: join(workDir, "objects"),
@@ -166,8 +185,13 @@ async function main(): Promise<void> {
         cacheStreams: options.cacheStreams,
         models: options.models,
         workers: options.workers,
-      }),
-    );
+        guardrails,
+      });
+    const configPath = join(workDir, "gateway.yaml");
+    writeFileSync(configPath, configOf(true));
+    // The guardrail scenarios' baseline: the same config without its guardrails.
+    const unguardedPath = join(workDir, "gateway-without-guardrails.yaml");
+    writeFileSync(unguardedPath, configOf(false));
     const profFlags = options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProf}`] : [];
     const gateway = await startGateway({
       runtime: options.runtime,
@@ -181,14 +205,24 @@ async function main(): Promise<void> {
       core: SERVER_CORE,
     });
     services.push(floor);
+    const scenario = SCENARIOS[options.scenario];
+    // A gateway, and for the guardrail scenarios another process of the same build without its rules, sent the same requests.
+    const withTwin = async (name: string, pid: number, base: string, root?: string, runtimeFlags?: string[]): Promise<Counted[]> => {
+      if (!scenario.unguarded) return [{ name, pid, base }];
+      const twin = `${name} without rules`;
+      const other = await startGateway({ runtime: options.runtime, name: twin, configPath: unguardedPath, root, runtimeFlags });
+      services.push(other.service);
+      return [{ name, pid, base, withoutRules: twin }, { name: twin, pid: other.service.pid, base: other.target.base, as: "unguarded" }];
+    };
     const targets: Counted[] = [
-      { name: "gateway", pid: gateway.service.pid, base: gateway.target.base },
-      { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}` },
+      // With --cpu-prof both are profiled: their profiles compare function by function.
+      ...(await withTwin("gateway", gateway.service.pid, gateway.target.base, undefined, [...profFlags, ...options.flags])),
+      { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}`, as: "floor" as const },
     ];
     for (const root of options.compare) {
       const other = await startGateway({ runtime: options.runtime, name: `gateway of ${root}`, configPath, root });
       services.push(other.service);
-      targets.push({ name: `gateway of ${root}`, pid: other.service.pid, base: other.target.base });
+      targets.push(...(await withTwin(`gateway of ${root}`, other.service.pid, other.target.base, root)));
     }
     for (const flags of options.compareFlags) {
       const name = `gateway with ${flags.join(" ")}`;
@@ -196,9 +230,8 @@ async function main(): Promise<void> {
       services.push(other.service);
       targets.push({ name, pid: other.service.pid, base: other.target.base });
     }
-    const scenario = SCENARIOS[options.scenario];
     const population = production ? { consumers: options.consumers, random: options.models > 1 || options.consumers > 50, models: options.models } : undefined;
-    const specOf = (t: Counted) => specFor(scenario, { name: t.name === "framework floor" ? "floor" : "gateway", base: t.base, pid: t.pid }, population);
+    const specOf = (t: Counted) => specFor(scenario, { name: t.as ?? "gateway", base: t.base, pid: t.pid }, population);
     let wrong = 0;
     // Warm-up: JIT, pools, the cache entry of a hit.
     for (const t of targets) wrong += await send(specOf(t), Math.min(5000, options.requests), options.connections);
@@ -219,9 +252,15 @@ async function main(): Promise<void> {
       }
     }
     const floorFigure = median(figures.get("framework floor") ?? []);
+    // The rules' cost: the median of each round's ratio (both sent in the same round, so under much the same load).
+    const rulesCost = (all: number[], withoutRules: number[]) => {
+      const ratios = all.map((v, i) => v / withoutRules[i]);
+      return `, ${median(ratios).toFixed(2)}x without rules (median of the rounds' ${ratios.map((r) => r.toFixed(2)).join(", ")})`;
+    };
     const parts = targets.map((t) => {
       const all = figures.get(t.name) ?? [];
-      const ratio = t.name === "framework floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`;
+      const ratio = (t.as === "floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`) +
+        (t.withoutRules ? rulesCost(all, figures.get(t.withoutRules) ?? []) : "");
       const sorted = (latencies.get(t.name) ?? []).sort((a, b) => a - b);
       const latency = options.latency ? `, p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${percentile(sorted, 99).toFixed(2)} ms` : "";
       const peak = options.compareFlags.length > 0 ? `, peak RSS ${memory(t.pid).peakMb.toFixed(0)} MB` : "";

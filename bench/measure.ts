@@ -10,8 +10,12 @@ import { runWrk } from "./load/wrk.ts";
 import { performance } from "node:perf_hooks";
 import { coreBusySeconds, cpuSeconds, memory, processTree, resetPeak, RssSampler, SERVER_CORE } from "./procs.ts";
 
-/** `floor`: the framework floor (bench/framework-floor.ts), next to `bare`, the node:http proxy. */
-export type TargetName = "direct" | "gateway" | "bare" | "floor";
+/**
+ * `floor`: the framework floor (bench/framework-floor.ts), next to `bare`, the node:http proxy.
+ * `unguarded`: a gateway of the same config without its guardrails, sent the same request (the
+ * baseline of the guardrail scenarios, bench/scenarios.ts).
+ */
+export type TargetName = "direct" | "gateway" | "unguarded" | "bare" | "floor";
 
 export interface Target {
   name: TargetName;

@@ -49,7 +49,7 @@ const VARIANTS: Variant[] = [
     config: { production: false, redis: false, relay: false },
     scenarios: [
       ...(["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true, floor: true })),
-      // Guardrails' cost: against llm-miss and stream of the same run.
+      // Guardrails' cost: against the same requests to a gateway of this config without its guardrails, in the same rounds.
       ...(["guard-input-2k", "guard-stream-out"] as const).map((id) => ({ id, loads: BOTH, bare: false })),
     ],
   },
@@ -191,17 +191,22 @@ async function main(): Promise<number> {
       if (scenarios.length === 0 && !uploads) continue;
       if (variant.config.redis && redisAddr === "") continue;
       const objectDir = mkdtempSync(join(workDir, "objects-"));
-      const config = gatewayConfig({ ...variant.config, mockUrl, objectDir, redisAddr: variant.config.redis ? redisAddr : "" });
-      const gateway = await startVariant(args, variant.id, config, workDir, variant.workers ? BOTH_CORES : undefined);
+      const configOf = (guardrails: boolean) =>
+        gatewayConfig({ ...variant.config, mockUrl, objectDir, redisAddr: variant.config.redis ? redisAddr : "", guardrails });
+      const gateway = await startVariant(args, variant.id, configOf(true), workDir, variant.workers ? BOTH_CORES : undefined);
+      // The guardrail scenarios' baseline: a gateway of the same config without its guardrails, started with the first of them.
+      let unguarded: Gateway | undefined;
       const gatewayTarget: Target = variant.workers ? { ...gateway.target, tree: true } : gateway.target;
       results.plugins[variant.id] = gateway.plugins;
       log(`${variant.id}: gateway pid ${gateway.service.pid}, plugins: ${gateway.plugins.join(", ")}`);
       const context: RowContext = { variant: variant.id, timing, generator, repoRoot, population: variant.population, log };
       try {
         for (const scenario of scenarios) {
+          if (SCENARIOS[scenario.id].unguarded) unguarded ??= await startVariant(args, `${variant.id}-without-guardrails`, configOf(false), workDir);
           const targets = [
             ...(scenario.direct === false ? [] : [direct]),
             gatewayTarget,
+            ...(SCENARIOS[scenario.id].unguarded && unguarded ? [{ ...unguarded.target, name: "unguarded" as const }] : []),
             ...(scenario.bare ? [bareTarget] : []),
             ...(scenario.floor ? [floorTarget] : []),
           ];
@@ -228,6 +233,7 @@ async function main(): Promise<number> {
       } catch (error) {
         throw crashed(gateway.service, error);
       } finally {
+        await unguarded?.service.stop();
         await gateway.service.stop();
         rmSync(objectDir, { recursive: true, force: true });
       }

@@ -23,6 +23,8 @@ export interface Scenario {
   request(base: string, target: TargetName): RequestSpec;
   /** Time to first event matters (streams). */
   stream?: boolean;
+  /** A guardrail scenario: measured against the same request to a gateway of the same config without its rules (the `unguarded` target). */
+  unguarded?: boolean;
 }
 
 /** Replaced per request by a unique token: every body, so every cache key, differs. */
@@ -104,10 +106,12 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
     stream: true,
     request: (base) => streamRequest(base, true),
   },
-  // Guardrails (docs/guardrails.md): a masking pii + regex set on a 2 KB prompt, compared with llm-miss.
+  // Guardrails (docs/guardrails.md#cost): a masking pii + regex set on a 2 KB prompt (an LLM miss), against the
+  // same request to the same gateway without its rules (the `unguarded` target).
   "guard-input-2k": {
     id: "guard-input-2k",
     title: "LLM proxy, 2 KB prompt through pii + regex masks",
+    unguarded: true,
     request: (base) => ({
       url: base + PATHS.chat,
       method: "POST",
@@ -117,17 +121,18 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
       expect: { status: 200, body: COMPLETION_JSON },
     }),
   },
-  // An output mask on the 22-event stream, compared with stream (the events are read and written again).
+  // An output mask on the 22-event stream (its events are read and written again), against the same stream without it.
   "guard-stream-out": {
     id: "guard-stream-out",
     title: "LLM proxy, SSE stream (22 events) through an output mask",
     stream: true,
-    request: (base) => ({
+    unguarded: true,
+    request: (base, target) => ({
       url: base + PATHS.chat,
       method: "POST",
       headers: json,
       body: Buffer.from(chatRequest(MODELS.guardOut, { stream: true })),
-      expect: { status: 200, contains: "data: [DONE]" },
+      expect: target === "unguarded" ? { status: 200, body: STREAM_TEXT } : { status: 200, contains: "data: [DONE]" },
     }),
   },
   // The growth scenarios (bench/README.md): an LLM miss whose model and consumer are drawn at random.

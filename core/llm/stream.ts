@@ -17,6 +17,7 @@ import { StreamRefused } from "./hooks.ts";
 import { NdjsonParser } from "./ndjson.ts";
 import type { StreamParser, Translator } from "./provider.ts";
 import { formatSse, SseParser } from "./sse.ts";
+import { utf8 } from "./utf8-blocks.ts";
 import { SseByteScan } from "./sse-scan.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
@@ -254,7 +255,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     }
   };
 
-  const encode = (events: OutEvent[]) => encoder.encode(events.map(formatSse).join(""));
+  const encode = (events: OutEvent[]) => utf8(events.map(formatSse).join(""));
   let firstSent = false;
   const send = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
     if (!firstSent && bytes.byteLength > 0) {
@@ -312,9 +313,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     return end(controller, { refused: true });
   };
   /** Waits for the output hooks' pending work; a refusal or a failure ends the stream (undefined: go on). */
-  const settled = async (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], ending: boolean): Promise<"ended" | undefined> => {
-    const pending = options.settle?.(ending);
-    if (!pending) return undefined;
+  const settled = async (controller: ReadableStreamDefaultController<Uint8Array>, owed: OutEvent[], pending: Promise<void>): Promise<"ended" | undefined> => {
     try {
       await pending;
       return undefined;
@@ -329,7 +328,9 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
       // Keep reading until this pull has something to send, so the client never waits on an
       // empty chunk, and never more than that, so a slow client slows the backend read.
       while (!finished) {
-        if (options.settle && (await settled(controller, [], false))) return;
+        // Awaited only when there is something to wait for (per chunk, an await of nothing is a turn of the microtask queue).
+        const pending = options.settle?.(false);
+        if (pending && (await settled(controller, [], pending))) return;
         let chunk: ReadableStreamReadResult<Uint8Array> | "idle";
         if (first) {
           chunk = { done: false, value: first };
@@ -374,7 +375,8 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
         if (chunk.done) {
           const state = progress();
           if (state && !state.ended) return fail(controller, out, "no_end", NO_END_MESSAGE);
-          if (options.settle && (await settled(controller, out, true))) return;
+          const ending = options.settle?.(true);
+          if (ending && (await settled(controller, out, ending))) return;
           if (translate) {
             try {
               out.push(...(translator.translateStreamEnd?.() ?? []));

@@ -2,6 +2,7 @@
  * The matching kinds, `regex` and `pii`: where in a text their values are, and the text with
  * them masked. Matches never overlap: the first pattern (or entity) to claim a span keeps it.
  */
+import { type Finder, regexFinder } from "./finder.ts";
 import { entityMatchers } from "./pii.ts";
 
 export interface Match {
@@ -18,38 +19,45 @@ export interface TextMatcher {
 }
 
 interface Source {
-  pattern: RegExp;
+  find: Finder;
   replacement: string;
   valid?(value: string): boolean;
 }
 
+/**
+ * Each source's matches (in order and apart from each other, as a global expression finds them)
+ * merged in order with those of the sources before it, a match that overlaps one of theirs left
+ * out: one pass per source.
+ */
 function findAll(sources: readonly Source[], text: string): Match[] {
-  const found: Match[] = [];
-  for (const { pattern, replacement, valid } of sources) {
-    pattern.lastIndex = 0;
-    for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
-      const value = match[0];
-      if (value.length === 0) {
-        pattern.lastIndex++;
-        continue;
-      }
-      if (valid && !valid(value)) continue;
-      const start = match.index;
-      const end = start + value.length;
-      if (!found.some((other) => start < other.end && other.start < end)) found.push({ start, end, replacement });
+  let found: Match[] = [];
+  for (const { find, replacement, valid } of sources) {
+    let merged: Match[] | undefined;
+    // The next of `found` not yet in `merged`.
+    let next = 0;
+    for (let span = find(text, 0); span !== undefined; span = find(text, span.end > span.start ? span.end : span.start + 1)) {
+      const { start, end } = span;
+      if (end === start || (valid && !valid(text.slice(start, end)))) continue;
+      merged ??= [];
+      while (next < found.length && found[next].end <= start) merged.push(found[next++]);
+      if (next < found.length && found[next].start < end) continue;
+      merged.push({ start, end, replacement });
     }
+    if (!merged) continue;
+    while (next < found.length) merged.push(found[next++]);
+    found = merged;
   }
-  return found.sort((a, b) => a.start - b.start);
+  return found;
 }
 
 export function regexMatcher(patterns: readonly string[], maskWith: string): TextMatcher {
-  const sources = patterns.map((pattern) => ({ pattern: new RegExp(pattern, "g"), replacement: maskWith }));
+  const sources = patterns.map((pattern) => ({ find: regexFinder(new RegExp(pattern, "g")), replacement: maskWith }));
   return { find: (text) => findAll(sources, text) };
 }
 
 export function piiMatcher(entities: readonly string[]): TextMatcher {
   const matchers = entityMatchers(entities);
-  const sources = matchers.map(({ pattern, mask, valid }) => ({ pattern, replacement: mask, valid }));
+  const sources = matchers.map(({ find, mask, valid }) => ({ find, replacement: mask, valid }));
   return { find: (text) => findAll(sources, text), maxLength: Math.max(0, ...matchers.map((m) => m.maxLength)) };
 }
 

@@ -1,4 +1,5 @@
 /** The guardrails' metrics: what the rules did, and the checks that failed. */
+import { counterChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
 export interface GuardrailMetrics {
@@ -17,8 +18,10 @@ export function guardrailMetrics(metrics: Metrics): GuardrailMetrics {
     help: "Guardrail checks that failed (an http checker that did not answer in time or answered badly, a plugin kind that threw), by rule",
     labelNames: ["guardrail"],
   });
+  // Counted on every request a rule acts on: its series prepared (core/metric-labels.ts).
+  const actionSeries = counterChildren(actions);
   return {
-    action: (guardrail, stage, action) => actions.inc({ guardrail, stage, action }),
+    action: (guardrail, stage, action) => actionSeries({ guardrail, stage, action }).inc(),
     error: (guardrail) => errors.inc({ guardrail }),
   };
 }

@@ -2,15 +2,16 @@
  * The `pii` kind's entities: each a regular expression (checked by regex-safety.ts's rule, none
  * nests a repetition) and, where the value has one, its checksum, so a run of digits that only
  * looks like a card number or an IBAN is left alone. Card numbers are Luhn-checked, IBANs
- * ISO 13616 (mod 97) checked.
+ * ISO 13616 (mod 97) checked. E-mail addresses are looked for from their `@` (emailFinder).
  */
+import { type Finder, regexFinder } from "./finder.ts";
 
 export const PII_ENTITIES = ["email", "phone", "credit_card", "iban", "ip_address", "us_ssn", "secret"] as const;
 
 export type PiiEntity = (typeof PII_ENTITIES)[number];
 
 interface EntityMatcher {
-  pattern: RegExp;
+  find: Finder;
   mask: string;
   /** The longest text a match can be (Infinity: unbounded), which bounds what a stream holds back for it. */
   maxLength: number;
@@ -20,18 +21,20 @@ interface EntityMatcher {
 
 /** The Luhn checksum of the digits in `value` (13 to 19 of them: card numbers). */
 export function luhnValid(value: string): boolean {
-  const digits = value.replace(/\D/g, "");
-  if (digits.length < 13 || digits.length > 19) return false;
   let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let digit = digits.charCodeAt(digits.length - 1 - i) - 48;
-    if (i % 2 === 1) {
+  let count = 0;
+  // From the last digit: every second one doubled. Separators are not digits and do not count.
+  for (let i = value.length - 1; i >= 0; i--) {
+    let digit = value.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) continue;
+    if (count % 2 === 1) {
       digit *= 2;
       if (digit > 9) digit -= 9;
     }
     sum += digit;
+    count++;
   }
-  return sum % 10 === 0;
+  return count >= 13 && count <= 19 && sum % 10 === 0;
 }
 
 /** The IBAN checksum: the country and check digits moved to the end, letters as numbers, mod 97 is 1. */
@@ -50,21 +53,47 @@ export function ibanValid(value: string): boolean {
 
 const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
 
+/** `[A-Za-z0-9._%+-]`, the characters of an address's local part, by character code. */
+const LOCAL_PART = new Uint8Array(128);
+for (const char of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-") LOCAL_PART[char.charCodeAt(0)] = 1;
+const isLocalPart = (code: number) => code < 128 && LOCAL_PART[code] === 1;
+
+const DOMAIN = /[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/y;
+
+/**
+ * What `/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g` finds from `from`,
+ * found from each `@` instead: the expression tries every start in a run of local-part
+ * characters and reads the run to its end from each (quadratic in a word's length, and most
+ * of a prose text is such runs). A match is the run before an `@` (from `from` at the
+ * earliest) and a domain after it.
+ */
+const emailFinder: Finder = (text, from) => {
+  for (let at = text.indexOf("@", from); at !== -1; at = text.indexOf("@", at + 1)) {
+    let start = at;
+    while (start > from && isLocalPart(text.charCodeAt(start - 1))) start--;
+    if (start === at) continue;
+    DOMAIN.lastIndex = at + 1;
+    if (DOMAIN.test(text)) return { start, end: DOMAIN.lastIndex };
+  }
+  return undefined;
+};
+
 const ENTITIES: Record<PiiEntity, EntityMatcher> = {
   // An address is at most 254 characters (RFC 5321's path limit).
-  email: { pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, mask: "[EMAIL]", maxLength: 254 },
-  credit_card: { pattern: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g, mask: "[CREDIT_CARD]", valid: luhnValid, maxLength: 37 },
-  iban: { pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/g, mask: "[IBAN]", valid: ibanValid, maxLength: 64 },
-  us_ssn: { pattern: /(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g, mask: "[US_SSN]", maxLength: 11 },
-  phone: { pattern: /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?!\w)/g, mask: "[PHONE]", maxLength: 19 },
+  email: { find: emailFinder, mask: "[EMAIL]", maxLength: 254 },
+  credit_card: { find: regexFinder(/(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g), mask: "[CREDIT_CARD]", valid: luhnValid, maxLength: 37 },
+  iban: { find: regexFinder(/\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/g), mask: "[IBAN]", valid: ibanValid, maxLength: 64 },
+  us_ssn: { find: regexFinder(/(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g), mask: "[US_SSN]", maxLength: 11 },
+  phone: { find: regexFinder(/(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?!\w)/g), mask: "[PHONE]", maxLength: 19 },
   ip_address: {
-    pattern: new RegExp(`(?<![\\w.])${OCTET}(?:\\.${OCTET}){3}(?![\\w.])|(?<![\\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}(?![\\w:])`, "g"),
+    find: regexFinder(new RegExp(`(?<![\\w.])${OCTET}(?:\\.${OCTET}){3}(?![\\w.])|(?<![\\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}(?![\\w:])`, "g")),
     mask: "[IP_ADDRESS]",
     maxLength: 39,
   },
   secret: {
-    pattern:
+    find: regexFinder(
       /-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[\s\S]{0,8000}?-----END [A-Z ]{0,20}PRIVATE KEY-----|\bsk-[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b/g,
+    ),
     mask: "[SECRET]",
     maxLength: Number.POSITIVE_INFINITY,
   },

@@ -6,84 +6,108 @@
  */
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
 
-type Holder = Record<string, unknown> | unknown[];
-interface Slot {
-  holder: Holder;
-  key: string | number;
-}
+type Holder = Record<string | number, unknown>;
+/** Where a text sits: the keys from the body down to it. */
+type Path = ReadonlyArray<string | number>;
 
-function slot(holder: Holder, key: string | number, slots: Slot[]): void {
-  const value = (holder as Record<string | number, unknown>)[key];
-  if (typeof value === "string") slots.push({ holder, key });
+const at = (holder: unknown, key: string | number) => (holder as Holder)[key];
+
+function slot(holder: unknown, path: Path, key: string | number, paths: Path[]): void {
+  if (typeof at(holder, key) === "string") paths.push([...path, key]);
 }
 
 /** A `content` string, or its text parts. */
-function contentSlots(holder: Record<string, unknown>, slots: Slot[]): void {
+function contentSlots(holder: Record<string, unknown>, path: Path, paths: Path[]): void {
   const content = holder.content;
-  if (typeof content === "string") slots.push({ holder, key: "content" });
+  if (typeof content === "string") paths.push([...path, "content"]);
   else if (Array.isArray(content)) {
-    for (const part of content) if (isRecord(part) && (part.type === "text" || part.type === undefined)) slot(part, "text", slots);
+    content.forEach((part, i) => {
+      if (isRecord(part) && (part.type === "text" || part.type === undefined)) slot(part, [...path, "content", i], "text", paths);
+    });
   }
 }
 
-function toolCallSlots(message: Record<string, unknown>, slots: Slot[]): void {
+function toolCallSlots(message: Record<string, unknown>, path: Path, paths: Path[]): void {
   if (!Array.isArray(message.tool_calls)) return;
-  for (const call of message.tool_calls) if (isRecord(call) && isRecord(call.function)) slot(call.function, "arguments", slots);
+  message.tool_calls.forEach((call, i) => {
+    if (isRecord(call) && isRecord(call.function)) slot(call.function, [...path, "tool_calls", i, "function"], "arguments", paths);
+  });
 }
 
-function stringsOf(body: Record<string, unknown>, key: string, slots: Slot[]): void {
+function stringsOf(body: Record<string, unknown>, key: string, paths: Path[]): void {
   const value = body[key];
-  if (typeof value === "string") slots.push({ holder: body, key });
-  else if (Array.isArray(value)) value.forEach((_, i) => slot(value, i, slots));
+  if (typeof value === "string") paths.push([key]);
+  else if (Array.isArray(value)) value.forEach((_, i) => slot(value, [key], i, paths));
 }
 
-function requestSlots(body: JsonObject): Slot[] {
-  const slots: Slot[] = [];
+function requestPaths(body: JsonObject): Path[] {
+  const paths: Path[] = [];
   if (Array.isArray(body.messages)) {
-    for (const message of body.messages) {
-      if (!isRecord(message)) continue;
-      contentSlots(message, slots);
-      toolCallSlots(message, slots);
-    }
+    body.messages.forEach((message, i) => {
+      if (!isRecord(message)) return;
+      contentSlots(message, ["messages", i], paths);
+      toolCallSlots(message, ["messages", i], paths);
+    });
   }
-  stringsOf(body, "input", slots);
-  stringsOf(body, "prompt", slots);
-  return slots;
+  stringsOf(body, "input", paths);
+  stringsOf(body, "prompt", paths);
+  return paths;
 }
 
-function answerSlots(body: JsonObject): Slot[] {
-  const slots: Slot[] = [];
-  if (!Array.isArray(body.choices)) return slots;
-  for (const choice of body.choices) {
-    if (!isRecord(choice)) continue;
+function answerPaths(body: JsonObject): Path[] {
+  const paths: Path[] = [];
+  if (!Array.isArray(body.choices)) return paths;
+  body.choices.forEach((choice, i) => {
+    if (!isRecord(choice)) return;
     if (isRecord(choice.message)) {
-      contentSlots(choice.message, slots);
-      toolCallSlots(choice.message, slots);
+      contentSlots(choice.message, ["choices", i, "message"], paths);
+      toolCallSlots(choice.message, ["choices", i, "message"], paths);
     }
-    slot(choice, "text", slots);
-  }
-  return slots;
+    slot(choice, ["choices", i], "text", paths);
+  });
+  return paths;
 }
 
 export interface BodyTexts {
   readonly texts: string[];
-  /** A copy of the body with `texts` (same order) in place of its texts. */
+  /**
+   * A copy of the body with `texts` (same order) in place of its texts. Only the objects and
+   * arrays on the way to a changed text are copied; the rest is shared with the body, which
+   * stays as it was.
+   */
   write(texts: readonly string[]): JsonObject;
 }
 
-function bodyTexts(body: JsonObject, slotsOf: (body: JsonObject) => Slot[]): BodyTexts {
-  const texts = slotsOf(body).map(({ holder, key }) => (holder as Record<string | number, unknown>)[key] as string);
+function bodyTexts(body: JsonObject, pathsOf: (body: JsonObject) => Path[]): BodyTexts {
+  const paths = pathsOf(body);
+  const texts = paths.map((path) => path.reduce<unknown>(at, body) as string);
   return {
     texts,
     write(next) {
-      const copy = structuredClone(body);
-      slotsOf(copy).forEach(({ holder, key }, i) => {
-        (holder as Record<string | number, unknown>)[key] = next[i];
+      const copies = new Map<unknown, Holder>();
+      const copyOf = (value: unknown): Holder => {
+        let copy = copies.get(value);
+        if (!copy) {
+          copy = (Array.isArray(value) ? [...value] : { ...(value as Holder) }) as Holder;
+          copies.set(value, copy);
+        }
+        return copy;
+      };
+      const root = copyOf(body);
+      paths.forEach((path, i) => {
+        if (next[i] === texts[i]) return;
+        let original: unknown = body;
+        let copy = root;
+        for (const key of path.slice(0, -1)) {
+          original = at(original, key);
+          copy = copy[key] = copyOf(original);
+        }
+        copy[path[path.length - 1]] = next[i];
       });
-      return copy;
+      return root as JsonObject;
     },
   };
 }
 
-export const requestTexts = (body: JsonObject): BodyTexts => bodyTexts(body, requestSlots);
-export const answerTexts = (body: JsonObject): BodyTexts => bodyTexts(body, answerSlots);
+export const requestTexts = (body: JsonObject): BodyTexts => bodyTexts(body, requestPaths);
+export const answerTexts = (body: JsonObject): BodyTexts => bodyTexts(body, answerPaths);

@@ -67,6 +67,12 @@ describe("formatSse", () => {
     expect(formatSse({ data: "one\ntwo" })).toBe("data: one\ndata: two\n\n");
   });
 
+  it("writes an object as one data line, line breaks in its strings escaped", () => {
+    const data = { text: "one\ntwo\r\nthree\r" };
+    expect(formatSse({ data })).toBe(`data: ${JSON.stringify(data)}\n\n`);
+    expect(new SseParser().push(formatSse({ data })).map((event) => event.json)).toEqual([data]);
+  });
+
   it("round-trips through the parser", () => {
     const parser = new SseParser();
     expect(parser.push(formatSse({ event: "e", data: "multi\nline" })).map(seen)).toEqual([{ event: "e", data: "multi\nline", json: undefined }]);

@@ -1,0 +1,71 @@
+/**
+ * What the matching kinds find in a text and mask (the `pii` entities and `regex` patterns):
+ * matches in order and never overlapping, the first entity (or pattern) to claim a span keeping
+ * it; e-mail addresses as the expression in plugins/guardrails/pii.ts reads them, adjacent ones
+ * included; card numbers Luhn-checked whatever separates their digits.
+ */
+import { describe, expect, it } from "vitest";
+import { masked, piiMatcher, regexMatcher } from "../../../plugins/guardrails/matchers.ts";
+import { luhnValid } from "../../../plugins/guardrails/pii.ts";
+
+const maskedBy = (matcher: ReturnType<typeof piiMatcher>, text: string) => masked(text, matcher.find(text));
+
+describe("pii matcher", () => {
+  const all = piiMatcher(["email", "phone", "credit_card", "iban", "ip_address", "us_ssn", "secret"]);
+
+  it("masks every entity of a text, in place, the text between left as it is", () => {
+    const text = "Mail ann.lee@example.com or call +1 415 555 0134; card 4111 1111 1111 1111, IBAN DE89 3704 0044 0532 0130 00, " +
+      "host 192.168.0.1, SSN 123-45-6789, key sk-abcdefghijklmnopqrstuvwx.";
+    expect(maskedBy(all, text)).toBe(
+      "Mail [EMAIL] or call [PHONE]; card [CREDIT_CARD], IBAN [IBAN], host [IP_ADDRESS], SSN [US_SSN], key [SECRET].",
+    );
+  });
+
+  it("gives the span to the entity looked for first: a card number is not also a phone number", () => {
+    const found = all.find("4111-1111-1111-1111 and 415 555 0134");
+    expect(found.map((m) => m.replacement)).toEqual(["[CREDIT_CARD]", "[PHONE]"]);
+    expect(found.map((m) => [m.start, m.end])).toEqual([[0, 19], [24, 36]]);
+  });
+
+  it("returns the matches in the order of the text, whichever entity found them", () => {
+    const text = "call 415 555 0134, then bob@example.org, then 415 555 0199 and eve@example.net";
+    expect(all.find(text).map((m) => text.slice(m.start, m.end))).toEqual(["415 555 0134", "bob@example.org", "415 555 0199", "eve@example.net"]);
+  });
+
+  it("finds e-mail addresses from the start of their local part, next to each other and at the ends of the text", () => {
+    const email = piiMatcher(["email"]);
+    expect(maskedBy(email, "a@b.co")).toBe("[EMAIL]");
+    expect(maskedBy(email, "(first.last+tag@mail.example.com)")).toBe("([EMAIL])");
+    // The domain ends at the `_`, which may start the next address's local part.
+    expect(maskedBy(email, "a@b.co_x@c.com")).toBe("[EMAIL][EMAIL]");
+    expect(maskedBy(email, "x@y.z @example.com user@ user@host @@ a@b.c0m")).toBe("x@y.z @example.com user@ user@host @@ a@b.c0m");
+  });
+
+  it("leaves digit runs whose checksum fails", () => {
+    expect(maskedBy(all, "order 4111 1111 1111 1112")).toBe("order 4111 1111 1111 1112");
+    expect(maskedBy(all, "ref DE89 3704 0044 0532 0130 01")).toBe("ref DE89 3704 0044 0532 0130 01");
+  });
+});
+
+describe("Luhn check", () => {
+  it("counts the digits only, 13 to 19 of them", () => {
+    expect(luhnValid("4111111111111111")).toBe(true);
+    expect(luhnValid("4111 1111-1111 1111")).toBe(true);
+    expect(luhnValid("4111111111111112")).toBe(false);
+    expect(luhnValid("4222222222222")).toBe(true);
+    expect(luhnValid("000000000000")).toBe(false);
+    expect(luhnValid("00000000000000000000")).toBe(false);
+  });
+});
+
+describe("regex matcher", () => {
+  it("masks each pattern's matches, the first pattern keeping a span both find", () => {
+    const matcher = regexMatcher(["TICKET-[0-9]{4,}", "[0-9]{5}"], "[X]");
+    expect(maskedBy(matcher, "TICKET-20931 and 12345")).toBe("[X] and [X]");
+    expect(matcher.find("TICKET-20931").length).toBe(1);
+  });
+
+  it("steps over empty matches", () => {
+    expect(maskedBy(regexMatcher(["b*"], "[B]"), "abba")).toBe("a[B]a");
+  });
+});
