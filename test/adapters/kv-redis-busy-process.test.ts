@@ -6,12 +6,19 @@
  * submission 503 "did not answer EVALSHA within 500 ms" on a loaded machine).
  */
 import { setImmediate } from "node:timers";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
+import { type RunningServer, startRedis } from "../support/servers.ts";
 
+// A server of its own: the test stops it (SIGSTOP) to hold a reply back.
+let redis: RunningServer;
 const opened: RedisKv[] = [];
+beforeAll(async () => {
+  redis = await startRedis();
+});
 afterAll(async () => {
   await Promise.all(opened.map((kv) => kv.close()));
+  await redis?.stop();
 });
 
 /** Keeps the process busy, as a long synchronous task would. */
@@ -24,17 +31,26 @@ function busyFor(ms: number): void {
 
 describe("the reply bound of a busy process", () => {
   it("hands over a reply that arrived while the process was busy past the bound", async () => {
-    const kv = await RedisKv.connect({ url: inject("redisUrl"), commandTimeoutMs: 100 });
+    const kv = await RedisKv.connect({ url: redis.url, commandTimeoutMs: 100 });
     opened.push(kv);
     for (let round = 0; round < 5; round++) {
       const key = `busy:${crypto.randomUUID()}`;
       await kv.set(key, String(round), 60_000);
-      const reply = kv.get(key);
-      // node-redis writes in the check phase (setImmediate), scheduled a few promise turns into
-      // the call: let those turns pass, then resume right after its write, in the same phase,
-      // so the reply can only be read once the busy stretch is over.
-      for (let turn = 0; turn < 20; turn++) await Promise.resolve();
-      await new Promise((resolve) => setImmediate(resolve));
+      // The server is stopped while the command goes out, so its reply can only come once the
+      // server is let go, and it is let go right before the busy stretch: the reply arrives while
+      // the process is busy, past the bound. (Counting event-loop turns until the write had left
+      // held on Node but not on Deno, whose socket writes wait for the event loop.) The busy
+      // stretch runs in the check phase (setImmediate), so the due bound's timer runs before the
+      // sockets are read next.
+      process.kill(redis.pid!, "SIGSTOP");
+      let reply: Promise<string | null>;
+      try {
+        reply = kv.get(key);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        await new Promise((resolve) => setImmediate(resolve));
+      } finally {
+        process.kill(redis.pid!, "SIGCONT");
+      }
       busyFor(300);
       await expect(reply).resolves.toBe(String(round));
     }

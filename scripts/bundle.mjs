@@ -1,0 +1,51 @@
+/**
+ * Bundles the Node command line and the public plugin entry, after `tsc -b` (`npm run build`).
+ *
+ * Why: Node 20 loads ES modules one file at a time, and the gateway imports about 700 of them
+ * (its own, TypeBox's, Hono's, yaml's): that was most of a process start, 0.7 CPU s of it on the
+ * 2-core CI machine, paid by every gateway, relay and worker process and by the suite's hundreds
+ * of gateway starts. Bundled, a start takes 0.45 CPU s (docs/development.md, "The build").
+ *
+ * - Written over tsc's own `dist/adapters/node/cli.js` and `dist/core/public/plugin.js`, so every
+ *   documented path (the bin, `npm start`, the deploy files, `inference-gateway/plugin`) stays.
+ *   The `.d.ts` files stay tsc's.
+ * - Both entries share their chunks (`dist/chunks/`): a plugin loaded with `plugins.load` that
+ *   imports `inference-gateway/plugin` gets the very classes the gateway checks with
+ *   `instanceof` (GatewayError, StreamRefused), not a second copy.
+ * - Code splitting keeps what the gateway imports only when configured (the S3 and Redis clients,
+ *   OpenTelemetry, the provider SDKs) out of a start, as the unbundled files do.
+ * - Only ES-module packages with many files are bundled; the others stay packages, resolved
+ *   from node_modules at run time as before.
+ */
+import { readFileSync } from "node:fs";
+import { build } from "esbuild";
+
+const root = new URL("..", import.meta.url).pathname;
+
+/** Packages bundled into the chunks: ES modules, many files each, always loaded. */
+const BUNDLED = new Set(["@sinclair/typebox", "hono", "yaml"]);
+
+const { dependencies, peerDependencies } = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
+const external = [...Object.keys(dependencies), ...Object.keys(peerDependencies ?? {})]
+  .filter((name) => !BUNDLED.has(name))
+  .flatMap((name) => [name, `${name}/*`]);
+
+await build({
+  absWorkingDir: root,
+  entryPoints: ["adapters/node/cli.ts", "core/public/plugin.ts"],
+  outbase: ".",
+  outdir: "dist",
+  entryNames: "[dir]/[name]",
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  sourcemap: "linked",
+  external,
+  // yaml's Node build is CommonJS and requires Node's modules; an ES-module bundle has no
+  // `require` of its own.
+  banner: { js: 'import { createRequire as createRequireForBundle } from "node:module"; const require = createRequireForBundle(import.meta.url);' },
+  logLevel: "warning",
+});
