@@ -85,7 +85,7 @@ server:
 ${kvStoreYaml(store, DB)}
 ${encryption}llm:
   count_streamed_tokens: true
-  stream_idle_timeout: 2s
+  stream_idle_timeout: 500ms
 services:
   - { type: chat, model: resp-chat, provider: chat_completions, inference_url: ${llm.url}, ${OPERATIONS} }
   - { type: chat, model: resp-messages, provider: messages_api, inference_url: ${llm.url}, ${OPERATIONS} }

@@ -2,7 +2,7 @@
  * Reliability, scenario 5: two gateway replicas on one Redis (database 13, flushed first) and
  * one s3rver, then the same on the suite's Sentinel set (database 13) and on a Redis Cluster of
  * the file's own (test/support/scenario-redis.ts), each topology with fresh backends. Each
- * replica has its embedded relay, the test alternating between them for 15 seconds
+ * replica has its embedded relay, the test alternating between them for 5 seconds
  * (RELIABILITY_REPLICAS_SECONDS) with mixed traffic, all at once:
  *
  * - sync bursts at a model with `max_concurrent_sync: 3` (docs/design.md#sync-concurrency-cap): the
@@ -21,9 +21,11 @@
  * At the end, read from the stores: every accepted job is stored once and completed with its
  * own result, each ran once at the backend, and nothing else was created.
  *
- * 15 seconds per topology is what CI runs: every kind of traffic runs many rounds (a rate
- * round, a sync burst and an idempotent pair each take well under a second), and several
- * reloads fall among them, so each property is checked many times over. A longer run
+ * 5 seconds per topology is what CI runs: every kind of traffic runs many rounds (a rate
+ * round, a sync burst and an idempotent pair each take well under a second: about a hundred
+ * rate rounds and twenty idempotent pairs per topology), and four reloads fall among them, so
+ * each property is checked many times over. (It was 15 s: a third of the suite's CPU time
+ * went into this file's traffic, 100 CPU s, for the same properties.) A longer run
  * (RELIABILITY_REPLICAS_SECONDS=60, the length of the published figures in
  * docs/reliability.md) adds rounds, not properties: more chances for a rare interleaving (a
  * reload between a limit check and its count, two replicas' idempotent claims on the same
@@ -42,7 +44,7 @@ import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 13;
 const BUCKET = "reliability-replicas";
-const SECONDS = Number(process.env.RELIABILITY_REPLICAS_SECONDS ?? 15);
+const SECONDS = Number(process.env.RELIABILITY_REPLICAS_SECONDS ?? 5);
 const CAP = 3;
 const BURST = 6;
 const RATE = 10;
