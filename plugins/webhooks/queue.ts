@@ -96,9 +96,16 @@ export class DeliveryQueue {
     await this.kv.zadd(RETRIES_KEY, dueAt, id);
   }
 
+  /**
+   * Forgets a delivery: its record, then its schedule entry (two keys, in different slots on a
+   * Cluster, so not one atomic op). In this order a process that dies between the two leaves a
+   * schedule entry without a record, which the next claim clears once its lease runs out
+   * (`webhook_record_missing`); the other order left a record nothing would read again, there
+   * until its TTL.
+   */
   async finish(id: string): Promise<void> {
-    await this.kv.zrem(RETRIES_KEY, id);
     await this.kv.del(RECORD_PREFIX + id);
+    await this.kv.zrem(RETRIES_KEY, id);
   }
 
   async deadLetter(record: DeliveryRecord, failedAt: string): Promise<DeadLetterEntry> {

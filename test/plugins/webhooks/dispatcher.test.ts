@@ -281,6 +281,35 @@ describe("webhook dispatcher", () => {
     expect(survivor.counts.delivered).toBe(1);
   });
 
+  it("a process that dies between forgetting a delivered delivery's two keys leaves nothing behind for good", async () => {
+    const clock = new ManualClock();
+    const kv = new MemoryKv(clock);
+    kvs.push(kv);
+    // The first process delivers, then dies after the first of the two store commands that
+    // forget the delivery (its schedule entry and its record are two keys, apart on a Cluster).
+    const dying = setup([503, 200], {}, { kv, clock });
+    await dying.dispatcher.dispatch(job());
+    const commands = { zrem: kv.zrem.bind(kv), del: kv.del.bind(kv) };
+    let forgotten = 0;
+    const dieOnSecond = <A extends unknown[], R>(command: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+      if (++forgotten === 2) throw new Error("the process died here");
+      return await command(...args);
+    };
+    kv.zrem = dieOnSecond(commands.zrem);
+    kv.del = dieOnSecond(commands.del);
+    await tick(dying, 30_000).catch(() => {});
+    expect(dying.sent).toHaveLength(2);
+    kv.zrem = commands.zrem;
+    kv.del = commands.del;
+
+    // The next process finds what is left once the dead one's lease has run out, and clears it.
+    const next = setup([200], {}, { kv, clock });
+    await tick(next, 60_000);
+    expect(next.sent).toHaveLength(0);
+    expect(await kv.zscore(RETRIES_KEY, "job-1")).toBeNull();
+    expect(await kv.get("webhook:delivery:job-1")).toBeNull();
+  });
+
   it("two dispatchers on one store make each attempt once", async () => {
     const clock = new ManualClock();
     const kv = new MemoryKv(clock);
