@@ -100,6 +100,9 @@ export default defineConfig({
     // memory, which under Deno, in a worker that ran other files before, once grew by 90 MB
     // (garbage Deno had not collected yet), past the bound the test sets.
     isolate: true,
+    // CI runs it beside the Node suite (.ci/run), the longer of the two: two files at a time
+    // leave the Node suite more of the 2 cores.
+    maxWorkers: 2,
     env: { GATEWAY_TEST_DENO_SUBSET: "1" },
   },
 });
