@@ -16,8 +16,8 @@ import { flushRedisDb, kvStoreYaml } from "../support/stores-yaml.ts";
 import { type GatewayProcess, startGateway } from "../support/gateway-process.ts";
 
 const DB = 18;
-const ROUNDS = 200;
-/** 200 rounds take seconds on a quiet machine; on a busy one, several times that. */
+const ROUNDS = 100;
+/** 100 rounds take seconds on a quiet machine; on a busy one, several times that. */
 const ROUND_TIMEOUT_MS = 90_000;
 
 interface UsageView {

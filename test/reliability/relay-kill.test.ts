@@ -4,13 +4,13 @@
  * three standalone relays (concurrency 4 each) on the suite's redis-server, database 11 (flushed
  * first), objects in this file's own bucket; then the same on the suite's Sentinel set (database
  * 11) and on a Redis Cluster of the file's own (test/support/scenario-redis.ts), each with a fresh
- * backend. 100 jobs (RELIABILITY_RELAY_JOBS) are submitted while the fake backend holds every
+ * backend. 60 jobs (RELIABILITY_RELAY_JOBS) are submitted while the fake backend holds every
  * request; once all three relays are mid-job, two are killed with SIGKILL. The reaper must requeue
  * their jobs and the surviving relay finish everything: every job ends `completed` exactly once
  * (one `relay_job_finished` line across all relays), with its own result. A job may legitimately
  * run twice at the backend (once on a killed relay, once after the reap). No sleeps.
  *
- * 100 jobs is what CI runs: 12 are mid-job at the kill and 88 wait in the queue, so the reaper
+ * 60 jobs is what CI runs: 12 are mid-job at the kill and 48 wait in the queue, so the reaper
  * requeues onto a queue the survivor is still working through, which is the case that could
  * lose or repeat a job. The run's time goes into submitting and reading jobs (each one an
  * upload to the object store), so more jobs (RELIABILITY_RELAY_JOBS=300, the published
@@ -26,7 +26,7 @@ import { storesYaml } from "../support/stores-yaml.ts";
 
 const DB = 11;
 const BUCKET = "reliability-relays";
-const JOBS = Number(process.env.RELIABILITY_RELAY_JOBS ?? 100);
+const JOBS = Number(process.env.RELIABILITY_RELAY_JOBS ?? 60);
 const CONCURRENCY = 4;
 
 async function submit(gw: GatewayProcess, content: string): Promise<string> {
