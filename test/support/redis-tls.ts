@@ -30,6 +30,7 @@ export async function startTlsRedis(): Promise<TlsRedis> {
       "redis-server",
       [...tlsServerArgs(files, port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
       port,
+      { readyLine: "Ready to accept connections" },
     );
     return { files, port, child };
   };

@@ -2,8 +2,9 @@
  * The test servers' start-up: a server that cannot listen fails the start at once with its own
  * words (CI once waited 15 s on a cluster node and learned only "nothing listening").
  */
+import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { freePort, spawnListening } from "./servers.ts";
+import { freePort, spawnListening, startRedis } from "./servers.ts";
 
 describe("spawnListening", () => {
   // The port deadline is ten minutes and the test's own limit 20 s: only the exit can end it in time.
@@ -19,6 +20,17 @@ describe("spawnListening", () => {
     const child = await spawnListening("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", ""], port);
     expect(child.exitCode).toBeNull();
     child.kill("SIGKILL");
+  });
+
+  it("does not take another process listening on the port for the server", { timeout: 20_000 }, async () => {
+    const port = await freePort();
+    const other = createServer((socket) => socket.end("HTTP/1.1 400 Bad Request\r\n\r\n"));
+    await new Promise<void>((resolve) => other.listen(port, "127.0.0.1", resolve));
+    try {
+      await expect(startRedis(port)).rejects.toThrow(/redis-server exited \(1\) before listening on \d+/);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
   });
 
   it("hands out a port once per process", async () => {

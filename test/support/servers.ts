@@ -57,8 +57,16 @@ export async function waitForPort(port: number, timeoutMs = 15_000): Promise<voi
  * Spawns a server and resolves once it accepts connections on `port`. When the process exits
  * first (a port taken between `freePort` and the bind, a bad flag) it rejects at once with the
  * server's own last output, rather than after the port deadline with nothing to go on.
+ * `readyLine`, when the server prints one once it listens: also wait for it. The port alone can
+ * be open because another test's process took it after `freePort` (a Redis test once talked to a
+ * gateway's HTTP port: its own redis-server had exited, unable to bind).
  */
-export async function spawnListening(command: string, args: string[], port: number, options: { cwd?: string; timeoutMs?: number } = {}): Promise<ChildProcess> {
+export async function spawnListening(
+  command: string,
+  args: string[],
+  port: number,
+  options: { cwd?: string; timeoutMs?: number; readyLine?: string } = {},
+): Promise<ChildProcess> {
   const child = spawn(command, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const keep = (chunk: Buffer) => {
@@ -74,12 +82,31 @@ export async function spawnListening(command: string, args: string[], port: numb
   });
   exited.catch(() => {});
   try {
-    await Promise.race([waitForPort(port, options.timeoutMs), exited]);
+    const ready = async () => {
+      await waitForPort(port, options.timeoutMs);
+      if (options.readyLine !== undefined) {
+        const line = options.readyLine;
+        await waitUntilTrue(
+          () => output.includes(line),
+          options.timeoutMs ?? 15_000,
+          () => `${command} listens on ${port} but never said "${line}": ${output.trim()}`,
+        );
+      }
+    };
+    await Promise.race([ready(), exited]);
   } catch (error) {
     child.kill("SIGKILL");
     throw error;
   }
   return child;
+}
+
+async function waitUntilTrue(check: () => boolean, timeoutMs: number, message: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(message());
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 /** Runs `start` up to `attempts` times: each try picks fresh ports, so a port race costs one retry. */
@@ -134,6 +161,7 @@ export async function startRedis(port?: number): Promise<RunningServer> {
       "redis-server",
       ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--databases", "32", "--dir", dir],
       chosen,
+      { readyLine: "Ready to accept connections" },
     );
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
