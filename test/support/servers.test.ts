@@ -24,7 +24,11 @@ describe("spawnListening", () => {
 
   it("does not take another process listening on the port for the server", { timeout: 20_000 }, async () => {
     const port = await freePort();
-    const other = createServer((socket) => socket.end("HTTP/1.1 400 Bad Request\r\n\r\n"));
+    // Another process's server: it accepts connections (the port check's, which hangs up at once).
+    const other = createServer((socket) => {
+      socket.on("error", () => {});
+      socket.end();
+    });
     await new Promise<void>((resolve) => other.listen(port, "127.0.0.1", resolve));
     try {
       await expect(startRedis(port)).rejects.toThrow(/redis-server exited \(1\) before listening on \d+/);
