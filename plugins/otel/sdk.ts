@@ -107,18 +107,27 @@ export async function acquire(serviceName: string, telemetry: RuntimeTelemetry):
       released = true;
       const index = current.delegate.live.indexOf(telemetry);
       if (index >= 0) current.delegate.live.splice(index, 1);
-      // Flushes what this runtime's spans left in its batch.
-      await telemetry.processor.shutdown();
-      if (current.delegate.live.length > 0 || shared !== current) return;
-      shared = undefined;
-      stopping = (async () => {
-        await current.sdk.shutdown().catch(() => {});
-        // Unregistered so that a later runtime (tracing re-enabled by a reload) can start a fresh SDK.
-        api.trace.disable();
-        api.context.disable();
-        api.propagation.disable();
-      })();
-      await stopping;
+      // Flushes what this runtime's spans left in its batch. A flush that fails (the collector is
+      // unreachable) still lets the SDK go below: left registered, its globals would outlive every
+      // runtime, and a later one could not start a fresh SDK. The failure is passed on after.
+      let flushFailure: unknown;
+      await telemetry.processor.shutdown().catch((error: unknown) => (flushFailure = error ?? new Error("the span processor's shutdown failed")));
+      await leave(current);
+      if (flushFailure !== undefined) throw flushFailure;
     },
   };
+}
+
+/** Shuts the SDK down once no runtime uses it. */
+async function leave(current: Shared): Promise<void> {
+  if (current.delegate.live.length > 0 || shared !== current) return;
+  shared = undefined;
+  stopping = (async () => {
+    await current.sdk.shutdown().catch(() => {});
+    // Unregistered so that a later runtime (tracing re-enabled by a reload) can start a fresh SDK.
+    api.trace.disable();
+    api.context.disable();
+    api.propagation.disable();
+  })();
+  await stopping;
 }
