@@ -6,7 +6,9 @@
  * socket when the timer fires. So when the bound passes this looks once more on the next
  * turn, after the sockets were read; only then is the wait over. Without the second look a
  * busy gateway calls answered calls timed out (CI: a job submission answered 503 because a
- * Redis reply sat unread behind the timer).
+ * Redis reply sat unread behind the timer). That order is Node's; Deno may run the second look's
+ * timer before the read of an answer already waiting, so on a loaded Deno a reply that came
+ * while the process was busy can still be called late (test/adapters/kv-redis-busy-process.test.ts).
  */
 
 export const EXPIRED: unique symbol = Symbol("expired");

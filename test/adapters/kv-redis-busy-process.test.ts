@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { setImmediate } from "node:timers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisKv } from "../../adapters/kv-redis/index.ts";
-import { waitUntil } from "../support/gateway-process.ts";
+import { onDeno, waitUntil } from "../support/gateway-process.ts";
 import { type RunningServer, startRedis } from "../support/servers.ts";
 
 // A server of its own: the test stops it (SIGSTOP) to hold a reply back.
@@ -47,7 +47,12 @@ function busyFor(ms: number): void {
 }
 
 describe("the reply bound of a busy process", () => {
-  it("hands over a reply that arrived while the process was busy past the bound", async () => {
+  // Node only. The second look is a guarantee of Node's event loop: a turn's timers run before
+  // its sockets are read, and the look's own timer comes after a socket read. Deno may run the
+  // look's timer before the read of an answer that is already waiting, so on a loaded machine a
+  // reply that came during a busy stretch was still called late there (1 run in 4 with six busy
+  // loops on 2 cores; once in the CI's load), as core/deadline.ts says.
+  it.skipIf(onDeno)("hands over a reply that arrived while the process was busy past the bound", async () => {
     const bound = 500;
     const kv = await RedisKv.connect({ url: redis.url, commandTimeoutMs: bound });
     opened.push(kv);
