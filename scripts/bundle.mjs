@@ -2,9 +2,9 @@
  * Bundles the Node command line and the public plugin entry, after `tsc -b` (`npm run build`).
  *
  * Why: Node 20 loads ES modules one file at a time, and the gateway imports about 700 of them
- * (its own, TypeBox's, Hono's, yaml's): that was most of a process start, 0.7 CPU s of it on the
+ * (its own, TypeBox's, Hono's, yaml's): that was most of a process start, 0.64 CPU s on the
  * 2-core CI machine, paid by every gateway, relay and worker process and by the suite's hundreds
- * of gateway starts. Bundled, a start takes 0.45 CPU s (docs/development.md, "The build").
+ * of gateway starts. Bundled, a start takes 0.36 CPU s (docs/development.md says how it was measured).
  *
  * - Written over tsc's own `dist/adapters/node/cli.js` and `dist/core/public/plugin.js`, so every
  *   documented path (the bin, `npm start`, the deploy files, `inference-gateway/plugin`) stays.
