@@ -4,9 +4,11 @@
  * new admin route cannot be forgotten), and works with it; `/health` and `/metrics` stay
  * open unless `admin.protect_metrics`. Without a token, one warning names the open endpoints.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { builtinPlugins } from "../../../plugins/index.ts";
-import { adminRoutes, everything, gateway, send } from "./harness.ts";
+import { adminRoutes, closeGateways, everything, gateway, send } from "./harness.ts";
+
+afterEach(closeGateways);
 
 describe("admin.token set", () => {
   it("every /-/ route of the route table answers 401 without the token, and is reached with it", async () => {

@@ -5,9 +5,11 @@
  * plugin, with the admin token or without; the gateway's own pages, what the user opens
  * (`none`, a link followed to a page), and clients that are not browsers pass.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Gateway } from "../../../core/gateway.ts";
-import { adminRoutes, everything, gateway, send } from "./harness.ts";
+import { adminRoutes, closeGateways, everything, gateway, send } from "./harness.ts";
+
+afterEach(closeGateways);
 
 interface ErrorBody {
   error: { message: string; type: string };

@@ -1,12 +1,11 @@
 /**
  * A gateway with every built-in plugin on, in-process, for the admin tests that walk the
- * route table: the config (`everything`), the gateway (`gateway`, closed after each test), its
+ * route table: the config (`everything`), the gateway (`gateway`, closed by `closeGateways` after each test), its
  * `/-/` routes as requests (`adminRoutes`) and a request to it (`send`, from `http://gateway`).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach } from "vitest";
 import { MemoryKv } from "../../../adapters/kv-memory/index.ts";
 import { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
 import { Gateway } from "../../../core/gateway.ts";
@@ -33,9 +32,16 @@ services:
 `;
 
 const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
+
+/**
+ * Closes the gateways `gateway` started: each test file calls it `afterEach`. Not registered
+ * here: a worker imports this module once for all its files (`isolate: false`), so a hook
+ * registered on import would be the first file's only, and the next files' gateways (tracing
+ * on: the process's OpenTelemetry SDK with them) would be left open.
+ */
+export async function closeGateways(): Promise<void> {
   for (const close of closers.splice(0).reverse()) await close();
-});
+}
 
 export async function gateway(yaml: string, lines: Array<Record<string, unknown>> = []): Promise<Gateway> {
   const dir = mkdtempSync(join(tmpdir(), "gw-admin-"));

@@ -5,9 +5,11 @@
  * before whatever the type. The walk covers the route table of a gateway with every built-in
  * plugin, so a new admin route that reads JSON is in it.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Gateway } from "../../../core/gateway.ts";
-import { adminRoutes, everything, gateway, send } from "./harness.ts";
+import { adminRoutes, closeGateways, everything, gateway, send } from "./harness.ts";
+
+afterEach(closeGateways);
 
 const AUTH = { authorization: "Bearer t0ken" };
 
