@@ -97,3 +97,27 @@ return 1
     return 1;
   },
 };
+
+/**
+ * Dead-letters a delivery: appends its entry to the dead-letter list and forgets the delivery
+ * (its record and its schedule entry) in one step. Pushed and forgotten apart, a process that
+ * died in between left the delivery to be claimed again: attempted once more, or dead-lettered
+ * a second time.
+ * KEYS[1] dead-letter list, KEYS[2] delivery record, KEYS[3] retry schedule.
+ * ARGV[1] the entry JSON, ARGV[2] delivery (= job) id.
+ */
+export const deadLetterTake: AtomicOp<number> = {
+  name: "deadLetterTake",
+  lua: `
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+return 1
+`,
+  js: (data, [deadletter, record, schedule], [entry, id]) => {
+    data.rpush(deadletter, entry);
+    data.del(record);
+    data.zrem(schedule, id);
+    return 1;
+  },
+};

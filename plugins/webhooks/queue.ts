@@ -15,7 +15,7 @@
  */
 import { claimDue } from "../../core/stores/atomic-ops.ts";
 import type { KvStore } from "../../core/stores/kv.ts";
-import { deadLetterRedeliver, deliveryCreate } from "./ops.ts";
+import { deadLetterRedeliver, deadLetterTake, deliveryCreate } from "./ops.ts";
 
 export const RETRIES_KEY = "webhook:retries";
 export const DEADLETTER_KEY = "webhook:deadletter";
@@ -97,17 +97,17 @@ export class DeliveryQueue {
   }
 
   /**
-   * Forgets a delivery: its record, then its schedule entry (two keys, in different slots on a
-   * Cluster, so not one atomic op). In this order a process that dies between the two leaves a
-   * schedule entry without a record, which the next claim clears once its lease runs out
-   * (`webhook_record_missing`); the other order left a record nothing would read again, there
-   * until its TTL.
+   * Forgets a delivery: its record, then its schedule entry. In this order a process that dies
+   * between the two leaves a schedule entry without a record, which the next claim clears once
+   * its lease runs out (`webhook_record_missing`); the other order left a record nothing would
+   * read again, there until its TTL.
    */
   async finish(id: string): Promise<void> {
     await this.kv.del(RECORD_PREFIX + id);
     await this.kv.zrem(RETRIES_KEY, id);
   }
 
+  /** Moves a delivery to the dead-letter list: one atomic op (ops.ts `deadLetterTake`). */
   async deadLetter(record: DeliveryRecord, failedAt: string): Promise<DeadLetterEntry> {
     const entry: DeadLetterEntry = {
       job_id: record.job_id,
@@ -119,8 +119,7 @@ export class DeliveryQueue {
       status: record.status,
       body: record.body,
     };
-    await this.kv.push(DEADLETTER_KEY, JSON.stringify(entry), "tail");
-    await this.finish(record.id);
+    await this.kv.run(deadLetterTake, [DEADLETTER_KEY, RECORD_PREFIX + record.id, RETRIES_KEY], [JSON.stringify(entry), record.id]);
     return entry;
   }
 

@@ -286,7 +286,7 @@ describe("webhook dispatcher", () => {
     const kv = new MemoryKv(clock);
     kvs.push(kv);
     // The first process delivers, then dies after the first of the two store commands that
-    // forget the delivery (its schedule entry and its record are two keys, apart on a Cluster).
+    // forget the delivery (its record and its schedule entry).
     const dying = setup([503, 200], {}, { kv, clock });
     await dying.dispatcher.dispatch(job());
     const commands = { zrem: kv.zrem.bind(kv), del: kv.del.bind(kv) };
@@ -306,6 +306,33 @@ describe("webhook dispatcher", () => {
     const next = setup([200], {}, { kv, clock });
     await tick(next, 60_000);
     expect(next.sent).toHaveLength(0);
+    expect(await kv.zscore(RETRIES_KEY, "job-1")).toBeNull();
+    expect(await kv.get("webhook:delivery:job-1")).toBeNull();
+  });
+
+  it("a process that dies right after dead-lettering leaves no delivery to attempt or dead-letter again", async () => {
+    const clock = new ManualClock();
+    const kv = new MemoryKv(clock);
+    kvs.push(kv);
+    // The process dies at its first store command to forget the delivery once the entry is in the list.
+    const dying = setup([502], { maxAttempts: 1 }, { kv, clock });
+    const commands = { zrem: kv.zrem.bind(kv), del: kv.del.bind(kv) };
+    const dieOnceDeadLettered = <A extends unknown[], R>(command: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+      if ((await kv.llen(DEADLETTER_KEY)) > 0) throw new Error("the process died here");
+      return await command(...args);
+    };
+    kv.zrem = dieOnceDeadLettered(commands.zrem);
+    kv.del = dieOnceDeadLettered(commands.del);
+    await dying.dispatcher.dispatch(job()).catch(() => {});
+    kv.zrem = commands.zrem;
+    kv.del = commands.del;
+    expect(dying.sent).toHaveLength(1);
+
+    // The next process, once the dead one's lease has run out: nothing to claim.
+    const next = setup([200], { maxAttempts: 1 }, { kv, clock });
+    await tick(next, 60_000);
+    expect(next.sent).toHaveLength(0);
+    expect(await next.deadLetters()).toMatchObject([{ job_id: "job-1", attempts: 1, last_error: "HTTP 502" }]);
     expect(await kv.zscore(RETRIES_KEY, "job-1")).toBeNull();
     expect(await kv.get("webhook:delivery:job-1")).toBeNull();
   });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { KvStore } from "../../../core/stores/kv.ts";
 import { keysPerTest, opsStores } from "../../support/ops-stores.ts";
-import { deadLetterRedeliver, deliveryCreate, outboxClaim } from "../../../plugins/webhooks/ops.ts";
+import { deadLetterRedeliver, deadLetterTake, deliveryCreate, outboxClaim } from "../../../plugins/webhooks/ops.ts";
 
 const HOUR = 3_600_000;
 
@@ -129,6 +129,19 @@ describe.each(opsStores)("webhooks ops: $name", ({ open }) => {
       await kv.push(k("deadletter"), "entry-a", "tail");
       const outcomes = await Promise.all(all.map((store) => redeliver(store, "entry-a", "a")));
       expect(outcomes.filter((n) => n === 1)).toHaveLength(1);
+    });
+  });
+
+  describe("deadLetterTake", () => {
+    it("appends the entry and forgets the delivery's record and schedule entry, leaving the others", async () => {
+      await kv.push(k("deadletter"), "entry-old", "tail");
+      await kv.set(k("delivery:a"), '{"id":"a"}');
+      await kv.zadd(k("retries"), 5000, "a");
+      await kv.zadd(k("retries"), 6000, "b");
+      expect(await kv.run(deadLetterTake, [k("deadletter"), k("delivery:a"), k("retries")], ["entry-a", "a"])).toBe(1);
+      expect(await kv.lrange(k("deadletter"), 0, -1)).toEqual(["entry-old", "entry-a"]);
+      expect(await kv.exists(k("delivery:a"))).toBe(false);
+      expect(await members("retries")).toEqual(["b"]);
     });
   });
 });
