@@ -64,6 +64,13 @@ export interface LlmRequestHook {
 /** A plugin's hook: opened once per LLM request; undefined when it has nothing to do for it. */
 export interface LlmHook {
   open(request: LlmHookRequest): LlmRequestHook | undefined;
+  /**
+   * Whether a request for `model` may get an `input` from this hook, judged from the model
+   * alone as soon as it is resolved. False lets the response cache's read of such requests start
+   * at once, beside access and limits, as without hooks; absent, every model may (their read
+   * waits for the input hooks, since a changed request is looked up as changed).
+   */
+  readsInputOf?(model: string): boolean;
 }
 
 /** The `llmHooks` service: hooks run in the order they were registered. */

@@ -11,7 +11,9 @@ import { GuardedStream } from "./stream-filter.ts";
 import { answerTexts, requestTexts } from "./texts.ts";
 
 export function guardrailsHook(rules: readonly CompiledRule[], deps: RunDeps & { ids: IdSource }): LlmHook {
+  const inputRules = rules.filter((rule) => rule.stages.has("input"));
   return {
+    readsInputOf: (model) => inputRules.some((rule) => rule.appliesToModel(model)),
     open({ ctx, model, stream }): LlmRequestHook | undefined {
       const consumer = ctx.principal.consumer ?? "";
       const applicable = rules.filter((rule) => rule.applies(model, consumer, ctx.principal.userType ?? ""));

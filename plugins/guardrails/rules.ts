@@ -25,6 +25,8 @@ export interface CompiledRule {
   readonly streamWindow: number;
   readonly streamCheckEvery: number;
   applies(model: string, consumer: string, userType: string): boolean;
+  /** Whether the rule's `models` take `model` (its consumers and user types aside). */
+  appliesToModel(model: string): boolean;
 }
 
 const DEFAULT_MASK = "[REDACTED]";
@@ -46,6 +48,7 @@ export function compileRules(rules: readonly GuardrailRule[], kinds: ReadonlyMap
       streamWindow: rule.stream_window,
       streamCheckEvery: rule.stream_check_every,
       applies: (model: string, consumer: string, userType: string) => models(model) && consumers(consumer) && userTypes(userType),
+      appliesToModel: models,
     };
     if (rule.kind === "regex") return { ...base, matcher: regexMatcher(rule.patterns ?? [], rule.mask_with ?? DEFAULT_MASK) };
     if (rule.kind === "pii") {

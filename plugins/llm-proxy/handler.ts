@@ -239,8 +239,9 @@ export function createLlmMode(deps: LlmModeDeps): SyncMode {
       if (problem !== undefined) throw errors.badRequest(problem);
     },
     prepare(ctx, body) {
-      // With hooks the lookup waits for the input hooks (a masked request is looked up as masked).
-      if (ctx.service && body.kind === "json" && !deps.hooks.any) ctx.vars.llmCacheLookup = beginLookup(deps, ctx, ctx.service, body);
+      // When an input hook may change the request, the lookup waits for it (a masked request is looked up as masked).
+      if (!ctx.service || body.kind !== "json" || deps.hooks.mayReadInput(ctx.service.model || String(body.value.model ?? ""))) return;
+      ctx.vars.llmCacheLookup = beginLookup(deps, ctx, ctx.service, body);
     },
     handle,
   };

@@ -26,9 +26,9 @@ export class LlmHookRegistry implements LlmHooks {
     this.hooks.push(hook);
   }
 
-  /** Whether any hook is registered (else no request pays for them). */
-  get any(): boolean {
-    return this.hooks.length > 0;
+  /** Whether some hook may change or refuse the input of a request for `model` (`LlmHook.readsInputOf`). */
+  mayReadInput(model: string): boolean {
+    return this.hooks.some((hook) => hook.readsInputOf?.(model) ?? true);
   }
 
   /** The hooks with work for this request; undefined when none has. */
