@@ -14,7 +14,7 @@
  *   `instanceof` (GatewayError, StreamRefused), not a second copy.
  * - Code splitting keeps what the gateway imports only when configured (the S3 and Redis clients,
  *   OpenTelemetry, the provider SDKs) out of a start, as the unbundled files do.
- * - Only ES-module packages with many files are bundled; the others stay packages, resolved
+ * - The packages in BUNDLED are bundled (many files each); the others stay packages, resolved
  *   from node_modules at run time as before.
  */
 import { readFileSync } from "node:fs";
@@ -22,8 +22,28 @@ import { build } from "esbuild";
 
 const root = new URL("..", import.meta.url).pathname;
 
-/** Packages bundled into the chunks: ES modules, many files each, always loaded. */
-const BUNDLED = new Set(["@sinclair/typebox", "hono", "yaml"]);
+/**
+ * Packages bundled into the chunks: many files each, loaded by most starts (the S3 and Redis
+ * clients, their AWS and Smithy parts, the backends' HTTP client). A package stays external when
+ * a plugin outside the repository may share it with the gateway (OpenTelemetry's API, whose
+ * copies meet in one global registry; prom-client, whose registries take metrics from plugins)
+ * or when a bundled one's dependency would then load a second copy: `@aws-sdk/lib-storage` is
+ * bundled with the S3 client, or it would load its own. `@aws-sdk/credential-provider-node` stays
+ * a package: only Bedrock without an `api_key` imports it, dynamically, and bundled its
+ * `defaultProvider` was not on the imported module (test/e2e/providers.test.ts).
+ */
+const BUNDLED = new Set([
+  "@sinclair/typebox",
+  "hono",
+  "yaml",
+  "redis",
+  "undici",
+  "@aws-sdk/client-s3",
+  "@aws-sdk/lib-storage",
+  "@smithy/eventstream-codec",
+  "@smithy/hash-node",
+  "@smithy/signature-v4",
+]);
 
 const { dependencies, peerDependencies } = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
 const external = [...Object.keys(dependencies), ...Object.keys(peerDependencies ?? {})]
