@@ -17,7 +17,7 @@
  * - The packages in BUNDLED are bundled (many files each); the others stay packages, resolved
  *   from node_modules at run time as before.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { build } from "esbuild";
 
 const root = new URL("..", import.meta.url).pathname;
@@ -49,6 +49,10 @@ const { dependencies, peerDependencies } = JSON.parse(readFileSync(`${root}packa
 const external = [...Object.keys(dependencies), ...Object.keys(peerDependencies ?? {})]
   .filter((name) => !BUNDLED.has(name))
   .flatMap((name) => [name, `${name}/*`]);
+
+// The chunks' names carry their content's hash: without this, every rebuild would leave the
+// previous ones behind, and `npm pack` of a working tree would ship them all.
+rmSync(`${root}dist/chunks`, { recursive: true, force: true });
 
 await build({
   absWorkingDir: root,
