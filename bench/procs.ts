@@ -153,7 +153,8 @@ export function spawnService(name: string, argv: readonly string[], options: Spa
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");
-      const killer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      // Generous: a profiler loaded with --import (alloc-sampler) writes its file on SIGTERM.
+      const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
       await exited;
       clearTimeout(killer);
     },

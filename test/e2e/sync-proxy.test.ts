@@ -286,7 +286,8 @@ describe("direct proxy", () => {
     expect((await reader.read()).done).toBe(true);
   });
 
-  it("streams a 50 MB multipart upload through without holding it in memory", { timeout: 60_000 }, async () => {
+  // 200 MB through two hops: a bound for a loaded machine (Deno took over 60 s there), not a timing.
+  it("streams a 50 MB multipart upload through without holding it in memory", { timeout: 180_000 }, async () => {
     const upload = async (bytes: number) => {
       const body = multipartUpload(bytes, { model: "whisper" });
       const response = await fetch(`${gw.url}/v1/audio/transcriptions`, {
@@ -430,9 +431,12 @@ describe("backend selection and failover", () => {
     };
     await Promise.all(Array.from({ length: 8 }, worker));
     expect(fakes.heavy.requests.length + fakes.light.requests.length).toBe(total);
+    // The pick is random: over 400 requests the heavy share has a standard deviation of 0.022,
+    // so +-0.11 (5 of them) fails by chance about once in a million runs (+-0.07 did: 0.6775),
+    // and still tells 3:1 from 1:1 (0.5) and from "always the heavy one".
     const share = fakes.heavy.requests.length / total;
-    expect(share).toBeGreaterThan(0.75 - 0.07);
-    expect(share).toBeLessThan(0.75 + 0.07);
+    expect(share).toBeGreaterThan(0.75 - 0.11);
+    expect(share).toBeLessThan(0.75 + 0.11);
   });
 });
 

@@ -50,6 +50,8 @@ const BURST = 6;
 const RATE = 10;
 /** At least four reloads in a short run; one every 10 s in a long one. */
 const RELOAD_EVERY_MS = Math.min(10_000, (SECONDS * 1000) / 4);
+/** Reloads of replica A during the run, at least (one after another, on a config each). */
+const MIN_RELOADS = 2;
 
 /** A sync backend that answers after a short delay and remembers the most requests it held at once. */
 interface CountingBackend {
@@ -318,7 +320,9 @@ ${
         ["/-/usage?limit=5", {}],
         ["/jobs?service_type=transcription", { "x-consumer": "jobs" }],
       ];
-      for (let i = 0; more(); i++) {
+      // On a loaded machine a reload takes long enough that fewer fit in the traffic's time:
+      // the admin traffic goes on until MIN_RELOADS are done.
+      for (let i = 0; more() || reloads.length < MIN_RELOADS; i++) {
         if (Date.now() >= nextReload) {
           const extra = `extra-${reloads.length + 1}`;
           a.writeConfig(config(extra));
@@ -339,7 +343,7 @@ ${
     // The reload took on A, and B, never reloaded, still has its own config.
     const models = async (gw: GatewayProcess) => ((await (await fetch(`${gw.url}/v1/models`)).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
     const lastExtra = reloads.at(-1)?.extra;
-    expect(reloads.length).toBeGreaterThanOrEqual(Math.max(1, Math.floor(SECONDS / (RELOAD_EVERY_MS / 1000)) - 1));
+    expect(reloads.length).toBeGreaterThanOrEqual(MIN_RELOADS);
     expect(await models(a)).toContain(lastExtra);
     expect(await models(b)).not.toContain(lastExtra);
 
