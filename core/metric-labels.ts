@@ -5,9 +5,11 @@
  * its series again by prom-client's own key each time, so a reset metric is counted afresh.
  */
 
+import { keepIfRoom } from "./bounded-cache.ts";
+
 type Labels = Record<string, string>;
 
-/** Above this many label sets the cache starts over (label values can come from headers). */
+/** Above this many label sets the cache keeps what it holds (label values can come from headers; docs/design.md#bounded-caches). */
 const MAX_CHILDREN = 10_000;
 
 export function labeledChildren<C>(child: (labels: Labels) => C): (labels: Labels) => C {
@@ -16,11 +18,7 @@ export function labeledChildren<C>(child: (labels: Labels) => C): (labels: Label
     let key = "";
     for (const name in labels) key += `${labels[name]}\u0000`;
     let found = children.get(key);
-    if (found === undefined) {
-      if (children.size >= MAX_CHILDREN) children.clear();
-      found = child(labels);
-      children.set(key, found);
-    }
+    if (found === undefined) found = keepIfRoom(children, key, child(labels), MAX_CHILDREN);
     return found;
   };
 }

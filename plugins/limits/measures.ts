@@ -4,6 +4,8 @@
  * admission check. Every limited request needs them and they only change with the config,
  * so they are built the first time a (type, model, user type, consumer) is seen and kept for
  * the runtime (a reload builds a new runtime, and so a new cache): a request builds no key.
+ * Past MAX_ENTRIES the cache keeps what it holds and other consumers' measures are built per
+ * request (docs/design.md#bounded-caches).
  */
 import type { CostBudget } from "../../core/limits/cost-budget.ts";
 import { costBudgets } from "./cost.ts";
@@ -30,7 +32,7 @@ export interface Measures {
   admitArgs: number[];
 }
 
-/** Past this many entries the cache starts over: consumers and user types come from callers. */
+/** Past this many entries nothing more is kept: consumers and user types come from callers. */
 const MAX_ENTRIES = 10_000;
 
 function measure(table: LimitTable, type: string, model: string, userType: string | undefined, consumer: string): Measures {
@@ -74,22 +76,18 @@ export class MeasuresCache {
   constructor(private readonly table: LimitTable) {}
 
   of(type: string, model: string, userType: string | undefined, consumer: string): Measures {
-    if (this.size >= MAX_ENTRIES) {
-      this.byType.clear();
-      this.size = 0;
-    }
+    const kept = this.byType.get(type)?.get(model)?.get(consumer)?.get(userType);
+    if (kept) return kept;
+    const measures = measure(this.table, type, model, userType, consumer);
+    if (this.size >= MAX_ENTRIES) return measures;
     let byModel = this.byType.get(type);
     if (!byModel) this.byType.set(type, byModel = new Map());
     let byConsumer = byModel.get(model);
     if (!byConsumer) byModel.set(model, byConsumer = new Map());
     let byUserType = byConsumer.get(consumer);
     if (!byUserType) byConsumer.set(consumer, byUserType = new Map());
-    let measures = byUserType.get(userType);
-    if (!measures) {
-      measures = measure(this.table, type, model, userType, consumer);
-      byUserType.set(userType, measures);
-      this.size++;
-    }
+    byUserType.set(userType, measures);
+    this.size++;
     return measures;
   }
 }

@@ -19,6 +19,7 @@ import type { KvStore } from "../../core/stores/kv.ts";
 import type { TokenUsage } from "../../core/llm/usage.ts";
 import { EndOfTurnWriter } from "../../core/stores/end-of-turn.ts";
 import { hashAdd } from "./ops.ts";
+import { keepIfRoom } from "../../core/bounded-cache.ts";
 
 export const CONSUMER_TOKENS_KEY = "llm:consumer_tokens";
 /** docs/design.md#constants. */
@@ -51,18 +52,16 @@ export class ConsumerTokens {
     });
   }
 
-  /** The two hash fields of a (consumer, user type), built once per pair (bounded: consumers come from a header). */
+  /** The two hash fields of a (consumer, user type), built once per pair (bounded: consumers come from a header; docs/design.md#bounded-caches). */
   private readonly fields = new Map<string, { prompt: string; completion: string }>();
 
   private fieldsOf(consumer: string, userType: string): { prompt: string; completion: string } {
     const id = `${consumer}\u0000${userType}`;
     let found = this.fields.get(id);
     if (!found) {
-      if (this.fields.size >= 10_000) this.fields.clear();
       // `["consumer","user type"` once for both fields: with more consumers than the cache holds every request builds them.
       const head = JSON.stringify([consumer, userType]).slice(0, -1);
-      found = { prompt: `${head},"prompt"]`, completion: `${head},"completion"]` };
-      this.fields.set(id, found);
+      found = keepIfRoom(this.fields, id, { prompt: `${head},"prompt"]`, completion: `${head},"completion"]` }, 10_000);
     }
     return found;
   }

@@ -38,6 +38,7 @@ import { toNanos } from "../../core/pricing/price.ts";
 import { DAY_MS, labelOf, PERIODS } from "./calendar.ts";
 import { type GroupCounter, type GroupDimension, type OutcomeCounter, outcomeCounter, usageKeys } from "./keys.ts";
 import { groupsAdd, usageRecord } from "./ops.ts";
+import { keepIfRoom } from "../../core/bounded-cache.ts";
 
 /**
  * docs/design.md#usage-retention: cross-consumer daily and weekly buckets expire; monthly ones are
@@ -147,7 +148,7 @@ interface DayKeys {
   fieldPrefix: string;
 }
 
-/** Past this many names a cache of keys built from them starts over: consumers, models and keys come from callers. */
+/** Past this many names a cache of keys built from them keeps what it holds: consumers, models and keys come from callers (docs/design.md#bounded-caches). */
 const MAX_CACHED = 10_000;
 
 /** Whose held tokens: one consumer on one type with one API key (none: ""), so two keys of a consumer keep theirs apart. */
@@ -334,24 +335,18 @@ export class UsageRecorder {
     const cache = this.groupFields[dimension];
     let fields = cache.get(name);
     if (!fields) {
-      if (cache.size >= MAX_CACHED) cache.clear();
-      fields = {
+      fields = keepIfRoom(cache, name, {
         requests: usageKeys.groupField(dimension, name, "requests"),
         tokens: usageKeys.groupField(dimension, name, "tokens"),
         cost_nanos: usageKeys.groupField(dimension, name, "cost_nanos"),
-      };
-      cache.set(name, fields);
+      }, MAX_CACHED);
     }
     return fields;
   }
 
   private consumerKeyOf(consumer: string): string {
     let key = this.consumerKeys.get(consumer);
-    if (key === undefined) {
-      if (this.consumerKeys.size >= MAX_CACHED) this.consumerKeys.clear();
-      key = usageKeys.consumer(consumer);
-      this.consumerKeys.set(consumer, key);
-    }
+    if (key === undefined) key = keepIfRoom(this.consumerKeys, consumer, usageKeys.consumer(consumer), MAX_CACHED);
     return key;
   }
 

@@ -76,6 +76,17 @@ describe("MeasuresCache", () => {
     expect(cache.of("chat", "small", "free", "alice").llmKeys).toEqual(["tok:chat:alice:small", "rsv:tok:chat:alice:small"]);
   });
 
+  it("once full, keeps the measures it holds and builds the others per request", () => {
+    const cache = new MeasuresCache(table);
+    const first = cache.of("chat", "small", undefined, "c0");
+    for (let i = 1; i < 12_000; i++) cache.of("chat", "small", undefined, `c${i}`);
+    // Cleared when full, the cache would build c0's again (docs/design.md#bounded-caches).
+    expect(cache.of("chat", "small", undefined, "c0")).toBe(first);
+    const late = cache.of("chat", "small", undefined, "c11999");
+    expect(late).toEqual(built("small", undefined, "c11999"));
+    expect(cache.of("chat", "small", undefined, "c11999")).not.toBe(late);
+  });
+
   it("stays right when callers bring more consumers than it keeps", () => {
     const cache = new MeasuresCache(table);
     for (let i = 0; i < 25_000; i++) {
