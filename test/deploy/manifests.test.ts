@@ -230,7 +230,7 @@ describe("the process's runtime flags", () => {
   const npmStart = nodeFlags(scripts.start.split(/\s+/));
 
   it("npm start sets the V8 heap and GC flags the docs describe", () => {
-    expect(npmStart).toEqual(["--max-semi-space-size=32", "--heap-growing-percent=20", "--single-threaded-gc"]);
+    expect(npmStart).toEqual(["--max-semi-space-size=32", "--heap-growing-percent=20", "--single-threaded-gc", "--no-allocation-site-pretenuring"]);
     expect(nodeFlags(scripts.relay.split(/\s+/))).toEqual(npmStart);
   });
 
