@@ -103,7 +103,9 @@ async function eachWorker<T>(gw: GatewayProcess, path: string, count = 2, accept
 
 const lines = (gw: GatewayProcess, event: string) => gw.output().split("\n").filter((line) => line.includes(`"event":"${event}"`));
 
-describe("server.workers: 2 on Redis", () => {
+// Each case starts a primary and two workers: under a loaded run a start alone took over 20 s,
+// so the cases get a bound of their own (a bound on waiting, not a timing).
+describe("server.workers: 2 on Redis", { timeout: 90_000 }, () => {
   it("serves from both workers, with limits counted once across them and /metrics summing both", async () => {
     const gw = await start(config({ extra: `rate_limits:\n  echo:\n    "*": { rate: 3, period: 1m }` }));
     const pids = await eachWorker<{ pid: number }>(gw, "/test/pid");
