@@ -107,10 +107,12 @@ async function measure(name: string, redis: string, ports: () => Promise<number[
   for (const id of ids) await waitUntil(async () => (await jobStatus(gw, id)) === "completed", 30_000);
   const afterJobs = await commands(nodes);
   const jobsMs = Date.now() - t0 - syncMs;
-  // The idle rate, measured once the work is done, over as long as the sync batch took.
+  // The idle rate (the relay's polling), measured once the work is done. Over one second its
+  // estimate moved by a few commands per job on a loaded machine (Cluster 106.3 against 101.1
+  // once, bound 5); over three it moves a third as much.
   const quietStart = await commands(nodes);
   const quietT0 = Date.now();
-  await waitUntil(async () => Date.now() - quietT0 >= 1_000, 5_000);
+  await waitUntil(async () => Date.now() - quietT0 >= 3_000, 10_000);
   const idlePerMs = ((await commands(nodes)) - quietStart) / (Date.now() - quietT0);
   figures[name] = {
     sync: Math.round(((afterSync - before - idlePerMs * syncMs) / SYNC) * 10) / 10,
@@ -130,10 +132,7 @@ describe("Redis commands per request", () => {
     await measure("cluster", `  cluster:\n    addrs: ${JSON.stringify(cluster.addrs)}`, async () => cluster.nodes.map((n) => n.port));
     for (const mode of ["sentinel", "cluster"]) {
       expect(Math.abs(figures[mode].sync - figures.single.sync), mode).toBeLessThanOrEqual(1);
-      // A job's ~100 commands include the relay's polling, whose idle rate is subtracted as
-      // measured over a second: on a loaded machine that estimate moves by a few commands
-      // (Cluster 106.3 against 101.1 once), so the bound is a tenth of the figure.
-      expect(Math.abs(figures[mode].job - figures.single.job), mode).toBeLessThanOrEqual(Math.max(5, figures.single.job / 10));
+      expect(Math.abs(figures[mode].job - figures.single.job), mode).toBeLessThanOrEqual(5);
     }
   }, 180_000);
 });
