@@ -100,6 +100,21 @@ services:
     return records;
   }
 
+  /** One job's state across the stores: its status, delivery record, retry slot, outbox entry and queue. */
+  async function where(id: string): Promise<string> {
+    const [status, delivery, retryAt, outboxAt, queued, processing, lease] = await Promise.all([
+      store.kv.hget(`job:${id}`, "status"),
+      store.kv.get(`webhook:delivery:${id}`),
+      store.kv.zscore("webhook:retries", id),
+      store.kv.zscore("jobs:notify-outbox", id),
+      store.kv.lrange("relay:whisper", 0, -1),
+      store.kv.lrange("relay:whisper:processing", 0, -1),
+      store.kv.get(`relay-lease:${id}`),
+    ]);
+    return `${id}: status ${status}, delivery ${delivery}, retry at ${retryAt}, outbox at ${outboxAt}, queued ${queued.includes(id)}, ` +
+      `processing ${processing.includes(id)}, lease ${lease}`;
+  }
+
   it("delivers every notification after the restart, none acknowledged twice", async () => {
     const yaml = config();
     const first = await startGateway(yaml);
@@ -156,19 +171,20 @@ services:
     running.push(second);
 
     let received: ReceivedDelivery[] = [];
+    let missing = "";
     await waitUntil(
       async () => {
         received = await receiver.received();
         const delivered = new Set(received.filter(acknowledged).map(jobOf));
+        const undelivered = ids.filter((id) => !delivered.has(id));
+        // Where each undelivered job stands, for the failure message.
+        missing = (await Promise.all(undelivered.map(where))).join("\n");
         // An acknowledged delivery leaves the schedule, then its record goes (two commands).
-        return ids.every((id) => delivered.has(id)) && (await store.kv.zcard("webhook:retries")) === 0 && (await store.keys("webhook:delivery:")).length === 0;
+        return undelivered.length === 0 && (await store.kv.zcard("webhook:retries")) === 0 && (await store.keys("webhook:delivery:")).length === 0;
       },
       // The suite's load (three files at once on 2 cores) has stretched this past 90 s.
       150_000,
-      () =>
-        `${ids.filter((id) => !received.some((d) => jobOf(d) === id && acknowledged(d))).length} of ${ids.length} not delivered:\n${
-          second.output().slice(-3000)
-        }`,
+      () => `not delivered (${missing.split("\n").length} of ${ids.length}):\n${missing}\n${second.output().slice(-3000)}`,
     );
     // The schedule is empty: no attempt is under way or due, so every delivery there will be is in.
     received = await receiver.received();
