@@ -323,9 +323,11 @@ describe("direct proxy", () => {
           (growth[0] / MIB).toFixed(1)
         } MiB, after 150 MB more ${(growth[1] / MIB).toFixed(1)} MiB`,
       );
-      expect(growth[0]).toBeLessThan(64 * MIB);
+      // The 50 MB figure is printed, not bounded: held whole that body measured 61 MiB on Node,
+      // inside what streaming reaches while chunks await collection (28 to 66 MiB in five
+      // clean-clone runs of 2026-11-30), so no bound on it tells the two apart; 64 MiB flaked.
       // Held whole, the second body alone would add 143 MiB; the allocator's own growth
-      // while it settles stays well below (measured: Node 49, Deno 67 MiB).
+      // while it settles stays well below (measured: Node 28 to 66, Deno 53 to 85 MiB).
       expect(growth[1]).toBeLessThan(100 * MIB);
     }
   });
