@@ -185,6 +185,11 @@ export interface JobStore {
   /** Reliable queue: moves the next id of `relay:<model>` to its processing list with a lease. */
   claim(model: string, leaseMs: number): Promise<ClaimedJob | null>;
   /**
+   * The same over several models in one store round trip: the first job of `models`, looked
+   * for from `models[from]` on round the list, with the index of the model that gave it.
+   */
+  claimFirst(models: readonly string[], from: number, leaseMs: number): Promise<{ claim: ClaimedJob; index: number } | null>;
+  /**
    * Renews the lease and keeps a processing job's record (tombstone, index entry of
    * `consumer`) alive for the lease plus the pending TTL, in one atomic step. False when the
    * lease is held by someone else now (the job was reclaimed).

@@ -222,46 +222,59 @@ return {current, current}
 export const PROMOTE_BATCH = 100;
 
 /**
- * Reliable-queue claim: moves the head of a queue to its processing list and takes the
- * job's lease in one step, so a claimed job always has a lease (or the reaper sees it lapse).
- * First, in the same step, the retry set's due entries (score <= now, at most
- * PROMOTE_BATCH, earliest first) move to the queue head: a retried job was already next
- * in line once. Every relay's claim does it, so a retry is due on time with any relay alive.
- * KEYS[1] queue, KEYS[2] processing list, KEYS[3] retry set (optional).
- * ARGV[1] lease key prefix, ARGV[2] token, ARGV[3] lease ms, ARGV[4] now ms (with KEYS[3]).
- * Reply: the job id, or null when the queue is empty.
+ * Reliable-queue claim over the queues of several models, in one step for all of them: from
+ * the model at index `from` on, round the list, the first queue with a job gives it. For each
+ * model visited, first the retry set's due entries (score <= now, at most PROMOTE_BATCH,
+ * earliest first) move to the queue head (a retried job was already next in line once; every
+ * relay's claim does it, so a retry is due on time with any relay alive); then the queue's head
+ * moves to its processing list and the job's lease is taken, so a claimed job always has a
+ * lease (or the reaper sees it lapse). One round trip whatever the number of models: an idle
+ * relay asks once per round, not once per model (docs/async-jobs.md#the-relay).
+ * KEYS: per model, its queue, processing list and retry set (3 keys each, in the models' order).
+ * ARGV[1] lease key prefix, ARGV[2] token, ARGV[3] lease ms, ARGV[4] now ms, ARGV[5] the index
+ * of the model to start from. Reply: [the model's index, the job id], or null when every queue is empty.
  */
-export const relayClaim: AtomicOp<string | null> = {
+export const relayClaim: AtomicOp<[number, string] | null> = {
   name: "relayClaim",
   // The lease key is built from the popped id, so it cannot be passed in KEYS; on a cluster
-  // its prefix gets the queue's hash tag (keyArgs), so it stays in the script's slot.
+  // its prefix gets the queues' hash tag (keyArgs), so it stays in the script's slot.
   keyArgs: [0],
   lua: `
-if KEYS[3] then
-  local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[4], 'LIMIT', 0, ${PROMOTE_BATCH})
+local models = #KEYS / 3
+local from = tonumber(ARGV[5])
+for step = 0, models - 1 do
+  local m = (from + step) % models
+  local queue, processing, retry = KEYS[3 * m + 1], KEYS[3 * m + 2], KEYS[3 * m + 3]
+  local due = redis.call('ZRANGEBYSCORE', retry, '-inf', ARGV[4], 'LIMIT', 0, ${PROMOTE_BATCH})
   for i = #due, 1, -1 do
-    redis.call('ZREM', KEYS[3], due[i])
-    redis.call('LPUSH', KEYS[1], due[i])
+    redis.call('ZREM', retry, due[i])
+    redis.call('LPUSH', queue, due[i])
+  end
+  local id = redis.call('LMOVE', queue, processing, 'LEFT', 'RIGHT')
+  if id then
+    redis.call('SET', ARGV[1] .. id, ARGV[2], 'PX', ARGV[3])
+    return {m, id}
   end
 end
-local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
-if not id then return false end
-redis.call('SET', ARGV[1] .. id, ARGV[2], 'PX', ARGV[3])
-return id
+return false
 `,
-  js: (data, [queue, processing, retry], [prefix, token, leaseMs, now]) => {
-    if (retry !== undefined) {
+  js: (data, keys, [prefix, token, leaseMs, now, from]) => {
+    const models = keys.length / 3;
+    for (let step = 0; step < models; step++) {
+      const m = (Number(from) + step) % models;
+      const [queue, processing, retry] = [keys[3 * m], keys[3 * m + 1], keys[3 * m + 2]];
       const due = data.zrangeByScore(retry, -Infinity, Number(now), PROMOTE_BATCH);
       for (const member of due.reverse()) {
         data.zrem(retry, member);
         data.lpush(queue, member);
       }
+      const id = data.lpop(queue);
+      if (id === null) continue;
+      data.rpush(processing, id);
+      data.set(`${prefix}${id}`, token, Number(leaseMs));
+      return [m, id];
     }
-    const id = data.lpop(queue);
-    if (id === null) return null;
-    data.rpush(processing, id);
-    data.set(`${prefix}${id}`, token, Number(leaseMs));
-    return id;
+    return null;
   },
 };
 

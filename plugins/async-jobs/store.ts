@@ -233,13 +233,20 @@ export class KvJobStore implements JobStore {
   }
 
   async claim(model: string, leaseMs: number): Promise<ClaimedJob | null> {
+    return (await this.claimFirst([model], 0, leaseMs))?.claim ?? null;
+  }
+
+  async claimFirst(models: readonly string[], from: number, leaseMs: number): Promise<{ claim: ClaimedJob; index: number } | null> {
+    if (models.length === 0) return null;
     const token = this.deps.ids.newId();
-    const id = await this.kv.run(
+    const found = await this.kv.run(
       relayClaim,
-      [jobKeys.queue(model), jobKeys.processing(model), jobKeys.retry(model)],
-      [jobKeys.leasePrefix, token, leaseMs, this.deps.clock.now()],
+      models.flatMap((model) => [jobKeys.queue(model), jobKeys.processing(model), jobKeys.retry(model)]),
+      [jobKeys.leasePrefix, token, leaseMs, this.deps.clock.now(), from % models.length],
     );
-    return id === null ? null : { id, model, token };
+    if (found === null) return null;
+    const [index, id] = found;
+    return { claim: { id, model: models[index], token }, index };
   }
 
   async renewLease(claim: ClaimedJob, leaseMs: number, consumer?: string): Promise<boolean> {

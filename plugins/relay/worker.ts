@@ -113,18 +113,13 @@ export class RelayWorker {
     }
   }
 
-  /** The next job over every model's queue, starting after the model served last (fairness). */
+  /** The next job over every model's queue, starting after the model served last (fairness): one store round trip. */
   private async claimNext(): Promise<ClaimedJob | null> {
     const models = this.jobs.queueModels();
-    for (let i = 0; i < models.length; i++) {
-      const at = (this.cursor + i) % models.length;
-      const claim = await this.jobs.claim(models[at], this.options.leaseMs);
-      if (claim) {
-        this.cursor = (at + 1) % models.length;
-        return claim;
-      }
-    }
-    return null;
+    const found = await this.jobs.claimFirst(models, this.cursor, this.options.leaseMs);
+    if (!found) return null;
+    this.cursor = (found.index + 1) % models.length;
+    return found.claim;
   }
 
   private start(claim: ClaimedJob): void {

@@ -13,6 +13,12 @@ const HOUR = 3_600_000;
 const NOTIFY_AFTER = 30_000;
 const CALLBACK = { callback_url: "https://hooks.example.com/done" };
 
+/** relayClaim over one model's queue (the op takes a list of models): the id claimed, or null. */
+async function claimOne(store: KvStore, k: (name: string) => string, token: string, now = 1_000): Promise<string | null> {
+  const found = await store.run(relayClaim, [k("queue"), k("processing"), k("retry")], [k("lease:"), token, 30_000, now, 0]);
+  return found === null ? null : found[1];
+}
+
 describe.each(opsStores)("job store ops: $name", ({ open }) => {
   let all: KvStore[];
   let kv: KvStore;
@@ -155,7 +161,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     const keys = [k("job:a"), k("tomb:a"), k("queue"), k("cancel:a"), k("outbox"), k("retry"), k("index")];
     expect(await kv.run(jobCancel, keys, ["a", HOUR, 2 * HOUR, 60_000, NOTIFY_AFTER])).toEqual(["cancelled", "pending"]);
     expect(await kv.zcard(k("retry"))).toBe(0);
-    expect(await kv.run(relayClaim, [k("queue"), k("processing"), k("retry")], [k("lease:"), "tok", 30_000, 10_000])).toBeNull();
+    expect(await claimOne(kv, k, "tok", 10_000)).toBeNull();
   });
 
   it("relayClaim first moves the due retries to the queue head, earliest first, and leaves the others waiting", async () => {
@@ -163,7 +169,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     await kv.zadd(k("retry"), 200, "r2");
     await kv.zadd(k("retry"), 100, "r1");
     await kv.zadd(k("retry"), 900, "r3");
-    const claim = (now: number) => kv.run(relayClaim, [k("queue"), k("processing"), k("retry")], [k("lease:"), "tok", 30_000, now]);
+    const claim = (now: number) => claimOne(kv, k, "tok", now);
     expect(await claim(50)).toBe("x");
     expect(await kv.zcard(k("retry"))).toBe(3);
     expect(await claim(500)).toBe("r1");
@@ -182,7 +188,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     const claimer = async (store: KvStore) => {
       const got: string[] = [];
       for (;;) {
-        const id = await store.run(relayClaim, [k("queue"), k("processing"), k("retry")], [k("lease:"), "tok", 30_000, 1_000]);
+        const id = await claimOne(store, k, "tok");
         if (id === null) return got;
         got.push(id);
       }
@@ -195,7 +201,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
 
   it("jobRetry ends the claim and parks the job pending in the retry set, only for the lease holder and never past a cancel", async () => {
     await create("a");
-    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    await claimOne(kv, k, "mine");
     await kv.hset(k("job:a"), { status: "processing" });
     const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("retry"), k("index")];
     const retry = (token: string) => kv.run(jobRetry, keys, ["a", token, 7_000, 3 * HOUR, 4 * HOUR, "updated_at", "t"]);
@@ -228,15 +234,32 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     expect(await kv.hget(k("job:a"), "status")).toBe("completed");
   });
 
+  it("relayClaim over several models: the first job from the given model on, round the list, each visited model's due retries first", async () => {
+    const keysOf = (model: string) => [k(`queue-${model}`), k(`processing-${model}`), k(`retry-${model}`)];
+    const keys = ["a", "b", "c"].flatMap(keysOf);
+    const claim = (from: number) => kv.run(relayClaim, keys, [k("lease:"), "tok", 30_000, 1_000, from]);
+    await kv.push(k("queue-a"), "a1", "tail");
+    await kv.zadd(k("retry-c"), 500, "c1");
+    await kv.zadd(k("retry-b"), 5_000, "b-later");
+    // From b: b has nothing due, c's due retry is claimed; a is not visited.
+    expect(await claim(1)).toEqual([2, "c1"]);
+    expect(await kv.lrange(k("processing-c"), 0, -1)).toEqual(["c1"]);
+    expect(await kv.get(k("lease:c1"))).toBe("tok");
+    // From c: round the list to a.
+    expect(await claim(2)).toEqual([0, "a1"]);
+    expect(await claim(0)).toBeNull();
+    expect(await kv.zcard(k("retry-b"))).toBe(1);
+  });
+
   it("relayClaim moves the head to the processing list with a lease", async () => {
     await create("a");
     await create("b");
-    expect(await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000])).toBe("a");
+    expect(await claimOne(kv, k, "tok")).toBe("a");
     expect(await kv.lrange(k("processing"), 0, -1)).toEqual(["a"]);
     expect(await kv.get(k("lease:a"))).toBe("tok");
     expect(await kv.pttl(k("lease:a"))).toBeGreaterThan(20_000);
-    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000]);
-    expect(await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000])).toBeNull();
+    await claimOne(kv, k, "tok");
+    expect(await claimOne(kv, k, "tok")).toBeNull();
   });
 
   it("racing claimers never get the same job and miss none", async () => {
@@ -245,7 +268,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
     const claimer = async (store: KvStore) => {
       const got: string[] = [];
       for (;;) {
-        const id = await store.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "tok", 30_000]);
+        const id = await claimOne(store, k, "tok");
         if (id === null) return got;
         got.push(id);
       }
@@ -258,7 +281,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
 
   it("jobFinish ends the claim atomically while the lease is ours or lapsed, never another relay's", async () => {
     await create("a");
-    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    await claimOne(kv, k, "mine");
     await kv.hset(k("job:a"), { status: "processing" });
     await kv.set(k("cancel:a"), "1");
     const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("outbox"), k("index")];
@@ -279,7 +302,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
 
   it("jobFinish puts a job with a callback_url in the notification outbox only when it made the change", async () => {
     await create("a", { fields: CALLBACK, index: false });
-    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    await claimOne(kv, k, "mine");
     const keys = [k("job:a"), k("tomb:a"), k("processing"), k("lease:a"), k("cancel:a"), k("outbox")];
     const finish = (token: string, score: number) => kv.run(jobFinish, keys, ["a", token, "pending,processing", "failed", HOUR, 2 * HOUR, score, "error", "e"]);
 
@@ -295,7 +318,7 @@ describe.each(opsStores)("job store ops: $name", ({ open }) => {
   it("jobRelease requeues at the head, leaves cancelled and foreign claims alone", async () => {
     await create("a");
     await create("b");
-    await kv.run(relayClaim, [k("queue"), k("processing")], [k("lease:"), "mine", 30_000]);
+    await claimOne(kv, k, "mine");
     await kv.hset(k("job:a"), { status: "processing" });
     const release = (token: string) => kv.run(jobRelease, [k("job:a"), k("processing"), k("queue"), k("lease:a"), k("cancel:a")], ["a", token]);
 

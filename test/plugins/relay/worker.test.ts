@@ -43,7 +43,9 @@ interface Setup {
 let setup: Setup;
 let dir: string;
 
-function build(options: { concurrency: number; leaseMs: number; kv?: MemoryKv; slots?: RelaySlots }): Setup {
+function build(options: { concurrency: number; leaseMs: number; kv?: MemoryKv; slots?: RelaySlots; moreModels?: number }): Setup {
+  // `moreModels` chat services beside whisper: their queues are polled too.
+  const more = Array.from({ length: options.moreModels ?? 0 }, (_, i) => `  - { type: chat, model: chat-${i}, inference_url: "${backend.url}" }\n`).join("");
   const { config } = loadConfig(
     `
 services:
@@ -51,7 +53,7 @@ services:
     model: whisper
     inference_url: ${backend.url}
     operations: { run: ["/run"] }
-`,
+${more}`,
     {},
   );
   const kv = options.kv ?? new MemoryKv();
@@ -130,6 +132,26 @@ afterEach(async () => {
 });
 
 describe("RelayWorker", () => {
+  it("asks the store once per round whatever the number of models: an idle relay's cost does not grow with them", async () => {
+    setup = build({ concurrency: 2, leaseMs: 60_000, moreModels: 40 });
+    const claims: number[] = [];
+    const run = setup.kv.run.bind(setup.kv);
+    setup.kv.run = ((op, keys, args) => {
+      if (op.name === "relayClaim") claims.push(keys.length / 3);
+      return run(op, keys, args);
+    }) as typeof setup.kv.run;
+    await setup.worker.poll(setup.control.signal);
+    // One claim over the 41 queues, not one per queue.
+    expect(claims).toEqual([41]);
+
+    const job = await setup.add("last in the list");
+    await setup.worker.poll(setup.control.signal);
+    await setup.worker.idle();
+    expect((await setup.jobs.get(job.id))?.status).toBe("completed");
+    // The job's claim, then the round that found every queue empty again.
+    expect(claims).toEqual([41, 41, 41]);
+  });
+
   it("runs at most `concurrency` jobs at once and gives running jobs back to the queue head when it stops", async () => {
     setup = build({ concurrency: 2, leaseMs: 60_000 });
     const jobs = [await setup.add("a"), await setup.add("b"), await setup.add("c")];
