@@ -136,23 +136,33 @@ return redis.call('DECR', KEYS[1])
 
 /**
  * Takes the due members of a schedule.
- * KEYS[1] sorted set. ARGV[1] now (max score, inclusive), ARGV[2] max members.
- * Removes and replies the members with score <= now, lowest score first, at most max.
- * Two callers never receive the same member.
+ * KEYS[1] sorted set. ARGV[1] now (max score, inclusive), ARGV[2] max members, ARGV[3] (optional)
+ * a lease: the time until which the members taken stay in the set.
+ * Replies the members with score <= now, lowest score first, at most max, and removes them; with
+ * a lease it gives them that score instead, so a caller that dies before it has done with a
+ * member leaves it due again when the lease runs out (a member is removed only when its work is
+ * done). Two callers never receive the same member while its lease lasts.
  */
 export const claimDue: AtomicOp<string[]> = {
   name: "claimDue",
-  // ZREM one member at a time: unpack() of a long reply would overflow the Lua stack.
+  // One member at a time: unpack() of a long reply would overflow the Lua stack.
   lua: `
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
 for _, member in ipairs(due) do
-  redis.call('ZREM', KEYS[1], member)
+  if ARGV[3] then
+    redis.call('ZADD', KEYS[1], ARGV[3], member)
+  else
+    redis.call('ZREM', KEYS[1], member)
+  end
 end
 return due
 `,
-  js: (data, [key], [now, max]) => {
+  js: (data, [key], [now, max, leaseUntil]) => {
     const due = data.zrangeByScore(key, -Infinity, Number(now), Number(max));
-    for (const member of due) data.zrem(key, member);
+    for (const member of due) {
+      if (leaseUntil === undefined) data.zrem(key, member);
+      else data.zadd(key, Number(leaseUntil), member);
+    }
     return due;
   },
 };

@@ -129,7 +129,8 @@ export class Dispatcher {
     const { queue, clock, observe } = this.options;
     const room = this.options.concurrency - this.inflight.size;
     if (room > 0) {
-      const due = await queue.claim(clock.now(), room);
+      const now = clock.now();
+      const due = await queue.claim(now, room, now + this.options.leaseMs);
       for (const id of due) void this.track(this.retry(id));
     }
     observe.depth(await queue.depth());
@@ -160,9 +161,8 @@ export class Dispatcher {
   }
 
   private async retry(id: string): Promise<void> {
-    const { queue, clock, log } = this.options;
-    // Lease first: from here on a crash makes the delivery due again, not lost.
-    await queue.schedule(id, clock.now() + this.options.leaseMs);
+    const { queue, log } = this.options;
+    // The claim leased it: from here on a crash makes the delivery due again, not lost.
     const record = await queue.load(id);
     if (!record) {
       // Finished by someone else, or its record expired: nothing left to deliver.

@@ -77,9 +77,13 @@ export class DeliveryQueue {
     return (await this.kv.run(deliveryCreate, keys, [record.id, JSON.stringify(record), this.recordTtlMs, leaseUntil, mode])) === 1;
   }
 
-  /** Atomically takes due deliveries off the schedule: no two callers receive the same id. */
-  claim(now: number, max: number): Promise<string[]> {
-    return this.kv.run(claimDue, [RETRIES_KEY], [now, max]);
+  /**
+   * Atomically takes due deliveries and leases them until `leaseUntil` in the same step: no two
+   * callers receive the same id, and one that dies before it rescheduled or finished a delivery
+   * leaves it due again when the lease runs out, never off the schedule.
+   */
+  claim(now: number, max: number, leaseUntil: number): Promise<string[]> {
+    return this.kv.run(claimDue, [RETRIES_KEY], [now, max, leaseUntil]);
   }
 
   async load(id: string): Promise<DeliveryRecord | null> {

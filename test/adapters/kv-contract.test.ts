@@ -597,6 +597,17 @@ describe.each(factories)("KvStore contract: $name", ({ open }) => {
         expect(await kv.run(claimDue, [`${p}missing`], [20, 100])).toEqual([]);
       });
 
+      it("with a lease, keeps the members it takes, due again at the lease's end", async () => {
+        for (let i = 1; i <= 4; i++) await kv.zadd(`${p}due`, i, `m${i}`);
+        expect(await kv.run(claimDue, [`${p}due`], [2, 100, 50])).toEqual(["m1", "m2"]);
+        expect(await kv.zcard(`${p}due`)).toBe(4);
+        expect(await kv.zscore(`${p}due`, "m1")).toBe(50);
+        expect(await kv.zscore(`${p}due`, "m2")).toBe(50);
+        // Not due again until the lease ends: nobody else takes them meanwhile.
+        expect(await kv.run(claimDue, [`${p}due`], [49, 100, 60])).toEqual(["m3", "m4"]);
+        expect(await kv.run(claimDue, [`${p}due`], [50, 100, 70])).toEqual(["m1", "m2"]);
+      });
+
       it("racing claimers never share a member, miss none due and take none in the future", async () => {
         const now = 1_000_000;
         const due = Array.from({ length: 150 }, (_, i) => `due-${i}`);

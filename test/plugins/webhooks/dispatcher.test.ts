@@ -281,6 +281,42 @@ describe("webhook dispatcher", () => {
     expect(survivor.counts.delivered).toBe(1);
   });
 
+  it("a process that dies right after claiming a retry leaves it due again when the lease runs out", async () => {
+    const clock = new ManualClock();
+    const kv = new MemoryKv(clock);
+    kvs.push(kv);
+    // The inline attempt fails: a retry is scheduled 30 s later.
+    const dying = setup([503], {}, { kv, clock });
+    await dying.dispatcher.dispatch(job());
+    expect(await kv.zscore(RETRIES_KEY, "job-1")).toBe(clock.now() + 30_000);
+    // The process claims the due retry, then dies: every store command after the claim fails.
+    const original = { run: kv.run.bind(kv), get: kv.get.bind(kv), zadd: kv.zadd.bind(kv), set: kv.set.bind(kv) };
+    let dead = false;
+    const died = () => Promise.reject(new Error("the process died here"));
+    kv.run = (async (op, keys, args) => {
+      if (dead) return await died();
+      const reply = await original.run(op, keys, args);
+      if (op.name === "claimDue" && Array.isArray(reply) && reply.length > 0) dead = true;
+      return reply;
+    }) as typeof kv.run;
+    kv.get = (key) => (dead ? died() : original.get(key));
+    kv.zadd = (key, score, member) => (dead ? died() : original.zadd(key, score, member));
+    kv.set = (key, value, ttlMs) => (dead ? died() : original.set(key, value, ttlMs));
+    await tick(dying, 30_000).catch(() => {});
+    Object.assign(kv, original);
+    expect(dying.sent).toHaveLength(1);
+    expect(await kv.zscore(RETRIES_KEY, "job-1")).toBe(clock.now() + 60_000);
+
+    // Another process attempts it once the lease has run out.
+    const next = setup([200], {}, { kv, clock });
+    await tick(next, 59_999);
+    expect(next.sent).toHaveLength(0);
+    await tick(next, 1);
+    expect(next.sent).toHaveLength(1);
+    expect(next.counts.delivered).toBe(1);
+    expect(await kv.zscore(RETRIES_KEY, "job-1")).toBeNull();
+  });
+
   it("a process that dies between forgetting a delivered delivery's two keys leaves nothing behind for good", async () => {
     const clock = new ManualClock();
     const kv = new MemoryKv(clock);
