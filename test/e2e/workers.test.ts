@@ -182,19 +182,34 @@ describe("server.workers: 2 on Redis", { timeout: 90_000 }, () => {
   it("drains both workers on SIGTERM: requests in flight on each finish, then every process exits 0", async () => {
     const gw = await start(config());
     held.hold();
-    // Requests waiting on the backend until every worker has some: a worker found idle gets another.
-    const answers = [echo(gw, "draining"), echo(gw, "draining")];
+    // Requests waiting on the backend until every worker has some. A round is one request that
+    // waits (it has reached the backend before the round goes on) and two questions: three
+    // connections, so where Node's primary hands connections to the workers in turn, the next
+    // round's request goes to the other worker (with one question a round, every request went
+    // to the same worker and every question to the idle one, until the deadline). A request
+    // that fails is an answer the assertions below show, not an unhandled rejection.
+    const answers: Array<Promise<{ status: number; pid: string }>> = [];
     const busy = new Set<string>();
-    await waitUntil(async () => {
-      const response = await fetch(`${gw.url}/test/pid`, { headers: SPREAD });
-      const body = (await response.json()) as { in_flight: number };
-      if (body.in_flight > 0) busy.add(response.headers.get("x-test-pid") ?? "");
-      else answers.push(echo(gw, "draining"));
-      return busy.size === 2;
-    }, 20_000);
-    await waitUntil(() => held.waiting === answers.length);
+    await waitUntil(
+      async () => {
+        answers.push(echo(gw, "draining").catch((error: unknown) => ({ status: 0, pid: String(error) })));
+        await waitUntil(() => held.waiting === answers.length, 20_000, () => `${held.waiting} of ${answers.length} requests at the backend`);
+        for (const _question of [1, 2]) {
+          const response = await fetch(`${gw.url}/test/pid`, { headers: SPREAD });
+          const body = (await response.json()) as { in_flight: number };
+          if (body.in_flight > 0) busy.add(response.headers.get("x-test-pid") ?? "");
+        }
+        return busy.size === 2;
+      },
+      40_000,
+      () => `both workers busy expected, ${busy.size} after ${answers.length} requests:\n${gw.output().slice(-3000)}`,
+    );
     const stopped = gw.stop();
-    await waitUntil(() => lines(gw, "shutdown").filter((line) => line.includes('"reason":"primary_stop"')).length === 2, 10_000, () => gw.output());
+    await waitUntil(
+      () => lines(gw, "shutdown").filter((line) => line.includes('"reason":"primary_stop"')).length === 2,
+      30_000,
+      () => gw.output(),
+    );
     held.release();
     const done = await Promise.all(answers);
     expect(done.map((a) => a.status)).toEqual(done.map(() => 200));
