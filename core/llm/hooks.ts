@@ -33,6 +33,13 @@ export interface LlmHookRequest {
 export interface ChatStreamFilter {
   /** One event's data; throws `StreamRefused` to end the stream with an error event. */
   event(data: unknown): unknown[];
+  /**
+   * The same on the event's raw JSON text, when the client gets chat-completions events as the
+   * backend wrote them: the text to send instead (the same string when nothing changed), or
+   * undefined when the filter needs the event parsed (`event` then gets it). Lets a filter that
+   * reads one field skip parsing and writing every event again (docs/guardrails.md#cost).
+   */
+  eventText?(data: string): string | undefined;
   /** The backend stream ended: what is still held back. */
   end(): unknown[];
   /**

@@ -108,5 +108,6 @@ export function formatSse(event: OutEvent): string {
   const head = event.event !== undefined ? `event: ${event.event}\n` : "";
   // JSON.stringify writes no line break (one in a string is escaped): one line.
   if (typeof event.data !== "string") return `${head}data: ${JSON.stringify(event.data)}\n\n`;
+  if (event.data.indexOf("\n") === -1 && event.data.indexOf("\r") === -1) return `${head}data: ${event.data}\n\n`;
   return `${head}${event.data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n")}\n\n`;
 }

@@ -20,7 +20,7 @@ export function guardrailsHook(rules: readonly CompiledRule[], deps: RunDeps & {
       const input = applicable.filter((rule) => rule.stages.has("input"));
       const output = applicable.filter((rule) => rule.stages.has("output"));
       if (input.length === 0 && output.length === 0) return undefined;
-      const run = new RequestRun(deps, ctx.request.headers.get("x-request-id") ?? deps.ids.newId(), model, consumer, ctx);
+      const run = new RequestRun(deps, () => ctx.request.headers.get("x-request-id") ?? deps.ids.newId(), model, consumer, ctx);
       const hook: LlmRequestHook = { spanAttributes: () => run.spanAttributes() };
       if (input.length > 0) {
         hook.input = async (body) => {

@@ -22,15 +22,22 @@ const what = (stage: Stage) => (stage === "input" ? "request" : "answer");
 
 export class RequestRun {
   private readonly done = new Set<string>();
+  private id: string | undefined;
 
   constructor(
     private readonly deps: RunDeps,
-    readonly requestId: string,
+    /** The request's id, asked for once a line is logged (most requests log none). */
+    private readonly idOf: () => string,
     readonly model: string,
     readonly consumer: string,
     /** The request whose `outcome` a refusal marks. */
     private readonly request: Pick<RequestContext, "outcome">,
   ) {}
+
+  private requestId(): string {
+    this.id ??= this.idOf();
+    return this.id;
+  }
 
   /** Counts and logs what `rule` did (once per stage and action). */
   acted(rule: CompiledRule, stage: Stage, action: "block" | "mask" | "log", detail?: string): void {
@@ -39,7 +46,7 @@ export class RequestRun {
     this.done.add(key);
     this.deps.metrics.action(rule.name, stage, action);
     if (action === "mask") return;
-    const fields = { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId, model: this.model, ...(detail ? { detail } : {}) };
+    const fields = { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId(), model: this.model, ...(detail ? { detail } : {}) };
     if (action === "block") this.deps.log.warn("guardrail_blocked", fields);
     else this.deps.log.info("guardrail_matched", fields);
   }
@@ -54,7 +61,7 @@ export class RequestRun {
   /** A check that failed: counted and logged; `closed` refuses (the refusal returned), `open` lets the texts pass. */
   failed(rule: CompiledRule, stage: Stage, why: string): GuardrailBlocked | undefined {
     this.deps.metrics.error(rule.name);
-    this.deps.log.warn("guardrail_check_failed", { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId, failure: rule.failure, why });
+    this.deps.log.warn("guardrail_check_failed", { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId(), failure: rule.failure, why });
     if (rule.failure === "open") return undefined;
     this.acted(rule, stage, "block", "check failed");
     return this.refusal(rule, `guardrail "${rule.name}" could not check the ${what(stage)} (${why}); its failure setting is "closed", which refuses it`);

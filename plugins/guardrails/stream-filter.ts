@@ -10,6 +10,7 @@
 import { StreamRefused } from "../../core/llm/hooks.ts";
 import type { ChatStreamFilter } from "../../core/llm/hooks.ts";
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
+import { contentSpan } from "./chunk-text.ts";
 import { masked } from "./matchers.ts";
 import type { GuardrailBlocked } from "./refusal.ts";
 import type { RequestRun } from "./run.ts";
@@ -28,7 +29,8 @@ function safeCut(text: string, at: number): number {
 
 export class GuardedStream implements ChatStreamFilter {
   private readonly held = new Map<number, string>();
-  private envelope: JsonObject = { object: "chat.completion.chunk" };
+  /** The last chunk, parsed or as its text (read only when held text goes out in a chunk of its own). */
+  private lastChunk: JsonObject | string | undefined;
   private readonly window: number;
   private readonly checkEvery: number;
   // Checking rules: events waiting for a check, events released, the text so far.
@@ -50,6 +52,22 @@ export class GuardedStream implements ChatStreamFilter {
   event(data: unknown): unknown[] {
     const out = this.matched(data);
     return this.checkers.length === 0 ? out : this.gated(out);
+  }
+
+  /**
+   * A chunk's raw text, when it is one whose text can be read without parsing it (chunk-text.ts)
+   * and only matching rules apply: the text with the choice's content replaced by what goes out
+   * now, the chunk itself when that is unchanged. Parsing and writing every chunk again was most
+   * of what an output mask cost a stream.
+   */
+  eventText(data: string): string | undefined {
+    if (this.checkers.length > 0 || this.matchers.length === 0) return undefined;
+    const span = contentSpan(data);
+    if (!span) return undefined;
+    this.lastChunk = data;
+    const piece = JSON.parse(data.slice(span.start, span.end)) as string;
+    const out = this.feed(span.index, piece);
+    return out === piece ? data : data.slice(0, span.start) + JSON.stringify(out) + data.slice(span.end);
   }
 
   end(): unknown[] {
@@ -78,7 +96,7 @@ export class GuardedStream implements ChatStreamFilter {
   private matched(data: unknown): unknown[] {
     if (data === "[DONE]") return [...this.flushAll(), data];
     if (!isRecord(data) || !Array.isArray(data.choices)) return [data];
-    this.envelope = { id: data.id, object: data.object ?? "chat.completion.chunk", created: data.created, model: data.model };
+    this.lastChunk = data;
     if (this.matchers.length === 0) return [data];
     for (const choice of data.choices) {
       if (!isRecord(choice)) continue;
@@ -126,14 +144,22 @@ export class GuardedStream implements ChatStreamFilter {
     return this.masked(text);
   }
 
-  /** What every choice still holds, as chunks of its own. */
+  /** What every choice still holds, as chunks of its own (with the last chunk's id, created time and model). */
   private flushAll(): unknown[] {
     const out: unknown[] = [];
+    const envelope = this.held.size > 0 ? this.envelope() : undefined;
     for (const index of [...this.held.keys()]) {
       const content = this.flush(index);
-      if (content !== "") out.push({ ...this.envelope, choices: [{ index, delta: { content }, finish_reason: null }] });
+      if (content !== "") out.push({ ...envelope, choices: [{ index, delta: { content }, finish_reason: null }] });
     }
     return out;
+  }
+
+  private envelope(): JsonObject {
+    const last = typeof this.lastChunk === "string" ? JSON.parse(this.lastChunk) as JsonObject : this.lastChunk;
+    return last
+      ? { id: last.id, object: last.object ?? "chat.completion.chunk", created: last.created, model: last.model }
+      : { object: "chat.completion.chunk" };
   }
 
   private refuseBlocked(text: string): void {

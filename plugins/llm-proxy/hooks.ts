@@ -9,7 +9,7 @@
 import { chatAnswer, chatStreamData } from "../../core/llm/client-protocol.ts";
 import type { ChatStreamFilter, LlmHook, LlmHookRequest, LlmHooks, LlmRequestHook } from "../../core/llm/hooks.ts";
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
-import type { OutEvent } from "../../core/llm/events.ts";
+import type { OutEvent, StreamEvent } from "../../core/llm/events.ts";
 import type { Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { GatewayError } from "../../core/errors.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
@@ -81,15 +81,20 @@ export class RequestHooks {
     return attributes;
   }
 
-  /** An attempt's chat translator (the provider's) with the output hooks behind it: what the client protocol's `fromChat` then sees. */
-  readonly wrapChat = (inner: Translator): Translator => {
+  /**
+   * An attempt's chat translator (the provider's) with the output hooks behind it: what the
+   * client protocol's `fromChat` then sees. `asWritten`: the client gets the chat events as they
+   * come out (no `fromChat`), so a filter may read and replace an event's raw text.
+   */
+  readonly wrapChat = (inner: Translator, asWritten: boolean): Translator => {
     const wrapped: Translator = {
       ...(inner.translateRequest ? { translateRequest: (body) => inner.translateRequest!(body) } : {}),
       ...(inner.streamProgress ? { streamProgress: () => inner.streamProgress!() } : {}),
       ...(inner.translateError ? { translateError: (status, body) => inner.translateError!(status, body) } : {}),
     };
     if (this.stream) {
-      wrapped.translateStreamEvent = (event) => this.filtered(chatStreamData(inner, event));
+      const readsText = asWritten && !inner.translateStreamEvent;
+      wrapped.translateStreamEvent = (event) => (readsText && this.filteredText(inner, event)) || this.filtered(chatStreamData(inner, event));
       wrapped.translateStreamEnd = () => {
         const owed = (inner.translateStreamEnd?.() ?? []).map((out) => out.data);
         return [...this.filtered(owed), ...this.streamFilter().end().map(asEvent)];
@@ -138,6 +143,16 @@ export class RequestHooks {
   private streamFilter(): ChatStreamFilter {
     this.filter ??= chained(this.hooks.flatMap((hook) => (hook.stream ? [hook.stream()] : [])));
     return this.filter;
+  }
+
+  /** A backend's chat event through the filter's `eventText`, as its raw text; undefined when the filter needs it parsed. */
+  private filteredText(inner: Translator, event: StreamEvent): OutEvent[] | undefined {
+    const filter = this.streamFilter();
+    if (!filter.eventText || event.event !== undefined) return undefined;
+    const text = filter.eventText(event.data);
+    if (text === undefined) return undefined;
+    inner.observeStreamEvent?.(event);
+    return [{ data: text }];
   }
 
   private filtered(data: unknown[]): OutEvent[] {

@@ -32,7 +32,7 @@ export interface ProtocolRoute {
   /** The backend speaks the client's protocol: the request goes as it is, the answer comes back as it is. */
   readonly native: boolean;
   /** Puts the output hooks behind the provider's translator, before the protocol's way back (hooks.ts). */
-  readonly wrapChat?: (chat: Translator) => Translator;
+  readonly wrapChat?: (chat: Translator, asWritten: boolean) => Translator;
   /** What the opened protocol asked `backendPath` to be asked about, for a translated request (`OpenedRequest.routedPath`). */
   readonly routedPath?: string;
 }
@@ -87,6 +87,6 @@ export function attemptTranslator(route: ProtocolRoute, provider: ProviderDefini
   const { protocol } = route;
   if (route.native && protocol.native) return protocol.native.watch();
   const provided = provider.createTranslator(context);
-  const translator = route.wrapChat ? route.wrapChat(provided) : provided;
+  const translator = route.wrapChat ? route.wrapChat(provided, !protocol.fromChat) : provided;
   return protocol.fromChat ? protocol.fromChat(translator, context) : translator;
 }
