@@ -64,6 +64,12 @@ export interface NewFile {
 }
 
 const SWEEP_BATCH = 100;
+/**
+ * How long a sweep holds the files it took: they stay on the schedule, due again once this has
+ * passed, until their bytes are deleted. A process that dies in between leaves them to a later
+ * sweep instead of leaving their bytes behind for good.
+ */
+export const SWEEP_LEASE_MS = 5 * 60_000;
 
 export class FileStore {
   constructor(private readonly deps: FileStoreDeps) {}
@@ -150,10 +156,13 @@ export class FileStore {
 
   /** Deletes the files whose retention has passed (and finishes deletions left half done). Returns how many. */
   async sweep(): Promise<number> {
-    const due = await this.deps.kv.run(claimDue, [batchKeys.fileExpiry], [this.deps.now(), SWEEP_BATCH]);
+    const now = this.deps.now();
+    const leaseUntil = now + SWEEP_LEASE_MS;
+    const due = await this.deps.kv.run(claimDue, [batchKeys.fileExpiry], [now, SWEEP_BATCH, leaseUntil]);
     for (const id of due) {
       const file = await this.get(id);
-      if (file) await this.deps.kv.run(fileDelete, [batchKeys.file(id), batchKeys.filesOf(file.owner), batchKeys.fileExpiry], [id, this.deps.now()]);
+      // The record's deletion keeps the file on the schedule at the lease's end, as the claim left it.
+      if (file) await this.deps.kv.run(fileDelete, [batchKeys.file(id), batchKeys.filesOf(file.owner), batchKeys.fileExpiry], [id, leaseUntil]);
       await this.removeBytes(id);
     }
     return due.length;

@@ -3,10 +3,12 @@
  * answers the File object and its bytes come back as sent; a purpose other than `batch` and a
  * file past `batches.max_file_size_mb` are refused and leave nothing behind; another consumer
  * gets 404; lists are newest first and page with `after`; delete removes the record and the
- * bytes; retention deletes both (the clock is driven past it).
+ * bytes; retention deletes both (the clock is driven past it), and a sweep that stopped before
+ * it deleted a file's bytes leaves them to a later sweep.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../core/clock.ts";
+import { SWEEP_LEASE_MS } from "../../../plugins/batches/files/store.ts";
 import { type BatchRuntime, batchRuntime, fileForm, ownRedis, STORES } from "./harness.ts";
 
 const CONFIG = `
@@ -150,5 +152,39 @@ describe.each(STORES)("files on the %s store", (store) => {
     await gw.runtime.runTaskNow("batches.files");
     expect(await objectKeys(gw)).toEqual([]);
     expect((await gw.json(`/v1/files/${kept}`, as("alice"))).status).toBe(404);
+  });
+
+  it("a sweep that stops before it deleted a file's bytes leaves them to a sweep after its lease", async () => {
+    // The first deletion of bytes fails, as a process that dies there: the sweep stops.
+    let failures = 1;
+    gw = await batchRuntime(CONFIG, {
+      store,
+      redisUrl,
+      clock,
+      objects: (files) =>
+        new Proxy(files, {
+          get(target, name) {
+            if (name === "delete" && failures > 0) {
+              return () => {
+                failures--;
+                return Promise.reject(new Error("the process stopped here"));
+              };
+            }
+            const value: unknown = Reflect.get(target, name);
+            return typeof value === "function" ? value.bind(target) : value;
+          },
+        }),
+    });
+    const id = (await gw.json("/v1/files", as("alice", { method: "POST", body: fileForm("{}\n") }))).body.id as string;
+    clock.advance(49 * 3_600_000);
+    await gw.runtime.runTaskNow("batches.files");
+    expect(failures).toBe(0);
+    expect(await objectKeys(gw)).toEqual([`batches/files/${id}`]);
+    // Held by the stopped sweep until its lease ends, then deleted by the next.
+    await gw.runtime.runTaskNow("batches.files");
+    expect(await objectKeys(gw)).toEqual([`batches/files/${id}`]);
+    clock.advance(SWEEP_LEASE_MS);
+    await gw.runtime.runTaskNow("batches.files");
+    expect(await objectKeys(gw)).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@
 import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
 import { RedisKv } from "../../../adapters/kv-redis/index.ts";
+import type { FsObjectStore } from "../../../adapters/objects-fs/index.ts";
 import type { Clock, ManualClock } from "../../../core/clock.ts";
 import type { ProcessRole } from "../../../core/plugins/types.ts";
 import type { KvStore } from "../../../core/stores/kv.ts";
@@ -48,8 +49,8 @@ export interface BatchRuntimeOptions {
   kv?: KvStore;
   /** Redis: keep what the store holds (a second process joining the first). */
   keepData?: boolean;
-  /** Another runtime's object store (a second process); left open on close. */
-  objects?: ObjectStore;
+  /** Another runtime's object store (a second process; left open on close), or a wrapper of the temp-dir file store. */
+  objects?: ObjectStore | ((files: FsObjectStore) => ObjectStore);
   /** The process the runtime is built for (default: a gateway). */
   role?: ProcessRole;
 }
