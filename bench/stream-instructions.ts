@@ -15,9 +15,9 @@ import { passStream, translateStream } from "../core/llm/stream.ts";
 import type { Translator } from "../core/llm/provider.ts";
 import type { RequestContext } from "../core/pipeline/context.ts";
 import { guardrailsHook } from "../plugins/guardrails/guard.ts";
-import { compileRules } from "../plugins/guardrails/rules.ts";
 import { RequestHooks } from "../plugins/llm-proxy/hooks.ts";
 import { watchingTranslator } from "../plugins/provider-chat-completions/hosts.ts";
+import { compiledRules } from "../test/support/guardrail-rules.ts";
 import { STREAM_EVENTS } from "./fixtures.ts";
 
 const [mode, count] = process.argv.slice(2);
@@ -27,22 +27,7 @@ if ((mode !== "pass" && mode !== "masked") || !(Number(count) >= 0)) {
 }
 
 const chunks = STREAM_EVENTS.map((event) => new TextEncoder().encode(event));
-const rules = compileRules(
-  [{
-    name: "bench-out",
-    kind: "pii",
-    on: ["output"],
-    action: "mask",
-    entities: ["email"],
-    models: ["*"],
-    consumers: ["*"],
-    user_types: ["*"],
-    stream_window: 256,
-    stream_check_every: 500,
-  }],
-  new Map(),
-  fetch,
-);
+const rules = compiledRules([{ name: "bench-out", kind: "pii", on: ["output"], action: "mask", entities: ["email"] }]);
 const hook = guardrailsHook(rules, { metrics: { action() {}, error() {} }, log: silentLogger, ids: { newId: () => "bench" } });
 const ctx = { principal: { consumer: "bench" }, request: new Request("http://bench/") } as unknown as RequestContext;
 

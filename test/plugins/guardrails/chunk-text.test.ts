@@ -7,9 +7,9 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../../core/log.ts";
 import { contentSpan } from "../../../plugins/guardrails/chunk-text.ts";
-import { compileRules } from "../../../plugins/guardrails/rules.ts";
 import { RequestRun } from "../../../plugins/guardrails/run.ts";
 import { GuardedStream } from "../../../plugins/guardrails/stream-filter.ts";
+import { compiledRules } from "../../support/guardrail-rules.ts";
 
 const chunk = (delta: string, rest = ',"logprobs":null,"finish_reason":null') =>
   `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":${delta}${rest}}]}`;
@@ -57,22 +57,7 @@ describe("contentSpan", () => {
 });
 
 function guardedStream(action: "mask" | "block") {
-  const rules = compileRules(
-    [{
-      name: "no-mail",
-      kind: "pii",
-      on: ["output"],
-      action,
-      entities: ["email", "credit_card"],
-      models: ["*"],
-      consumers: ["*"],
-      user_types: ["*"],
-      stream_window: 256,
-      stream_check_every: 500,
-    }],
-    new Map(),
-    fetch,
-  );
+  const rules = compiledRules([{ name: "no-mail", kind: "pii", on: ["output"], action, entities: ["email", "credit_card"] }]);
   const metrics = { action: () => {}, error: () => {} };
   const run = new RequestRun({ metrics, log: silentLogger }, () => "req-1", "m", "", { outcome: undefined });
   return new GuardedStream(run, rules, []);
