@@ -57,6 +57,35 @@ afterEach(async () => {
 });
 
 /**
+ * `start(port)` on a free port, until the process logs that it listens there (`event`, with the
+ * port): a port can be taken by another process between `freePort` and the bind (the Node suite
+ * and the Deno subset run at once, each with its own record of the ports it handed out), and
+ * whatever answers on it then is not this process (a fake backend answered /health and
+ * /v1/models so once). A process that stops because its port is in use is started again on
+ * another one, up to three ports.
+ */
+async function onFreePort(start: (port: number) => Cli, event = "listening"): Promise<{ proc: Cli; port: number }> {
+  for (let attempt = 1;; attempt++) {
+    const port = await freePort();
+    const proc = start(port);
+    const output = () => proc.stdout() + proc.stderr();
+    let taken = false;
+    await waitUntil(
+      () => {
+        if (output().includes(`"event":"${event}"`) && output().includes(`"port":${port},`)) return true;
+        if (proc.child.exitCode === null) return false;
+        taken = output().includes("already in use");
+        if (taken && attempt < 3) return true;
+        throw new Error(`exited with ${proc.child.exitCode} before listening on ${port}:\n${output()}`);
+      },
+      30_000,
+      () => `no ${event} on ${port}:\n${output()}`,
+    );
+    if (!taken) return { proc, port };
+  }
+}
+
+/**
  * SIGTERM, then a clean exit: code 0 on Node. Deno's child_process reports a child it sent a
  * signal to as (null, "SIGTERM") even when the child handled it and exited 0, so there the
  * `stopped` line (written just before the exit) is the evidence.
@@ -212,16 +241,12 @@ describe("inference-gateway: serving", () => {
   });
 
   it("--config and --port (before GATEWAY_ADDR): serves, and prints only JSON log lines, the AWS SDK's notice included", async () => {
-    const port = await freePort();
     const elsewhere = await freePort();
     // S3 (the suite's s3rver) loads the AWS SDK; Redis is the suite's too.
     const path = configFile(`${GOOD}${storesYaml({ db: 13, bucket: TEST_BUCKET })}\n`);
-    const proc = cli(["--config", path, "--port", String(port)], { GATEWAY_ADDR: `127.0.0.1:${elsewhere}` });
+    const { proc, port } = await onFreePort((port) => cli(["--config", path, "--port", String(port)], { GATEWAY_ADDR: `127.0.0.1:${elsewhere}` }));
     await waitUntil(
-      async () => {
-        if (proc.child.exitCode !== null) throw new Error(`exited with ${proc.child.exitCode}:\n${proc.stdout()}${proc.stderr()}`);
-        return (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true;
-      },
+      async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true,
       30_000,
       () => `not healthy on --port ${port}:\n${proc.stdout()}${proc.stderr()}`,
     );
@@ -242,14 +267,10 @@ describe("inference-gateway: serving", () => {
   });
 
   it("--role relay --port: a standalone relay whose /metrics listener takes the port", async () => {
-    const port = await freePort();
     const path = configFile(`${GOOD}${storesYaml({ db: 13, bucket: TEST_BUCKET })}\nrelay:\n  embedded: false\n`);
-    const proc = cli(["--config", path, "--role", "relay", "--port", String(port)]);
+    const { proc, port } = await onFreePort((port) => cli(["--config", path, "--role", "relay", "--port", String(port)]), "metrics_listening");
     await waitUntil(
-      async () => {
-        if (proc.child.exitCode !== null) throw new Error(`exited with ${proc.child.exitCode}:\n${proc.stdout()}${proc.stderr()}`);
-        return (await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined))?.ok === true;
-      },
+      async () => (await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined))?.ok === true,
       30_000,
       () => `relay /metrics not up on ${port}:\n${proc.stdout()}${proc.stderr()}`,
     );
