@@ -64,26 +64,34 @@ afterEach(async () => {
  * /v1/models so once). A process that stops because its port is in use is started again on
  * another one, up to three ports.
  */
-async function onFreePort(start: (port: number) => Cli, event = "listening"): Promise<{ proc: Cli; port: number }> {
+async function onFreePort<T>(start: (port: number) => T, seen: (started: T) => Seen, event = "listening"): Promise<{ started: T; port: number }> {
   for (let attempt = 1;; attempt++) {
     const port = await freePort();
-    const proc = start(port);
-    const output = () => proc.stdout() + proc.stderr();
+    const started = start(port);
+    const { output, ended } = seen(started);
     let taken = false;
     await waitUntil(
       () => {
         if (output().includes(`"event":"${event}"`) && output().includes(`"port":${port},`)) return true;
-        if (proc.child.exitCode === null) return false;
+        if (!ended()) return false;
         taken = output().includes("already in use");
         if (taken && attempt < 3) return true;
-        throw new Error(`exited with ${proc.child.exitCode} before listening on ${port}:\n${output()}`);
+        throw new Error(`ended before listening on ${port}:\n${output()}`);
       },
       30_000,
       () => `no ${event} on ${port}:\n${output()}`,
     );
-    if (!taken) return { proc, port };
+    if (!taken) return { started, port };
   }
 }
+
+/** What `onFreePort` watches of a started process: what it printed, and whether it ended. */
+interface Seen {
+  output(): string;
+  ended(): boolean;
+}
+
+const seenCli = (proc: Cli): Seen => ({ output: () => proc.stdout() + proc.stderr(), ended: () => proc.child.exitCode !== null });
 
 /**
  * SIGTERM, then a clean exit: code 0 on Node. Deno's child_process reports a child it sent a
@@ -244,7 +252,10 @@ describe("inference-gateway: serving", () => {
     const elsewhere = await freePort();
     // S3 (the suite's s3rver) loads the AWS SDK; Redis is the suite's too.
     const path = configFile(`${GOOD}${storesYaml({ db: 13, bucket: TEST_BUCKET })}\n`);
-    const { proc, port } = await onFreePort((port) => cli(["--config", path, "--port", String(port)], { GATEWAY_ADDR: `127.0.0.1:${elsewhere}` }));
+    const { started: proc, port } = await onFreePort(
+      (port) => cli(["--config", path, "--port", String(port)], { GATEWAY_ADDR: `127.0.0.1:${elsewhere}` }),
+      seenCli,
+    );
     await waitUntil(
       async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true,
       30_000,
@@ -268,7 +279,11 @@ describe("inference-gateway: serving", () => {
 
   it("--role relay --port: a standalone relay whose /metrics listener takes the port", async () => {
     const path = configFile(`${GOOD}${storesYaml({ db: 13, bucket: TEST_BUCKET })}\nrelay:\n  embedded: false\n`);
-    const { proc, port } = await onFreePort((port) => cli(["--config", path, "--role", "relay", "--port", String(port)]), "metrics_listening");
+    const { started: proc, port } = await onFreePort(
+      (port) => cli(["--config", path, "--role", "relay", "--port", String(port)]),
+      seenCli,
+      "metrics_listening",
+    );
     await waitUntil(
       async () => (await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined))?.ok === true,
       30_000,
@@ -320,37 +335,43 @@ const cases: Array<[string, "SIGTERM" | "SIGKILL", string]> = onDeno
   ];
 
 describe("inference-gateway: stopping the wrapper the user started stops the gateway", () => {
+  /** Every wrapper a case started (one per port it tried), each killed with its process group if still running. */
+  const wrappers: Array<{ child: ChildProcess; output: string; closed: boolean }> = [];
   it.each(cases)("%s, %s to it: the gateway shuts down gracefully and exits", async (wrapper, signal, cause) => {
-    const port = await freePort();
     const config = configFile(GOOD);
-    const { argv, cwd } = WRAPPERS[wrapper](config, port);
     // Without the caller's npm or deno task variables: the wrapper's own are under test.
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(npm_|INIT_CWD$|CONFIG_PATH$|GATEWAY_ADDR$|PORT$)/.test(name)));
-    // Its own process group, so the test can clean up all of it whatever happens.
-    const child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    // The pipes close once every process holding them (the wrapper, its shell, the gateway) exited.
-    let closed = false;
-    child.once("close", () => (closed = true));
+    const startWrapper = (port: number) => {
+      const { argv, cwd } = WRAPPERS[wrapper](config, port);
+      // Its own process group, so the test can clean up all of it whatever happens.
+      const child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      const started = { child, output: "", closed: false };
+      child.stdout?.on("data", (chunk: Buffer) => (started.output += chunk.toString()));
+      child.stderr?.on("data", (chunk: Buffer) => (started.output += chunk.toString()));
+      // The pipes close once every process holding them (the wrapper, its shell, the gateway) exited.
+      child.once("close", () => (started.closed = true));
+      wrappers.push(started);
+      return started;
+    };
+    const { started, port } = await onFreePort(startWrapper, (started) => ({ output: () => started.output, ended: () => started.closed }));
+    const { child } = started;
     const health = `http://127.0.0.1:${port}/health`;
     const answers = () => fetch(health).then((r) => r.ok, () => false);
     try {
       await waitUntil(
         async () => {
-          if (closed) throw new Error(`${wrapper} exited:\n${output}`);
+          if (started.closed) throw new Error(`${wrapper} exited:\n${started.output}`);
           return await answers();
         },
         30_000,
-        () => `${wrapper}: no /health on ${port}:\n${output}`,
+        () => `${wrapper}: no /health on ${port}:\n${started.output}`,
       );
       child.kill(signal);
-      await waitUntil(async () => !(await answers()), 10_000, () => `the gateway still answers after ${signal} to ${wrapper}:\n${output}`);
-      await waitUntil(() => closed, 10_000, () => `a process of ${wrapper} is still running after ${signal} to it:\n${output}`);
-      expect(output).toContain(`"event":"stopped","role":"gateway",${cause}`);
+      await waitUntil(async () => !(await answers()), 10_000, () => `the gateway still answers after ${signal} to ${wrapper}:\n${started.output}`);
+      await waitUntil(() => started.closed, 10_000, () => `a process of ${wrapper} is still running after ${signal} to it:\n${started.output}`);
+      expect(started.output).toContain(`"event":"stopped","role":"gateway",${cause}`);
     } finally {
-      if (!closed && child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      for (const one of wrappers.splice(0)) if (!one.closed && one.child.pid !== undefined) process.kill(-one.child.pid, "SIGKILL");
     }
   }, 60_000);
 });
