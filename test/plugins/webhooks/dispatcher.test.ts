@@ -118,6 +118,20 @@ async function tick(s: Setup, ms: number): Promise<void> {
   await s.dispatcher.idle();
 }
 
+/**
+ * Another process on the same store, whose attempt succeeds: it leaves the delivery alone while
+ * the 60 s lease of the process that died lasts, and delivers it once the lease has run out.
+ */
+async function deliveredOnceTheLeaseRunsOut(shared: { kv: MemoryKv; clock: ManualClock }): Promise<Setup> {
+  const next = setup([200], {}, shared);
+  await tick(next, 59_999);
+  expect(next.sent).toHaveLength(0);
+  await tick(next, 1);
+  expect(next.sent).toHaveLength(1);
+  expect(next.counts.delivered).toBe(1);
+  return next;
+}
+
 describe("webhook notification body (docs/design.md#webhook-body)", () => {
   it('has job_id, service_type, status, result, error ("" when none) and completed_at in ISO 8601', () => {
     expect(JSON.parse(notificationBody(job()))).toEqual({
@@ -272,13 +286,8 @@ describe("webhook dispatcher", () => {
     await until(async () => (await kv.zscore(RETRIES_KEY, "job-1")) !== null);
     expect(await kv.zscore(RETRIES_KEY, "job-1")).toBe(clock.now() + 60_000);
 
-    const survivor = setup([200], {}, { kv, clock });
-    await tick(survivor, 59_999);
-    expect(survivor.sent).toHaveLength(0);
-    await tick(survivor, 1);
-    expect(survivor.sent).toHaveLength(1);
+    const survivor = await deliveredOnceTheLeaseRunsOut({ kv, clock });
     expect(JSON.parse(survivor.sent[0].body)).toMatchObject({ job_id: "job-1" });
-    expect(survivor.counts.delivered).toBe(1);
   });
 
   it("a process that dies right after claiming a retry leaves it due again when the lease runs out", async () => {
@@ -307,13 +316,7 @@ describe("webhook dispatcher", () => {
     expect(dying.sent).toHaveLength(1);
     expect(await kv.zscore(RETRIES_KEY, "job-1")).toBe(clock.now() + 60_000);
 
-    // Another process attempts it once the lease has run out.
-    const next = setup([200], {}, { kv, clock });
-    await tick(next, 59_999);
-    expect(next.sent).toHaveLength(0);
-    await tick(next, 1);
-    expect(next.sent).toHaveLength(1);
-    expect(next.counts.delivered).toBe(1);
+    await deliveredOnceTheLeaseRunsOut({ kv, clock });
     expect(await kv.zscore(RETRIES_KEY, "job-1")).toBeNull();
   });
 
