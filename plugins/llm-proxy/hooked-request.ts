@@ -7,12 +7,11 @@
 import { GatewayError } from "../../core/errors.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { ProviderDefinition } from "../../core/llm/provider.ts";
+import { utf8 } from "../../core/llm/utf8-blocks.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { LlmRequest } from "./deps.ts";
 import type { RequestHooks } from "./hooks.ts";
 import { type JsonBody, type ProtocolRoute, providerBody } from "./protocol-route.ts";
-
-const encoder = new TextEncoder();
 
 /** Whether the protocol has a chat-completions reading of this request (a count of tokens has none). */
 function hasChatReading(route: ProtocolRoute, ctx: RequestContext, service: ServiceConfig, provider: ProviderDefinition, body: JsonBody): boolean {
@@ -67,5 +66,5 @@ export async function guardedInput(request: LlmRequest, clientBody: JsonBody, co
     throw error;
   }
   if (!changed) return { changed: false, body: chat };
-  return { changed: true, body: { ...chat, value: changed, bytes: encoder.encode(JSON.stringify(changed)) } };
+  return { changed: true, body: { ...chat, value: changed, bytes: utf8(JSON.stringify(changed)) } };
 }

@@ -14,6 +14,7 @@ import {
   UntranslatableRequest,
 } from "../../core/llm/client-protocol.ts";
 import type { ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
+import { utf8 } from "../../core/llm/utf8-blocks.ts";
 import { errors } from "../../core/errors.ts";
 import type { SyncBody } from "../../core/proxy/modes.ts";
 import type { LlmRequest } from "./deps.ts";
@@ -70,7 +71,7 @@ export function providerBody({ route, ctx, service, provider }: LlmRequest, body
   const request: ProtocolRequest = { path: ctx.url.pathname, model: service.model, provider: provider.name };
   try {
     const value = protocol.toChatRequest(body.value, request);
-    return { ...body, value, bytes: new TextEncoder().encode(JSON.stringify(value)) };
+    return { ...body, value, bytes: utf8(JSON.stringify(value)) };
   } catch (error) {
     if (error instanceof UntranslatableRequest) throw errors.badRequest(error.message);
     throw error;

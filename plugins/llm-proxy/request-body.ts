@@ -8,8 +8,7 @@ import { UntranslatableRequest } from "../../core/llm/client-protocol.ts";
 import { asBytes, type Bytes } from "../../core/llm/json.ts";
 import { isRecord, type JsonObject, type Translator } from "../../core/llm/provider.ts";
 import type { BackendTarget } from "../../core/proxy/backends.ts";
-
-const encoder = new TextEncoder();
+import { utf8 } from "../../core/llm/utf8-blocks.ts";
 
 /**
  * The chat-completions body for `target`. `model` becomes `backends[].model`, else
@@ -41,12 +40,12 @@ export function backendBody(
   translator: Translator,
 ): Bytes {
   const chat = chatBodyFor(original.value, target, alias, stream);
-  if (!translator.translateRequest) return chat.changed ? encoder.encode(JSON.stringify(chat.value)) : asBytes(original.bytes);
+  if (!translator.translateRequest) return chat.changed ? utf8(JSON.stringify(chat.value)) : asBytes(original.bytes);
   let translated: JsonObject;
   try {
     translated = translator.translateRequest(chat.value);
   } catch (error) {
     throw new UntranslatableRequest(error instanceof Error ? error.message : String(error));
   }
-  return encoder.encode(JSON.stringify(translated));
+  return utf8(JSON.stringify(translated));
 }

@@ -5,7 +5,7 @@ import { utf8 } from "../../../core/llm/utf8-blocks.ts";
 describe("utf8", () => {
   it("gives TextEncoder's bytes, multi-byte characters and texts past the shared size included", () => {
     const encoder = new TextEncoder();
-    for (const text of ["", "data: {}\n\n", "héllo wörld ✓ 😀", "x".repeat(5000), "é".repeat(3000)]) {
+    for (const text of ["", "data: {}\n\n", "héllo wörld ✓ 😀", "x".repeat(5000), "é".repeat(3000), "✓".repeat(4096), "😀".repeat(2048)]) {
       expect(utf8(text)).toEqual(encoder.encode(text));
     }
   });
@@ -15,5 +15,16 @@ describe("utf8", () => {
     const kept = texts.map(utf8);
     const decoder = new TextDecoder();
     expect(kept.map((bytes) => decoder.decode(bytes))).toEqual(texts);
+  });
+
+  it("puts bodies of a few KB in shared blocks, one whole even when its characters outgrow the room left", () => {
+    const decoder = new TextDecoder();
+    // 2 KB ASCII bodies, then ones whose multi-byte characters need up to 3 bytes a code unit.
+    const texts = Array.from({ length: 60 }, (_, i) => (i % 3 === 2 ? "✓é".repeat(1000 + i) : `{"n":${i},"p":"${"x".repeat(2000 + 7 * i)}"}`));
+    const kept = texts.map(utf8);
+    expect(kept.map((bytes) => decoder.decode(bytes))).toEqual(texts);
+    // Seven 2 KB bodies in a row share one block.
+    const row = Array.from({ length: 7 }, () => utf8("y".repeat(2048)));
+    expect(new Set(row.map((bytes) => bytes.buffer)).size).toBeLessThanOrEqual(2);
   });
 });
