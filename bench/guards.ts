@@ -38,7 +38,13 @@ export interface GuardCheck {
 }
 
 /** Scenarios without a floor of their own compare with the floor of the one they extend. */
-const BASE_SCENARIO: Record<string, string> = { "guard-input-2k": "llm-miss", "guard-input-2k-typical": "llm-miss", "guard-stream-out": "stream", "stream-miss": "stream", growth: "llm-miss" };
+const BASE_SCENARIO: Record<string, string> = {
+  "guard-input-2k": "llm-miss",
+  "guard-input-2k-typical": "llm-miss",
+  "guard-stream-out": "stream",
+  "stream-miss": "stream",
+  growth: "llm-miss",
+};
 
 const rowKey = (row: RowResult) => `${row.variant}/${row.scenario}`;
 

@@ -58,7 +58,8 @@ describe("credit_card", () => {
     let found = 0;
     for (let i = 0; i < 20_000; i++) {
       let text = "";
-      for (let length = 5 + Math.floor(random() * 60); text.length < length;) text += alphabet[Math.floor(random() * alphabet.length)];
+      const length = 5 + Math.floor(random() * 60);
+      while (text.length < length) text += alphabet[Math.floor(random() * alphabet.length)];
       const expected = [...text.matchAll(plain)].filter((m) => luhnValid(m[0])).map((m) => [m.index, m.index + m[0].length]);
       expect(cards.find(text).map((m) => [m.start, m.end]), text).toEqual(expected);
       found += expected.length;
