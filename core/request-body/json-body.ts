@@ -16,6 +16,8 @@ export interface ParsedJson {
   value: unknown;
   /** The body as it should be forwarded: the bytes read, without a leading BOM. */
   bytes: Uint8Array;
+  /** The JSON holds no backslash: each string of `value` is written in `bytes` as it is (core/llm/json-text.ts). */
+  escapeFree: boolean;
 }
 
 export type JsonParse = { ok: true; json: ParsedJson } | { ok: false; problem: "empty" | "encoding" | "depth" | "syntax" | "duplicate"; message: string };
@@ -57,7 +59,7 @@ export function parseJsonBytes(read: Uint8Array, expected = "a JSON body"): Json
   if (repeated !== undefined) {
     return { ok: false, problem: "duplicate", message: `the JSON body has the field ${JSON.stringify(repeated)} more than once; send each field once` };
   }
-  return { ok: true, json: { value, bytes } };
+  return { ok: true, json: { value, bytes, escapeFree: !text.includes("\\") } };
 }
 
 export interface JsonBodyOptions {

@@ -26,7 +26,7 @@ export function guardrailsHook(rules: readonly CompiledRule[], deps: RunDeps & {
         hook.input = async (body) => {
           const texts = requestTexts(body);
           const next = await run.checkTexts(input, "input", texts.texts);
-          return next ? texts.write(next) : undefined;
+          return next ? texts.write(next.texts, next.masksOnly) : undefined;
         };
       }
       if (output.length > 0 && stream) {
@@ -37,7 +37,7 @@ export function guardrailsHook(rules: readonly CompiledRule[], deps: RunDeps & {
         hook.answer = async (body) => {
           const texts = answerTexts(body);
           const next = await run.checkTexts(output, "output", texts.texts);
-          return next ? texts.write(next) : undefined;
+          return next ? texts.write(next.texts, next.masksOnly) : undefined;
         };
       }
       return hook;

@@ -2,6 +2,7 @@
  * The matching kinds, `regex` and `pii`: where in a text their values are, and the text with
  * them masked. Matches never overlap: the first pattern (or entity) to claim a span keeps it.
  */
+import { needsNoEscape } from "../../core/llm/json-text.ts";
 import { type Finder, regexFinder } from "./finder.ts";
 import { entityMatchers } from "./pii.ts";
 
@@ -16,6 +17,8 @@ export interface TextMatcher {
   find(text: string): Match[];
   /** The longest text a match can be, when known: a stream holds back less than that (else the rule's `stream_window`). */
   readonly maxLength?: number;
+  /** Every mask it writes needs no escape in JSON (core/llm/json-text.ts). */
+  readonly plainMasks: boolean;
 }
 
 interface Source {
@@ -52,13 +55,17 @@ function findAll(sources: readonly Source[], text: string): Match[] {
 
 export function regexMatcher(patterns: readonly string[], maskWith: string): TextMatcher {
   const sources = patterns.map((pattern) => ({ find: regexFinder(new RegExp(pattern, "g")), replacement: maskWith }));
-  return { find: (text) => findAll(sources, text) };
+  return { find: (text) => findAll(sources, text), plainMasks: needsNoEscape(maskWith) };
 }
 
 export function piiMatcher(entities: readonly string[]): TextMatcher {
   const matchers = entityMatchers(entities);
   const sources = matchers.map(({ find, mask, valid }) => ({ find, replacement: mask, valid }));
-  return { find: (text) => findAll(sources, text), maxLength: Math.max(0, ...matchers.map((m) => m.maxLength)) };
+  return {
+    find: (text) => findAll(sources, text),
+    maxLength: Math.max(0, ...matchers.map((m) => m.maxLength)),
+    plainMasks: sources.every((source) => needsNoEscape(source.replacement)),
+  };
 }
 
 /** `text` with `matches` (in order, none overlapping) replaced. */
@@ -70,4 +77,13 @@ export function masked(text: string, matches: readonly Match[]): string {
     at = match.end;
   }
   return out + text.slice(at);
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+const cutsPair = (text: string, at: number) => isHighSurrogate(text.charCodeAt(at - 1)) && isLowSurrogate(text.charCodeAt(at));
+
+/** No match of `matches` starts or ends between the two halves of a surrogate pair of `text` (a `regex` pattern's `.` can). */
+export function keepsPairs(text: string, matches: readonly Match[]): boolean {
+  return matches.every((match) => !cutsPair(text, match.start) && !cutsPair(text, match.end));
 }

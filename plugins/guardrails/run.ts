@@ -8,10 +8,21 @@
 import type { Logger } from "../../core/log.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { CheckResult } from "./checkers.ts";
-import { masked } from "./matchers.ts";
+import { keepsPairs, masked } from "./matchers.ts";
 import type { GuardrailMetrics } from "./metrics.ts";
 import { GuardrailBlocked } from "./refusal.ts";
 import type { CompiledRule, Stage } from "./rules.ts";
+
+/** Texts the rules changed. */
+export interface ChangedTexts {
+  texts: string[];
+  /**
+   * Each changed text is its original with spans replaced by masks that need no escape in JSON,
+   * no surrogate pair cut: what lets the body be written without reading the texts again
+   * (core/llm/json-text.ts). False once a checker's texts or another mask took part.
+   */
+  masksOnly: boolean;
+}
 
 export interface RunDeps {
   metrics: GuardrailMetrics;
@@ -83,9 +94,10 @@ export class RequestRun {
   }
 
   /** `texts` through `rules` in order: the masked texts, undefined when nothing changed; throws the refusal of a blocking rule. */
-  async checkTexts(rules: readonly CompiledRule[], stage: Stage, texts: readonly string[]): Promise<string[] | undefined> {
+  async checkTexts(rules: readonly CompiledRule[], stage: Stage, texts: readonly string[]): Promise<ChangedTexts | undefined> {
     let current = texts;
     let changed = false;
+    let masksOnly = true;
     for (const rule of rules) {
       if (rule.matcher) {
         const found = current.map((text) => rule.matcher!.find(text));
@@ -93,6 +105,7 @@ export class RequestRun {
         if (rule.action === "block") throw this.blocked(rule, stage);
         this.acted(rule, stage, rule.action);
         if (rule.action === "mask") {
+          if (!rule.matcher.plainMasks || !current.every((text, i) => keepsPairs(text, found[i]))) masksOnly = false;
           current = current.map((text, i) => masked(text, found[i]));
           changed = true;
         }
@@ -113,8 +126,9 @@ export class RequestRun {
       this.acted(rule, stage, "mask");
       current = verdict.texts;
       changed = true;
+      masksOnly = false;
     }
-    return changed ? [...current] : undefined;
+    return changed ? { texts: [...current], masksOnly } : undefined;
   }
 
   /** The span's `gateway.guardrail`: what each rule did, as `rule:stage:action`. */

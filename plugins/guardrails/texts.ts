@@ -5,6 +5,7 @@
  * (docs/guardrails.md#what-is-inspected). `write` returns a copy with the texts replaced.
  */
 import { isRecord, type JsonObject } from "../../core/llm/json.ts";
+import { noteDerivedText } from "../../core/llm/json-text.ts";
 
 type Holder = Record<string | number, unknown>;
 /** Where a text sits: the keys from the body down to it. */
@@ -73,9 +74,10 @@ export interface BodyTexts {
   /**
    * A copy of the body with `texts` (same order) in place of its texts. Only the objects and
    * arrays on the way to a changed text are copied; the rest is shared with the body, which
-   * stays as it was.
+   * stays as it was. `masksOnly`: each changed text is its original with masks that need no
+   * escape (`ChangedTexts.masksOnly`), noted for the body's writer (core/llm/json-text.ts).
    */
-  write(texts: readonly string[]): JsonObject;
+  write(texts: readonly string[], masksOnly?: boolean): JsonObject;
 }
 
 function bodyTexts(body: JsonObject, pathsOf: (body: JsonObject) => Path[]): BodyTexts {
@@ -83,7 +85,7 @@ function bodyTexts(body: JsonObject, pathsOf: (body: JsonObject) => Path[]): Bod
   const texts = paths.map((path) => path.reduce<unknown>(at, body) as string);
   return {
     texts,
-    write(next) {
+    write(next, masksOnly = false) {
       const copies = new Map<unknown, Holder>();
       const copyOf = (value: unknown): Holder => {
         let copy = copies.get(value);
@@ -102,7 +104,9 @@ function bodyTexts(body: JsonObject, pathsOf: (body: JsonObject) => Path[]): Bod
           original = at(original, key);
           copy = copy[key] = copyOf(original);
         }
-        copy[path[path.length - 1]] = next[i];
+        const key = path[path.length - 1];
+        copy[key] = next[i];
+        if (masksOnly) noteDerivedText(copy, key, next[i], texts[i]);
       });
       return root as JsonObject;
     },

@@ -7,6 +7,7 @@
 import { GatewayError } from "../../core/errors.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { ProviderDefinition } from "../../core/llm/provider.ts";
+import { changedBodyJson } from "../../core/llm/json-text.ts";
 import { utf8 } from "../../core/llm/utf8-blocks.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { LlmRequest } from "./deps.ts";
@@ -66,5 +67,6 @@ export async function guardedInput(request: LlmRequest, clientBody: JsonBody, co
     throw error;
   }
   if (!changed) return { changed: false, body: chat };
-  return { changed: true, body: { ...chat, value: changed, bytes: utf8(JSON.stringify(changed)) } };
+  const json = changedBodyJson(changed, chat);
+  return { changed: true, body: { ...chat, value: changed, bytes: utf8(json), escapeFree: !json.includes("\\") } };
 }

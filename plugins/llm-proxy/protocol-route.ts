@@ -71,7 +71,8 @@ export function providerBody({ route, ctx, service, provider }: LlmRequest, body
   const request: ProtocolRequest = { path: ctx.url.pathname, model: service.model, provider: provider.name };
   try {
     const value = protocol.toChatRequest(body.value, request);
-    return { ...body, value, bytes: utf8(JSON.stringify(value)) };
+    const json = JSON.stringify(value);
+    return { ...body, value, bytes: utf8(json), escapeFree: !json.includes("\\") };
   } catch (error) {
     if (error instanceof UntranslatableRequest) throw errors.badRequest(error.message);
     throw error;

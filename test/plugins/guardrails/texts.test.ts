@@ -3,6 +3,15 @@
  * parts, tool call arguments; the body the copy was made from stays as it was.
  */
 import { describe, expect, it } from "vitest";
+import type { Logger } from "../../../core/log.ts";
+import { changedBodyJson } from "../../../core/llm/json-text.ts";
+import type { JsonObject } from "../../../core/llm/json.ts";
+import { Metrics } from "../../../core/metrics.ts";
+import type { RequestContext } from "../../../core/pipeline/context.ts";
+import { parseJsonBytes } from "../../../core/request-body/json-body.ts";
+import { guardrailsHook } from "../../../plugins/guardrails/guard.ts";
+import { guardrailMetrics } from "../../../plugins/guardrails/metrics.ts";
+import { compileRules } from "../../../plugins/guardrails/rules.ts";
 import { answerTexts, requestTexts } from "../../../plugins/guardrails/texts.ts";
 
 describe("request texts", () => {
@@ -39,5 +48,47 @@ describe("answer texts", () => {
       choices: [{ index: 0, message: { role: "assistant", content: "mail [EMAIL]" } }, { index: 1, text: "plain" }],
     });
     expect(answer.choices[0].message?.content).toBe("mail ann@example.com");
+  });
+});
+
+describe("a masked body written again (core/llm/json-text.ts)", () => {
+  const rule = (name: string, patterns: string[], maskWith?: string) => ({
+    name,
+    kind: "regex" as const,
+    on: ["input" as const],
+    action: "mask" as const,
+    patterns,
+    ...(maskWith === undefined ? {} : { mask_with: maskWith }),
+    models: ["*"],
+    consumers: ["*"],
+    user_types: ["*"],
+    stream_window: 256,
+    stream_check_every: 500,
+  });
+  const masks = async (rules: ReturnType<typeof rule>[], content: string) => {
+    const log = { info() {}, warn() {}, error() {}, debug() {}, child: () => log } as unknown as Logger;
+    const hook = guardrailsHook(compileRules(rules, new Map(), fetch), { metrics: guardrailMetrics(new Metrics()), log, ids: { newId: () => "id" } });
+    const parsed = parseJsonBytes(new TextEncoder().encode(JSON.stringify({ model: "m", messages: [{ role: "user", content }] })));
+    if (!parsed.ok) throw new Error(parsed.message);
+    const original = { value: parsed.json.value as JsonObject, escapeFree: parsed.json.escapeFree };
+    const ctx = { principal: { consumer: "c" }, request: new Request("http://gateway/"), outcome: undefined } as unknown as RequestContext;
+    const changed = await hook.open({ ctx, model: "m", stream: false })!.input!(original.value);
+    return { original, changed: changed! };
+  };
+  const prompt = "Reach ann@example.com about the refund of the order 😀. ".repeat(40);
+
+  it("is JSON.stringify's text whether the masks need escapes or not", async () => {
+    for (const maskWith of ["[EMAIL]", 'the "address"', "line\nbreak"]) {
+      const { original, changed } = await masks([rule("emails", ["[a-z]+@example\\.com"], maskWith)], prompt);
+      expect(original.escapeFree).toBe(true);
+      expect(changedBodyJson(changed, original)).toBe(JSON.stringify(changed));
+      expect(JSON.parse(changedBodyJson(changed, original)).messages[0].content).toContain(maskWith);
+    }
+  });
+
+  it("is JSON.stringify's text when a pattern masks half of a surrogate pair (its other half is escaped)", async () => {
+    const { original, changed } = await masks([rule("half", ["\\ude00"], "[X]")], prompt);
+    expect(JSON.stringify(changed)).toContain("\\ud83d[X]");
+    expect(changedBodyJson(changed, original)).toBe(JSON.stringify(changed));
   });
 });
