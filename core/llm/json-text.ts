@@ -32,7 +32,8 @@ export const needsNoEscape = (text: string): boolean => !NEEDS_ESCAPE.test(text)
  */
 const DERIVED_TEXTS: unique symbol = Symbol("derived texts");
 
-type DerivedTexts = Map<string, { text: string; from: string }>;
+/** key, text, from: three entries a note (an array, cheaper to make than a Map for the one or two a holder gets). */
+type DerivedTexts = string[];
 type Holder = Record<string, unknown> & { [DERIVED_TEXTS]?: DerivedTexts };
 
 /**
@@ -43,8 +44,9 @@ type Holder = Record<string, unknown> & { [DERIVED_TEXTS]?: DerivedTexts };
  */
 export function noteDerivedText(holder: object, key: string | number, text: string, from: string): void {
   if (text.length < VERBATIM_MIN_UNITS) return;
-  const notes = (holder as Holder)[DERIVED_TEXTS] ??= new Map();
-  notes.set(String(key), { text, from });
+  // A new array each time: a copy of the holder shares the one it was copied with.
+  const notes = (holder as Holder)[DERIVED_TEXTS];
+  (holder as Holder)[DERIVED_TEXTS] = notes ? [...notes, String(key), text, from] : [String(key), text, from];
 }
 
 /** Unlikely in a body, and checked: a placeholder found twice (a hook wrote one) writes the body with `JSON.stringify`. */
@@ -67,14 +69,20 @@ function findVerbatim(changed: unknown, original: unknown, found: Found): void {
   }
 }
 
+/** A note says `value` at `key` was written from `original`. */
+function noted(notes: DerivedTexts | undefined, key: string, value: string, original: unknown): boolean {
+  if (notes === undefined) return false;
+  for (let i = notes.length - 3; i >= 0; i -= 3) {
+    if (notes[i] === key) return notes[i + 1] === value && notes[i + 2] === original;
+  }
+  return false;
+}
+
 function visit(holder: Holder, key: string, original: unknown, found: Found): void {
   const value = holder[key];
   if (typeof value !== "string") return findVerbatim(value, original, found);
   if (value.length < VERBATIM_MIN_UNITS) return;
-  if (value !== original) {
-    const note = holder[DERIVED_TEXTS]?.get(key);
-    if (note === undefined || note.text !== value || note.from !== original) return;
-  }
+  if (value !== original && !noted(holder[DERIVED_TEXTS], key, value, original)) return;
   found.push(holder, key, value);
 }
 

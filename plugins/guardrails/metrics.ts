@@ -1,5 +1,5 @@
 /** The guardrails' metrics: what the rules did, and the checks that failed. */
-import { counterChildren } from "../../core/metric-labels.ts";
+import { type CounterChild, counterChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
 
 export interface GuardrailMetrics {
@@ -18,10 +18,16 @@ export function guardrailMetrics(metrics: Metrics): GuardrailMetrics {
     help: "Guardrail checks that failed (an http checker that did not answer in time or answered badly, a plugin kind that threw), by rule",
     labelNames: ["guardrail"],
   });
-  // Counted on every request a rule acts on: its series prepared (core/metric-labels.ts).
+  // Counted on every request a rule acts on: its series prepared (core/metric-labels.ts), and
+  // found by rule, stage and action rather than by a key made of them on every request.
   const actionSeries = counterChildren(actions);
+  const byRule = new Map<string, Record<"input" | "output", Partial<Record<"block" | "mask" | "log", CounterChild>>>>();
   return {
-    action: (guardrail, stage, action) => actionSeries({ guardrail, stage, action }).inc(),
+    action: (guardrail, stage, action) => {
+      let series = byRule.get(guardrail);
+      if (!series) byRule.set(guardrail, series = { input: {}, output: {} });
+      (series[stage][action] ??= actionSeries({ guardrail, stage, action })).inc();
+    },
     error: (guardrail) => errors.inc({ guardrail }),
   };
 }

@@ -4,7 +4,7 @@
  * looks like a card number or an IBAN is left alone. Card numbers are Luhn-checked, IBANs
  * ISO 13616 (mod 97) checked. E-mail addresses are looked for from their `@` (emailFinder).
  */
-import { type Finder, regexFinder } from "./finder.ts";
+import { anchoredFinder, type Finder, regexFinder } from "./finder.ts";
 
 export const PII_ENTITIES = ["email", "phone", "credit_card", "iban", "ip_address", "us_ssn", "secret"] as const;
 
@@ -78,6 +78,20 @@ const emailFinder: Finder = (text, from) => {
   return undefined;
 };
 
+/**
+ * The secret shapes, each found from a text that is rare in prose (a key's `-` or `_`): as one
+ * expression of four alternatives (`-----BEGIN ...|\bsk-...|\bAKIA...|\bgh[pousr]_...`) they
+ * made V8 try every position of a text, 0.8 µs of 2 KB, and `indexOf("sk-")` alone took longer
+ * (an `s` every few characters). They start with different characters, so no two match at one
+ * place.
+ */
+const SECRET_SHAPES = [
+  { anchor: "-----BEGIN ", offset: 0, shape: /-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[\s\S]{0,8000}?-----END [A-Z ]{0,20}PRIVATE KEY-----/y },
+  { anchor: "-", offset: 2, shape: /\bsk-[A-Za-z0-9_-]{20,}/y },
+  { anchor: "AKIA", offset: 0, shape: /\bAKIA[0-9A-Z]{16}\b/y },
+  { anchor: "_", offset: 3, shape: /\bgh[pousr]_[A-Za-z0-9]{36,}\b/y },
+];
+
 const ENTITIES: Record<PiiEntity, EntityMatcher> = {
   // An address is at most 254 characters (RFC 5321's path limit).
   email: { find: emailFinder, mask: "[EMAIL]", maxLength: 254 },
@@ -98,9 +112,7 @@ const ENTITIES: Record<PiiEntity, EntityMatcher> = {
     maxLength: 39,
   },
   secret: {
-    find: regexFinder(
-      /-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[\s\S]{0,8000}?-----END [A-Z ]{0,20}PRIVATE KEY-----|\bsk-[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b/g,
-    ),
+    find: anchoredFinder(SECRET_SHAPES),
     mask: "[SECRET]",
     maxLength: Number.POSITIVE_INFINITY,
   },

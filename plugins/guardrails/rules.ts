@@ -10,12 +10,18 @@ import type { GuardrailRule } from "./config.ts";
 import { piiMatcher, regexMatcher, type TextMatcher } from "./matchers.ts";
 
 export type Stage = "input" | "output";
+export type Action = "block" | "mask" | "log";
+
+const STAGES: readonly Stage[] = ["input", "output"];
+const ACTIONS: readonly Action[] = ["block", "mask", "log"];
 
 export interface CompiledRule {
   readonly name: string;
   readonly kind: string;
-  readonly action: "block" | "mask" | "log";
+  readonly action: Action;
   readonly stages: ReadonlySet<Stage>;
+  /** `name:stage:action` for each stage and action, made once: what a request's span lists (run.ts). */
+  readonly actionKeys: Readonly<Record<Stage, Readonly<Record<Action, string>>>>;
   /** `regex`, `pii`: found in the text itself. */
   readonly matcher?: TextMatcher;
   /** `http`, a plugin's kind: asked for a verdict. */
@@ -43,6 +49,9 @@ export function compileRules(rules: readonly GuardrailRule[], kinds: ReadonlyMap
       kind: rule.kind,
       action: rule.action,
       stages: new Set(rule.on),
+      actionKeys: Object.fromEntries(
+        STAGES.map((stage) => [stage, Object.fromEntries(ACTIONS.map((action) => [action, `${rule.name}:${stage}:${action}`]))]),
+      ) as CompiledRule["actionKeys"],
       failure: rule.failure ?? "closed",
       settings: rule.settings ?? {},
       streamWindow: rule.stream_window,

@@ -11,7 +11,7 @@ import type { CheckResult } from "./checkers.ts";
 import { keepsPairs, masked } from "./matchers.ts";
 import type { GuardrailMetrics } from "./metrics.ts";
 import { GuardrailBlocked } from "./refusal.ts";
-import type { CompiledRule, Stage } from "./rules.ts";
+import type { Action, CompiledRule, Stage } from "./rules.ts";
 
 /** Texts the rules changed. */
 export interface ChangedTexts {
@@ -51,8 +51,8 @@ export class RequestRun {
   }
 
   /** Counts and logs what `rule` did (once per stage and action). */
-  acted(rule: CompiledRule, stage: Stage, action: "block" | "mask" | "log", detail?: string): void {
-    const key = `${rule.name}:${stage}:${action}`;
+  acted(rule: CompiledRule, stage: Stage, action: Action, detail?: string): void {
+    const key = rule.actionKeys[stage][action];
     if (this.done.has(key)) return;
     this.done.add(key);
     this.deps.metrics.action(rule.name, stage, action);

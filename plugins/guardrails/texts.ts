@@ -90,7 +90,9 @@ function bodyTexts(body: JsonObject, pathsOf: (body: JsonObject) => Path[]): Bod
       const copyOf = (value: unknown): Holder => {
         let copy = copies.get(value);
         if (!copy) {
-          copy = (Array.isArray(value) ? [...value] : { ...(value as Holder) }) as Holder;
+          // Object.assign, not a spread: V8 (Node 20) gives a spread copy a shape that takes the
+          // note noteDerivedText adds in ~0.5 µs, where this one takes it in a few nanoseconds.
+          copy = (Array.isArray(value) ? [...value] : Object.assign({}, value)) as Holder;
           copies.set(value, copy);
         }
         return copy;
