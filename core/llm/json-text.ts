@@ -52,6 +52,16 @@ export function noteDerivedText(holder: object, key: string | number, text: stri
 /** Unlikely in a body, and checked: a placeholder found twice (a hook wrote one) writes the body with `JSON.stringify`. */
 const PLACEHOLDER = "\u0000gateway-verbatim-text-";
 
+/** The `i`th placeholder and how `JSON.stringify` writes it, made once. */
+const placeholders: Array<{ text: string; literal: string }> = [];
+function placeholder(i: number): { text: string; literal: string } {
+  while (placeholders.length <= i) {
+    const text = PLACEHOLDER + placeholders.length;
+    placeholders.push({ text, literal: JSON.stringify(text) });
+  }
+  return placeholders[i];
+}
+
 /** The places whose strings go in as they are: holder, key and string, three entries each. */
 type Found = Array<Holder | string>;
 
@@ -101,7 +111,7 @@ export function changedBodyJson(changed: JsonObject, original: { value: JsonObje
   let swapped = 0;
   let skeleton: string | undefined;
   try {
-    for (; swapped < found.length; swapped += 3) (found[swapped] as Holder)[found[swapped + 1] as string] = PLACEHOLDER + swapped / 3;
+    for (; swapped < found.length; swapped += 3) (found[swapped] as Holder)[found[swapped + 1] as string] = placeholder(swapped / 3).text;
     skeleton = JSON.stringify(changed);
   } catch {
     // An object that takes no new value (frozen): written as it is, below.
@@ -112,7 +122,7 @@ export function changedBodyJson(changed: JsonObject, original: { value: JsonObje
   let json = "";
   let at = 0;
   for (let i = 0; i < found.length; i += 3) {
-    const literal = JSON.stringify(PLACEHOLDER + i / 3);
+    const { literal } = placeholder(i / 3);
     const start = skeleton.indexOf(literal, at);
     if (start === -1 || skeleton.indexOf(literal, start + literal.length) !== -1) return JSON.stringify(changed);
     json += skeleton.slice(at, start) + '"' + (found[i + 2] as string) + '"';

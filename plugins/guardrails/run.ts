@@ -32,7 +32,8 @@ export interface RunDeps {
 const what = (stage: Stage) => (stage === "input" ? "request" : "answer");
 
 export class RequestRun {
-  private readonly done = new Set<string>();
+  /** What was counted, as `rule:stage:action` (a few at most: an array is cheaper to make than a Set). */
+  private readonly done: string[] = [];
   private id: string | undefined;
 
   constructor(
@@ -53,8 +54,8 @@ export class RequestRun {
   /** Counts and logs what `rule` did (once per stage and action). */
   acted(rule: CompiledRule, stage: Stage, action: Action, detail?: string): void {
     const key = rule.actionKeys[stage][action];
-    if (this.done.has(key)) return;
-    this.done.add(key);
+    if (this.done.includes(key)) return;
+    this.done.push(key);
     this.deps.metrics.action(rule.name, stage, action);
     if (action === "mask") return;
     const fields = { guardrail: rule.name, kind: rule.kind, stage, request_id: this.requestId(), model: this.model, ...(detail ? { detail } : {}) };
@@ -133,6 +134,6 @@ export class RequestRun {
 
   /** The span's `gateway.guardrail`: what each rule did, as `rule:stage:action`. */
   spanAttributes(): Record<string, string[]> {
-    return this.done.size === 0 ? {} : { "gateway.guardrail": [...this.done] };
+    return this.done.length === 0 ? {} : { "gateway.guardrail": [...this.done] };
   }
 }
