@@ -73,5 +73,9 @@ export function compileGlob(pattern: string): Glob {
 /** True when any of the globs matches (never, for an empty list). */
 export function anyGlob(globs: readonly string[]): Glob {
   const compiled = globs.map(compileGlob);
-  return (value) => compiled.some((glob) => glob(value));
+  // A loop, not `some` with an arrow: that arrow is a new closure on every call (per request).
+  return (value) => {
+    for (const glob of compiled) if (glob(value)) return true;
+    return false;
+  };
 }

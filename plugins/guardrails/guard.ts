@@ -16,9 +16,14 @@ export function guardrailsHook(rules: readonly CompiledRule[], deps: RunDeps & {
     readsInputOf: (model) => inputRules.some((rule) => rule.appliesToModel(model)),
     open({ ctx, model, stream }): LlmRequestHook | undefined {
       const consumer = ctx.principal.consumer ?? "";
-      const applicable = rules.filter((rule) => rule.applies(model, consumer, ctx.principal.userType ?? ""));
-      const input = applicable.filter((rule) => rule.stages.has("input"));
-      const output = applicable.filter((rule) => rule.stages.has("output"));
+      const userType = ctx.principal.userType ?? "";
+      const input: CompiledRule[] = [];
+      const output: CompiledRule[] = [];
+      for (const rule of rules) {
+        if (!rule.applies(model, consumer, userType)) continue;
+        if (rule.stages.has("input")) input.push(rule);
+        if (rule.stages.has("output")) output.push(rule);
+      }
       if (input.length === 0 && output.length === 0) return undefined;
       const run = new RequestRun(deps, () => ctx.request.headers.get("x-request-id") ?? deps.ids.newId(), model, consumer, ctx);
       const hook: LlmRequestHook = { spanAttributes: () => run.spanAttributes() };
