@@ -12,10 +12,10 @@ export type SyncBody =
   /**
    * A JSON body, read whole (capped at `server.max_body_mb`) because `model` is needed.
    * `retyped`: it came without a JSON content type (none, text/plain, form-urlencoded) on a
-   * path LLM services serve, and is forwarded as `application/json`. `escapeFree`: its JSON
-   * holds no backslash (`ParsedJson.escapeFree`).
+   * path LLM services serve, and is forwarded as `application/json`. `escapeFree`, `keys`: what
+   * the client's JSON held (`ParsedJson`), for a body that is the client's.
    */
-  | { kind: "json"; value: Record<string, unknown>; bytes: Uint8Array; retyped?: boolean; escapeFree?: boolean }
+  | { kind: "json"; value: Record<string, unknown>; bytes: Uint8Array; retyped?: boolean; escapeFree?: boolean; keys?: number }
   /** Any other body, still unread: streamed to the backend as it arrives. */
   | { kind: "stream"; stream: ReadableStream<Uint8Array> | null; contentType: string }
   /** A body read whole to see whether it is JSON (see `retyped`) that is not: forwarded as it was. */

@@ -8,7 +8,7 @@
 import { errors } from "../errors.ts";
 import { isRecord } from "../llm/json.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
-import { repeatedTopLevelKey } from "./json-keys.ts";
+import { repeatedTopLevelKey, spelledKeys } from "./json-keys.ts";
 import { findJsonSyntaxError } from "./json-syntax.ts";
 import { type BodyLimit, readBodyBytes } from "./read-bytes.ts";
 
@@ -18,6 +18,8 @@ export interface ParsedJson {
   bytes: Uint8Array;
   /** The JSON holds no backslash: each string of `value` is written in `bytes` as it is (core/llm/json-text.ts). */
   escapeFree: boolean;
+  /** How many keys the JSON spells at every depth, a repeated one counted each time (json-keys.ts); undefined for a value that is not an object. */
+  keys: number | undefined;
 }
 
 export type JsonParse = { ok: true; json: ParsedJson } | { ok: false; problem: "empty" | "encoding" | "depth" | "syntax" | "duplicate"; message: string };
@@ -55,11 +57,12 @@ export function parseJsonBytes(read: Uint8Array, expected = "a JSON body"): Json
     return { ok: false, problem: "syntax", message: `the request body is not valid JSON: ${detail}` };
   }
   // Parsers disagree on which of two equal keys wins: the gateway and the backend could read different requests.
-  const repeated = isRecord(value) ? repeatedTopLevelKey(text, value) : undefined;
+  const spelled = isRecord(value) ? spelledKeys(text) : undefined;
+  const repeated = spelled && isRecord(value) ? repeatedTopLevelKey(text, value, spelled) : undefined;
   if (repeated !== undefined) {
     return { ok: false, problem: "duplicate", message: `the JSON body has the field ${JSON.stringify(repeated)} more than once; send each field once` };
   }
-  return { ok: true, json: { value, bytes, escapeFree: !text.includes("\\") } };
+  return { ok: true, json: { value, bytes, escapeFree: !text.includes("\\"), keys: spelled?.all } };
 }
 
 export interface JsonBodyOptions {

@@ -4,7 +4,8 @@
  * instead, so the hooks can read it) and its input through the input hooks, before the cache
  * lookup. A request without hooks goes on untouched.
  */
-import { GatewayError } from "../../core/errors.ts";
+import { errors, GatewayError } from "../../core/errors.ts";
+import { ownKeyCount, repeatedKey } from "../../core/request-body/json-keys.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { ProviderDefinition } from "../../core/llm/provider.ts";
 import { changedBodyJson } from "../../core/llm/json-text.ts";
@@ -52,6 +53,23 @@ export function guardedRoute(
 export type GuardedInput = { changed: true; body: JsonBody } | { changed: false; body: JsonBody | undefined };
 
 /**
+ * A body the hooks read and left as it was goes on as the client's bytes: a key it holds twice
+ * in one object (JSON.parse, and so the hooks, read the last of the two; a backend's parser may
+ * read the first) would let a text past the hooks. Refused, as a key twice at the top level is
+ * for every request (core/request-body/json-keys.ts).
+ */
+function refuseRepeatedKeys(body: JsonBody, count: (status: number) => void): void {
+  if (body.keys === undefined || body.keys <= ownKeyCount(body.value)) return;
+  const key = repeatedKey(new TextDecoder().decode(body.bytes), body.value) ?? "?";
+  count(400);
+  throw errors.badRequest(
+    `the JSON body has the field ${
+      JSON.stringify(key)
+    } more than once in one object; send each field once (the gateway's checks read one of them, a backend may read the other)`,
+  );
+}
+
+/**
  * The chat-completions request through the input hooks: refused (the refusal thrown, counted
  * with `count`), changed (the body the cache keys on and the provider gets) or unchanged.
  */
@@ -66,7 +84,10 @@ export async function guardedInput(request: LlmRequest, clientBody: JsonBody, co
     if (error instanceof GatewayError) count(error.status);
     throw error;
   }
-  if (!changed) return { changed: false, body: chat };
+  if (!changed) {
+    refuseRepeatedKeys(chat, count);
+    return { changed: false, body: chat };
+  }
   const json = changedBodyJson(changed, chat);
-  return { changed: true, body: { ...chat, value: changed, bytes: utf8(json), escapeFree: !json.includes("\\") } };
+  return { changed: true, body: { ...chat, value: changed, bytes: utf8(json), escapeFree: !json.includes("\\"), keys: undefined } };
 }

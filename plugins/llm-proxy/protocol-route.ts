@@ -72,7 +72,7 @@ export function providerBody({ route, ctx, service, provider }: LlmRequest, body
   try {
     const value = protocol.toChatRequest(body.value, request);
     const json = JSON.stringify(value);
-    return { ...body, value, bytes: utf8(json), escapeFree: !json.includes("\\") };
+    return { ...body, value, bytes: utf8(json), escapeFree: !json.includes("\\"), keys: undefined };
   } catch (error) {
     if (error instanceof UntranslatableRequest) throw errors.badRequest(error.message);
     throw error;

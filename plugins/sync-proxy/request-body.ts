@@ -80,7 +80,7 @@ export async function readUntypedBody(request: Request, stream: ReadableStream<U
   if (looksLikeObject(bytes)) {
     const parsed = parseJsonBytes(bytes);
     if (parsed.ok && isRecord(parsed.json.value)) {
-      return { kind: "json", value: parsed.json.value, bytes: parsed.json.bytes, escapeFree: parsed.json.escapeFree, retyped: true };
+      return { kind: "json", value: parsed.json.value, bytes: parsed.json.bytes, escapeFree: parsed.json.escapeFree, keys: parsed.json.keys, retyped: true };
     }
     if (!parsed.ok && (parsed.problem === "depth" || parsed.problem === "duplicate")) throw errors.badRequest(parsed.message);
     // Not JSON after all: the direct proxy forwards it as it came.
@@ -102,5 +102,5 @@ export async function readSyncBody(request: Request, limit: BodyLimit): Promise<
   if (bytes.byteLength === 0 && !BODY_METHODS.has(request.method)) return { kind: "stream", stream: null, contentType: contentType ?? "" };
   const parsed = parseJsonBytes(bytes, "a JSON object (the content type says JSON)");
   if (!parsed.ok) throw errors.badRequest(parsed.message);
-  return { kind: "json", value: asObject(parsed.json.value), bytes: parsed.json.bytes, escapeFree: parsed.json.escapeFree };
+  return { kind: "json", value: asObject(parsed.json.value), bytes: parsed.json.bytes, escapeFree: parsed.json.escapeFree, keys: parsed.json.keys };
 }

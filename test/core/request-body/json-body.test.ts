@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../../core/errors.ts";
-import { readJsonBody } from "../../../core/request-body/json-body.ts";
+import { parseJsonBytes, readJsonBody } from "../../../core/request-body/json-body.ts";
+import { ownKeyCount, repeatedKey } from "../../../core/request-body/json-keys.ts";
 import { MAX_JSON_DEPTH } from "../../../core/request-body/json-depth.ts";
 import type { BodyLimit } from "../../../core/request-body/read-bytes.ts";
 
@@ -155,6 +156,22 @@ describe("readJsonBody", () => {
       '[{"a":1,"a":2}]',
     ];
     for (const text of texts) expect((await readJsonBody(request(text), { limit })).value, text).toEqual(JSON.parse(text));
+  });
+
+  it("counts the keys spelled at every depth, a repeated one each time, so a nested repeat shows and is named", () => {
+    const cases: Array<[string, string | undefined]> = [
+      ['{"messages":[{"role":"user","content":"a","content":"b"}]}', "content"],
+      ['{"meta":{"a":1,"a":2}}', "a"],
+      ['{"x":[{"a":1},{"a":2}],"y":{"b":{"c":1,"c":{"d":2}}}}', "c"],
+      ['{"a":"\\",\\"a\\":1","b":"{\\"a\\":2}","c":["a","a"]}', undefined],
+      ['{"x":[{"a":1},{"a":2}],"y":{"a":3}}', undefined],
+    ];
+    for (const [text, repeated] of cases) {
+      const parsed = parseJsonBytes(encoder.encode(text));
+      if (!parsed.ok) throw new Error(parsed.message);
+      expect(parsed.json.keys! > ownKeyCount(parsed.json.value), text).toBe(repeated !== undefined);
+      expect(repeatedKey(text, parsed.json.value), text).toBe(repeated);
+    }
   });
 
   it("refuses invalid JSON and non-UTF-8 with 400 saying what is wrong", async () => {

@@ -138,6 +138,16 @@ describe("guardrails through the official clients", () => {
       expect(JSON.stringify(sent)).not.toContain("ann@example.com");
     });
 
+    it("a field twice in a message is refused: the rules read the last, a backend's parser may read the first", async () => {
+      const body = '{"model":"gpt","messages":[{"role":"user","content":"c-dup mail ann@example.com","content":"c-dup hello"}]}';
+      const response = await viaGateway("http://gateway/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body });
+      expect(response.status).toBe(400);
+      const { error } = await response.json();
+      expect(error.type).toBe("invalid_request_error");
+      expect(error.message).toContain('the JSON body has the field "content" more than once in one object');
+      expect(receivedWith("c-dup")).toHaveLength(0);
+    });
+
     it("an output mask on a whole answer", async () => {
       const answer = await openai.chat.completions.create({
         model: "gpt",
