@@ -52,7 +52,7 @@ function streamRequest(base: string, unique: boolean): RequestSpec {
  * with one value of each kind in 2 KB of prose (`typical`: what the rules cost on a text before
  * the values they find).
  */
-function guardedPrompt(kind: "typical" | "dense"): string {
+export function guardedPrompt(kind: "typical" | "dense"): string {
   const dense = "Customer ann.lee@example.com called from +1 415 555 0134 about TICKET-20931, card 4111 1111 1111 1111. ";
   const prose = "The customer says the order arrived late and the box was damaged, and asks whether the refund " +
     "can go back to the card used for the order or must be issued as store credit instead. ";

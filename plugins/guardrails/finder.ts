@@ -39,3 +39,15 @@ export function anchoredFinder(shapes: ReadonlyArray<{ anchor: string; offset: n
     return first;
   };
 }
+
+/** The first value any of `finders` finds (no two of which can match at the same place). */
+export function firstOf(...finders: Finder[]): Finder {
+  return (text, from) => {
+    let first: Span | undefined;
+    for (const find of finders) {
+      const span = find(text, from);
+      if (span !== undefined && (first === undefined || span.start < first.start)) first = span;
+    }
+    return first;
+  };
+}

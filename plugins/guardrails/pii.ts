@@ -4,7 +4,7 @@
  * looks like a card number or an IBAN is left alone. Card numbers are Luhn-checked, IBANs
  * ISO 13616 (mod 97) checked. E-mail addresses are looked for from their `@` (emailFinder).
  */
-import { anchoredFinder, type Finder, regexFinder } from "./finder.ts";
+import { anchoredFinder, type Finder, firstOf, regexFinder } from "./finder.ts";
 
 export const PII_ENTITIES = ["email", "phone", "credit_card", "iban", "ip_address", "us_ssn", "secret"] as const;
 
@@ -92,6 +92,26 @@ const SECRET_SHAPES = [
   { anchor: "_", offset: 3, shape: /\bgh[pousr]_[A-Za-z0-9]{36,}\b/y },
 ];
 
+const IPV4 = new RegExp(`(?<![\\w.])${OCTET}(?:\\.${OCTET}){3}(?![\\w.])`, "g");
+const IPV6 = /(?<![\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}(?![\w:])/y;
+const isHexDigit = (code: number) => (code >= 48 && code <= 57) || (code >= 65 && code <= 70) || (code >= 97 && code <= 102);
+
+/**
+ * An IPv6 address (eight groups) looked for from each `:`, its first group the hex digits just
+ * before the first colon. As an expression alone it tried every letter a-f of a text, 8 µs of
+ * 2 KB of prose; colons are rare in prose.
+ */
+const ipv6Finder: Finder = (text, from) => {
+  for (let colon = text.indexOf(":", from + 1); colon !== -1; colon = text.indexOf(":", colon + 1)) {
+    let start = colon;
+    while (start > from && colon - start < 4 && isHexDigit(text.charCodeAt(start - 1))) start--;
+    if (start === colon) continue;
+    IPV6.lastIndex = start;
+    if (IPV6.test(text)) return { start, end: IPV6.lastIndex };
+  }
+  return undefined;
+};
+
 const ENTITIES: Record<PiiEntity, EntityMatcher> = {
   // An address is at most 254 characters (RFC 5321's path limit).
   email: { find: emailFinder, mask: "[EMAIL]", maxLength: 254 },
@@ -107,7 +127,8 @@ const ENTITIES: Record<PiiEntity, EntityMatcher> = {
   us_ssn: { find: regexFinder(/(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g), mask: "[US_SSN]", maxLength: 11 },
   phone: { find: regexFinder(/(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?!\w)/g), mask: "[PHONE]", maxLength: 19 },
   ip_address: {
-    find: regexFinder(new RegExp(`(?<![\\w.])${OCTET}(?:\\.${OCTET}){3}(?![\\w.])|(?<![\\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}(?![\\w:])`, "g")),
+    // An IPv4 address starts with a digit and a dot follows its first group; an IPv6 one has a colon there: never both at one place.
+    find: firstOf(regexFinder(IPV4), ipv6Finder),
     mask: "[IP_ADDRESS]",
     maxLength: 39,
   },

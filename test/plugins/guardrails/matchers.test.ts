@@ -138,3 +138,39 @@ describe("secret", () => {
     expect(found).toBeGreaterThan(300);
   });
 });
+
+describe("ip_address", () => {
+  it("finds what the one expression of IPv4 and IPv6 finds, in random texts of their pieces", () => {
+    // pii.ts looks for an IPv6 address from its colons, for speed: the matches must not change.
+    const octet = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+    const plain = new RegExp(`(?<![\\w.])${octet}(?:\\.${octet}){3}(?![\\w.])|(?<![\\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}(?![\\w:])`, "g");
+    const ips = piiMatcher(["ip_address"]);
+    // Addresses and near misses (a group too long, a group short or over, a neighbour that joins them), and separators.
+    const pieces = [
+      "fe80:0:0:0:0:0:0:1",
+      "2001:db8:0:0:0:ff00:42:8329",
+      "ABCD:1:2:3:4:5:6:7",
+      "12345:1:2:3:4:5:6:7",
+      "1:2:3:4:5:6:7",
+      "1:2:3:4:5:6:7:8:9",
+      "192.168.0.1",
+      "10.0.0.256",
+      "1.2.3",
+      "1.2.3.4.5",
+      "fe80",
+      "255",
+      ":",
+      ".",
+      " ",
+      "x",
+      "_",
+    ];
+    let found = 0;
+    for (const text of randomTexts(pieces, 30_000, 46)) {
+      const expected = spans(plain, text);
+      expect(ips.find(text).map((m) => [m.start, m.end]), text).toEqual(expected);
+      found += expected.length;
+    }
+    expect(found).toBeGreaterThan(300);
+  });
+});
