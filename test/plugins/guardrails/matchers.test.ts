@@ -105,12 +105,22 @@ function randomTexts(pieces: readonly string[], count: number, seed: number): st
 
 const spans = (pattern: RegExp, text: string) => [...text.matchAll(pattern)].filter((m) => m[0] !== "").map((m) => [m.index, m.index + m[0].length]);
 
+/** The matcher finds what `plain` (the expression it stands for) finds in random texts of `pieces`, some of them at least `minimum` times. */
+function expectSameMatches(matcher: ReturnType<typeof piiMatcher>, plain: RegExp, pieces: readonly string[], count: number, minimum: number): void {
+  let found = 0;
+  for (const text of randomTexts(pieces, count, 46)) {
+    const expected = spans(plain, text);
+    expect(matcher.find(text).map((m) => [m.start, m.end]), text).toEqual(expected);
+    found += expected.length;
+  }
+  expect(found).toBeGreaterThan(minimum);
+}
+
 describe("secret", () => {
   it("finds what the one expression of its four shapes finds, in random texts of their pieces", () => {
     // pii.ts looks for each shape from a rare text in it, for speed: the matches must not change.
     const plain =
       /-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[\s\S]{0,8000}?-----END [A-Z ]{0,20}PRIVATE KEY-----|\bsk-[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b/g;
-    const secrets = piiMatcher(["secret"]);
     const pieces = [
       "sk-",
       "AKIA",
@@ -129,13 +139,7 @@ describe("secret", () => {
       "-",
       "\n",
     ];
-    let found = 0;
-    for (const text of randomTexts(pieces, 20_000, 46)) {
-      const expected = spans(plain, text);
-      expect(secrets.find(text).map((m) => [m.start, m.end]), text).toEqual(expected);
-      found += expected.length;
-    }
-    expect(found).toBeGreaterThan(300);
+    expectSameMatches(piiMatcher(["secret"]), plain, pieces, 20_000, 300);
   });
 });
 
@@ -144,7 +148,6 @@ describe("ip_address", () => {
     // pii.ts looks for an IPv6 address from its colons, for speed: the matches must not change.
     const octet = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
     const plain = new RegExp(`(?<![\\w.])${octet}(?:\\.${octet}){3}(?![\\w.])|(?<![\\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}(?![\\w:])`, "g");
-    const ips = piiMatcher(["ip_address"]);
     // Addresses and near misses (a group too long, a group short or over, a neighbour that joins them), and separators.
     const pieces = [
       "fe80:0:0:0:0:0:0:1",
@@ -165,12 +168,6 @@ describe("ip_address", () => {
       "x",
       "_",
     ];
-    let found = 0;
-    for (const text of randomTexts(pieces, 30_000, 46)) {
-      const expected = spans(plain, text);
-      expect(ips.find(text).map((m) => [m.start, m.end]), text).toEqual(expected);
-      found += expected.length;
-    }
-    expect(found).toBeGreaterThan(300);
+    expectSameMatches(piiMatcher(["ip_address"]), plain, pieces, 30_000, 300);
   });
 });
