@@ -12,6 +12,7 @@
  * says so with `noteDerivedText`. Any other string goes through `JSON.stringify`, so the JSON is
  * the same either way (test/core/llm/json-text.test.ts compares them).
  */
+import { MAX_JSON_DEPTH } from "../request-body/json-depth.ts";
 import type { JsonObject } from "./json.ts";
 
 /** Shorter strings go through `JSON.stringify`: a placeholder and a splice cost more than reading them. */
@@ -62,6 +63,9 @@ function placeholder(i: number): { text: string; literal: string } {
   return placeholders[i];
 }
 
+/** Deeper than a parsed request body can be (core/request-body/json-depth.ts refuses deeper ones). */
+const MAX_WALK_DEPTH = MAX_JSON_DEPTH + 2;
+
 /** The places whose strings go in as they are: holder, key and string, three entries each. */
 type Found = Array<Holder | string>;
 
@@ -69,13 +73,15 @@ type Found = Array<Holder | string>;
  * The long strings of `changed` (found in place, `original` walked beside it) that need no
  * escape: the original's own text at the same place, or one noted as written from it.
  */
-function findVerbatim(changed: unknown, original: unknown, found: Found): void {
+function findVerbatim(changed: unknown, original: unknown, found: Found, depth: number): void {
+  // Deeper than a parsed body can be (a hook's cyclic object): left to JSON.stringify, which says so.
+  if (depth > MAX_WALK_DEPTH) return;
   if (Array.isArray(changed)) {
     const originals = Array.isArray(original) ? original : [];
-    for (let i = 0; i < changed.length; i++) visit(changed as unknown as Holder, String(i), originals[i], found);
+    for (let i = 0; i < changed.length; i++) visit(changed as unknown as Holder, String(i), originals[i], found, depth);
   } else if (typeof changed === "object" && changed !== null) {
     const originals = typeof original === "object" && original !== null ? original as Record<string, unknown> : {};
-    for (const key of Object.keys(changed)) visit(changed as Holder, key, originals[key], found);
+    for (const key of Object.keys(changed)) visit(changed as Holder, key, originals[key], found, depth);
   }
 }
 
@@ -88,9 +94,9 @@ function noted(notes: DerivedTexts | undefined, key: string, value: string, orig
   return false;
 }
 
-function visit(holder: Holder, key: string, original: unknown, found: Found): void {
+function visit(holder: Holder, key: string, original: unknown, found: Found, depth: number): void {
   const value = holder[key];
-  if (typeof value !== "string") return findVerbatim(value, original, found);
+  if (typeof value !== "string") return findVerbatim(value, original, found, depth + 1);
   if (value.length < VERBATIM_MIN_UNITS) return;
   if (value !== original && !noted(holder[DERIVED_TEXTS], key, value, original)) return;
   found.push(holder, key, value);
@@ -106,7 +112,7 @@ function visit(holder: Holder, key: string, original: unknown, found: Found): vo
 export function changedBodyJson(changed: JsonObject, original: { value: JsonObject; escapeFree?: boolean }): string {
   if (!original.escapeFree) return JSON.stringify(changed);
   const found: Found = [];
-  findVerbatim(changed, original.value, found);
+  findVerbatim(changed, original.value, found, 0);
   if (found.length === 0) return JSON.stringify(changed);
   let swapped = 0;
   let skeleton: string | undefined;

@@ -91,12 +91,16 @@ describe("changedBodyJson", () => {
     expect(changedBodyJson(other, original)).toBe(JSON.stringify(other));
   });
 
-  it("writes a body whose objects are frozen, and one holding the placeholder itself, as JSON.stringify does", () => {
+  it("writes a body whose objects are frozen, and one holding the placeholder itself, as JSON.stringify does; fails on a cyclic one as it does", () => {
     const original = parsed(JSON.stringify({ messages: [{ content: "x".repeat(400) }, { content: "y".repeat(400) }] }));
     const frozen = Object.freeze({ ...original.value, messages: Object.freeze((original.value.messages as JsonObject[]).map((m) => Object.freeze({ ...m }))) });
     expect(changedBodyJson(frozen, original)).toBe(JSON.stringify(frozen));
     const sneaky = { ...original.value, name: "\u0000gateway-verbatim-text-0", tail: '"\u0000gateway-verbatim-text-1' };
     expect(changedBodyJson(sneaky, original)).toBe(JSON.stringify(sneaky));
+    // A hook's cyclic object fails as JSON.stringify fails on it, not by running out of stack.
+    const cyclic: JsonObject = { ...original.value };
+    cyclic.self = cyclic;
+    expect(() => changedBodyJson(cyclic, original)).toThrow(/circular/);
   });
 });
 
