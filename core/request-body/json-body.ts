@@ -8,7 +8,7 @@
 import { errors } from "../errors.ts";
 import { isRecord } from "../llm/json.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
-import { repeatedTopLevelKey, spelledKeys } from "./json-keys.ts";
+import { repeatedTopLevelKey, type SpelledKeys, spelledKeys } from "./json-keys.ts";
 import { findJsonSyntaxError } from "./json-syntax.ts";
 import { type BodyLimit, readBodyBytes } from "./read-bytes.ts";
 
@@ -57,8 +57,12 @@ export function parseJsonBytes(read: Uint8Array, expected = "a JSON body"): Json
     return { ok: false, problem: "syntax", message: `the request body is not valid JSON: ${detail}` };
   }
   // Parsers disagree on which of two equal keys wins: the gateway and the backend could read different requests.
-  const spelled = isRecord(value) ? spelledKeys(text) : undefined;
-  const repeated = spelled && isRecord(value) ? repeatedTopLevelKey(text, value, spelled) : undefined;
+  let spelled: SpelledKeys | undefined;
+  let repeated: string | undefined;
+  if (isRecord(value)) {
+    spelled = spelledKeys(text);
+    repeated = repeatedTopLevelKey(text, value, spelled);
+  }
   if (repeated !== undefined) {
     return { ok: false, problem: "duplicate", message: `the JSON body has the field ${JSON.stringify(repeated)} more than once; send each field once` };
   }

@@ -42,7 +42,8 @@ export function guardrailsHook(rules: readonly CompiledRule[], deps: RunDeps & {
         hook.answer = async (body) => {
           const texts = answerTexts(body);
           const next = await run.checkTexts(output, "output", texts.texts);
-          return next ? texts.write(next.texts, next.masksOnly) : undefined;
+          // No note for the writer of request bodies: an answer is written by JSON.stringify.
+          return next ? texts.write(next.texts) : undefined;
         };
       }
       return hook;

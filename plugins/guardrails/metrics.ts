@@ -1,9 +1,10 @@
 /** The guardrails' metrics: what the rules did, and the checks that failed. */
 import { type CounterChild, counterChildren } from "../../core/metric-labels.ts";
 import type { Metrics } from "../../core/metrics.ts";
+import type { Action, Stage } from "./rules.ts";
 
 export interface GuardrailMetrics {
-  action(guardrail: string, stage: "input" | "output", action: "block" | "mask" | "log"): void;
+  action(guardrail: string, stage: Stage, action: Action): void;
   error(guardrail: string): void;
 }
 
@@ -21,7 +22,7 @@ export function guardrailMetrics(metrics: Metrics): GuardrailMetrics {
   // Counted on every request a rule acts on: its series prepared (core/metric-labels.ts), and
   // found by rule, stage and action rather than by a key made of them on every request.
   const actionSeries = counterChildren(actions);
-  const byRule = new Map<string, Record<"input" | "output", Partial<Record<"block" | "mask" | "log", CounterChild>>>>();
+  const byRule = new Map<string, Record<Stage, Partial<Record<Action, CounterChild>>>>();
   return {
     action: (guardrail, stage, action) => {
       let series = byRule.get(guardrail);
