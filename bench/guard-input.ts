@@ -3,14 +3,14 @@
  * scenarios in this process, N requests a round (default 40,000), five rounds each way
  * interleaved: the client's body parsed as the gateway parses it, the rules' hook opened and
  * run (`rules`), and the masked body written again as the gateway writes it
- * (`changedBodyJson` and its UTF-8) or with `JSON.stringify` (what it did before). Prints CPU
+ * (`changedBodyPieces` and their UTF-8) or with `JSON.stringify` (what it did before). Prints CPU
  * µs per request: what the rules cost before the gateway's own costs (garbage collection of 32
  * requests in flight, caches) are added (bench/README.md, "Guardrails").
  */
 import { silentLogger } from "../core/log.ts";
-import { changedBodyJson } from "../core/llm/json-text.ts";
+import { changedBodyJson, changedBodyPieces } from "../core/llm/json-text.ts";
 import type { JsonObject } from "../core/llm/json.ts";
-import { utf8 } from "../core/llm/utf8-blocks.ts";
+import { utf8, utf8Pieces } from "../core/llm/utf8-blocks.ts";
 import type { RequestContext } from "../core/pipeline/context.ts";
 import { parseJsonBytes } from "../core/request-body/json-body.ts";
 import { guardrailsHook } from "../plugins/guardrails/guard.ts";
@@ -51,9 +51,9 @@ async function masked(): Promise<{ original: { value: JsonObject; escapeFree: bo
 const ways: Record<string, () => Promise<unknown>> = {
   parse: async () => parsed(),
   rules: masked,
-  "rules + changedBodyJson": async () => {
+  "rules + changedBodyPieces": async () => {
     const { original, changed } = await masked();
-    return utf8(changedBodyJson(changed, original));
+    return utf8Pieces(changedBodyPieces(changed, original).pieces);
   },
   "rules + JSON.stringify": async () => utf8(JSON.stringify((await masked()).changed)),
 };

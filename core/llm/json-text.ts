@@ -102,18 +102,28 @@ function visit(holder: Holder, key: string, original: unknown, found: Found, dep
   found.push(holder, key, value);
 }
 
+/** A body's JSON in pieces (their concatenation), and whether it holds no backslash (`ParsedJson.escapeFree`). */
+export interface JsonPieces {
+  pieces: string[];
+  escapeFree: boolean;
+}
+
+const whole = (json: string): JsonPieces => ({ pieces: [json], escapeFree: !json.includes("\\") });
+
 /**
- * `JSON.stringify(changed)`, where `changed` is `original.value` with some texts replaced by
- * hooks (objects on the way to a replaced text copied, the rest shared). `original.escapeFree`:
- * its JSON held no backslash, so its strings need no escape. The long strings that need none
- * are swapped for placeholders while the rest is written (the objects are as they were when it
- * returns), and put in between quotes as they are.
+ * `JSON.stringify(changed)` in pieces, where `changed` is `original.value` with some texts
+ * replaced by hooks (objects on the way to a replaced text copied, the rest shared).
+ * `original.escapeFree`: its JSON held no backslash, so its strings need no escape. The long
+ * strings that need none are swapped for placeholders while the rest is written (the objects
+ * are as they were when it returns), and are pieces of their own between the written parts:
+ * the pieces are encoded one after the other (utf8-blocks.ts `utf8Pieces`), never joined into
+ * one more copy of the body.
  */
-export function changedBodyJson(changed: JsonObject, original: { value: JsonObject; escapeFree?: boolean }): string {
-  if (!original.escapeFree) return JSON.stringify(changed);
+export function changedBodyPieces(changed: JsonObject, original: { value: JsonObject; escapeFree?: boolean }): JsonPieces {
+  if (!original.escapeFree) return whole(JSON.stringify(changed));
   const found: Found = [];
   findVerbatim(changed, original.value, found, 0);
-  if (found.length === 0) return JSON.stringify(changed);
+  if (found.length === 0) return whole(JSON.stringify(changed));
   let swapped = 0;
   let skeleton: string | undefined;
   try {
@@ -124,15 +134,25 @@ export function changedBodyJson(changed: JsonObject, original: { value: JsonObje
   } finally {
     for (let i = 0; i < swapped; i += 3) (found[i] as Holder)[found[i + 1] as string] = found[i + 2];
   }
-  if (skeleton === undefined) return JSON.stringify(changed);
-  let json = "";
+  if (skeleton === undefined) return whole(JSON.stringify(changed));
+  const pieces: string[] = [];
+  let escapeFree = true;
   let at = 0;
   for (let i = 0; i < found.length; i += 3) {
     const { literal } = placeholder(i / 3);
     const start = skeleton.indexOf(literal, at);
-    if (start === -1 || skeleton.indexOf(literal, start + literal.length) !== -1) return JSON.stringify(changed);
-    json += skeleton.slice(at, start) + '"' + (found[i + 2] as string) + '"';
-    at = start + literal.length;
+    if (start === -1 || skeleton.indexOf(literal, start + literal.length) !== -1) return whole(JSON.stringify(changed));
+    // The written part up to the placeholder's opening quote, then the text (which needs no escape).
+    const written = skeleton.slice(at, start + 1);
+    if (escapeFree && written.includes("\\")) escapeFree = false;
+    pieces.push(written, found[i + 2] as string);
+    at = start + literal.length - 1;
   }
-  return json + skeleton.slice(at);
+  const rest = skeleton.slice(at);
+  pieces.push(rest);
+  return { pieces, escapeFree: escapeFree && !rest.includes("\\") };
 }
+
+/** `JSON.stringify(changed)` as `changedBodyPieces` writes it, in one string. */
+export const changedBodyJson = (changed: JsonObject, original: { value: JsonObject; escapeFree?: boolean }): string =>
+  changedBodyPieces(changed, original).pieces.join("");

@@ -35,6 +35,39 @@ export function utf8(text: string): Uint8Array<ArrayBuffer> {
   return bytes;
 }
 
+/**
+ * `pieces` one after the other as UTF-8 (`utf8(pieces.join(""))`'s bytes) without joining them:
+ * a masked body's long texts are pieces of their own, and a join would copy the whole body once
+ * more before it is encoded.
+ */
+export function utf8Pieces(pieces: readonly string[]): Uint8Array<ArrayBuffer> {
+  if (pieces.length === 1) return utf8(pieces[0]);
+  let units = 0;
+  for (const piece of pieces) units += piece.length;
+  if (units > SHARED_MAX_UNITS) return encoder.encode(pieces.join(""));
+  if (BLOCK_BYTES - used < units) newBlock();
+  let end = writePieces(pieces, used);
+  if (end === -1) {
+    // Characters of several bytes filled what was left: the pieces go whole into a new block.
+    newBlock();
+    end = writePieces(pieces, 0);
+  }
+  const bytes = block.subarray(used, end);
+  used = end;
+  return bytes;
+}
+
+/** Writes `pieces` into the block from `from`: where they end, or -1 when they did not fit. */
+function writePieces(pieces: readonly string[], from: number): number {
+  let at = from;
+  for (const piece of pieces) {
+    const { read, written } = encoder.encodeInto(piece, block.subarray(at));
+    if (read < piece.length) return -1;
+    at += written;
+  }
+  return at;
+}
+
 function newBlock(): void {
   block = new Uint8Array(BLOCK_BYTES);
   used = 0;

@@ -8,8 +8,8 @@ import { errors, GatewayError } from "../../core/errors.ts";
 import { ownKeyCount, repeatedKey } from "../../core/request-body/json-keys.ts";
 import type { ServiceConfig } from "../../core/config/schema.ts";
 import type { ProviderDefinition } from "../../core/llm/provider.ts";
-import { changedBodyJson } from "../../core/llm/json-text.ts";
-import { utf8 } from "../../core/llm/utf8-blocks.ts";
+import { changedBodyPieces } from "../../core/llm/json-text.ts";
+import { utf8Pieces } from "../../core/llm/utf8-blocks.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import type { LlmRequest } from "./deps.ts";
 import type { RequestHooks } from "./hooks.ts";
@@ -88,6 +88,6 @@ export async function guardedInput(request: LlmRequest, clientBody: JsonBody, co
     refuseRepeatedKeys(chat, count);
     return { changed: false, body: chat };
   }
-  const json = changedBodyJson(changed, chat);
-  return { changed: true, body: { ...chat, value: changed, bytes: utf8(json), escapeFree: !json.includes("\\"), keys: undefined } };
+  const { pieces, escapeFree } = changedBodyPieces(changed, chat);
+  return { changed: true, body: { ...chat, value: changed, bytes: utf8Pieces(pieces), escapeFree, keys: undefined } };
 }

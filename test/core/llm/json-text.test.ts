@@ -3,7 +3,7 @@
  * its long strings went in as they are or through the serializer; the objects as they were after.
  */
 import { describe, expect, it } from "vitest";
-import { changedBodyJson, needsNoEscape, noteDerivedText } from "../../../core/llm/json-text.ts";
+import { changedBodyJson, changedBodyPieces, needsNoEscape, noteDerivedText } from "../../../core/llm/json-text.ts";
 import type { JsonObject } from "../../../core/llm/json.ts";
 import { parseJsonBytes } from "../../../core/request-body/json-body.ts";
 
@@ -60,6 +60,8 @@ describe("changedBodyJson", () => {
       const changed = masked(original.value, index, mask, needsNoEscape(mask) && next() < 0.9);
       const before = JSON.stringify(changed);
       expect(changedBodyJson(changed, original)).toBe(before);
+      // What it says of backslashes is what the JSON holds (a later writer believes it).
+      expect(changedBodyPieces(changed, original).escapeFree).toBe(!before.includes("\\"));
       // No placeholder left behind in the objects.
       expect(JSON.stringify(changed)).toBe(before);
     }

@@ -1,6 +1,6 @@
 /** Small texts encoded into shared blocks: the bytes `TextEncoder` gives, never written over by the texts encoded after them. */
 import { describe, expect, it } from "vitest";
-import { utf8 } from "../../../core/llm/utf8-blocks.ts";
+import { utf8, utf8Pieces } from "../../../core/llm/utf8-blocks.ts";
 
 describe("utf8", () => {
   it("gives TextEncoder's bytes, multi-byte characters and texts past the shared size included", () => {
@@ -26,5 +26,18 @@ describe("utf8", () => {
     // Seven 2 KB bodies in a row share one block.
     const row = Array.from({ length: 7 }, () => utf8("y".repeat(2048)));
     expect(new Set(row.map((bytes) => bytes.buffer)).size).toBeLessThanOrEqual(2);
+  });
+
+  it("encodes pieces one after the other as the bytes of their concatenation, kept while later texts fill the blocks", () => {
+    const encoder = new TextEncoder();
+    const decoder = new TextDecoder();
+    const cases = Array.from({ length: 300 }, (_, i) => {
+      const text = i % 4 === 3 ? "✓é😀".repeat(50 + i * 3) : "x".repeat(200 + i * 9);
+      return [`{"n":${i},"content":"`, text, '","tail":"ü"}'];
+    });
+    cases.push(["a", "b".repeat(5000), "c"], ["only one piece"], ["", "", ""]);
+    const kept = cases.map((pieces) => utf8Pieces(pieces));
+    cases.forEach((pieces, i) => expect(kept[i]).toEqual(encoder.encode(pieces.join(""))));
+    expect(kept.map((bytes) => decoder.decode(bytes))).toEqual(cases.map((pieces) => pieces.join("")));
   });
 });
