@@ -3,9 +3,11 @@
  * (`arrayBuffer`, `text`, `json`) collects the chunks straight from the socket; only
  * `.body` builds a web stream, on first access, forwarding each chunk as it arrives with
  * backpressure (the socket pauses while the stream is full). On Node 20 building a web stream
- * costs 10-25 µs, a good part of a small proxied response, so most answers never get one.
+ * costs 10-25 µs, a good part of a small proxied response, so most answers never get one: a
+ * stream the gateway reads itself takes its chunks straight from the socket (`BODY_CHUNKS`).
  */
 import type { Readable } from "node:stream";
+import { BODY_CHUNKS, type ChunkReader } from "../../core/proxy/body-chunks.ts";
 
 const decoder = new TextDecoder();
 
@@ -51,6 +53,77 @@ function webStream(source: Readable): ReadableStream<Uint8Array> {
   );
 }
 
+/** Bytes queued before the socket is paused: as much as the web stream above holds (and why). */
+const QUEUED_MAX_BYTES = 64 * 1024;
+
+type ReadResult = ReadableStreamReadResult<Uint8Array>;
+
+/**
+ * The chunks of a Node stream, one per `read()`, as a web stream's default reader gives them
+ * (a cancel ends a pending read as done), without the web stream: chunks that arrive before they
+ * are read wait in a queue, and the socket is paused while it holds 64 KiB.
+ */
+export function socketChunks(source: Readable): ChunkReader {
+  const queue: Buffer[] = [];
+  let queuedBytes = 0;
+  let waiting: { resolve(result: ReadResult): void; reject(error: unknown): void } | undefined;
+  let ended = false;
+  let failure: unknown;
+  let failed = false;
+  const settle = (result: ReadResult | undefined, error?: unknown) => {
+    const reader = waiting;
+    waiting = undefined;
+    if (!reader) return;
+    if (result) reader.resolve(result);
+    else reader.reject(error);
+  };
+  const fail = (error: unknown) => {
+    if (ended || failed) return;
+    failed = true;
+    failure = error;
+    settle(undefined, error);
+  };
+  source.on("data", (chunk: Buffer) => {
+    if (ended || failed) return;
+    if (waiting) return settle({ done: false, value: chunk });
+    queue.push(chunk);
+    queuedBytes += chunk.byteLength;
+    if (queuedBytes >= QUEUED_MAX_BYTES) source.pause();
+  });
+  source.once("end", () => {
+    if (failed) return;
+    ended = true;
+    settle({ done: true, value: undefined });
+  });
+  source.once("error", fail);
+  // Closed without "end" or "error" (the socket went away): not a complete body.
+  source.once("close", () => fail(new Error("the connection closed before the body was complete")));
+  return {
+    read() {
+      const chunk = queue.shift();
+      if (chunk) {
+        queuedBytes -= chunk.byteLength;
+        if (source.isPaused() && queuedBytes < QUEUED_MAX_BYTES) source.resume();
+        return Promise.resolve({ done: false, value: chunk });
+      }
+      if (failed) return Promise.reject(failure);
+      if (ended) return Promise.resolve({ done: true, value: undefined });
+      return new Promise<ReadResult>((resolve, reject) => {
+        waiting = { resolve, reject };
+      });
+    },
+    cancel() {
+      if (!ended && !failed) {
+        ended = true;
+        queue.length = 0;
+        source.destroy();
+      }
+      settle({ done: true, value: undefined });
+      return Promise.resolve();
+    },
+  };
+}
+
 function collect(source: Readable): Promise<Uint8Array<ArrayBuffer>> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -94,6 +167,13 @@ export class IncomingResponse extends Response {
     // Node hands over Buffers, which are ArrayBuffer-backed Uint8Arrays.
     this.#stream ??= webStream(this.#source);
     return this.#stream as ReadableStream<Uint8Array<ArrayBuffer>>;
+  }
+
+  /** The body's chunks read straight from the socket, instead of `body`'s web stream (core/proxy/body-chunks.ts). */
+  [BODY_CHUNKS](): ChunkReader | undefined {
+    if (!this.#source || this.bodyUsed) return undefined;
+    this.#consumed = true;
+    return socketChunks(this.#source);
   }
 
   override get bodyUsed(): boolean {

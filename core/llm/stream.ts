@@ -21,6 +21,7 @@ import { utf8 } from "./utf8-blocks.ts";
 import { SseByteScan } from "./sse-scan.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
+import { type ChunkReader, chunkReader } from "../proxy/body-chunks.ts";
 import { bodyEnded, type EndHook } from "../pipeline/end-hook.ts";
 
 interface EventParser {
@@ -75,46 +76,6 @@ export interface StreamTranslation {
   endHook?: EndHook;
 }
 
-/** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
-const READ_SIZE = 4096;
-
-export interface ChunkReader {
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  cancel(reason?: unknown): Promise<void>;
-}
-
-/**
- * Whether a stream refused a BYOB reader. A refusal is a thrown TypeError, which costs more
- * than the reads it would save, so once one stream refused (Node's client makes plain
- * streams) no later one is asked; a stream read the default way is only slower, never wrong.
- */
-let byobRefused = false;
-
-/**
- * Reads a backend stream with the gateway's own 4 KiB buffers when it is a byte stream (a
- * BYOB reader: Deno's fetch bodies), else with its default reader (Node's client). Deno's
- * default reader allocates 64 KiB per chunk, however small the chunk; for a stream of small
- * SSE events that allocation was most of the CPU the gateway spent passing it on. (A byte
- * stream must answer a pending read with `byobRequest.respond(0)` when it closes, as the
- * runtimes' fetch bodies do; one built by hand that only calls `close()` would never end.)
- */
-function chunkReader(source: ReadableStream<Uint8Array>): ChunkReader {
-  let byob: ReadableStreamBYOBReader | undefined;
-  if (!byobRefused) {
-    try {
-      byob = source.getReader({ mode: "byob" });
-    } catch {
-      byobRefused = true;
-    }
-  }
-  if (byob) {
-    const reader = byob;
-    return { read: () => reader.read(new Uint8Array(READ_SIZE)), cancel: (reason) => reader.cancel(reason) };
-  }
-  const defaultReader = source.getReader();
-  return { read: () => defaultReader.read(), cancel: (reason) => defaultReader.cancel(reason) };
-}
-
 /** The gateway's own event ending a stream it cannot finish (the 200 is already sent). */
 export function errorEvent(message: string, error?: StreamErrorFields): OutEvent {
   return { data: { error: { message, type: error?.type ?? "backend_error", code: error?.code ?? ("stream_interrupted" satisfies ErrorCode) } } };
@@ -131,8 +92,8 @@ export interface OpenedStream {
  * the stream breaks off, ends or stays silent before them: nothing has gone to the client
  * yet, so the caller can try the next backend as for any failed call.
  */
-export async function openStream(source: ReadableStream<Uint8Array>, timeoutMs: number): Promise<OpenedStream> {
-  const reader = chunkReader(source);
+export async function openStream(source: ReadableStream<Uint8Array> | ChunkReader, timeoutMs: number): Promise<OpenedStream> {
+  const reader = source instanceof ReadableStream ? chunkReader(source) : source;
   const failed = (message: string) => {
     void reader.cancel().catch(() => {});
     return new Error(message);

@@ -10,6 +10,7 @@ import type { Bytes } from "../../core/llm/json.ts";
 import { parseJson } from "../../core/llm/json.ts";
 import type { BackendCall, ProviderDefinition, Translator, TranslatorContext } from "../../core/llm/provider.ts";
 import { type OpenedStream, openStream } from "../../core/llm/stream.ts";
+import { bodyChunks } from "../../core/proxy/body-chunks.ts";
 import { errorResponse, errors } from "../../core/errors.ts";
 import type { RequestContext } from "../../core/pipeline/context.ts";
 import { BackendTimeoutError, backendUrl, callBackend, callBackendWhole } from "../../core/proxy/backend-call.ts";
@@ -128,8 +129,9 @@ export async function forward(deps: AttemptDeps, ctx: RequestContext, attempts: 
         // The client's status and headers wait for the stream's first bytes, so a stream that
         // breaks off, ends or stalls before them is this attempt's failure and fails over like
         // any failed call. From its first bytes on, a stream is the client's.
-        if (response.status >= 200 && response.status <= 299 && response.body) {
-          attempt.opened = await openStream(response.body, deps.backendTimeoutMs);
+        const chunks = response.status >= 200 && response.status <= 299 ? bodyChunks(response) : undefined;
+        if (chunks) {
+          attempt.opened = await openStream(chunks, deps.backendTimeoutMs);
           return response;
         }
         // An error answer is small: read now, so what it says (a wait, a too-long prompt) is known before the next step.

@@ -5,9 +5,12 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { PassThrough } from "node:stream";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeFetch } from "../../../adapters/node/http-client.ts";
+import { socketChunks } from "../../../adapters/node/incoming-response.ts";
+import { bodyChunks, type ChunkReader } from "../../../core/proxy/body-chunks.ts";
 import { waitUntil } from "../../support/gateway-process.ts";
 
 const fetchViaClient = createNodeFetch();
@@ -41,6 +44,21 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
         return;
       case "/empty":
         res.writeHead(204).end();
+        return;
+      case "/chunks": {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const events = ["data: 1\n\n", "data: 2\n\n", "data: 3\n\n"];
+        const next = () => (events.length > 0 ? (res.write(events.shift()), setImmediate(next)) : res.end());
+        next();
+        return;
+      }
+      case "/big":
+        res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.alloc(1024 * 1024, "abcdefgh"));
+        return;
+      case "/break":
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write("data: 1\n\n");
+        setImmediate(() => res.socket?.destroy());
         return;
       case "/slow-body":
         res.writeHead(200, { "content-type": "text/plain" });
@@ -101,6 +119,72 @@ describe("the Node HTTP client", () => {
     let text = "";
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
     expect(text).toBe("part one, part two");
+  });
+
+  describe("a body's chunks taken without a web stream (core/proxy/body-chunks.ts)", () => {
+    async function readAll(reader: ChunkReader): Promise<{ text: string; chunks: number }> {
+      let text = "";
+      let chunks = 0;
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        text += new TextDecoder().decode(chunk.value);
+        chunks++;
+      }
+      return { text, chunks };
+    }
+
+    it("gives the chunks as they came, then done; the body is used", async () => {
+      const response = await fetchViaClient(`${base}/chunks`, { redirect: "manual" });
+      const reader = bodyChunks(response)!;
+      expect(response.bodyUsed).toBe(true);
+      const { text } = await readAll(reader);
+      expect(text).toBe("data: 1\n\ndata: 2\n\ndata: 3\n\n");
+      expect(await reader.read()).toEqual({ done: true, value: undefined });
+      await expect(response.text()).rejects.toThrow(TypeError);
+    });
+
+    it("queues chunks that come before they are read, pausing the source at 64 KiB, and keeps every byte", async () => {
+      const source = new PassThrough();
+      const reader = socketChunks(source);
+      for (let i = 0; i < 100; i++) source.write(Buffer.alloc(1024, String.fromCharCode(97 + (i % 26))));
+      await waitUntil(() => source.isPaused(), 5000, () => "the source was not paused");
+      source.end();
+      const { text, chunks } = await readAll(reader);
+      expect(chunks).toBe(100);
+      expect(text).toBe(Array.from({ length: 100 }, (_, i) => String.fromCharCode(97 + (i % 26)).repeat(1024)).join(""));
+    });
+
+    it("keeps every byte of a large answer", async () => {
+      const response = await fetchViaClient(`${base}/big`, { redirect: "manual" });
+      expect((await readAll(bodyChunks(response)!)).text).toBe("abcdefgh".repeat(128 * 1024));
+    });
+
+    it("fails the read when the connection closes before the body is complete", async () => {
+      const response = await fetchViaClient(`${base}/break`, { redirect: "manual" });
+      const reader = bodyChunks(response)!;
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe("data: 1\n\n");
+      await expect(reader.read()).rejects.toThrow();
+    });
+
+    it("ends a pending read as done when cancelled, and closes the backend's connection", async () => {
+      const response = await fetchViaClient(`${base}/slow-body`, { redirect: "manual" });
+      const reader = bodyChunks(response)!;
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe("first part;");
+      const pending = reader.read();
+      const before = seen.filter((r) => r.path === "/slow-body" && r.aborted).length;
+      await reader.cancel();
+      expect(await pending).toEqual({ done: true, value: undefined });
+      await waitUntil(() => seen.filter((r) => r.path === "/slow-body" && r.aborted).length > before, 5000, () => "the backend connection was not closed");
+    });
+
+    it("fails a pending read when the signal aborts", async () => {
+      const control = new AbortController();
+      const response = await fetchViaClient(`${base}/slow-body`, { redirect: "manual", signal: control.signal });
+      const reader = bodyChunks(response)!;
+      await reader.read();
+      const pending = reader.read();
+      control.abort(new Error("the client went away"));
+      await expect(pending).rejects.toThrow();
+    });
   });
 
   it("returns a redirect with redirect: manual, fails it with redirect: error, and has no body for a 204", async () => {
