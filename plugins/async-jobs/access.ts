@@ -38,20 +38,21 @@ export const expiredResponse = (): Response =>
 export async function findJob(api: PluginApi, store: JobStore, c: Context): Promise<JobAccess> {
   const type = c.req.param("type") ?? "";
   const id = c.req.param("id") ?? "";
-  const missing = errors.jobNotFound(`job "${id}" of service type "${type}" not found`);
+  // Made only when thrown: an error's stack costs microseconds, and most reads find their job.
+  const missing = () => errors.jobNotFound(`job "${id}" of service type "${type}" not found`);
   // A blank consumer header is sent, so no bypass; it names nobody, so it owns no job (404
   // as for another consumer's job) where every other request refuses it (400).
-  if (sentBlankConsumer(api.config, c.req.raw, callerAuthOf(api))) throw missing;
+  if (sentBlankConsumer(api.config, c.req.raw, callerAuthOf(api))) throw missing();
   const { ctx, answer } = await identify(api, c, type);
   if (answer) return { kind: "answer", response: answer };
-  if (!store.keys.isJobId(id)) throw missing;
+  if (!store.keys.isJobId(id)) throw missing();
   const caller = ctx.principal.consumer;
   const found = await store.lookup(id);
-  if (found.found === "none") throw missing;
+  if (found.found === "none") throw missing();
   if (found.found === "tombstone") {
-    if (found.serviceType !== type || !owns(caller, found.consumer)) throw missing;
+    if (found.serviceType !== type || !owns(caller, found.consumer)) throw missing();
     return { kind: "answer", response: expiredResponse() };
   }
-  if (found.job.service_type !== type || !owns(caller, found.job.consumer_name)) throw missing;
+  if (found.job.service_type !== type || !owns(caller, found.job.consumer_name)) throw missing();
   return { kind: "job", ctx, job: found.job };
 }
