@@ -7,9 +7,8 @@
  * stream the gateway reads itself takes its chunks straight from the socket (`BODY_CHUNKS`).
  */
 import type { Readable } from "node:stream";
-import { BODY_CHUNKS, type ChunkReader } from "../../core/proxy/body-chunks.ts";
-
-const decoder = new TextDecoder();
+import type { ChunkReader } from "../../core/proxy/body-chunks.ts";
+import { OwnBodyResponse } from "../../core/proxy/own-body-response.ts";
 
 /** One web stream over a Node stream: a chunk is enqueued the moment it arrives. */
 function webStream(source: Readable): ReadableStream<Uint8Array> {
@@ -155,72 +154,27 @@ function collect(source: Readable): Promise<Uint8Array<ArrayBuffer>> {
   });
 }
 
-export class IncomingResponse extends Response {
+export class IncomingResponse extends OwnBodyResponse {
   readonly #source: Readable | null;
-  #stream: ReadableStream<Uint8Array> | undefined;
-  #consumed = false;
 
   constructor(source: Readable | null, init: ResponseInit) {
-    super(null, init);
+    super(source !== null, init);
     this.#source = source;
     // A body nobody reads may still fail (the backend resets the connection): unobserved,
     // that would be an uncaught error. Readers attach their own listeners and see it.
     source?.on("error", () => {});
   }
 
-  override get body(): ReadableStream<Uint8Array<ArrayBuffer>> | null {
-    if (!this.#source) return null;
-    // Node hands over Buffers, which are ArrayBuffer-backed Uint8Arrays.
-    this.#stream ??= webStream(this.#source);
-    return this.#stream as ReadableStream<Uint8Array<ArrayBuffer>>;
+  protected openStream(): ReadableStream<Uint8Array> {
+    return webStream(this.#source!);
   }
 
   /** The body's chunks read straight from the socket, instead of `body`'s web stream (core/proxy/body-chunks.ts). */
-  [BODY_CHUNKS](): ChunkReader | undefined {
-    if (!this.#source || this.bodyUsed) return undefined;
-    this.#consumed = true;
-    return socketChunks(this.#source);
+  protected openChunks(): ChunkReader {
+    return socketChunks(this.#source!);
   }
 
-  override get bodyUsed(): boolean {
-    return this.#consumed || (this.#stream?.locked ?? false);
-  }
-
-  async #bytes(): Promise<Uint8Array<ArrayBuffer>> {
-    if (this.bodyUsed) throw new TypeError("Body is unusable: it has already been read");
-    this.#consumed = true;
-    if (!this.#source) return new Uint8Array(0);
-    if (this.#stream) return new Uint8Array(await new Response(this.#stream).arrayBuffer());
-    return await collect(this.#source);
-  }
-
-  override async arrayBuffer(): Promise<ArrayBuffer> {
-    return (await this.#bytes()).buffer;
-  }
-
-  override async text(): Promise<string> {
-    return decoder.decode(await this.#bytes());
-  }
-
-  override async json(): Promise<unknown> {
-    return JSON.parse(await this.text()) as unknown;
-  }
-
-  override async blob(): Promise<Blob> {
-    return new Blob([await this.#bytes()], { type: this.headers.get("content-type") ?? "" });
-  }
-
-  override async formData(): Promise<FormData> {
-    return await new Response(await this.#bytes(), { headers: this.headers }).formData();
-  }
-
-  override clone(): Response {
-    if (this.bodyUsed) throw new TypeError("Response.clone: the body has already been read");
-    const init = { status: this.status, statusText: this.statusText, headers: this.headers };
-    const body = this.body;
-    if (!body) return new Response(null, init);
-    const [mine, theirs] = body.tee();
-    this.#stream = mine;
-    return new Response(theirs, init);
+  protected override collect(): Promise<Uint8Array<ArrayBuffer>> {
+    return collect(this.#source!);
   }
 }

@@ -17,6 +17,8 @@ import { answerHttpLayerErrors } from "./http-layer-errors.ts";
 import { nodePlatform } from "./platform.ts";
 import { gatewayRequestListener } from "./request-listener.ts";
 import { respondedOf } from "./responded.ts";
+import { sentOwnBody } from "./own-body.ts";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { serverOptions } from "./server-options.ts";
 import { closeIfBodyUnread } from "./unread-body.ts";
 import { launchNodeWorker } from "./workers.ts";
@@ -48,7 +50,7 @@ async function serve(options: BootOptions, link?: WorkerLink): Promise<void> {
         // Not the request's `signal`: node-server builds an AbortController for it once read.
         clientGone: clientGoneOf(env),
       }),
-    );
+    ).then((response) => (sentOwnBody(env.outgoing, response) ? RESPONSE_ALREADY_SENT : response));
   const server = createServer(serverOptions(booted.timeouts), gatewayRequestListener(fetch, hostname));
   server.listen(port, hostname, () => {
     const info = server.address() as AddressInfo;

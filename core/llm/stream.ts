@@ -22,6 +22,7 @@ import { SseByteScan } from "./sse-scan.ts";
 import type { TokenUsage } from "./usage.ts";
 import { BackendTimeoutError } from "../proxy/backend-call.ts";
 import { type ChunkReader, chunkReader } from "../proxy/body-chunks.ts";
+import type { PullSource } from "../proxy/own-body-response.ts";
 import { bodyEnded, type EndHook } from "../pipeline/end-hook.ts";
 
 interface EventParser {
@@ -186,7 +187,11 @@ const NO_END_MESSAGE = "the backend stream ended before the end of the answer: t
  * Pipes a backend stream to the client: translated (`translate`), else byte for byte with the
  * events parsed only when the provider watches them (`observeStreamEvent`).
  */
-function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation, translate: boolean): ReadableStream<Uint8Array> {
+/**
+ * The source of the client's stream (what `new ReadableStream` takes, or `SourcedResponse`,
+ * which a server adapter may pull without building the stream: core/proxy/own-body-response.ts).
+ */
+function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation, translate: boolean): PullSource {
   let { reader, first } = opened(source);
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
@@ -284,7 +289,7 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
     }
   };
 
-  return new ReadableStream<Uint8Array>({
+  return {
     async pull(controller) {
       // Keep reading until this pull has something to send, so the client never waits on an
       // empty chunk, and never more than that, so a slow client slows the backend read.
@@ -373,12 +378,17 @@ function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: Stream
       }
       await reader.cancel(reason).catch(() => {});
     },
-  });
+  };
 }
 
-/** A backend stream through its provider's translator (see the file comment). */
-export function translateStream(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation): ReadableStream<Uint8Array> {
+/** A backend stream through its provider's translator (see the file comment), as a stream source. */
+export function translateSource(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation): PullSource {
   return pipe(source, options, true);
+}
+
+/** `translateSource` as a web stream. */
+export function translateStream(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation): ReadableStream<Uint8Array> {
+  return new ReadableStream(translateSource(source, options));
 }
 
 /**
@@ -387,10 +397,19 @@ export function translateStream(source: ReadableStream<Uint8Array> | OpenedStrea
  * the client's stream still ends cleanly, with the same one error event a translated stream
  * gets (after a blank line when the break cut an event in two).
  */
+export function passSource(
+  source: ReadableStream<Uint8Array> | OpenedStream,
+  onError: (reason: string, error: unknown) => void,
+  options: Partial<Omit<StreamTranslation, "onError">> = {},
+): PullSource {
+  return pipe(source, { format: "sse", translator: {}, ...options, onError }, false);
+}
+
+/** `passSource` as a web stream. */
 export function passStream(
   source: ReadableStream<Uint8Array> | OpenedStream,
   onError: (reason: string, error: unknown) => void,
   options: Partial<Omit<StreamTranslation, "onError">> = {},
 ): ReadableStream<Uint8Array> {
-  return pipe(source, { format: "sse", translator: {}, ...options, onError }, false);
+  return new ReadableStream(passSource(source, onError, options));
 }

@@ -7,7 +7,8 @@
 import type { CachedAnswer, CacheLookup } from "../../core/llm/cache.ts";
 import { type Bytes, parseJson } from "../../core/llm/json.ts";
 import { ErrorAnswer, type TranslatedResponse, type Translator } from "../../core/llm/provider.ts";
-import { type OpenedStream, passStream, type StreamTranslation, translateStream } from "../../core/llm/stream.ts";
+import { type OpenedStream, passSource, type StreamTranslation, translateSource } from "../../core/llm/stream.ts";
+import { SourcedResponse } from "../../core/proxy/own-body-response.ts";
 import { type TokenUsage, usageOf } from "../../core/llm/usage.ts";
 import { ERROR_CODES, type ErrorCode, errors, GatewayError } from "../../core/errors.ts";
 import { type EndHook, withEndHook } from "../../core/pipeline/end-hook.ts";
@@ -187,14 +188,14 @@ export function streamAnswer(
     }
     // The stream runs the request's end steps itself (core/pipeline/end-hook.ts).
     const endHook: EndHook = {};
-    const body = passStream(opened, options.onError, { ...options, translator, endHook });
-    return { response: withEndHook(new Response(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }), endHook) };
+    const body = passSource(opened, options.onError, { ...options, translator, endHook });
+    return { response: withEndHook(new SourcedResponse(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }), endHook) };
   }
   const endHook: EndHook = {};
-  const body = translateStream(opened, { ...options, translator, endHook });
+  const body = translateSource(opened, { ...options, translator, endHook });
   return {
     response: withEndHook(
-      new Response(body, {
+      new SourcedResponse(body, {
         status: backend.status,
         headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extra },
       }),
