@@ -149,16 +149,19 @@ export class Gateway {
    * header's repeats in the raw request (identity headers sent twice are refused).
    * `clientGone` tells the client going away when the adapter can without the request's
    * `signal` (core/proxy/client-gone.ts); without it the request's `signal` is read.
+   * `ownBodies`: the adapter writes a stream's chunks itself when the Response hands them over
+   * (core/proxy/own-body-response.ts), so the gateway's streams need no web stream.
    */
   readonly fetch = (
     request: Request,
-    options?: { responded?: PromiseLike<unknown>; target?: string; timesSent?: (name: string) => number; clientGone?: ClientGone },
+    options?: { responded?: PromiseLike<unknown>; target?: string; timesSent?: (name: string) => number; clientGone?: ClientGone; ownBodies?: boolean },
   ): Promise<Response> => {
     return this.current.handle(request, {
       responded: options?.responded,
       clientGone: options?.clientGone,
       refusal: unnormalizedPath(options?.target ?? request.url),
       timesSent: options?.timesSent,
+      ownBodies: options?.ownBodies,
     });
   };
 

@@ -13,7 +13,6 @@ import { type WorkerLink, workerLink } from "../workers/worker.ts";
 import { repeatsVisible, timesSentOf } from "./header-repeats.ts";
 import { denoPlatform } from "./platform.ts";
 import { serveOn } from "./serve.ts";
-import { plainResponse } from "../../core/proxy/own-body-response.ts";
 import { denoWorkerLauncher } from "./workers.ts";
 
 export async function serveGateway(options: BootOptions = {}): Promise<void> {
@@ -51,15 +50,13 @@ async function serve(options: BootOptions, link?: WorkerLink): Promise<void> {
         },
       },
       // `completed` settles when the response has been sent (rejects if the client went away).
-      // Deno.serve reads a Response's inner body, not its `body`: a gateway stream is copied
-      // with its web stream (core/proxy/own-body-response.ts).
       // Deno's server lets any Expect header through; Node's refuses all but 100-continue (417).
       // It lets a request without Host through too, and does not say whether it came as HTTP/1.0
       // (which may leave Host out): every request needs one here. A second Host it refuses itself.
       (request, info) =>
         hostRefusal(request.headers.has("host") ? 1 : 0, true)?.toResponse() ??
           unmetExpectation(request.headers.get("expect"))?.toResponse() ??
-          booted.gateway.fetch(request, { responded: info.completed, timesSent: timesSentOf(request) }).then(plainResponse),
+          booted.gateway.fetch(request, { responded: info.completed, timesSent: timesSentOf(request) }),
     );
   } catch (error) {
     // Deno.serve throws at once when it cannot listen (AddrInUse, PermissionDenied).

@@ -49,6 +49,7 @@ async function serve(options: BootOptions, link?: WorkerLink): Promise<void> {
         timesSent: timesSentIn(env.incoming.rawHeaders),
         // Not the request's `signal`: node-server builds an AbortController for it once read.
         clientGone: clientGoneOf(env),
+        ownBodies: true,
       }),
     ).then((response) => (sentOwnBody(env.outgoing, response) ? RESPONSE_ALREADY_SENT : response));
   const server = createServer(serverOptions(booted.timeouts), gatewayRequestListener(fetch, hostname));

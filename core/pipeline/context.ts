@@ -83,6 +83,11 @@ export interface RequestContext {
    * (Node), else the request's own `signal`.
    */
   readonly clientGone: ClientGone;
+  /**
+   * The server adapter writes the chunks of an own-body Response itself (Node's: see
+   * core/proxy/own-body-response.ts): a stream the gateway makes may then be one.
+   */
+  readonly ownBodies: boolean;
   /** Runs `fn` when the response is finished (body fully sent or aborted) or the request failed. */
   defer(fn: () => void | Promise<void>): void;
   /**
@@ -118,6 +123,7 @@ export class RequestState implements RequestContext {
   readonly finalizers: Array<() => void | Promise<void>> = [];
   /** The `beforeEnd` steps, built on first use (most requests have none). */
   endSteps?: EndStep[];
+  ownBodies = false;
   // Built on first use: most requests never need them (per-request cost on the hot path).
   #url?: URL;
   #responseHeaders?: Headers;

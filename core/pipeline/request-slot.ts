@@ -26,6 +26,8 @@ export interface RequestSlot {
   timesSent?: (name: string) => number;
   /** The client going away, when the server adapter tells it without the request's `signal` (see `Gateway.fetch`). */
   clientGone?: ClientGone;
+  /** The server adapter writes an own-body Response's chunks itself (see `Gateway.fetch`). */
+  ownBodies?: boolean;
   context?: RequestState;
   /**
    * Set only by `PluginApi.dispatchAs` on a Request the gateway built itself: who it runs as.

@@ -320,10 +320,11 @@ export class Runtime {
    * `refusal`: answer 400 with this message before any route (still counted, traced and
    * audited). `responded` and `timesSent`: what the server adapter knows (see RequestSlot).
    */
-  async handle(request: Request, from: Pick<RequestSlot, "responded" | "refusal" | "timesSent" | "clientGone"> = {}): Promise<Response> {
+  async handle(request: Request, from: Pick<RequestSlot, "responded" | "refusal" | "timesSent" | "clientGone" | "ownBodies"> = {}): Promise<Response> {
     const slot = slotOf(request);
     slot.responded = from.responded;
     slot.clientGone = from.clientGone;
+    slot.ownBodies = from.ownBodies;
     slot.refusal = from.refusal;
     slot.timesSent = from.timesSent;
     this.inflight++;
@@ -467,6 +468,7 @@ export class Runtime {
       newContext(request: Request, mode: RequestMode, serviceType: string) {
         const slot = slotOf(request);
         const ctx = new RequestState(request, mode, serviceType, deps.clock.now(), slot.responded, slot.clientGone);
+        if (slot.ownBodies) ctx.ownBodies = true;
         if (slot.dispatched) {
           ctx.principal = slot.dispatched.principal;
           ctx.origin = slot.dispatched.origin;

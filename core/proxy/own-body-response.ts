@@ -8,7 +8,8 @@
  * promises per chunk read through it (docs/design.md#streaming).
  *
  * A server that reads a Response's inner body rather than its `body` property (`Deno.serve`)
- * is handed a plain copy (`plainResponse`).
+ * must not be handed one: the gateway makes a stream one only for a request whose adapter
+ * said it writes them (`RequestContext.ownBodies`, see `sourcedResponse`).
  */
 import { BODY_CHUNKS, type ChunkReader } from "./body-chunks.ts";
 
@@ -185,7 +186,10 @@ export class SourcedResponse extends OwnBodyResponse {
   }
 }
 
-/** `response` as a server that reads a Response's inner body takes it: an own-body one copied with its web stream. */
-export function plainResponse(response: Response): Response {
-  return response instanceof OwnBodyResponse ? new Response(response.body, response) : response;
+/**
+ * A Response of the stream `source`: an own-body one when the server adapter writes its chunks
+ * itself (`RequestContext.ownBodies`), else one with its web stream.
+ */
+export function sourcedResponse(source: PullSource, init: ResponseInit, ownBodies: boolean): Response {
+  return ownBodies ? new SourcedResponse(source, init) : new Response(new ReadableStream(source), init);
 }

@@ -8,7 +8,7 @@ import type { CachedAnswer, CacheLookup } from "../../core/llm/cache.ts";
 import { type Bytes, parseJson } from "../../core/llm/json.ts";
 import { ErrorAnswer, type TranslatedResponse, type Translator } from "../../core/llm/provider.ts";
 import { type OpenedStream, passSource, type StreamTranslation, translateSource } from "../../core/llm/stream.ts";
-import { SourcedResponse } from "../../core/proxy/own-body-response.ts";
+import { sourcedResponse } from "../../core/proxy/own-body-response.ts";
 import { type TokenUsage, usageOf } from "../../core/llm/usage.ts";
 import { ERROR_CODES, type ErrorCode, errors, GatewayError } from "../../core/errors.ts";
 import { type EndHook, withEndHook } from "../../core/pipeline/end-hook.ts";
@@ -74,7 +74,7 @@ export async function backendAnswer(
       errorEvent: protocol.streamErrorEvent?.bind(protocol),
       ...hooks,
     } satisfies Omit<StreamTranslation, "translator">;
-    answer = streamAnswer(backend, attempt.opened, attempt.translator, options, MISS);
+    answer = streamAnswer(backend, attempt.opened, attempt.translator, options, MISS, request.ctx.ownBodies);
     return answer;
   }
   const nativeAnswers = native ? protocol.native : undefined;
@@ -173,6 +173,8 @@ export function streamAnswer(
   translator: Translator,
   options: Omit<StreamTranslation, "translator">,
   extra: Readonly<Record<string, string>> = {},
+  /** The server writes the stream's chunks itself (`RequestContext.ownBodies`). */
+  ownBodies = false,
 ): Answer {
   if (!translator.translateStreamEvent || !opened) {
     // An event stream passed on as it is still ends with an error event if it breaks off,
@@ -189,16 +191,16 @@ export function streamAnswer(
     // The stream runs the request's end steps itself (core/pipeline/end-hook.ts).
     const endHook: EndHook = {};
     const body = passSource(opened, options.onError, { ...options, translator, endHook });
-    return { response: withEndHook(new SourcedResponse(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }), endHook) };
+    return { response: withEndHook(sourcedResponse(body, { status: backend.status, headers: responseHeaders(backend.headers, extra) }, ownBodies), endHook) };
   }
   const endHook: EndHook = {};
   const body = translateSource(opened, { ...options, translator, endHook });
   return {
     response: withEndHook(
-      new SourcedResponse(body, {
+      sourcedResponse(body, {
         status: backend.status,
         headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extra },
-      }),
+      }, ownBodies),
       endHook,
     ),
   };
