@@ -185,11 +185,9 @@ const NO_END_MESSAGE = "the backend stream ended before the end of the answer: t
 
 /**
  * Pipes a backend stream to the client: translated (`translate`), else byte for byte with the
- * events parsed only when the provider watches them (`observeStreamEvent`).
- */
-/**
- * The source of the client's stream (what `new ReadableStream` takes, or `SourcedResponse`,
- * which a server adapter may pull without building the stream: core/proxy/own-body-response.ts).
+ * events parsed only when the provider watches them (`observeStreamEvent`). Returns the client
+ * stream's source (what `new ReadableStream` takes, or an own-body Response, whose chunks a
+ * server adapter may pull without building the stream: core/proxy/own-body-response.ts).
  */
 function pipe(source: ReadableStream<Uint8Array> | OpenedStream, options: StreamTranslation, translate: boolean): PullSource {
   let { reader, first } = opened(source);

@@ -1,8 +1,9 @@
 /**
- * A backend body read chunk by chunk. Any `Response` gives its `body` (a web stream); a runtime
- * adapter's own `Response` may hand its chunks over without one (`BODY_CHUNKS`): Node's client
- * does, since on Node 20 building a web stream costs 10-25 µs and every read through one a
- * promise chain of its own, for each of a stream's events (docs/design.md#streaming).
+ * A body read chunk by chunk. Any `Response` gives its `body` (a web stream); an own-body
+ * `Response` (own-body-response.ts: Node's client's answers, the gateway's streams on Node)
+ * hands its chunks over without one (`BODY_CHUNKS`): on Node 20 building a web stream costs
+ * 15-30 µs and every read through one a promise chain of its own, for each of a stream's events
+ * (docs/design.md#streaming).
  */
 
 /** The buffer a backend stream is read into when it lets the reader bring one (see `chunkReader`). */
