@@ -9,6 +9,7 @@
 import type { Readable } from "node:stream";
 import type { ChunkReader } from "../../core/proxy/body-chunks.ts";
 import { OwnBodyResponse } from "../../core/proxy/own-body-response.ts";
+import { concatBytes } from "../../core/request-body/read-bytes.ts";
 
 /** One web stream over a Node stream: a chunk is enqueued the moment it arrives. */
 function webStream(source: Readable): ReadableStream<Uint8Array> {
@@ -143,13 +144,7 @@ function collect(source: Readable): Promise<Uint8Array<ArrayBuffer>> {
     });
     source.once("end", () => {
       // A fresh buffer of its own (never a slice of Node's shared pool).
-      const bytes = new Uint8Array(total);
-      let at = 0;
-      for (const chunk of chunks) {
-        bytes.set(chunk, at);
-        at += chunk.byteLength;
-      }
-      resolve(bytes);
+      resolve(concatBytes(chunks, total));
     });
   });
 }

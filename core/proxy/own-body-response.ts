@@ -11,6 +11,7 @@
  * must not be handed one: the gateway makes a stream one only for a request whose adapter
  * said it writes them (`RequestContext.ownBodies`, see `sourcedResponse`).
  */
+import { concatBytes } from "../request-body/read-bytes.ts";
 import { BODY_CHUNKS, type ChunkReader } from "./body-chunks.ts";
 
 const decoder = new TextDecoder();
@@ -22,13 +23,7 @@ async function readAll(reader: ChunkReader): Promise<Uint8Array<ArrayBuffer>> {
     chunks.push(chunk.value);
     total += chunk.value.byteLength;
   }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks, total);
 }
 
 export abstract class OwnBodyResponse extends Response {
