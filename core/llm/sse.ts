@@ -24,7 +24,8 @@ class ParsedEvent implements StreamEvent {
 
   get json(): unknown {
     if (!this.#parsed) {
-      this.#json = parseJson(this.data);
+      // A stream's end sentinel is not JSON, and a JSON.parse that throws costs 5-10 µs.
+      this.#json = this.data === "[DONE]" ? undefined : parseJson(this.data);
       this.#parsed = true;
     }
     return this.#json;
