@@ -23,25 +23,48 @@ export interface ContentSpan {
   end: number;
 }
 
-const CONTENT = '"content":"';
 const ROLE = '"role":"assistant",';
 const DELTA = '"delta":{';
 const CHOICES = '"choices":[{"index":';
-const NOT_FINISHED = '"finish_reason":null';
+/** The keys the checks below count, found in one scan (an `indexOf` each, twice, read the chunk eight times). */
+const KEYS = /"(?:content|delta|index|finish_reason)":/g;
 /** The rest of a JSON string literal after its opening quote, up to and with its closing quote. */
 const STRING_REST = /(?:[^"\\]|\\.)*"/y;
-
-const once = (text: string, key: string, at: number) => text.indexOf(key) === at && text.indexOf(key, at + key.length) === -1;
 
 /** Where `data`'s one `delta.content` string is, or undefined when `data` is not such a chunk. */
 export function contentSpan(data: string): ContentSpan | undefined {
   if (data.charCodeAt(0) !== 123) return undefined;
-  const content = data.indexOf(CONTENT);
-  if (content === -1 || !once(data, '"content":', content)) return undefined;
-  // `"delta":{` right before the content, or before `"role":"assistant",` before it.
-  const delta = data.startsWith(DELTA, content - DELTA.length) ? content - DELTA.length : content - DELTA.length - ROLE.length;
-  if (!data.startsWith(DELTA, delta) || (delta !== content - DELTA.length && !data.startsWith(ROLE, content - ROLE.length))) return undefined;
-  if (!once(data, '"delta":', delta)) return undefined;
+  // Where each key's quote is; a key found twice: not such a chunk.
+  let content = -1;
+  let delta = -1;
+  let index = -1;
+  let finish = -1;
+  KEYS.lastIndex = 0;
+  while (KEYS.test(data)) {
+    const end = KEYS.lastIndex;
+    // The key's last letter, before its closing quote and colon.
+    switch (data.charCodeAt(end - 3)) {
+      case 116: // content
+        if (content !== -1) return undefined;
+        content = end - 10;
+        break;
+      case 97: // delta
+        if (delta !== -1) return undefined;
+        delta = end - 8;
+        break;
+      case 120: // index
+        if (index !== -1) return undefined;
+        index = end - 8;
+        break;
+      default: // finish_reason
+        if (finish !== -1) return undefined;
+        finish = end - 16;
+    }
+  }
+  // The content is a string, right after `"delta":{` or after `"delta":{"role":"assistant",`.
+  if (content === -1 || data.charCodeAt(content + 10) !== 34) return undefined;
+  if (delta !== content - DELTA.length && !(delta === content - DELTA.length - ROLE.length && data.startsWith(ROLE, content - ROLE.length))) return undefined;
+  if (!data.startsWith(DELTA, delta)) return undefined;
   // `"choices":[{"index":N,` right before the delta, with the chunk's only `"index":`.
   const comma = delta - 1;
   if (data.charCodeAt(comma) !== 44) return undefined;
@@ -49,11 +72,10 @@ export function contentSpan(data: string): ContentSpan | undefined {
   while (digits > 0 && data.charCodeAt(digits - 1) >= 48 && data.charCodeAt(digits - 1) <= 57) digits--;
   if (digits === comma || comma - digits > 6) return undefined;
   const choices = digits - CHOICES.length;
-  if (!data.startsWith(CHOICES, choices) || !once(data, '"index":', choices + CHOICES.length - '"index":'.length)) return undefined;
+  if (index !== choices + CHOICES.length - '"index":'.length || !data.startsWith(CHOICES, choices)) return undefined;
   // The choice is not finished: its only finish reason is null.
-  const finish = data.indexOf(NOT_FINISHED);
-  if (finish === -1 || !once(data, '"finish_reason":', finish)) return undefined;
-  const start = content + CONTENT.length - 1;
+  if (finish === -1 || !data.startsWith("null", finish + 16)) return undefined;
+  const start = content + 10;
   STRING_REST.lastIndex = start + 1;
   if (!STRING_REST.test(data)) return undefined;
   const end = STRING_REST.lastIndex;

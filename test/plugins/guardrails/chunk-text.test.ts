@@ -78,6 +78,51 @@ function through(stream: GuardedStream, events: readonly string[], readText: boo
   return { out, readAsText };
 }
 
+describe("contentSpan against JSON.parse", () => {
+  /** A seeded generator, so a failing case can be run again. */
+  let seed = 46;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
+  const BITS = ['"content":', '"content":"', '"delta":{', '"index":0,', '"finish_reason":', "null", '"', '\\"', "\\\\", "{", "}", ",", " ", '"role":"assistant",', "x", ":", "[", "]", "7"];
+
+  it("on 50,000 chunks, valid and mutated: every span it finds is the one choice's unfinished content, and it finds every compact one", () => {
+    let found = 0;
+    for (let i = 0; i < 50_000; i++) {
+      // Contents as they stand between quotes in JSON: escapes, and text that looks like keys.
+      const content = pick(["Hello", "", String.raw`say \"hi\"`, String.raw`\u00e9 \n`, String.raw`\"content\":\"x`]);
+      const unfinished = [
+        chunk(`{"content":"${content}"}`),
+        chunk(`{"role":"assistant","content":"${content}"}`),
+        `{"choices":[{"index":${Math.floor(next() * 20)},"delta":{"content":"${content}"},"finish_reason":null}],"id":"c"}`,
+      ];
+      let text = pick([...unfinished, chunk("{}", ',"logprobs":null,"finish_reason":"stop"')]);
+      const edits = Math.floor(next() * 3);
+      for (let edit = 0; edit < edits; edit++) {
+        const at = Math.floor(next() * text.length);
+        text = next() < 0.6 ? text.slice(0, at) + pick(BITS) + text.slice(at) : text.slice(0, at) + text.slice(at + 1 + Math.floor(next() * 4));
+      }
+      let parsed: { choices?: Array<{ index?: unknown; delta?: { content?: unknown }; finish_reason?: unknown }> } | undefined;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      const span = contentSpan(text);
+      // Sound: a span found in valid JSON is the one choice's content, unfinished.
+      if (span && parsed) {
+        found++;
+        const choice = parsed.choices?.length === 1 ? parsed.choices[0] : undefined;
+        expect(choice?.index, text).toBe(span.index);
+        expect(choice?.delta?.content, text).toBe(JSON.parse(text.slice(span.start, span.end)));
+        expect(choice?.finish_reason, text).toBeNull();
+      }
+      // Complete: an unmutated compact chunk with content is always found.
+      if (edits === 0 && unfinished.includes(text)) expect(span, text).toBeDefined();
+    }
+    expect(found).toBeGreaterThan(10_000);
+  });
+});
+
 describe("an output mask on chunks read as text", () => {
   it("sends what it sends on parsed chunks: values split over chunks masked, text held back, the finish and usage chunks parsed", () => {
     const pieces = ["Write to ann.l", "ee@exa", "mple.com or pay with 4111 ", "1111 1111 1111", ' today. \\"Quoted\\" ', "and ", "é".repeat(300), " end"];
