@@ -83,7 +83,27 @@ describe("contentSpan against JSON.parse", () => {
   let seed = 46;
   const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
-  const BITS = ['"content":', '"content":"', '"delta":{', '"index":0,', '"finish_reason":', "null", '"', '\\"', "\\\\", "{", "}", ",", " ", '"role":"assistant",', "x", ":", "[", "]", "7"];
+  const BITS = [
+    '"content":',
+    '"content":"',
+    '"delta":{',
+    '"index":0,',
+    '"finish_reason":',
+    "null",
+    '"',
+    '\\"',
+    "\\\\",
+    "{",
+    "}",
+    ",",
+    " ",
+    '"role":"assistant",',
+    "x",
+    ":",
+    "[",
+    "]",
+    "7",
+  ];
 
   it("on 50,000 chunks, valid and mutated: every span it finds is the one choice's unfinished content, and it finds every compact one", () => {
     let found = 0;
