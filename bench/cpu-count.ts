@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|guard-input-2k|guard-input-2k-typical|guard-stream-out|growth] [--models N] [--consumers N] [--cache-streams]
+ * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|sync-stream|upload-100k|submit-100k|guard-input-2k|guard-input-2k-typical|guard-stream-out|growth] [--models N] [--consumers N] [--cache-streams]
  * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
@@ -28,7 +28,7 @@ import { SCENARIOS } from "./scenarios.ts";
 const USAGE = `node dist/bench/cpu-count.js [options]
   --config basic|prod-memory|prod-redis   the gateway's config (default prod-memory)
   --runtime node|deno   the gateway's runtime (default node; the floor runs on Node; --cpu-prof is Node's)
-  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|upload-100k|submit-100k|guard-input-2k|guard-input-2k-typical|guard-stream-out|growth
+  --scenario llm-miss|llm-hit|stream|stream-miss|sync-json|sync-stream|upload-100k|submit-100k|guard-input-2k|guard-input-2k-typical|guard-stream-out|growth
                    what is sent (default llm-miss); guard-*: also "gateway without rules", the same requests
                    to another gateway of the same config without its guardrails, in the same rounds
                    (each --compare build too)
@@ -54,6 +54,7 @@ const SCENARIO_IDS = [
   "stream",
   "stream-miss",
   "sync-json",
+  "sync-stream",
   "upload-100k",
   "submit-100k",
   "guard-input-2k",

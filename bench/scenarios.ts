@@ -6,6 +6,7 @@ import type { TargetName } from "./measure.ts";
 
 export type ScenarioId =
   | "sync-json"
+  | "sync-stream"
   | "llm-miss"
   | "llm-hit"
   | "stream"
@@ -89,6 +90,19 @@ export const SCENARIOS: Record<ScenarioId, Scenario> = {
       headers: json,
       body: Buffer.from(chatRequest(MODELS.direct)),
       expect: { status: 200, body: COMPLETION_JSON },
+    }),
+  },
+  // Not in `npm run bench`'s matrix: `cpu-count --scenario sync-stream` (bench/README.md, "Streams").
+  "sync-stream": {
+    id: "sync-stream",
+    title: "sync direct proxy, SSE stream (22 events)",
+    stream: true,
+    request: (base) => ({
+      url: base + PATHS.direct,
+      method: "POST",
+      headers: json,
+      body: Buffer.from(chatRequest(MODELS.direct, { stream: true })),
+      expect: { status: 200, body: STREAM_TEXT },
     }),
   },
   "llm-miss": {

@@ -21,6 +21,8 @@ import type { Logger } from "../log.ts";
 import type { EndStep } from "./context.ts";
 import { freeEndHook } from "./end-hook.ts";
 import { isWhole } from "./whole-body.ts";
+import { BODY_CHUNKS, type ChunkedBody, type ChunkReader } from "../proxy/body-chunks.ts";
+import { type PullSource, SourcedResponse } from "../proxy/own-body-response.ts";
 
 function runSteps(steps: readonly EndStep[], status: number, log: Logger): Promise<void> {
   const running: Promise<void>[] = [];
@@ -70,10 +72,13 @@ export async function endBeforeLastByte(response: Response, steps: readonly EndS
     return response;
   }
 
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  // An own-body Response's chunks are read as they are (no web stream on either side, where the
+  // server writes such bodies itself: core/proxy/own-body-response.ts); any other's from its stream.
+  const own = (response as Response & ChunkedBody)[BODY_CHUNKS]?.();
+  const reader = own ?? defaultReader(response.body as ReadableStream<Uint8Array>);
   const declared = declaredLength(response.headers);
   let sent = 0;
-  const body = new ReadableStream<Uint8Array>({
+  const source: PullSource = {
     async pull(controller) {
       try {
         const chunk = await reader.read();
@@ -94,6 +99,12 @@ export async function endBeforeLastByte(response: Response, steps: readonly EndS
       void end();
       await reader.cancel(reason);
     },
-  });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+  const init = { status: response.status, statusText: response.statusText, headers: response.headers };
+  return own ? new SourcedResponse(source, init) : new Response(new ReadableStream(source), init);
+}
+
+function defaultReader(body: ReadableStream<Uint8Array>): ChunkReader {
+  const reader = body.getReader();
+  return { read: () => reader.read(), cancel: (reason) => reader.cancel(reason) };
 }

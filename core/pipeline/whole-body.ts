@@ -8,6 +8,8 @@
  * A symbol property on the Response itself, not a WeakSet (see request-slot.ts on what long-lived
  * weak collections cost the minor GC).
  */
+import { OwnBodyResponse } from "../proxy/own-body-response.ts";
+
 const WHOLE: unique symbol = Symbol("gateway.wholeBody");
 
 type Marked = Response & { [WHOLE]?: true };
@@ -24,5 +26,7 @@ export function wholeBody<R extends Response>(response: R): R {
  * Response builds the full WHATWG Response and its ReadableStream (~40 µs per request).
  */
 export function isWhole(response: Response): boolean {
-  return (response as Marked)[WHOLE] === true || response.body === null;
+  if ((response as Marked)[WHOLE] === true) return true;
+  // Nor of an own-body Response, which would build its web stream (core/proxy/own-body-response.ts).
+  return response instanceof OwnBodyResponse ? !response.hasBody : response.body === null;
 }

@@ -36,6 +36,11 @@ export abstract class OwnBodyResponse extends Response {
     this.#hasBody = hasBody;
   }
 
+  /** Whether it has a body at all (without building its web stream, as `body` would). */
+  get hasBody(): boolean {
+    return this.#hasBody;
+  }
+
   /** The body as a web stream (asked for once). */
   protected abstract openStream(): ReadableStream<Uint8Array>;
   /** The body's chunks (asked for once, instead of `openStream`). */
@@ -178,6 +183,34 @@ export class SourcedResponse extends OwnBodyResponse {
 
   protected openChunks(): ChunkReader {
     return sourceChunks(this.#source);
+  }
+}
+
+/** A stream source reading `reader` (a web stream over chunks read elsewhere). */
+export const pullingFrom = (reader: ChunkReader): PullSource => ({
+  async pull(controller) {
+    const chunk = await reader.read();
+    if (chunk.done) controller.close();
+    else controller.enqueue(chunk.value);
+  },
+  cancel: (reason) => reader.cancel(reason),
+});
+
+/** A Response whose body is chunks read from elsewhere: a backend's answer relayed as it comes (plugins/sync-proxy). */
+export class ChunksResponse extends OwnBodyResponse {
+  readonly #reader: ChunkReader;
+
+  constructor(reader: ChunkReader, init: ResponseInit) {
+    super(true, init);
+    this.#reader = reader;
+  }
+
+  protected openStream(): ReadableStream<Uint8Array> {
+    return new ReadableStream(pullingFrom(this.#reader));
+  }
+
+  protected openChunks(): ChunkReader {
+    return this.#reader;
   }
 }
 

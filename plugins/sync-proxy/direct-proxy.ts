@@ -82,7 +82,13 @@ export function directProxy(settings: CallSettings) {
     };
 
     try {
-      return await forward(targets, build, method, { ...settings, clientSignal: ctx.clientGone, model: service.model, serviceType: service.type });
+      return await forward(targets, build, method, {
+        ...settings,
+        clientSignal: ctx.clientGone,
+        model: service.model,
+        serviceType: service.type,
+        ownBodies: ctx.ownBodies,
+      });
     } finally {
       replay?.seal();
     }

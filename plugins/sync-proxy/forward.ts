@@ -10,6 +10,8 @@ import type { BackendHealth } from "../../core/proxy/backend-health.ts";
 import { type BackendTarget, withFailover } from "../../core/proxy/backends.ts";
 import { wholeBody } from "../../core/pipeline/whole-body.ts";
 import { responseHeaders } from "../../core/proxy/headers.ts";
+import { bodyChunks } from "../../core/proxy/body-chunks.ts";
+import { ChunksResponse } from "../../core/proxy/own-body-response.ts";
 import { type BackendInit, BackendTimeoutError, callBackend, type CallOptions, describeFailure } from "../../core/proxy/backend-call.ts";
 export { backendUrl } from "../../core/proxy/backend-call.ts";
 
@@ -21,6 +23,8 @@ export interface ForwardOptions extends CallOptions {
   serviceType: string;
   /** Which answers fail over, which backends sit out (the spec's rule without the backend-health plugin). */
   health: BackendHealth;
+  /** The server adapter writes an own-body answer's chunks itself (`RequestContext.ownBodies`). */
+  ownBodies?: boolean;
 }
 
 /** The backend request for one target: its address and init (body, headers) for that target. */
@@ -45,13 +49,18 @@ function readWhole(backend: Response): boolean {
 }
 
 /** The backend's status, headers (minus hop-by-hop) and body, streamed through as it arrives (see WHOLE_BODY_LIMIT). */
-export async function relayResponse(backend: Response, method: string): Promise<Response> {
+export async function relayResponse(backend: Response, method: string, ownBodies = false): Promise<Response> {
   const init = { status: backend.status, statusText: backend.statusText, headers: responseHeaders(backend.headers) };
   if (NO_BODY.has(backend.status) || method === "HEAD") {
     void backend.body?.cancel().catch(() => {});
     return new Response(null, init);
   }
-  if (!readWhole(backend)) return new Response(backend.body, init);
+  if (!readWhole(backend)) {
+    // Where the server writes chunks itself, they go from the backend's socket to the client's
+    // without a web stream on either side (core/proxy/own-body-response.ts).
+    const chunks = ownBodies ? bodyChunks(backend) : undefined;
+    return chunks ? new ChunksResponse(chunks, init) : new Response(backend.body, init);
+  }
   let bytes: ArrayBuffer;
   try {
     bytes = await backend.arrayBuffer();
@@ -78,7 +87,7 @@ export async function forward(targets: readonly BackendTarget[], build: BuildAtt
       answered_by: result.target?.url,
     });
   }
-  if (result.response) return await relayResponse(result.response, method);
+  if (result.response) return await relayResponse(result.response, method, options.ownBodies);
   if (options.clientSignal.aborted) {
     // Nobody reads this; the status is for the request counter and logs (nginx's 499).
     return errorResponse(499, "api_error", "the client closed the request before a backend answered", {}, "client_closed");

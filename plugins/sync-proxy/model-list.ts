@@ -105,7 +105,13 @@ async function modelInfo(deps: ModelListDeps, ctx: RequestContext, name: string)
     url: backendUrl(target.url, `/v1/models/${encodeURIComponent(target.model || service.model)}`),
     init: { method: "GET", headers: forwardHeaders(ctx.request.headers, target.headers, ["accept-encoding", "content-type"], ctx.backendHeaders) },
   });
-  return await forward(targets, build, "GET", { ...deps.settings, clientSignal: ctx.clientGone, model: service.model, serviceType: service.type });
+  return await forward(targets, build, "GET", {
+    ...deps.settings,
+    clientSignal: ctx.clientGone,
+    model: service.model,
+    serviceType: service.type,
+    ownBodies: ctx.ownBodies,
+  });
 }
 
 /** Runs `answer` for the identified caller of `request`; a refusal or failure becomes the error answer. */
