@@ -10,7 +10,9 @@ import { RequestState } from "../../../core/pipeline/context.ts";
 import { Pipeline } from "../../../core/pipeline/pipeline.ts";
 import { wholeBody } from "../../../core/pipeline/whole-body.ts";
 import { type EndHook, withEndHook } from "../../../core/pipeline/end-hook.ts";
-import { passStream } from "../../../core/llm/stream.ts";
+import { passSource, passStream } from "../../../core/llm/stream.ts";
+import { bodyChunks, chunkReader } from "../../../core/proxy/body-chunks.ts";
+import { ChunksResponse, OwnBodyResponse, SourcedResponse } from "../../../core/proxy/own-body-response.ts";
 
 const encoder = new TextEncoder();
 
@@ -155,7 +157,12 @@ describe("ctx.beforeEnd", () => {
   });
 });
 
-/** The two kinds of streamed body: a stream of the handler's own, and one of core/llm/stream.ts that runs the steps itself (end-hook.ts). */
+/**
+ * The kinds of streamed body: a stream of the handler's own, one of core/llm/stream.ts that runs
+ * the steps itself (end-hook.ts), and both as own bodies, whose chunks a server adapter takes
+ * without a web stream (core/proxy/own-body-response.ts). Each is read as a server reads it
+ * (`bodyChunks`: the own chunks when there are, else the body's stream).
+ */
 const STREAMED = [
   { kind: "a streamed body", make: (stream: ReadableStream<Uint8Array>) => new Response(stream) },
   {
@@ -165,13 +172,21 @@ const STREAMED = [
       return withEndHook(new Response(passStream(stream, () => {}, { endHook: hook })), hook);
     },
   },
+  { kind: "an own body (a relayed backend's chunks)", make: (stream: ReadableStream<Uint8Array>) => new ChunksResponse(chunkReader(stream), {}) },
+  {
+    kind: "an own body with an end hook",
+    make: (stream: ReadableStream<Uint8Array>) => {
+      const hook: EndHook = {};
+      return withEndHook(new SourcedResponse(passSource(stream, () => {}, { endHook: hook }), {}), hook);
+    },
+  },
 ];
 
 describe.each(STREAMED)("ctx.beforeEnd, $kind", ({ make }) => {
   it("chunks flow at once, the end of the body waits for the steps", async () => {
     const body = fedBody();
     const { step, answer } = run(() => make(body.stream));
-    const reader = ((await answer).body as ReadableStream<Uint8Array>).getReader();
+    const reader = bodyChunks(await answer)!;
     body.push("data: 1\n\n");
     expect(new TextDecoder().decode((await reader.read()).value)).toBe("data: 1\n\n");
     expect(step.runs).toBe(0);
@@ -189,7 +204,7 @@ describe.each(STREAMED)("ctx.beforeEnd, $kind", ({ make }) => {
     const done = new Promise<void>((resolve) => (responded = resolve));
     const body = fedBody();
     const { step, answer } = run(() => make(body.stream), { responded: done });
-    const reader = ((await answer).body as ReadableStream<Uint8Array>).getReader();
+    const reader = bodyChunks(await answer)!;
     body.push("data: 1\n\n");
     await reader.read();
     await reader.cancel();
@@ -198,5 +213,16 @@ describe.each(STREAMED)("ctx.beforeEnd, $kind", ({ make }) => {
     await done;
     step.finish();
     expect(step.runs).toBe(1);
+  });
+});
+
+describe("ctx.beforeEnd on own bodies", () => {
+  it("keeps an own body one, so the server can take its chunks without a web stream", async () => {
+    for (const make of STREAMED.slice(2).map((kind) => kind.make)) {
+      const body = fedBody();
+      const { answer } = run(() => make(body.stream));
+      expect(await answer).toBeInstanceOf(OwnBodyResponse);
+      body.close();
+    }
   });
 });
