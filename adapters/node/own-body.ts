@@ -61,7 +61,13 @@ export function sentOwnBody(outgoing: ServerResponse, response: Response): boole
   if (!take || outgoing.headersSent || outgoing.destroyed) return false;
   const reader = take.call(response);
   if (!reader) return false;
-  outgoing.writeHead(response.status, outgoingHeaders(response.headers));
+  try {
+    outgoing.writeHead(response.status, outgoingHeaders(response.headers));
+  } catch (error) {
+    // Headers Node refuses: the server answers the error; the body (and its backend) is let go.
+    void reader.cancel(error).catch(() => {});
+    throw error;
+  }
   void pump(outgoing, reader);
   return true;
 }
