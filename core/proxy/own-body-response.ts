@@ -196,20 +196,19 @@ export const pullingFrom = (reader: ChunkReader): PullSource => ({
   cancel: (reason) => reader.cancel(reason),
 });
 
-/** A Response whose body is chunks read from elsewhere: a backend's answer relayed as it comes (plugins/sync-proxy). */
-export class ChunksResponse extends OwnBodyResponse {
+/**
+ * A Response whose body is chunks read from elsewhere: a backend's answer relayed as it comes
+ * (plugins/sync-proxy). Its chunks are handed over as they are read, not pulled through a source.
+ */
+export class ChunksResponse extends SourcedResponse {
   readonly #reader: ChunkReader;
 
   constructor(reader: ChunkReader, init: ResponseInit) {
-    super(true, init);
+    super(pullingFrom(reader), init);
     this.#reader = reader;
   }
 
-  protected openStream(): ReadableStream<Uint8Array> {
-    return new ReadableStream(pullingFrom(this.#reader));
-  }
-
-  protected openChunks(): ChunkReader {
+  protected override openChunks(): ChunkReader {
     return this.#reader;
   }
 }
