@@ -153,7 +153,8 @@ services:
       // process.kill, not child.kill: Deno's child.kill sends one signal per child at most.
       const pid = gw.child.pid as number;
       process.kill(pid, "SIGTERM");
-      await waitUntil(() => gw.output().includes('"event":"shutdown"'));
+      // What the gateway said, should the line not come (once, under a loaded CI machine, it did not within 10 s).
+      await waitUntil(() => gw.output().includes('"event":"shutdown"'), 10_000, () => `no shutdown line after SIGTERM; the gateway's output:\n${gw.output()}`);
       // Still waiting for the hung request: the first signal lets in-flight work finish.
       expect(gw.child.exitCode).toBeNull();
       expect(gw.output()).not.toContain('"event":"stopped"');
