@@ -21,7 +21,7 @@ import type { Logger } from "../log.ts";
 import type { EndStep } from "./context.ts";
 import { freeEndHook } from "./end-hook.ts";
 import { isWhole } from "./whole-body.ts";
-import { BODY_CHUNKS, type ChunkedBody, type ChunkReader } from "../proxy/body-chunks.ts";
+import { BODY_CHUNKS, type ChunkedBody, defaultChunkReader } from "../proxy/body-chunks.ts";
 import { type PullSource, SourcedResponse } from "../proxy/own-body-response.ts";
 
 function runSteps(steps: readonly EndStep[], status: number, log: Logger): Promise<void> {
@@ -75,7 +75,7 @@ export async function endBeforeLastByte(response: Response, steps: readonly EndS
   // An own-body Response's chunks are read as they are (no web stream on either side, where the
   // server writes such bodies itself: core/proxy/own-body-response.ts); any other's from its stream.
   const own = (response as Response & ChunkedBody)[BODY_CHUNKS]?.();
-  const reader = own ?? defaultReader(response.body as ReadableStream<Uint8Array>);
+  const reader = own ?? defaultChunkReader(response.body as ReadableStream<Uint8Array>);
   const declared = declaredLength(response.headers);
   let sent = 0;
   const source: PullSource = {
@@ -102,9 +102,4 @@ export async function endBeforeLastByte(response: Response, steps: readonly EndS
   };
   const init = { status: response.status, statusText: response.statusText, headers: response.headers };
   return own ? new SourcedResponse(source, init) : new Response(new ReadableStream(source), init);
-}
-
-function defaultReader(body: ReadableStream<Uint8Array>): ChunkReader {
-  const reader = body.getReader();
-  return { read: () => reader.read(), cancel: (reason) => reader.cancel(reason) };
 }

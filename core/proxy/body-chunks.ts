@@ -42,8 +42,13 @@ export function chunkReader(source: ReadableStream<Uint8Array>): ChunkReader {
     const reader = byob;
     return { read: () => reader.read(new Uint8Array(READ_SIZE)), cancel: (reason) => reader.cancel(reason) };
   }
-  const defaultReader = source.getReader();
-  return { read: () => defaultReader.read(), cancel: (reason) => defaultReader.cancel(reason) };
+  return defaultChunkReader(source);
+}
+
+/** A stream's chunks through its default reader, as the stream makes them. */
+export function defaultChunkReader(source: ReadableStream<Uint8Array>): ChunkReader {
+  const reader = source.getReader();
+  return { read: () => reader.read(), cancel: (reason) => reader.cancel(reason) };
 }
 
 /**
