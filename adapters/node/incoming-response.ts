@@ -1,62 +1,21 @@
 /**
  * A `Response` whose body is still the Node stream it arrives on. Reading it whole
- * (`arrayBuffer`, `text`, `json`) collects the chunks straight from the socket; only
- * `.body` builds a web stream, on first access, forwarding each chunk as it arrives with
- * backpressure (the socket pauses while the stream is full). On Node 20 building a web stream
- * costs 10-25 µs, a good part of a small proxied response, so most answers never get one: a
- * stream the gateway reads itself takes its chunks straight from the socket (`BODY_CHUNKS`).
+ * (`arrayBuffer`, `text`, `json`) collects the chunks straight from the socket; a stream the
+ * gateway reads itself takes them one by one (`BODY_CHUNKS`, `socketChunks`), with backpressure
+ * (the socket pauses while 64 KiB wait); only `.body` builds a web stream, on first access, over
+ * the same chunks. On Node 20 building a web stream costs 15-30 µs, a good part of a small
+ * proxied response, so most answers never get one.
  */
 import type { Readable } from "node:stream";
 import type { ChunkReader } from "../../core/proxy/body-chunks.ts";
 import { OwnBodyResponse } from "../../core/proxy/own-body-response.ts";
 import { concatBytes } from "../../core/request-body/read-bytes.ts";
 
-/** One web stream over a Node stream: a chunk is enqueued the moment it arrives. */
-function webStream(source: Readable): ReadableStream<Uint8Array> {
-  // Node may still emit "data" or "end" after the consumer cancelled: those must not
-  // touch a controller that is already closed (it throws, and would crash the process).
-  let open = true;
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        source.on("data", (chunk: Buffer) => {
-          if (!open) return;
-          controller.enqueue(chunk);
-          if ((controller.desiredSize ?? 0) <= 0) source.pause();
-        });
-        source.once("end", () => {
-          if (!open) return;
-          open = false;
-          controller.close();
-        });
-        const fail = (error: unknown) => {
-          if (!open) return;
-          open = false;
-          controller.error(error);
-        };
-        source.once("error", fail);
-        // Closed without "end" or "error" (the socket went away): not a complete body. (Every
-        // body closes: the error, whose stack costs ~15 µs, is made only for one cut short.)
-        source.once("close", () => {
-          if (open) fail(new Error("the connection closed before the body was complete"));
-        });
-      },
-      pull() {
-        source.resume();
-      },
-      cancel() {
-        open = false;
-        source.destroy();
-      },
-    },
-    // Up to 64 KiB queued before the socket is paused. One socket read often carries many
-    // small chunks (SSE events) that arrive together; pausing after the first would split
-    // them into one write each on the way out instead of one (node:http corks a tick's writes).
-    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
-  );
-}
-
-/** Bytes queued before the socket is paused: as much as the web stream above holds (and why). */
+/**
+ * Bytes queued before the socket is paused. One socket read often carries many small chunks (SSE
+ * events) that arrive together; pausing after the first would split them into one write each on
+ * the way out instead of one (node:http corks a tick's writes).
+ */
 const QUEUED_MAX_BYTES = 64 * 1024;
 
 type ReadResult = ReadableStreamReadResult<Uint8Array>;
@@ -158,10 +117,6 @@ export class IncomingResponse extends OwnBodyResponse {
     // A body nobody reads may still fail (the backend resets the connection): unobserved,
     // that would be an uncaught error. Readers attach their own listeners and see it.
     source?.on("error", () => {});
-  }
-
-  protected openStream(): ReadableStream<Uint8Array> {
-    return webStream(this.#source!);
   }
 
   /** The body's chunks read straight from the socket, instead of `body`'s web stream (core/proxy/body-chunks.ts). */

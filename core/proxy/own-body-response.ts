@@ -26,6 +26,16 @@ async function readAll(reader: ChunkReader): Promise<Uint8Array<ArrayBuffer>> {
   return concatBytes(chunks, total);
 }
 
+/** A stream source reading `reader` (a web stream over chunks read elsewhere). */
+const pullingFrom = (reader: ChunkReader): PullSource => ({
+  async pull(controller) {
+    const chunk = await reader.read();
+    if (chunk.done) controller.close();
+    else controller.enqueue(chunk.value);
+  },
+  cancel: (reason) => reader.cancel(reason),
+});
+
 export abstract class OwnBodyResponse extends Response {
   readonly #hasBody: boolean;
   #stream: ReadableStream<Uint8Array> | undefined;
@@ -41,8 +51,10 @@ export abstract class OwnBodyResponse extends Response {
     return this.#hasBody;
   }
 
-  /** The body as a web stream (asked for once). */
-  protected abstract openStream(): ReadableStream<Uint8Array>;
+  /** The body as a web stream (asked for once): by default one over its chunks. */
+  protected openStream(): ReadableStream<Uint8Array> {
+    return new ReadableStream(pullingFrom(this.openChunks()));
+  }
   /** The body's chunks (asked for once, instead of `openStream`). */
   protected abstract openChunks(): ChunkReader;
   /** The whole body, when no web stream was built. */
@@ -177,7 +189,7 @@ export class SourcedResponse extends OwnBodyResponse {
     this.#source = source;
   }
 
-  protected openStream(): ReadableStream<Uint8Array> {
+  protected override openStream(): ReadableStream<Uint8Array> {
     return new ReadableStream(this.#source);
   }
 
@@ -186,29 +198,16 @@ export class SourcedResponse extends OwnBodyResponse {
   }
 }
 
-/** A stream source reading `reader` (a web stream over chunks read elsewhere). */
-export const pullingFrom = (reader: ChunkReader): PullSource => ({
-  async pull(controller) {
-    const chunk = await reader.read();
-    if (chunk.done) controller.close();
-    else controller.enqueue(chunk.value);
-  },
-  cancel: (reason) => reader.cancel(reason),
-});
-
-/**
- * A Response whose body is chunks read from elsewhere: a backend's answer relayed as it comes
- * (plugins/sync-proxy). Its chunks are handed over as they are read, not pulled through a source.
- */
-export class ChunksResponse extends SourcedResponse {
+/** A Response whose body is chunks read from elsewhere: a backend's answer relayed as it comes (plugins/sync-proxy). */
+export class ChunksResponse extends OwnBodyResponse {
   readonly #reader: ChunkReader;
 
   constructor(reader: ChunkReader, init: ResponseInit) {
-    super(pullingFrom(reader), init);
+    super(true, init);
     this.#reader = reader;
   }
 
-  protected override openChunks(): ChunkReader {
+  protected openChunks(): ChunkReader {
     return this.#reader;
   }
 }
