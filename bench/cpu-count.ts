@@ -19,7 +19,7 @@ import { Pool } from "undici";
 import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
 import { repoRoot, type Runtime, startFlags, startGateway, startSideServices } from "./gateway.ts";
-import { specFor } from "./matrix.ts";
+import { type Population, specFor } from "./matrix.ts";
 import type { TargetName } from "./measure.ts";
 import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./load/spec.ts";
 import { BOTH_CORES, cpuSeconds, listeningPort, memory, OTHER_CORE, pinProcess, processTree, SERVER_CORE, type Service, spawnService } from "./procs.ts";
@@ -33,8 +33,12 @@ const USAGE = `node dist/bench/cpu-count.js [options]
                    to another gateway of the same config without its guardrails, in the same rounds
                    (each --compare build too)
   --models N       LLM services on the chat path (growth: each request's model drawn at random; default 1)
+  --first-row      growth: also a gateway of 1 model sent 1 consumer's requests (the growth table's first
+                   row), in the same rounds, and the median of the rounds' ratios to it
   --workers N      server.workers (with --config prod-redis): the gateway on both cores, charged with its primary and workers
   --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
+  --chunk-delay-ms N  the mock backend spaces a stream's events N ms apart (default: one event-loop turn),
+                   so every event reaches both proxies as a chunk of its own, as tokens with think time do
   --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
   --rounds N       rounds per server, alternating (default 3)
@@ -75,6 +79,8 @@ interface Options {
   compareFlags: string[][];
   flags: string[];
   cacheStreams: boolean;
+  chunkDelayMs?: number;
+  firstRow: boolean;
   latency: boolean;
   models: number;
   consumers: number;
@@ -93,6 +99,7 @@ function parse(argv: readonly string[]): Options {
     compare: [],
     compareFlags: [],
     cacheStreams: false,
+    firstRow: false,
     latency: false,
     models: 1,
     consumers: 50,
@@ -110,13 +117,18 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--compare") options.compare.push(reader.value(arg));
     else if (arg === "--compare-flags") options.compareFlags.push(reader.value(arg).split(/\s+/).filter(Boolean));
     else if (arg === "--cache-streams") options.cacheStreams = true;
+    else if (arg === "--chunk-delay-ms") options.chunkDelayMs = reader.positive(arg);
     else if (arg === "--models") options.models = Math.round(reader.positive(arg));
     else if (arg === "--consumers") options.consumers = Math.round(reader.positive(arg));
     else if (arg === "--workers") options.workers = Math.round(reader.positive(arg));
     else if (arg === "--latency") options.latency = true;
+    else if (arg === "--first-row") options.firstRow = true;
     else throw reader.unknown(arg);
   }
   if (options.workers && options.config !== "prod-redis") throw new Error(`--workers needs --config prod-redis (the embedded store refuses workers)\n${USAGE}`);
+  if (options.firstRow && (options.scenario !== "growth" || options.config === "basic")) {
+    throw new Error(`--first-row goes with --scenario growth and a prod config (basic has no consumers)\n${USAGE}`);
+  }
   if (options.cpuProf && options.runtime === "deno") throw new Error(`--cpu-prof profiles a Node gateway; drop it or --runtime deno\n${USAGE}`);
   return options;
 }
@@ -129,7 +141,12 @@ interface Counted {
   as?: TargetName;
   /** The guardrail scenarios: the name of its gateway without rules, sent the same requests. */
   withoutRules?: string;
+  /** --first-row: the name of the gateway of the growth table's first row, measured in the same rounds. */
+  firstRow?: string;
+  /** Who sends its requests, when not the run's (the first row's one model and one consumer). */
+  population?: Population;
 }
+
 
 let sequence = 0;
 
@@ -175,9 +192,9 @@ async function main(): Promise<void> {
   const workDir = mkdtempSync(join(tmpdir(), "gateway-cpu-count-"));
   const services: Service[] = [];
   try {
-    const { mockUrl, redisAddr } = await startSideServices(workDir, options.config, services);
+    const { mockUrl, redisAddr } = await startSideServices(workDir, options.config, services, options.chunkDelayMs);
     const production = options.config !== "basic";
-    const configOf = (guardrails: boolean) =>
+    const configOf = (guardrails: boolean, models = options.models) =>
       gatewayConfig({
         mockUrl,
         objectDir: join(workDir, "objects"),
@@ -185,7 +202,7 @@ async function main(): Promise<void> {
         redisAddr,
         relay: false,
         cacheStreams: options.cacheStreams,
-        models: options.models,
+        models,
         workers: options.workers,
         guardrails,
       });
@@ -221,6 +238,16 @@ async function main(): Promise<void> {
       ...(await withTwin("gateway", gateway.service.pid, gateway.target.base, undefined, [...profFlags, ...options.flags])),
       { name: "framework floor", pid: floor.pid, base: `http://127.0.0.1:${await listeningPort(floor)}`, as: "floor" as const },
     ];
+    if (options.firstRow) {
+      // The same build and flags with one model, sent one consumer's requests: the growth as a ratio within each round.
+      const name = "gateway of 1 model and 1 consumer";
+      const firstRowPath = join(workDir, "gateway-first-row.yaml");
+      writeFileSync(firstRowPath, configOf(true, 1));
+      const other = await startGateway({ runtime: options.runtime, name, configPath: firstRowPath, runtimeFlags: [...profFlags, ...options.flags] });
+      services.push(other.service);
+      targets[0].firstRow = name;
+      targets.push({ name, pid: other.service.pid, base: other.target.base, population: { consumers: 1, random: false, models: 1 } });
+    }
     for (const root of options.compare) {
       const other = await startGateway({ runtime: options.runtime, name: `gateway of ${root}`, configPath, root });
       services.push(other.service);
@@ -232,8 +259,10 @@ async function main(): Promise<void> {
       services.push(other.service);
       targets.push({ name, pid: other.service.pid, base: other.target.base });
     }
-    const population = production ? { consumers: options.consumers, random: options.models > 1 || options.consumers > 50, models: options.models } : undefined;
-    const specOf = (t: Counted) => specFor(scenario, { name: t.as ?? "gateway", base: t.base, pid: t.pid }, population);
+    const population: Population | undefined = production
+      ? { consumers: options.consumers, random: options.models > 1 || options.consumers > 50, models: options.models }
+      : undefined;
+    const specOf = (t: Counted) => specFor(scenario, { name: t.as ?? "gateway", base: t.base, pid: t.pid }, t.population ?? population);
     let wrong = 0;
     // Warm-up: JIT, pools, the cache entry of a hit.
     for (const t of targets) wrong += await send(specOf(t), Math.min(5000, options.requests), options.connections);
@@ -254,15 +283,16 @@ async function main(): Promise<void> {
       }
     }
     const floorFigure = median(figures.get("framework floor") ?? []);
-    // The rules' cost: the median of each round's ratio (both sent in the same round, so under much the same load).
-    const rulesCost = (all: number[], withoutRules: number[]) => {
-      const ratios = all.map((v, i) => v / withoutRules[i]);
-      return `, ${median(ratios).toFixed(2)}x without rules (median of the rounds' ${ratios.map((r) => r.toFixed(2)).join(", ")})`;
+    // The rules' cost, the growth: the median of each round's ratio (both sent in the same round, so under much the same load).
+    const roundRatios = (all: number[], other: number[], what: string) => {
+      const ratios = all.map((v, i) => v / other[i]);
+      return `, ${median(ratios).toFixed(2)}x ${what} (median of the rounds' ${ratios.map((r) => r.toFixed(2)).join(", ")})`;
     };
     const parts = targets.map((t) => {
       const all = figures.get(t.name) ?? [];
       const ratio = (t.as === "floor" ? "" : `, ${(median(all) / floorFigure).toFixed(2)}x the floor`) +
-        (t.withoutRules ? rulesCost(all, figures.get(t.withoutRules) ?? []) : "");
+        (t.withoutRules ? roundRatios(all, figures.get(t.withoutRules) ?? [], "without rules") : "") +
+        (t.firstRow ? roundRatios(all, figures.get(t.firstRow) ?? [], "the first row") : "");
       const sorted = (latencies.get(t.name) ?? []).sort((a, b) => a - b);
       const latency = options.latency ? `, p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${percentile(sorted, 99).toFixed(2)} ms` : "";
       const peak = options.compareFlags.length > 0 ? `, peak RSS ${memory(t.pid).peakMb.toFixed(0)} MB` : "";

@@ -50,8 +50,15 @@ export async function startRedis(workDir: string): Promise<{ service: Service; a
  * What a one-off bench tool runs beside the gateway, on the core the gateway does not use: the
  * mock backend, and Redis for `prod-redis`. Each is pushed on `services` as it starts (stopped by the caller).
  */
-export async function startSideServices(workDir: string, config: string, services: Service[]): Promise<{ mockUrl: string; redisAddr: string }> {
-  const mock = spawnService("mock backend", [process.execPath, join(repoRoot, "dist/bench/mock-backend.js"), "0"], { core: OTHER_CORE });
+/** The mock backend (its stream's events `chunkDelayMs` apart when set) and, for prod-redis, Redis. */
+export async function startSideServices(
+  workDir: string,
+  config: string,
+  services: Service[],
+  chunkDelayMs?: number,
+): Promise<{ mockUrl: string; redisAddr: string }> {
+  const delay = chunkDelayMs ? ["--chunk-delay-ms", String(chunkDelayMs)] : [];
+  const mock = spawnService("mock backend", [process.execPath, join(repoRoot, "dist/bench/mock-backend.js"), "0", ...delay], { core: OTHER_CORE });
   services.push(mock);
   const mockUrl = `http://127.0.0.1:${await listeningPort(mock)}`;
   if (config !== "prod-redis") return { mockUrl, redisAddr: "" };
