@@ -147,7 +147,6 @@ interface Counted {
   population?: Population;
 }
 
-
 let sequence = 0;
 
 /** Sends `count` requests, `connections` at a time; returns the wrong answers. Each request's ms go to `latencies` if given. */
