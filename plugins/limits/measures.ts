@@ -4,8 +4,11 @@
  * admission check. Every limited request needs them and they only change with the config,
  * so they are built the first time a (type, model, user type, consumer) is seen and kept for
  * the runtime (a reload builds a new runtime, and so a new cache): a request builds no key.
- * Past MAX_ENTRIES the cache keeps what it holds and other consumers' measures are built per
- * request (docs/design.md#bounded-caches).
+ * A model without budgets of its own (`token_limits`) measures a consumer as every such model
+ * of its type does, so those share one entry per consumer: with a thousand models, a consumer
+ * that calls many of them takes one entry, not one per model. Past MAX_ENTRIES the cache keeps
+ * what it holds and other consumers' measures are built per request
+ * (docs/design.md#bounded-caches).
  */
 import type { CostBudget } from "../../core/limits/cost-budget.ts";
 import { costBudgets } from "./cost.ts";
@@ -59,9 +62,12 @@ function unrated(measures: Measures): Measures {
   return { ...measures, limits: measures.limits && { ...measures.limits, rate: 0 }, syncKeys: [], llmKeys: measures.llmKeys.slice(1), admitArgs: [0, 0, 0] };
 }
 
+/** The place of the models without budgets of their own, in the cache's map of models: no model's name. */
+const ANY_MODEL = Symbol("a model without budgets of its own");
+
 export class MeasuresCache {
-  /** Service type -> model -> consumer -> user type: looked up without building a key from the four. */
-  private readonly byType = new Map<string, Map<string, Map<string, Map<string | undefined, Measures>>>>();
+  /** Service type -> model (or ANY_MODEL) -> consumer -> user type: looked up without building a key from the four. */
+  private readonly byType = new Map<string, Map<string | typeof ANY_MODEL, Map<string, Map<string | undefined, Measures>>>>();
   private readonly unratedOf = new WeakMap<Measures, Measures>();
   private size = 0;
 
@@ -76,14 +82,15 @@ export class MeasuresCache {
   constructor(private readonly table: LimitTable) {}
 
   of(type: string, model: string, userType: string | undefined, consumer: string): Measures {
-    const kept = this.byType.get(type)?.get(model)?.get(consumer)?.get(userType);
+    const place = this.table.hasModelBudgets({ type, model }, userType) ? model : ANY_MODEL;
+    const kept = this.byType.get(type)?.get(place)?.get(consumer)?.get(userType);
     if (kept) return kept;
     const measures = measure(this.table, type, model, userType, consumer);
     if (this.size >= MAX_ENTRIES) return measures;
     let byModel = this.byType.get(type);
     if (!byModel) this.byType.set(type, byModel = new Map());
-    let byConsumer = byModel.get(model);
-    if (!byConsumer) byModel.set(model, byConsumer = new Map());
+    let byConsumer = byModel.get(place);
+    if (!byConsumer) byModel.set(place, byConsumer = new Map());
     let byUserType = byConsumer.get(consumer);
     if (!byUserType) byConsumer.set(consumer, byUserType = new Map());
     byUserType.set(userType, measures);

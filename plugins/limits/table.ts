@@ -116,6 +116,16 @@ export class LimitTable {
   }
 
   /**
+   * Whether a service has budgets of its own (`token_limits`) for this user type: only then do a
+   * consumer's measures on it differ from those on the other models of its type (measures.ts).
+   */
+  hasModelBudgets(service: Pick<ServiceConfig, "type" | "model">, userType: string | undefined): boolean {
+    if (this.modelTokens.size === 0) return false;
+    const limit = pick(this.modelTokens.get(modelId(service.type, service.model)), userType);
+    return limit !== undefined && (limit.tokenRate > 0 || (service.model !== "" && limit.costNanos > 0));
+  }
+
+  /**
    * The `user_type` label of the limit metrics: the caller's user type when the limits config
    * names it (a key of any `rate_limits` type or `token_limits` model), even where this
    * service type measures it by "*"; otherwise "*" (no user type, or one the config does not

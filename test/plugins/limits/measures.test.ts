@@ -76,6 +76,23 @@ describe("MeasuresCache", () => {
     expect(cache.of("chat", "small", "free", "alice").llmKeys).toEqual(["tok:chat:alice:small", "rsv:tok:chat:alice:small"]);
   });
 
+  it("keeps one entry per consumer for the models without budgets of their own, and one per model for those with", () => {
+    const cache = new MeasuresCache(table);
+    const onBig = cache.of("chat", "big", undefined, "alice");
+    // "other" is not in the config either: measured by the type's entry alone, as "big" is.
+    expect(cache.of("chat", "other", undefined, "alice")).toBe(onBig);
+    expect(onBig).toEqual(built("other", undefined, "alice"));
+    expect(cache.of("chat", "big", "premium", "alice")).not.toBe(onBig);
+    // "small" has its own budgets, whose keys name it.
+    expect(cache.of("chat", "small", undefined, "alice")).not.toBe(onBig);
+    expect(cache.of("chat", "small", undefined, "alice")).toEqual(built("small", undefined, "alice"));
+    // A thousand models and twenty consumers: twenty entries, not 20,000 (past what the cache keeps).
+    const first = Array.from({ length: 20 }, (_, i) => cache.of("chat", "model-0", undefined, `c${i}`));
+    for (let m = 1; m < 1_000; m++) {
+      for (let i = 0; i < 20; i++) expect(cache.of("chat", `model-${m}`, undefined, `c${i}`)).toBe(first[i]);
+    }
+  });
+
   it("once full, keeps the measures it holds and builds the others per request", () => {
     const cache = new MeasuresCache(table);
     const first = cache.of("chat", "small", undefined, "c0");
