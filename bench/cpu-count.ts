@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { Pool } from "undici";
 import { ArgvReader } from "./args.ts";
 import { gatewayConfig } from "./config.ts";
-import { repoRoot, type Runtime, startFlags, startGateway, startSideServices } from "./gateway.ts";
+import { denoBinary, repoRoot, type Runtime, startFlags, startGateway, startSideServices } from "./gateway.ts";
 import { type Population, specFor } from "./matrix.ts";
 import type { TargetName } from "./measure.ts";
 import { CONSUMER_HEADER, consumerOf, isValid, type RequestSpec, withRandomModel } from "./load/spec.ts";
@@ -39,6 +39,8 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --consumers N    X-Consumer over N consumers in the prod configs (default 50; above 50, or with --models, drawn at random)
   --chunk-delay-ms N  the mock backend spaces a stream's events N ms apart (default: one event-loop turn),
                    so every event reaches both proxies as a chunk of its own, as tokens with think time do
+  --deno-floor     the framework floor on Deno (bench/deno-floor/framework-floor.ts: Deno.serve, fetch, a
+                   stream passed on chunk by chunk in JavaScript) instead of Node's: what the runtime alone costs
   --cache-streams  llm.cache_streams on (with stream-miss: every stream a miss the cache records)
   --requests N     requests per round and server (default 20000)
   --rounds N       rounds per server, alternating (default 3)
@@ -81,6 +83,7 @@ interface Options {
   cacheStreams: boolean;
   chunkDelayMs?: number;
   firstRow: boolean;
+  denoFloor: boolean;
   latency: boolean;
   models: number;
   consumers: number;
@@ -100,6 +103,7 @@ function parse(argv: readonly string[]): Options {
     compareFlags: [],
     cacheStreams: false,
     firstRow: false,
+    denoFloor: false,
     latency: false,
     models: 1,
     consumers: 50,
@@ -123,6 +127,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--workers") options.workers = Math.round(reader.positive(arg));
     else if (arg === "--latency") options.latency = true;
     else if (arg === "--first-row") options.firstRow = true;
+    else if (arg === "--deno-floor") options.denoFloor = true;
     else throw reader.unknown(arg);
   }
   if (options.workers && options.config !== "prod-redis") throw new Error(`--workers needs --config prod-redis (the embedded store refuses workers)\n${USAGE}`);
@@ -219,9 +224,10 @@ async function main(): Promise<void> {
       core: options.workers ? BOTH_CORES : undefined,
     });
     services.push(gateway.service);
-    const floor = spawnService("framework floor", [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl], {
-      core: SERVER_CORE,
-    });
+    const floorArgv = options.denoFloor
+      ? [denoBinary, "run", ...startFlags("deno"), "--allow-all", join(repoRoot, "bench/deno-floor/framework-floor.ts"), "0", mockUrl]
+      : [process.execPath, ...startFlags("node"), join(repoRoot, "dist/bench/framework-floor.js"), "0", mockUrl];
+    const floor = spawnService("framework floor", floorArgv, { core: SERVER_CORE, cwd: repoRoot });
     services.push(floor);
     const scenario = SCENARIOS[options.scenario];
     // A gateway, and for the guardrail scenarios another process of the same build without its rules, sent the same requests.

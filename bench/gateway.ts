@@ -15,7 +15,7 @@ import type { Machine } from "./report.ts";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const resultsDir = join(repoRoot, "bench/results");
-const denoBinary = join(repoRoot, "node_modules/deno/deno");
+export const denoBinary = join(repoRoot, "node_modules/deno/deno");
 
 export type Runtime = "node" | "deno";
 
