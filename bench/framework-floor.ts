@@ -8,29 +8,13 @@
  * costs; next to the gateway, what the gateway's own work costs.
  */
 import { serve } from "@hono/node-server";
-import { Hono } from "hono";
 import { createNodeFetch } from "../adapters/node/http-client.ts";
-import { forwardHeaders, responseHeaders } from "../core/proxy/headers.ts";
+import { floorApp } from "./floor-app.ts";
 
 const port = Number(process.argv[2] ?? 0);
 const target = (process.argv[3] ?? "http://127.0.0.1:9000").replace(/\/+$/, "");
-const backend = createNodeFetch();
-
-const app = new Hono();
-app.all("*", async (c) => {
-  const request = c.req.raw;
-  const url = new URL(request.url);
-  const body = request.method === "GET" || request.method === "HEAD" ? null : new Uint8Array(await request.arrayBuffer());
-  const answer = await backend(`${target}${url.pathname}${url.search}`, {
-    method: request.method,
-    headers: forwardHeaders(request.headers),
-    body,
-    redirect: "manual",
-  });
-  const headers = responseHeaders(answer.headers);
-  if ((answer.headers.get("content-type") ?? "").includes("text/event-stream")) return new Response(answer.body, { status: answer.status, headers });
-  return new Response(new Uint8Array(await answer.arrayBuffer()), { status: answer.status, headers });
-});
+// An event stream is handed to @hono/node-server, which reads it chunk by chunk in JavaScript.
+const app = floorApp(target, createNodeFetch(), (body) => body);
 
 serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, (info) => {
   process.stdout.write(`${JSON.stringify({ listening: info.port })}\n`);

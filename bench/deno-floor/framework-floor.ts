@@ -7,8 +7,7 @@
  * body itself, which Deno could pipe without JavaScript seeing a chunk. Next to the Node floor
  * it shows what the runtime alone costs (`cpu-count --deno-floor`; bench/README.md).
  */
-import { Hono } from "hono";
-import { forwardHeaders, responseHeaders } from "../../core/proxy/headers.ts";
+import { floorApp } from "../floor-app.ts";
 
 const port = Number(Deno.args[0] ?? 0);
 const target = (Deno.args[1] ?? "http://127.0.0.1:9000").replace(/\/+$/, "");
@@ -28,24 +27,7 @@ function passedOn(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> 
   });
 }
 
-const app = new Hono();
-app.all("*", async (c) => {
-  const request = c.req.raw;
-  const url = new URL(request.url);
-  const body = request.method === "GET" || request.method === "HEAD" ? null : new Uint8Array(await request.arrayBuffer());
-  const answer = await fetch(`${target}${url.pathname}${url.search}`, {
-    method: request.method,
-    headers: forwardHeaders(request.headers),
-    body,
-    redirect: "manual",
-  });
-  const headers = responseHeaders(answer.headers);
-  if (answer.body && (answer.headers.get("content-type") ?? "").includes("text/event-stream")) {
-    return new Response(passedOn(answer.body), { status: answer.status, headers });
-  }
-  return new Response(new Uint8Array(await answer.arrayBuffer()), { status: answer.status, headers });
-});
-
+const app = floorApp(target, fetch, passedOn);
 Deno.serve({
   port,
   hostname: "127.0.0.1",
