@@ -66,8 +66,12 @@ function unrated(measures: Measures): Measures {
 const ANY_MODEL = Symbol("a model without budgets of its own");
 
 export class MeasuresCache {
-  /** Service type -> model (or ANY_MODEL) -> consumer -> user type: looked up without building a key from the four. */
-  private readonly byType = new Map<string, Map<string | typeof ANY_MODEL, Map<string, Map<string | undefined, Measures>>>>();
+  /**
+   * Service type -> model (or ANY_MODEL) -> user type -> consumer: looked up without building a
+   * key from the four. The consumer last: a map per consumer (for its one or two user types)
+   * took more memory than its measures.
+   */
+  private readonly byType = new Map<string, Map<string | typeof ANY_MODEL, Map<string | undefined, Map<string, Measures>>>>();
   private readonly unratedOf = new WeakMap<Measures, Measures>();
   private size = 0;
 
@@ -83,17 +87,17 @@ export class MeasuresCache {
 
   of(type: string, model: string, userType: string | undefined, consumer: string): Measures {
     const place = this.table.hasModelBudgets({ type, model }, userType) ? model : ANY_MODEL;
-    const kept = this.byType.get(type)?.get(place)?.get(consumer)?.get(userType);
+    const kept = this.byType.get(type)?.get(place)?.get(userType)?.get(consumer);
     if (kept) return kept;
     const measures = measure(this.table, type, model, userType, consumer);
     if (this.size >= MAX_ENTRIES) return measures;
     let byModel = this.byType.get(type);
     if (!byModel) this.byType.set(type, byModel = new Map());
-    let byConsumer = byModel.get(place);
-    if (!byConsumer) byModel.set(place, byConsumer = new Map());
-    let byUserType = byConsumer.get(consumer);
-    if (!byUserType) byConsumer.set(consumer, byUserType = new Map());
-    byUserType.set(userType, measures);
+    let byUserType = byModel.get(place);
+    if (!byUserType) byModel.set(place, byUserType = new Map());
+    let byConsumer = byUserType.get(userType);
+    if (!byConsumer) byUserType.set(userType, byConsumer = new Map());
+    byConsumer.set(consumer, measures);
     this.size++;
     return measures;
   }
