@@ -48,9 +48,9 @@ export async function startRedis(workDir: string): Promise<{ service: Service; a
 
 /**
  * What a one-off bench tool runs beside the gateway, on the core the gateway does not use: the
- * mock backend, and Redis for `prod-redis`. Each is pushed on `services` as it starts (stopped by the caller).
+ * mock backend (its stream's events `chunkDelayMs` apart when set), and Redis for `prod-redis`.
+ * Each is pushed on `services` as it starts (stopped by the caller).
  */
-/** The mock backend (its stream's events `chunkDelayMs` apart when set) and, for prod-redis, Redis. */
 export async function startSideServices(
   workDir: string,
   config: string,

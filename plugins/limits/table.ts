@@ -116,13 +116,13 @@ export class LimitTable {
   }
 
   /**
-   * Whether a service has budgets of its own (`token_limits`) for this user type: only then do a
-   * consumer's measures on it differ from those on the other models of its type (measures.ts).
+   * Whether a service may have budgets of its own (`token_limits`) for this user type, by the
+   * two lookups the budgets are built from: only then can a consumer's measures on it differ
+   * from those on the other models of its type (measures.ts).
    */
   hasModelBudgets(service: Pick<ServiceConfig, "type" | "model">, userType: string | undefined): boolean {
     if (this.modelTokens.size === 0) return false;
-    const limit = pick(this.modelTokens.get(modelId(service.type, service.model)), userType);
-    return limit !== undefined && (limit.tokenRate > 0 || (service.model !== "" && limit.costNanos > 0));
+    return this.forModel(service, userType) !== undefined || this.forModelCost(service, userType) !== undefined;
   }
 
   /**
