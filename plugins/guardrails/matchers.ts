@@ -3,7 +3,7 @@
  * them masked. Matches never overlap: the first pattern (or entity) to claim a span keeps it.
  */
 import { needsNoEscape } from "../../core/llm/json-text.ts";
-import { type Finder, regexFinder } from "./finder.ts";
+import { type Finder, regexFinder, type Span } from "./finder.ts";
 import { entityMatchers } from "./pii.ts";
 
 export interface Match {
@@ -24,7 +24,7 @@ export interface TextMatcher {
 interface Source {
   find: Finder;
   replacement: string;
-  valid?(value: string): boolean;
+  valid?(text: string, start: number, end: number): boolean;
 }
 
 /**
@@ -34,13 +34,14 @@ interface Source {
  */
 function findAll(sources: readonly Source[], text: string): Match[] {
   let found: Match[] = [];
+  const span: Span = { start: 0, end: 0 };
   for (const { find, replacement, valid } of sources) {
     let merged: Match[] | undefined;
     // The next of `found` not yet in `merged`.
     let next = 0;
-    for (let span = find(text, 0); span !== undefined; span = find(text, span.end > span.start ? span.end : span.start + 1)) {
+    for (let more = find(text, 0, span); more; more = find(text, span.end > span.start ? span.end : span.start + 1, span)) {
       const { start, end } = span;
-      if (end === start || (valid && !valid(text.slice(start, end)))) continue;
+      if (end === start || (valid && !valid(text, start, end))) continue;
       merged ??= [];
       while (next < found.length && found[next].end <= start) merged.push(found[next++]);
       if (next < found.length && found[next].start < end) continue;

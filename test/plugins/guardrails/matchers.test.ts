@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { masked, piiMatcher, regexMatcher } from "../../../plugins/guardrails/matchers.ts";
-import { luhnValid } from "../../../plugins/guardrails/pii.ts";
+import { ibanValid, luhnValid } from "../../../plugins/guardrails/pii.ts";
 
 const maskedBy = (matcher: ReturnType<typeof piiMatcher>, text: string) => masked(text, matcher.find(text));
 
@@ -115,6 +115,21 @@ function expectSameMatches(matcher: ReturnType<typeof piiMatcher>, plain: RegExp
   }
   expect(found).toBeGreaterThan(minimum);
 }
+
+describe("iban", () => {
+  it("finds what its expression finds, checksum-checked where each value lies in the text, in random texts of IBANs and their pieces", () => {
+    const plain = /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/g;
+    const pieces = ["DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432", "DE89", "3704", "0044", "GB", "82", "A", " ", "-", "x", "0"];
+    const ibans = piiMatcher(["iban"]);
+    let found = 0;
+    for (const text of randomTexts(pieces, 20_000, 46)) {
+      const expected = [...text.matchAll(plain)].filter((m) => ibanValid(m[0])).map((m) => [m.index, m.index + m[0].length]);
+      expect(ibans.find(text).map((m) => [m.start, m.end]), text).toEqual(expected);
+      found += expected.length;
+    }
+    expect(found).toBeGreaterThan(300);
+  });
+});
 
 describe("secret", () => {
   it("finds what the one expression of its four shapes finds, in random texts of their pieces", () => {
