@@ -1,6 +1,6 @@
 /**
  * `node dist/bench/cpu-count.js [--config basic|prod-memory|prod-redis] [--scenario llm-miss|llm-hit|stream|stream-miss|sync-json|sync-stream|upload-100k|submit-100k|guard-input-2k|guard-input-2k-typical|guard-stream-out|growth] [--models N] [--consumers N] [--cache-streams]
- * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
+ * [--requests N] [--rounds N] [--connections N] [--cpu-prof DIR] [--latency] [--together] [--runtime node|deno] [--compare DIR] [--compare-flags "..."]` (built by `npm run bench`):
  * CPU time per request of the gateway and of the framework floor, measured so that a busy
  * machine does not distort it. Each server gets a fixed number of requests (not a fixed time),
  * `connections` at a time, and the figure is the server process's utime + stime (all threads,
@@ -47,6 +47,9 @@ const USAGE = `node dist/bench/cpu-count.js [options]
   --connections N  requests in flight (default 32)
   --cpu-prof DIR   run the gateway with --cpu-prof, profiles written to DIR
   --flags "..."    more runtime flags for the gateway (--heap-prof, --trace-gc ...)
+  --together       a gateway and the one it is compared with (without rules, --first-row) are sent their
+                   requests at the same time, each its own connections: a change in the machine's speed
+                   during a round hits both alike (their ratio), not one of them
   --latency        also print each server's p50/p99 latency over its rounds (wall clock: compare within a run)
   --compare DIR    also run the gateway built in another checkout DIR (DIR/dist/adapters/node/main.js)
                    in the same rounds: an A/B of two builds under the same machine load (repeatable)
@@ -85,6 +88,7 @@ interface Options {
   firstRow: boolean;
   denoFloor: boolean;
   latency: boolean;
+  together: boolean;
   models: number;
   consumers: number;
   workers?: number;
@@ -105,6 +109,7 @@ function parse(argv: readonly string[]): Options {
     firstRow: false,
     denoFloor: false,
     latency: false,
+    together: false,
     models: 1,
     consumers: 50,
   };
@@ -126,6 +131,7 @@ function parse(argv: readonly string[]): Options {
     else if (arg === "--consumers") options.consumers = Math.round(reader.positive(arg));
     else if (arg === "--workers") options.workers = Math.round(reader.positive(arg));
     else if (arg === "--latency") options.latency = true;
+    else if (arg === "--together") options.together = true;
     else if (arg === "--first-row") options.firstRow = true;
     else if (arg === "--deno-floor") options.denoFloor = true;
     else throw reader.unknown(arg);
@@ -150,6 +156,20 @@ interface Counted {
   firstRow?: string;
   /** Who sends its requests, when not the run's (the first row's one model and one consumer). */
   population?: Population;
+}
+
+/** --together: each target with the one it is compared with (without rules, the first row) in a group of two; the rest alone. */
+function comparedTogether(targets: readonly Counted[]): Counted[][] {
+  const grouped = new Set<string>();
+  const groups: Counted[][] = [];
+  for (const t of targets) {
+    if (grouped.has(t.name)) continue;
+    const partner = targets.find((other) => other.name === (t.withoutRules ?? t.firstRow));
+    const group = partner ? [t, partner] : [t];
+    for (const member of group) grouped.add(member.name);
+    groups.push(group);
+  }
+  return groups;
 }
 
 let sequence = 0;
@@ -273,18 +293,22 @@ async function main(): Promise<void> {
     for (const t of targets) wrong += await send(specOf(t), Math.min(5000, options.requests), options.connections);
     const figures = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    // With workers: the primary and its workers together.
+    const cpuOf = (pid: number) => (options.workers && pid === gateway.service.pid ? processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0) : cpuSeconds(pid));
+    const groups = options.together ? comparedTogether(targets) : targets.map((t) => [t]);
     for (let round = 0; round < options.rounds; round++) {
-      // Each round starts with another target, so drift in the machine's load hits all alike.
-      for (const t of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
-        // With workers: the primary and its workers together.
-        const cpuOf = (
-          pid: number,
-        ) => (options.workers && pid === gateway.service.pid ? processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0) : cpuSeconds(pid));
-        const before = cpuOf(t.pid);
-        wrong += await send(specOf(t), options.requests, options.connections, options.latency ? latencies.get(t.name) : undefined);
-        const perRequest = ((cpuOf(t.pid) - before) * 1e6) / options.requests;
-        figures.get(t.name)?.push(perRequest);
-        process.stderr.write(`round ${round + 1}, ${t.name}: ${perRequest.toFixed(0)} µs/req\n`);
+      // Each round starts with another group, so drift in the machine's load hits all alike.
+      for (const group of [...groups.slice(round % groups.length), ...groups.slice(0, round % groups.length)]) {
+        const before = group.map((t) => cpuOf(t.pid));
+        const sent = await Promise.all(
+          group.map((t) => send(specOf(t), options.requests, options.connections, options.latency ? latencies.get(t.name) : undefined)),
+        );
+        group.forEach((t, i) => {
+          wrong += sent[i];
+          const perRequest = ((cpuOf(t.pid) - before[i]) * 1e6) / options.requests;
+          figures.get(t.name)?.push(perRequest);
+          process.stderr.write(`round ${round + 1}, ${t.name}: ${perRequest.toFixed(0)} µs/req\n`);
+        });
       }
     }
     const floorFigure = median(figures.get("framework floor") ?? []);
