@@ -294,7 +294,9 @@ async function main(): Promise<void> {
     const figures = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     // With workers: the primary and its workers together.
-    const cpuOf = (pid: number) => (options.workers && pid === gateway.service.pid ? processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0) : cpuSeconds(pid));
+    const cpuOf = (
+      pid: number,
+    ) => (options.workers && pid === gateway.service.pid ? processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0) : cpuSeconds(pid));
     const groups = options.together ? comparedTogether(targets) : targets.map((t) => [t]);
     for (let round = 0; round < options.rounds; round++) {
       // Each round starts with another group, so drift in the machine's load hits all alike.
