@@ -15,7 +15,7 @@ interface EntityMatcher {
   mask: string;
   /** The longest text a match can be (Infinity: unbounded), which bounds what a stream holds back for it. */
   maxLength: number;
-  /** The checksum of the value `text` holds from `start` to `end` holds (absent: every match counts). */
+  /** Whether the checksum of the value from `start` to `end` of `text` holds (absent: every match counts). */
   valid?(text: string, start: number, end: number): boolean;
 }
 
